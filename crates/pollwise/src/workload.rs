@@ -1,0 +1,1205 @@
+//! Workloads: a fio-style job driven through a queue, a slab and a wait policy.
+//!
+//! [`JobSpec`] holds a job in fio's terms (`rw`, `bs`, `iodepth`, `iodepth_batch_submit`, ...);
+//! [`run_job`] checks it, lays out the file if needed, runs `numjobs` threads (one ring each),
+//! ramps, measures and merges. [`Engine`] is one thread's loop over any [`Queue`]: fill the queue
+//! to `iodepth` (submitting every `iodepth_batch_submit`), then let the policy reap at least
+//! `iodepth_batch_complete_min`, recycling each slot the moment its completion is handled.
+//!
+//! Latency is measured from the moment a request is pushed to the moment its completion is
+//! handled (fio's `lat`, which includes submission).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use crate::clock::{self, Clock};
+use crate::policy::{Mode, PolicyConfig, PolicyCounters, ReqClass, WaitPolicy};
+use crate::queue::uring::{UringOptions, UringQueue};
+use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters};
+use crate::request::{Dir, Handle, ReqMeta, Slab};
+use crate::stats::{thread_cpu_ns, DirStats, Rusage, Stats};
+use crate::{verify, Error, Result};
+
+/// fio's `rw`: the I/O pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Random mixed reads and writes (`rwmixread` percent reads).
+    RandRw,
+}
+
+impl Rw {
+    /// Parses fio's names.
+    pub fn parse(s: &str) -> Result<Rw> {
+        Ok(match s {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "randrw" => Rw::RandRw,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "unknown --rw={s}: use read, write, randread, randwrite or randrw"
+                )))
+            }
+        })
+    }
+    /// fio's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::RandRw => "randrw",
+        }
+    }
+    fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    fn writes(self) -> bool {
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
+    }
+}
+
+/// One job, in fio's terms. `Default` is fio's defaults plus `rw=randread`, `direct=1`.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// The job's name (fio's `name`).
+    pub name: String,
+    /// File or block device.
+    pub filename: PathBuf,
+    /// Bytes of the file to use (0: the whole existing file or device).
+    pub size: u64,
+    /// I/O pattern.
+    pub rw: Rw,
+    /// Percentage of reads in `randrw`.
+    pub rwmixread: u32,
+    /// Block size.
+    pub bs: u32,
+    /// Requests in flight per job thread.
+    pub iodepth: u32,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Measured run time.
+    pub runtime: Duration,
+    /// Run for `runtime` even after `io_size` bytes are done (fio's `time_based`).
+    pub time_based: bool,
+    /// Bytes of I/O after which a job that is not time-based stops (0: `size`).
+    pub io_size: u64,
+    /// Unmeasured warm-up time.
+    pub ramp_time: Duration,
+    /// Job threads, one ring each.
+    pub numjobs: u32,
+    /// Submit when this many requests are queued (fio's `iodepth_batch_submit`; 0 means 1).
+    pub iodepth_batch_submit: u32,
+    /// Reap at least this many completions per wait (fio's `iodepth_batch_complete_min`).
+    pub iodepth_batch_complete_min: u32,
+    /// Register the file with the ring.
+    pub registerfiles: bool,
+    /// Register the buffers with the ring.
+    pub fixedbufs: bool,
+    /// SQPOLL ring (fio's `sqthread_poll`).
+    pub sqthread_poll: bool,
+    /// SQPOLL thread CPU.
+    pub sqthread_poll_cpu: Option<u32>,
+    /// SQPOLL idle time before the thread sleeps.
+    pub sqthread_idle_ms: u32,
+    /// Let the job threads' rings share one SQPOLL thread (ATTACH_WQ to the first ring).
+    pub sqthread_share: bool,
+    /// Kernel polled I/O (IOPOLL).
+    pub hipri: bool,
+    /// Kernel hybrid polled I/O (HYBRID_IOPOLL, with `hipri`).
+    pub hybrid_iopoll: bool,
+    /// COOP_TASKRUN ring.
+    pub coop_taskrun: bool,
+    /// DEFER_TASKRUN ring.
+    pub defer_taskrun: bool,
+    /// SINGLE_ISSUER ring.
+    pub single_issuer: bool,
+    /// `--verify=crc32c`.
+    pub verify: bool,
+    /// After every `thinktime_blocks` completions, think for this long (fio's `thinktime`).
+    pub thinktime: Duration,
+    /// Of the think time, spin this long on the CPU (fio's `thinktime_spin`); the rest sleeps.
+    pub thinktime_spin: Duration,
+    /// Completions between think times (fio's `thinktime_blocks`; 0 means 1).
+    pub thinktime_blocks: u32,
+    /// Random seed (fio's `randseed`).
+    pub seed: u64,
+    /// The wait policy.
+    pub policy: PolicyConfig,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: "pollwise".into(),
+            filename: PathBuf::new(),
+            size: 0,
+            rw: Rw::RandRead,
+            rwmixread: 50,
+            bs: 4096,
+            iodepth: 1,
+            direct: true,
+            runtime: Duration::from_secs(10),
+            time_based: false,
+            io_size: 0,
+            ramp_time: Duration::ZERO,
+            numjobs: 1,
+            iodepth_batch_submit: 1,
+            iodepth_batch_complete_min: 1,
+            registerfiles: false,
+            fixedbufs: false,
+            sqthread_poll: false,
+            sqthread_poll_cpu: None,
+            sqthread_idle_ms: 1000,
+            sqthread_share: false,
+            hipri: false,
+            hybrid_iopoll: false,
+            coop_taskrun: false,
+            defer_taskrun: false,
+            single_issuer: false,
+            verify: false,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            seed: 0x5eed_5eed,
+            policy: PolicyConfig::new(Mode::Interrupt),
+        }
+    }
+}
+
+/// The largest ring (and so `iodepth`) the kernel allows.
+pub const MAX_IODEPTH: u32 = 32768;
+
+/// What [`check_job`] learned about the target.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Bytes used.
+    pub size: u64,
+    /// Logical block size, for O_DIRECT alignment.
+    pub block_size: u32,
+    /// The target is a block device.
+    pub is_blockdev: bool,
+}
+
+/// Checks a job for contradictions and for a target it can use; does not create anything.
+pub fn check_job(spec: &JobSpec) -> Result<()> {
+    let u = |s: String| Err(Error::Usage(s));
+    if spec.filename.as_os_str().is_empty() {
+        return u(
+            "no --filename given: name a file or block device, e.g. --filename=/tmp/pollwise.dat"
+                .into(),
+        );
+    }
+    if spec.bs == 0 {
+        return u("--bs must be greater than 0: use e.g. --bs=4k".into());
+    }
+    if spec.iodepth == 0 || spec.iodepth > MAX_IODEPTH {
+        return u(format!(
+            "--iodepth={} is out of range: use 1 to {MAX_IODEPTH} (the ring's limit)",
+            spec.iodepth
+        ));
+    }
+    if spec.runtime.is_zero() {
+        return u("--runtime must be greater than 0: use e.g. --runtime=10s".into());
+    }
+    if spec.numjobs == 0 {
+        return u("--numjobs must be at least 1".into());
+    }
+    if spec.rwmixread > 100 {
+        return u(format!(
+            "--rwmixread={} is not a percentage: use 0 to 100",
+            spec.rwmixread
+        ));
+    }
+    if spec.iodepth_batch_submit > spec.iodepth {
+        return u(format!(
+            "--iodepth_batch_submit={} exceeds --iodepth={}: make it at most the depth",
+            spec.iodepth_batch_submit, spec.iodepth
+        ));
+    }
+    if spec.iodepth_batch_complete_min > spec.iodepth {
+        return u(format!(
+            "--iodepth_batch_complete_min={} exceeds --iodepth={}: make it at most the depth",
+            spec.iodepth_batch_complete_min, spec.iodepth
+        ));
+    }
+    if spec.hipri && !spec.direct {
+        return u("--hipri needs --direct=1: polled I/O works only with O_DIRECT".into());
+    }
+    if spec.hybrid_iopoll && !spec.hipri {
+        return u("--hybrid_iopoll needs --hipri=1: it is a kind of kernel polled I/O".into());
+    }
+    if spec.sqthread_poll_cpu.is_some() && !spec.sqthread_poll {
+        return u("--sqthread_poll_cpu needs --sqthread_poll=1".into());
+    }
+    if spec.sqthread_share && !spec.sqthread_poll {
+        return u("--sqthread_share needs --sqthread_poll=1".into());
+    }
+    if let Some(cpu) = spec.sqthread_poll_cpu {
+        let n = online_cpus();
+        if cpu as usize >= n {
+            return u(format!(
+                "--sqthread_poll_cpu={cpu} names no online CPU: this machine has CPUs 0 to {}",
+                n - 1
+            ));
+        }
+    }
+    if spec.defer_taskrun && spec.sqthread_poll {
+        return u("--defer_taskrun cannot be combined with --sqthread_poll: the kernel refuses DEFER_TASKRUN on SQPOLL rings; pick one".into());
+    }
+    if spec.defer_taskrun && spec.numjobs > 1 && spec.sqthread_share {
+        return u("--defer_taskrun rings cannot share a poller".into());
+    }
+    if spec.verify && (spec.bs as usize) < verify::HEADER {
+        return u(format!(
+            "--verify needs --bs of at least {} bytes",
+            verify::HEADER
+        ));
+    }
+    if spec.thinktime_spin > spec.thinktime {
+        return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
+    }
+    if spec.policy.hybrid_fraction.is_nan()
+        || spec.policy.hybrid_fraction <= 0.0
+        || spec.policy.hybrid_fraction > 1.0
+    {
+        return u(format!(
+            "--hybrid_fraction={} is outside (0, 1]: use e.g. 0.5",
+            spec.policy.hybrid_fraction
+        ));
+    }
+    let path = &spec.filename;
+    if path.is_dir() {
+        return u(format!(
+            "--filename={} is a directory: name a file inside it, e.g. --filename={}",
+            path.display(),
+            path.join("pollwise.dat").display()
+        ));
+    }
+    if let Some(parent) = path.parent() {
+        if !parent.as_os_str().is_empty() && !parent.is_dir() {
+            return u(format!(
+                "directory {} does not exist: create it (mkdir -p {}) or choose another --filename",
+                parent.display(),
+                parent.display()
+            ));
+        }
+    }
+    if !path.exists() && spec.size == 0 {
+        return u(format!(
+            "{} does not exist and no --size was given: give --size (e.g. --size=256M) so it can be created",
+            path.display()
+        ));
+    }
+    if spec.size != 0 && spec.size < spec.bs as u64 {
+        return u(format!(
+            "--size={} is smaller than --bs={}: make --size at least one block",
+            spec.size, spec.bs
+        ));
+    }
+    Ok(())
+}
+
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as usize
+}
+
+fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(writable);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path).map_err(|e| {
+        if direct && e.raw_os_error() == Some(libc::EINVAL) {
+            Error::Unsupported(format!(
+                "cannot open {} with O_DIRECT: its filesystem does not support direct I/O (tmpfs?); put the file on a disk filesystem or use --direct=0",
+                path.display()
+            ))
+        } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+            Error::Usage(format!(
+                "cannot open {}: permission denied; choose a file you may {}",
+                path.display(),
+                if writable { "write" } else { "read" }
+            ))
+        } else {
+            Error::Usage(format!(
+                "cannot open {}: {e}; check the path",
+                path.display()
+            ))
+        }
+    })
+}
+
+/// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
+/// returns what it found out about the target. A block device is used as it is.
+pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
+    check_job(spec)?;
+    let path = &spec.filename;
+    let meta = std::fs::metadata(path).ok();
+    let is_blockdev = meta
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_block_device());
+    let existing = if is_blockdev {
+        let f = open_target(path, false, false)?;
+        blockdev_size(&f)?
+    } else {
+        meta.as_ref().map_or(0, |m| m.len())
+    };
+    let size = if spec.size == 0 { existing } else { spec.size };
+    if is_blockdev && size > existing {
+        return Err(Error::Usage(format!(
+            "--size={size} is larger than the device {} ({existing} bytes): use a smaller --size",
+            path.display()
+        )));
+    }
+    if !is_blockdev && existing < size {
+        lay_out(path, existing, size)?;
+    }
+    let f = open_target(path, spec.direct, false)?;
+    let block_size = if spec.direct {
+        logical_block_size(&f, is_blockdev)
+    } else {
+        1
+    };
+    if spec.direct && spec.bs % block_size != 0 {
+        return Err(Error::Usage(format!(
+            "--bs={} is not a multiple of the logical block size ({block_size}) of {}, which --direct=1 needs: use --bs=4k or --direct=0",
+            spec.bs,
+            path.display()
+        )));
+    }
+    if size < spec.bs as u64 {
+        return Err(Error::Usage(format!(
+            "{} holds {size} bytes, less than one block of --bs={}: give a larger --size",
+            path.display(),
+            spec.bs
+        )));
+    }
+    Ok(Target {
+        size,
+        block_size,
+        is_blockdev,
+    })
+}
+
+fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| {
+            Error::Usage(format!(
+                "cannot create {}: {e}; check the directory's permissions",
+                path.display()
+            ))
+        })?;
+    let io = |e: std::io::Error| {
+        Error::Io(format!(
+            "laying out {}: {e}; check free space (df -h)",
+            path.display()
+        ))
+    };
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut x = 0x2545_F491_4F6C_DD1Du64 ^ from;
+    let mut left = to - from;
+    while left > 0 {
+        for w in chunk.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.copy_from_slice(&x.to_le_bytes()[..w.len()]);
+        }
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n]).map_err(io)?;
+        left -= n as u64;
+    }
+    f.sync_all().map_err(io)?;
+    Ok(())
+}
+
+fn blockdev_size(f: &File) -> Result<u64> {
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer we pass.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if r < 0 {
+        return Err(Error::Io(format!(
+            "cannot read the device's size: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(size)
+}
+
+fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
+    if is_blockdev {
+        let mut bs: libc::c_int = 0;
+        // BLKSSZGET = _IO(0x12, 104)
+        const BLKSSZGET: libc::c_ulong = 0x1268;
+        // SAFETY: BLKSSZGET writes one int through the pointer we pass.
+        let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut bs as *mut libc::c_int) };
+        if r == 0 && bs > 0 {
+            return bs as u32;
+        }
+        return 512;
+    }
+    // STATX_DIOALIGN (Linux 6.1): the file's direct I/O offset alignment.
+    // SAFETY: statx fills the struct we provide; an empty path with AT_EMPTY_PATH names the fd.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            0x0000_2000,
+            &mut stx,
+        )
+    };
+    if r == 0 && stx.stx_mask & 0x0000_2000 != 0 && stx.stx_dio_offset_align > 0 {
+        return stx.stx_dio_offset_align;
+    }
+    512
+}
+
+/// When an [`Engine::run`] stops submitting.
+#[derive(Debug, Clone, Copy)]
+pub enum Stop {
+    /// At this clock time (nanoseconds).
+    At(u64),
+    /// After this many requests were submitted.
+    Ios(u64),
+    /// At this time, or after this many requests, whichever comes first.
+    Either(u64, u64),
+}
+
+/// What one engine does: the per-thread part of a [`JobSpec`].
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// I/O pattern.
+    pub rw: Rw,
+    /// Percentage of reads in `randrw`.
+    pub rwmixread: u32,
+    /// Block size.
+    pub bs: u32,
+    /// Bytes of the target in use.
+    pub size: u64,
+    /// Requests in flight.
+    pub iodepth: u32,
+    /// Submit every this many queued requests.
+    pub batch_submit: u32,
+    /// Reap at least this many per wait.
+    pub batch_complete_min: u32,
+    /// Buffers are registered: pass their index.
+    pub fixedbufs: bool,
+    /// Write verify patterns and check reads.
+    pub verify: bool,
+    /// Think time after every `thinktime_blocks` completions.
+    pub thinktime: Duration,
+    /// Spinning part of the think time.
+    pub thinktime_spin: Duration,
+    /// Completions between think times.
+    pub thinktime_blocks: u32,
+    /// Random seed.
+    pub seed: u64,
+    /// Buffer alignment (4096 covers every O_DIRECT target).
+    pub align: usize,
+    /// The job uses kernel polled I/O (for the error message when the device cannot).
+    pub hipri: bool,
+    /// The target's name, for messages.
+    pub target: String,
+}
+
+impl EngineConfig {
+    /// The engine part of `spec` on a target of `size` bytes.
+    pub fn from_spec(spec: &JobSpec, size: u64) -> Self {
+        EngineConfig {
+            rw: spec.rw,
+            rwmixread: spec.rwmixread,
+            bs: spec.bs,
+            size,
+            iodepth: spec.iodepth,
+            batch_submit: spec.iodepth_batch_submit.max(1),
+            batch_complete_min: spec.iodepth_batch_complete_min.max(1),
+            fixedbufs: spec.fixedbufs,
+            verify: spec.verify,
+            thinktime: spec.thinktime,
+            thinktime_spin: spec.thinktime_spin,
+            thinktime_blocks: spec.thinktime_blocks.max(1),
+            seed: spec.seed,
+            align: 4096,
+            hipri: spec.hipri,
+            target: spec.filename.display().to_string(),
+        }
+    }
+}
+
+/// One thread's I/O loop over any queue and any policy. See the module docs.
+pub struct Engine {
+    // Declared first so it drops first: a queue drains its in-flight operations on drop, and
+    // only then may the slab's buffers go.
+    q: Box<dyn Queue + Send>,
+    policy: Box<dyn WaitPolicy>,
+    slab: Slab,
+    clock: Arc<dyn Clock>,
+    cfg: EngineConfig,
+    blocks: u64,
+    rng: u64,
+    seq_next: u64,
+    submitted: u64,
+    since_think: u32,
+    written: Vec<u64>,
+    read: DirStats,
+    write: DirStats,
+    error: Option<Error>,
+}
+
+impl Engine {
+    /// An engine over `q`, waiting with `policy`, with a slab of its own.
+    pub fn new(
+        q: Box<dyn Queue + Send>,
+        policy: Box<dyn WaitPolicy>,
+        clock: Arc<dyn Clock>,
+        cfg: EngineConfig,
+    ) -> Self {
+        let slab = Slab::new(cfg.iodepth as usize, cfg.bs as usize, cfg.align);
+        Engine::with_slab(q, policy, clock, cfg, slab)
+    }
+
+    /// An engine over `q` using `slab` (whose buffers may already be registered with `q` as
+    /// fixed buffers, for `cfg.fixedbufs`). The slab needs `cfg.iodepth` slots of `cfg.bs`.
+    pub fn with_slab(
+        q: Box<dyn Queue + Send>,
+        policy: Box<dyn WaitPolicy>,
+        clock: Arc<dyn Clock>,
+        cfg: EngineConfig,
+        slab: Slab,
+    ) -> Self {
+        assert!(slab.capacity() >= cfg.iodepth as usize);
+        let blocks = (cfg.size / cfg.bs as u64).max(1);
+        let written = if cfg.verify {
+            vec![0u64; blocks.div_ceil(64) as usize]
+        } else {
+            Vec::new()
+        };
+        Engine {
+            slab,
+            q,
+            policy,
+            clock,
+            blocks,
+            rng: cfg.seed | 1,
+            seq_next: 0,
+            submitted: 0,
+            since_think: 0,
+            written,
+            read: DirStats::default(),
+            write: DirStats::default(),
+            error: None,
+            cfg,
+        }
+    }
+
+    /// The queue.
+    pub fn queue_mut(&mut self) -> &mut (dyn Queue + Send) {
+        &mut *self.q
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.slab.live()
+    }
+
+    #[inline]
+    fn next_rand(&mut self) -> u64 {
+        // xorshift64*
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn next_io(&mut self) -> (Dir, u64) {
+        let dir = match self.cfg.rw {
+            Rw::Read | Rw::RandRead => Dir::Read,
+            Rw::Write | Rw::RandWrite => Dir::Write,
+            Rw::RandRw => {
+                if self.next_rand() % 100 < self.cfg.rwmixread as u64 {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                }
+            }
+        };
+        let block = if self.cfg.rw.random() {
+            self.next_rand() % self.blocks
+        } else {
+            let b = self.seq_next;
+            self.seq_next = (self.seq_next + 1) % self.blocks;
+            b
+        };
+        (dir, block * self.cfg.bs as u64)
+    }
+
+    /// Submits one request of `dir` at `offset` and returns its handle.
+    pub fn submit_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
+        let h = self.push_one(dir, offset)?;
+        self.q
+            .submit()
+            .map_err(|e| Error::Io(format!("io_uring submit failed: {e}")))?;
+        Ok(h)
+    }
+
+    fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
+        let now = self.clock.now_ns();
+        let meta = ReqMeta {
+            dir,
+            offset,
+            len: self.cfg.bs,
+            submit_ns: now,
+        };
+        let h = self
+            .slab
+            .alloc(meta)
+            .ok_or_else(|| Error::Usage("every request slot is in flight".into()))?;
+        let buf = self.slab.buf_mut(h).expect("fresh handle is live");
+        if dir == Dir::Write && self.cfg.verify {
+            verify::fill(buf.as_mut_slice(), offset, self.cfg.seed);
+        }
+        let op = Op {
+            kind: match dir {
+                Dir::Read => OpKind::Read,
+                Dir::Write => OpKind::Write,
+            },
+            file: 0,
+            buf: buf.as_mut_ptr(),
+            len: self.cfg.bs,
+            offset,
+            buf_index: self.cfg.fixedbufs.then_some(h.index() as u16),
+            user_data: h.user_data(),
+        };
+        // SAFETY: the buffer belongs to the slot, which stays allocated (and is not handed to
+        // anyone else) until this request's completion is handled and the slot freed; the slab
+        // outlives the queue's in-flight operations because the engine drains before dropping.
+        let r = unsafe { self.q.push(&op) };
+        if let Err(e) = r {
+            if e.kind() == std::io::ErrorKind::WouldBlock {
+                // Submission queue full: submit what is there and push again.
+                self.q
+                    .submit()
+                    .map_err(|e| Error::Io(format!("submit failed: {e}")))?;
+                // SAFETY: as above.
+                unsafe { self.q.push(&op) }
+                    .map_err(|e| Error::Io(format!("cannot queue a request: {e}")))?;
+            } else {
+                let _ = self.slab.complete(h, |_, _| ());
+                return Err(Error::Io(format!("cannot queue a request: {e}")));
+            }
+        }
+        self.policy.on_submit(
+            h.user_data(),
+            ReqClass {
+                dir,
+                len: self.cfg.bs,
+            },
+            now,
+        );
+        self.submitted += 1;
+        Ok(h)
+    }
+
+    /// Lets the policy reap at least `min` completions and handles each.
+    pub fn reap(&mut self, min: usize) -> Result<usize> {
+        let Engine {
+            q,
+            policy,
+            slab,
+            clock,
+            cfg,
+            written,
+            read,
+            write,
+            error,
+            ..
+        } = self;
+        let mut sink = |c: Completion| {
+            let now = clock.now_ns();
+            let h = Handle::from_user_data(c.user_data);
+            let r = slab.complete(h, |meta, buf| {
+                if c.result < 0 {
+                    return Err(io_error(cfg, meta, -c.result));
+                }
+                if c.result as u32 != meta.len {
+                    return Err(Error::Io(format!(
+                        "short {} at offset {} of {}: {} of {} bytes (is the file shorter than --size?)",
+                        dir_name(meta.dir),
+                        meta.offset,
+                        cfg.target,
+                        c.result,
+                        meta.len
+                    )));
+                }
+                let lat = now.saturating_sub(meta.submit_ns);
+                let block = (meta.offset / cfg.bs as u64) as usize;
+                match meta.dir {
+                    Dir::Read => {
+                        if cfg.verify
+                            && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
+                        {
+                            verify::check(buf.as_slice(), meta.offset).map_err(Error::Verify)?;
+                        }
+                        read.record(lat, meta.len as u64);
+                    }
+                    Dir::Write => {
+                        if cfg.verify {
+                            written[block / 64] |= 1 << (block % 64);
+                        }
+                        write.record(lat, meta.len as u64);
+                    }
+                }
+                Ok(())
+            });
+            let r = match r {
+                Ok(r) => r,
+                Err(stale) => Err(Error::Io(format!(
+                    "a completion arrived for a request that is not in flight ({stale})"
+                ))),
+            };
+            if let Err(e) = r {
+                error.get_or_insert(e);
+            }
+        };
+        let n = policy
+            .wait(&mut **q, min, &mut sink)
+            .map_err(|e| Error::Io(format!("waiting for completions failed: {e}")))?;
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// Waits until the request `h` has completed (handling any others that complete first).
+    pub fn wait_for(&mut self, h: Handle) -> Result<()> {
+        if !self.slab.is_live(h) {
+            return Err(Error::Usage(format!(
+                "{}",
+                crate::request::StaleHandle {
+                    index: h.index(),
+                    generation: h.generation()
+                }
+            )));
+        }
+        while self.slab.is_live(h) {
+            self.reap(1)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the job loop until `stop`, then drains every request in flight.
+    pub fn run(&mut self, stop: Stop) -> Result<()> {
+        let r = self.run_inner(stop);
+        // Every submitted request completes exactly once, error or not.
+        let d = self.drain();
+        r.and(d)
+    }
+
+    fn stopped(&self, stop: Stop) -> bool {
+        match stop {
+            Stop::At(t) => self.clock.now_ns() >= t,
+            Stop::Ios(n) => self.submitted >= n,
+            Stop::Either(t, n) => self.submitted >= n || self.clock.now_ns() >= t,
+        }
+    }
+
+    fn run_inner(&mut self, stop: Stop) -> Result<()> {
+        let depth = self.cfg.iodepth as usize;
+        let batch = self.cfg.batch_submit as usize;
+        loop {
+            let mut queued = 0;
+            while self.slab.live() < depth && !self.stopped(stop) {
+                let (dir, off) = self.next_io();
+                self.push_one(dir, off)?;
+                queued += 1;
+                if queued == batch {
+                    self.submit()?;
+                    queued = 0;
+                }
+            }
+            if queued > 0 {
+                self.submit()?;
+            }
+            if self.slab.live() == 0 {
+                return Ok(());
+            }
+            let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
+            let n = self.reap(min)?;
+            if !self.cfg.thinktime.is_zero() {
+                self.since_think += n as u32;
+                if self.since_think >= self.cfg.thinktime_blocks {
+                    self.since_think = 0;
+                    self.think();
+                }
+            }
+        }
+    }
+
+    fn submit(&mut self) -> Result<()> {
+        self.q
+            .submit()
+            .map(|_| ())
+            .map_err(|e| Error::Io(format!("io_uring submit failed: {e}")))
+    }
+
+    fn think(&mut self) {
+        let spin = self.cfg.thinktime_spin.as_nanos() as u64;
+        let t0 = self.clock.now_ns();
+        // Spend CPU "on the data", as a database would, not just time.
+        let mut x = self.rng;
+        while self.clock.now_ns() - t0 < spin {
+            for _ in 0..64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+        }
+        let rest = self.cfg.thinktime.saturating_sub(self.cfg.thinktime_spin);
+        if !rest.is_zero() {
+            std::thread::sleep(rest);
+        }
+    }
+
+    /// Reaps every request in flight; the first error is returned after all are in.
+    pub fn drain(&mut self) -> Result<()> {
+        let mut first = None;
+        let mut guard = 0u32;
+        while self.slab.live() > 0 {
+            if let Err(e) = self.submit() {
+                first.get_or_insert(e);
+            }
+            match self.reap(1) {
+                Ok(_) => {}
+                Err(e @ (Error::Io(_) | Error::Verify(_) | Error::Unsupported(_))) => {
+                    first.get_or_insert(e);
+                    guard += 1;
+                    if guard > 1_000_000 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    first.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads back every block this engine wrote and verifies it.
+    pub fn verify_written(&mut self) -> Result<u64> {
+        let mut checked = 0u64;
+        let words = self.written.len();
+        let saved = self.cfg.rw;
+        // Reads of blocks in the bitmap are checked; see reap().
+        self.cfg.rw = Rw::RandRw;
+        for w in 0..words {
+            let mut bits = self.written[w];
+            while bits != 0 {
+                let b = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                let block = w as u64 * 64 + b;
+                if self.slab.live() == self.cfg.iodepth as usize {
+                    self.reap(1)?;
+                }
+                self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
+                self.submit()?;
+                checked += 1;
+            }
+        }
+        let r = self.drain();
+        self.cfg.rw = saved;
+        r.map(|_| checked)
+    }
+
+    /// Forgets the latency and I/O counts (after a ramp).
+    pub fn reset_stats(&mut self) {
+        self.read.reset();
+        self.write.reset();
+    }
+
+    /// Reads, writes, and what the queue and policy counted.
+    pub fn stats(&self) -> (DirStats, DirStats, QueueCounters, PolicyCounters) {
+        (
+            self.read.clone(),
+            self.write.clone(),
+            self.q.counters(),
+            self.policy.counters(),
+        )
+    }
+
+    /// What the policy believes.
+    pub fn beliefs(&self) -> Vec<(String, f64)> {
+        self.policy.beliefs()
+    }
+}
+
+fn dir_name(d: Dir) -> &'static str {
+    match d {
+        Dir::Read => "read",
+        Dir::Write => "write",
+    }
+}
+
+fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
+    let e = std::io::Error::from_raw_os_error(errno);
+    if cfg.hipri && (errno == libc::EOPNOTSUPP || errno == libc::EINVAL) {
+        return Error::Unsupported(format!(
+            "polled I/O (--hipri) is not supported for {}: it needs O_DIRECT on a device with poll queues (nvme.poll_queues > 0), and the kernel answered {e}; run without --hipri",
+            cfg.target
+        ));
+    }
+    if errno == libc::EINVAL {
+        return Error::Io(format!(
+            "{} at offset {} of {} failed: {e} (O_DIRECT needs --bs and offsets aligned to the device's block size)",
+            dir_name(meta.dir),
+            meta.offset,
+            cfg.target
+        ));
+    }
+    Error::Io(format!(
+        "{} at offset {} of {} failed: {e}",
+        dir_name(meta.dir),
+        meta.offset,
+        cfg.target
+    ))
+}
+
+fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
+    QueueCounters {
+        enters: a.enters - b.enters,
+        submitted: a.submitted - b.submitted,
+        completed: a.completed - b.completed,
+    }
+}
+
+fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
+    PolicyCounters {
+        polls: a.polls - b.polls,
+        empty_polls: a.empty_polls - b.empty_polls,
+        blocks: a.blocks - b.blocks,
+        sleeps: a.sleeps - b.sleeps,
+        slept_ns: a.slept_ns - b.slept_ns,
+        oversleeps: a.oversleeps - b.oversleeps,
+        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
+        grows: a.grows - b.grows,
+        shrinks: a.shrinks - b.shrinks,
+        window_ns: a.window_ns,
+    }
+}
+
+/// Sets the calling thread's timer slack to 1 ns, so microsecond sleeps are not rounded up to
+/// the default 50 µs.
+pub fn set_timer_slack_1ns() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Builds one job thread's io_uring queue for `spec` over `file`.
+pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<UringQueue> {
+    let opts = UringOptions {
+        entries: spec.iodepth.max(1),
+        cq_entries: None,
+        sqpoll_idle_ms: spec.sqthread_poll.then_some(spec.sqthread_idle_ms),
+        sqpoll_cpu: spec.sqthread_poll_cpu,
+        iopoll: spec.hipri,
+        hybrid_iopoll: spec.hybrid_iopoll,
+        attach_wq: attach,
+        coop_taskrun: spec.coop_taskrun,
+        defer_taskrun: spec.defer_taskrun,
+        single_issuer: spec.single_issuer,
+    };
+    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
+        let errno = e.source.raw_os_error().unwrap_or(0);
+        if errno == libc::EINVAL || errno == libc::EOPNOTSUPP {
+            Error::Unsupported(e.to_string())
+        } else {
+            Error::Io(e.to_string())
+        }
+    })
+}
+
+struct ThreadOut {
+    stats: Stats,
+}
+
+/// Runs `spec` (all its threads) and returns the merged measurements of the measured period.
+pub fn run_job(spec: &JobSpec) -> Result<Stats> {
+    let target = prepare_target(spec)?;
+    let n = spec.numjobs as usize;
+    let barrier = Arc::new(Barrier::new(n + 1));
+    // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
+    let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
+    let fd_rx = Arc::new(std::sync::Mutex::new(fd_rx));
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let spec = spec.clone();
+        let barrier = barrier.clone();
+        let fd_tx = fd_tx.clone();
+        let fd_rx = fd_rx.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("pollwise-job{i}"))
+                .spawn(move || job_thread(i, &spec, target, &barrier, fd_tx, fd_rx))
+                .map_err(|e| Error::Io(format!("cannot start a job thread: {e}")))?,
+        );
+    }
+    drop(fd_tx);
+    barrier.wait();
+    let p0 = Rusage::process();
+    barrier.wait();
+    barrier.wait();
+    let p1 = Rusage::process();
+    let mut total = Stats::default();
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(out)) => total.merge_thread(&out.stats),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::Io("a job thread panicked".into()));
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    total.process = p1.since(&p0);
+    Ok(total)
+}
+
+fn job_thread(
+    i: usize,
+    spec: &JobSpec,
+    target: Target,
+    barrier: &Barrier,
+    fd_tx: std::sync::mpsc::Sender<Option<i32>>,
+    fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+) -> Result<ThreadOut> {
+    set_timer_slack_1ns();
+    let clock = clock::monotonic();
+    // Setup and ramp; whatever happens, meet the other threads at every barrier.
+    let setup = (|| -> Result<(Engine, File)> {
+        let writable = spec.rw.writes();
+        let file = open_target(&spec.filename, spec.direct, writable)?;
+        let attach = if spec.sqthread_share && i > 0 {
+            fd_rx
+                .lock()
+                .map(|rx| rx.recv().ok().flatten())
+                .unwrap_or(None)
+        } else {
+            None
+        };
+        let q = uring_for(spec, &file, attach);
+        if spec.sqthread_share && i == 0 {
+            let fd = q.as_ref().ok().map(|q| q.ring_fd());
+            for _ in 1..spec.numjobs {
+                let _ = fd_tx.send(fd);
+            }
+        }
+        let mut q = q?;
+        let cfg = EngineConfig::from_spec(spec, target.size);
+        let policy = spec.policy.build(clock.clone());
+        let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align);
+        if spec.fixedbufs {
+            let iov = slab.iovecs();
+            // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
+            // that do not move when the slab does; the engine owns both and drops the queue
+            // (draining it) before the slab.
+            unsafe { q.register_buffers(&iov) }.map_err(|e| {
+                Error::Io(format!(
+                    "cannot register fixed buffers: {e}; raise ulimit -l or run without --fixedbufs"
+                ))
+            })?;
+        }
+        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab);
+        if !spec.ramp_time.is_zero() {
+            let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
+            engine.run(Stop::At(until))?;
+            engine.reset_stats();
+        }
+        Ok((engine, file))
+    })();
+    barrier.wait();
+    barrier.wait();
+    let measured = setup.and_then(|(mut engine, file)| {
+        let t0 = clock.now_ns();
+        let c0 = thread_cpu_ns();
+        let r0 = Rusage::thread();
+        let (_, _, q0, p0) = engine.stats();
+        let until = t0 + spec.runtime.as_nanos() as u64;
+        let stop = if spec.time_based {
+            Stop::At(until)
+        } else {
+            let io_size = if spec.io_size == 0 {
+                target.size
+            } else {
+                spec.io_size
+            };
+            Stop::Either(until, (io_size / spec.bs as u64).max(1))
+        };
+        let r = engine.run(stop);
+        let t1 = clock.now_ns();
+        let c1 = thread_cpu_ns();
+        let r1 = Rusage::thread();
+        r.map(|_| {
+            let (read, write, q1, p1) = engine.stats();
+            let stats = Stats {
+                read,
+                write,
+                elapsed_ns: t1 - t0,
+                process: Rusage::default(),
+                threads: Rusage {
+                    usr_ns: r1.usr_ns.saturating_sub(r0.usr_ns),
+                    sys_ns: (c1 - c0).saturating_sub(r1.usr_ns.saturating_sub(r0.usr_ns)),
+                    ctx: r1.ctx.saturating_sub(r0.ctx),
+                },
+                queue: sub_queue(q1, q0),
+                policy: sub_policy(p1, p0),
+                beliefs: engine.beliefs(),
+            };
+            (engine, file, stats)
+        })
+    });
+    barrier.wait();
+    let (mut engine, _file, stats) = measured?;
+    if spec.verify && spec.rw.writes() {
+        engine.verify_written()?;
+    }
+    Ok(ThreadOut { stats })
+}
