@@ -16,6 +16,7 @@ pub mod clock;
 pub mod policy;
 pub mod queue;
 pub mod request;
+pub mod spsc;
 pub mod stats;
 pub mod verify;
 pub mod workload;
