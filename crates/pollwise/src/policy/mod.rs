@@ -8,6 +8,7 @@
 //! - [`interrupt`]: block in the kernel until the wanted completions arrive.
 //! - [`poll`]: spin on the completion queue and never sleep.
 
+pub mod adaptive;
 pub mod interrupt;
 pub mod poll;
 
