@@ -706,15 +706,33 @@ impl Engine {
         // outlives the queue's in-flight operations because the engine drains before dropping.
         let r = unsafe { self.q.push(&op) };
         if let Err(e) = r {
-            if e.kind() == std::io::ErrorKind::WouldBlock {
-                // Submission queue full: submit what is there and push again.
-                self.q
-                    .submit()
-                    .map_err(|e| Error::Io(format!("submit failed: {e}")))?;
+            let mut e = e;
+            let mut pushed = false;
+            // Submission queue full: submit what is there and push again. On an SQPOLL ring
+            // the kernel thread moves the SQ head only after its whole batch, and completions
+            // of that batch (page-cache reads) can be reaped before it does: the queue looks
+            // full with fewer than iodepth requests live, so wait for the head to move.
+            let mut tries = 0u32;
+            while e.kind() == std::io::ErrorKind::WouldBlock && tries < 1_000_000 {
+                tries += 1;
+                if let Err(se) = self.q.submit() {
+                    e = se;
+                    break;
+                }
                 // SAFETY: as above.
-                unsafe { self.q.push(&op) }
-                    .map_err(|e| Error::Io(format!("cannot queue a request: {e}")))?;
-            } else {
+                match unsafe { self.q.push(&op) } {
+                    Ok(()) => {
+                        pushed = true;
+                        break;
+                    }
+                    Err(pe) => {
+                        e = pe;
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            if !pushed {
+                // The slot must not stay live: nothing would ever complete it.
                 let _ = self.slab.complete(h, |_, _| ());
                 return Err(Error::Io(format!("cannot queue a request: {e}")));
             }

@@ -1,0 +1,783 @@
+//! The poller thread: the round loop, sleep, shutdown.
+//!
+//! One round: take new clients and notice dropped ones; reap the poller's ring and route each
+//! completion to its owner (waking owners that sleep); let deficit round robin take a bounded
+//! share from each client's submission ring, up to the ring's in-flight cap; then one
+//! `io_uring_enter` that submits them and runs completion work. The ring is SINGLE_ISSUER and
+//! DEFER_TASKRUN when the kernel allows (this thread enters every round anyway, so completions
+//! are posted in batches there and no interrupt-driven task work disturbs the loop), else a
+//! plain ring.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::client::{Client, ClientOptions, ClientShared, PollerEnds};
+use super::drr::{Drr, Lane, Source};
+use super::idle::IdleTimer;
+use super::wake::{self, sys::EventFd};
+use super::{pin_to_cpu, PollerConfig, PollerCounters, SendOp, ShutdownReport};
+use crate::clock::{self, Clock};
+use crate::queue::{Completion, OpKind};
+use crate::stats::thread_cpu_ns;
+use crate::{Error, Result};
+
+const DOORBELL: u64 = u64::MAX;
+const CANCEL: u64 = u64::MAX - 1;
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
+/// What the poller thread and everyone else share.
+pub(crate) struct PollerShared {
+    /// The doorbell: clients write it, the poller sleeps on it (through its ring).
+    pub(crate) bell: EventFd,
+    /// Asked to stop.
+    stop: AtomicBool,
+    /// Stopped: every request has been handed back; no more will be taken.
+    pub(crate) dead: AtomicBool,
+    /// New clients, picked up at the next round.
+    pending: Mutex<Vec<(Arc<ClientShared>, PollerEnds)>>,
+    pending_flag: AtomicBool,
+    counters: [AtomicU64; 10],
+    clients: AtomicUsize,
+    in_flight: AtomicUsize,
+}
+
+impl PollerShared {
+    fn publish(&self, c: &PollerCounters) {
+        for (slot, v) in self.counters.iter().zip(counter_values(c)) {
+            slot.store(v, Ordering::Relaxed);
+        }
+    }
+
+    fn publish_in_flight(&self, in_flight: usize) {
+        self.in_flight.store(in_flight, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> PollerCounters {
+        let v: Vec<u64> = self
+            .counters
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        PollerCounters {
+            rounds: v[0],
+            submitted: v[1],
+            completed: v[2],
+            enters: v[3],
+            sleeps: v[4],
+            doorbells: v[5],
+            client_wakes: v[6],
+            cancelled: v[7],
+            discarded: v[8],
+            cpu_ns: v[9],
+        }
+    }
+}
+
+fn counter_values(c: &PollerCounters) -> [u64; 10] {
+    [
+        c.rounds,
+        c.submitted,
+        c.completed,
+        c.enters,
+        c.sleeps,
+        c.doorbells,
+        c.client_wakes,
+        c.cancelled,
+        c.discarded,
+        c.cpu_ns,
+    ]
+}
+
+/// One polling thread serving many [`Client`]s. See the module docs.
+pub struct SharedPoller {
+    shared: Arc<PollerShared>,
+    thread: Option<JoinHandle<Result<ShutdownReport>>>,
+}
+
+impl SharedPoller {
+    /// Starts the poller thread (pinned if `cfg.cpu` is set) with the real clock.
+    pub fn new(cfg: PollerConfig) -> Result<SharedPoller> {
+        SharedPoller::with_clock(cfg, clock::monotonic())
+    }
+
+    /// Starts the poller thread, reading idle time from `clock`.
+    pub fn with_clock(cfg: PollerConfig, clock: Arc<dyn Clock>) -> Result<SharedPoller> {
+        cfg.check()?;
+        let bell = EventFd::new()
+            .map_err(|e| Error::Io(format!("cannot create the poller's eventfd: {e}")))?;
+        let shared = Arc::new(PollerShared {
+            bell,
+            stop: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
+            pending: Mutex::new(Vec::new()),
+            pending_flag: AtomicBool::new(false),
+            counters: Default::default(),
+            clients: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+        });
+        let (tx, rx) = mpsc::channel::<Result<()>>();
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("pollwise-poller".into())
+            .spawn(move || {
+                let mut w = match Worker::new(&cfg, sh, clock) {
+                    Ok(w) => {
+                        let _ = tx.send(Ok(()));
+                        w
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return Ok(ShutdownReport::default());
+                    }
+                };
+                w.run()
+            })
+            .map_err(|e| Error::Io(format!("cannot start the poller thread: {e}")))?;
+        match rx.recv() {
+            Ok(Ok(())) => Ok(SharedPoller {
+                shared,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(Error::Io("the poller thread died while starting".into()))
+            }
+        }
+    }
+
+    /// A new client with its own rings and file table.
+    pub fn client(&self, opts: ClientOptions) -> Result<Client> {
+        if opts.depth == 0 || opts.depth > 1 << 20 {
+            return Err(Error::Usage(format!(
+                "a shared-poller client's depth of {} is out of range: use 1 to {}",
+                opts.depth,
+                1 << 20
+            )));
+        }
+        let (client, cs, ends) = Client::new(&opts, self.shared.clone());
+        {
+            let mut p = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if self.shared.dead.load(Ordering::SeqCst) {
+                return Err(Error::Io("the shared poller has stopped".into()));
+            }
+            p.push((cs, ends));
+            self.shared.clients.fetch_add(1, Ordering::Relaxed);
+        }
+        self.shared.pending_flag.store(true, Ordering::SeqCst);
+        self.shared.bell.ring();
+        Ok(client)
+    }
+
+    /// What the poller did so far (updated every round that did work, and before it sleeps).
+    pub fn counters(&self) -> PollerCounters {
+        self.shared.snapshot()
+    }
+
+    /// Clients the poller serves now (a dropped client counts until it is retired).
+    pub fn clients(&self) -> usize {
+        self.shared.clients.load(Ordering::Relaxed)
+    }
+
+    /// Requests the poller has taken from its clients and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Stops the poller: requests in the kernel complete, queued ones come back cancelled.
+    pub fn shutdown(mut self) -> Result<ShutdownReport> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<ShutdownReport> {
+        let Some(t) = self.thread.take() else {
+            return Ok(ShutdownReport::default());
+        };
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.bell.ring();
+        match t.join() {
+            Ok(r) => r,
+            Err(_) => Err(Error::Io("the poller thread panicked".into())),
+        }
+    }
+}
+
+impl Drop for SharedPoller {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// A request the poller took from a client, with its file resolved.
+struct Sub {
+    op: SendOp,
+    fd: RawFd,
+}
+
+/// The poller's view of one client.
+struct Slot {
+    shared: Arc<ClientShared>,
+    ends: PollerEnds,
+    lane: Lane<Sub>,
+    /// Taken from the client's ring (held or in the kernel) and not yet completed.
+    in_flight: usize,
+    closing: bool,
+    touched: bool,
+}
+
+impl Source for Slot {
+    type Item = Sub;
+    fn lane(&mut self) -> &mut Lane<Sub> {
+        &mut self.lane
+    }
+    fn pop(&mut self) -> Option<Sub> {
+        let op = self.ends.sq.pop()?;
+        self.in_flight += 1;
+        let fd = match op.0.kind {
+            OpKind::Nop => -1,
+            _ => self.shared.files[op.0.file],
+        };
+        Some(Sub { op, fd })
+    }
+    fn cost(item: &Sub) -> u64 {
+        item.op.0.len as u64
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Req {
+    client: u32,
+    user_data: u64,
+    live: bool,
+}
+
+struct Worker {
+    shared: Arc<PollerShared>,
+    clock: Arc<dyn Clock>,
+    ring: IoUring<squeue::Entry, cqueue::Entry>,
+    clients: Vec<Option<Slot>>,
+    drr: Drr,
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+    in_flight: usize,
+    cap: usize,
+    doorbell_armed: bool,
+    idle: IdleTimer,
+    touched: Vec<usize>,
+    c: PollerCounters,
+    /// Routed completions whose result was -ECANCELED (cancelled in the kernel).
+    kernel_cancelled: u64,
+    finished: bool,
+}
+
+fn build_ring(entries: u32) -> io::Result<IoUring> {
+    let cq = entries * 2;
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_cqsize(cq)
+        .build(entries)
+        .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))
+}
+
+impl Worker {
+    fn new(cfg: &PollerConfig, shared: Arc<PollerShared>, clock: Arc<dyn Clock>) -> Result<Self> {
+        if let Some(cpu) = cfg.cpu {
+            pin_to_cpu(cpu).map_err(|e| {
+                Error::Usage(format!(
+                    "cannot pin the poller to --poller_cpu={cpu}: {e}; name a CPU this process may use"
+                ))
+            })?;
+        }
+        crate::workload::set_timer_slack_1ns();
+        // One extra entry for the doorbell's POLL_ADD.
+        let entries = (cfg.depth + 1).next_power_of_two();
+        let ring = build_ring(entries).map_err(|e| {
+            Error::Io(format!(
+                "cannot set up the poller's io_uring ({entries} entries): {e}; raise ulimit -l or lower --poller_depth"
+            ))
+        })?;
+        let cap = cfg.depth as usize;
+        Ok(Worker {
+            shared,
+            clock,
+            ring,
+            clients: Vec::new(),
+            drr: Drr::new(cfg.quantum as u64, cfg.batch),
+            reqs: vec![
+                Req {
+                    client: 0,
+                    user_data: 0,
+                    live: false,
+                };
+                cap
+            ],
+            free: (0..cap as u32).rev().collect(),
+            in_flight: 0,
+            cap,
+            doorbell_armed: false,
+            idle: IdleTimer::new(cfg.idle.as_nanos() as u64),
+            touched: Vec::new(),
+            c: PollerCounters::default(),
+            kernel_cancelled: 0,
+            finished: false,
+        })
+    }
+
+    fn run(&mut self) -> Result<ShutdownReport> {
+        let r = self.run_loop();
+        let report = self.finish();
+        r.map(|_| report)
+    }
+
+    fn run_loop(&mut self) -> Result<()> {
+        loop {
+            if self.shared.stop.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let mut did = self.admit();
+            did |= self.reap() > 0;
+            let taken = self.take();
+            did |= taken > 0;
+            if taken > 0 || self.in_flight > 0 {
+                self.enter(0)?;
+            }
+            self.c.rounds += 1;
+            if self.c.rounds % 64 == 0 || did {
+                self.publish();
+            }
+            if self.idle.round(did, &*self.clock) {
+                self.sleep()?;
+                self.idle.woke();
+            }
+        }
+    }
+
+    fn publish(&self) {
+        self.shared.publish(&self.c);
+        self.shared.publish_in_flight(self.in_flight);
+    }
+
+    /// Takes new clients and notices dropped ones. Returns whether anything changed.
+    fn admit(&mut self) -> bool {
+        let mut changed = false;
+        if self.shared.pending_flag.load(Ordering::Acquire) {
+            self.shared.pending_flag.store(false, Ordering::SeqCst);
+            let new: Vec<_> = std::mem::take(
+                &mut *self
+                    .shared
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            for (shared, ends) in new {
+                let slot = Slot {
+                    shared,
+                    ends,
+                    lane: Lane::default(),
+                    in_flight: 0,
+                    closing: false,
+                    touched: false,
+                };
+                match self.clients.iter().position(|s| s.is_none()) {
+                    Some(i) => self.clients[i] = Some(slot),
+                    None => self.clients.push(Some(slot)),
+                }
+                changed = true;
+            }
+        }
+        for i in 0..self.clients.len() {
+            let Some(s) = self.clients[i].as_mut() else {
+                continue;
+            };
+            if s.closing || !s.shared.closing.load(Ordering::Acquire) {
+                continue;
+            }
+            changed = true;
+            s.closing = true;
+            // Not yet submitted: never will be. The client is gone, so nobody wants them.
+            let mut dropped = 0u64;
+            if s.lane.take_held().is_some() {
+                s.in_flight -= 1;
+                dropped += 1;
+            }
+            while s.ends.sq.pop().is_some() {
+                dropped += 1;
+            }
+            self.c.discarded += dropped;
+            if s.in_flight == 0 {
+                retire(&mut self.clients, i, &self.shared, self.in_flight, &self.c);
+            } else {
+                // Its requests in the kernel may never complete (a read on an idle pipe or
+                // socket): cancel them, so the client's drop does not wait forever.
+                self.cancel_in_kernel(|r| r.client as usize == i);
+            }
+        }
+        changed
+    }
+
+    /// Asks the kernel to cancel every live request that `which` picks. Each comes back
+    /// through reap(), with -ECANCELED if it was cancelled, or its result if it had started.
+    fn cancel_in_kernel(&mut self, which: impl Fn(&Req) -> bool) {
+        for slot in 0..self.reqs.len() {
+            let r = self.reqs[slot];
+            if !r.live || !which(&r) {
+                continue;
+            }
+            let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(slot as u64))
+                .build()
+                .user_data(CANCEL);
+            loop {
+                // SAFETY: only this thread touches the submission queue; a cancel carries no
+                // buffer.
+                let pushed = unsafe { self.ring.submission_shared().push(&sqe) }.is_ok();
+                if pushed {
+                    break;
+                }
+                if self.enter(0).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Routes every completion in the ring to its client. Returns how many.
+    fn reap(&mut self) -> usize {
+        let Worker {
+            ring,
+            clients,
+            reqs,
+            free,
+            in_flight,
+            doorbell_armed,
+            touched,
+            c,
+            kernel_cancelled,
+            shared,
+            ..
+        } = self;
+        let mut n = 0;
+        // SAFETY: the completion queue is only touched by this thread.
+        let cq = unsafe { ring.completion_shared() };
+        for cqe in cq {
+            let ud = cqe.user_data();
+            if ud == DOORBELL {
+                *doorbell_armed = false;
+                c.doorbells += 1;
+                continue;
+            }
+            if ud == CANCEL {
+                continue;
+            }
+            n += 1;
+            let req = reqs[ud as usize];
+            reqs[ud as usize].live = false;
+            free.push(ud as u32);
+            *in_flight -= 1;
+            let i = req.client as usize;
+            let Some(s) = clients[i].as_mut() else {
+                continue;
+            };
+            s.in_flight -= 1;
+            if s.closing {
+                c.discarded += 1;
+                if s.in_flight == 0 {
+                    retire(clients, i, shared, *in_flight, c);
+                }
+                continue;
+            }
+            // Cannot fail: the client admits at most its ring's capacity in flight.
+            let _ = s.ends.cq.push(Completion {
+                user_data: req.user_data,
+                result: cqe.result(),
+            });
+            c.completed += 1;
+            if cqe.result() == -libc::ECANCELED {
+                *kernel_cancelled += 1;
+            }
+            if !s.touched {
+                s.touched = true;
+                touched.push(i);
+            }
+        }
+        self.wake_touched();
+        n
+    }
+
+    /// Wakes every client that got completions and sleeps waiting for them.
+    fn wake_touched(&mut self) {
+        if self.touched.is_empty() {
+            return;
+        }
+        let clients = &self.clients;
+        let mut wakes = 0;
+        wake::notify_each(
+            self.touched
+                .iter()
+                .filter_map(|&i| clients[i].as_ref())
+                .map(|s| (s, &s.shared.waiting)),
+            |s| {
+                s.shared.ring();
+                wakes += 1;
+            },
+        );
+        for &i in &self.touched {
+            if let Some(s) = self.clients[i].as_mut() {
+                s.touched = false;
+            }
+        }
+        self.c.client_wakes += wakes;
+        self.touched.clear();
+    }
+
+    /// Takes a fair share from the clients into the ring. Returns how many.
+    fn take(&mut self) -> usize {
+        let room = self.cap - self.in_flight;
+        if room == 0 {
+            return 0;
+        }
+        let Worker {
+            ring,
+            clients,
+            drr,
+            reqs,
+            free,
+            ..
+        } = self;
+        // SAFETY: the submission queue is only touched by this thread.
+        let mut sq = unsafe { ring.submission_shared() };
+        let budget = room.min(sq.capacity() - sq.len());
+        let taken = drr.pass(clients, budget, |i, sub| {
+            let slot = free
+                .pop()
+                .expect("a free slot for every request under the cap");
+            reqs[slot as usize] = Req {
+                client: i as u32,
+                user_data: sub.op.0.user_data,
+                live: true,
+            };
+            let sqe = sqe_for(&sub, slot as u64);
+            // SAFETY: the buffer stays valid until the completion is reaped: the client
+            // promised it (Queue::push), and a dropped client waits for us to retire it.
+            // The room was checked against the ring's free space above, so this cannot fail.
+            let _ = unsafe { sq.push(&sqe) };
+        });
+        sq.sync();
+        self.in_flight += taken;
+        self.c.submitted += taken as u64;
+        taken
+    }
+
+    /// One `io_uring_enter`: submits what is queued and runs completion work; blocks for
+    /// `min_complete` completions.
+    fn enter(&mut self, min_complete: u32) -> Result<()> {
+        let to_submit = {
+            // SAFETY: only this thread touches the submission queue.
+            let sq = unsafe { self.ring.submission_shared() };
+            sq.len() as u32
+        };
+        self.c.enters += 1;
+        // SAFETY: a plain enter with no argument; the SQEs it submits were built by sqe_for
+        // from client operations whose buffers outlive them (see take()).
+        let r = unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                to_submit,
+                min_complete,
+                IORING_ENTER_GETEVENTS,
+                None,
+            )
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(Error::Io(format!(
+                "the shared poller's io_uring_enter failed: {e}"
+            ))),
+        }
+    }
+
+    /// Whether any client has work the poller has not taken.
+    fn work_waiting(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+            || self.shared.pending_flag.load(Ordering::Relaxed)
+            || self.clients.iter().flatten().any(|s| {
+                s.lane.holds()
+                    || !s.ends.sq.is_empty()
+                    || (!s.closing && s.shared.closing.load(Ordering::Relaxed))
+            })
+    }
+
+    /// NEED_WAKEUP, full fence, one more look, then sleep in the ring until a doorbell or a
+    /// completion.
+    fn sleep(&mut self) -> Result<()> {
+        self.shared.bell.drain();
+        let clients = &self.clients;
+        let flags = clients.iter().flatten().map(|s| &s.shared.need_wakeup);
+        if !wake::arm(flags.clone(), || self.work_waiting()) {
+            return Ok(());
+        }
+        if !self.doorbell_armed {
+            let sqe = opcode::PollAdd::new(types::Fd(self.shared.bell.fd()), libc::POLLIN as u32)
+                .build()
+                .user_data(DOORBELL);
+            // SAFETY: only this thread touches the submission queue; the eventfd lives as long
+            // as the shared state, which outlives the ring.
+            let pushed = unsafe { self.ring.submission_shared().push(&sqe) }.is_ok();
+            self.doorbell_armed = pushed;
+        }
+        self.c.sleeps += 1;
+        self.c.cpu_ns = thread_cpu_ns();
+        self.publish();
+        let r = self.enter(1);
+        let clients = &self.clients;
+        wake::disarm(clients.iter().flatten().map(|s| &s.shared.need_wakeup));
+        r
+    }
+
+    /// Hands every request back: queued ones cancelled, in-flight ones completed; then marks
+    /// the poller dead and gives each client its ring ends back.
+    fn finish(&mut self) -> ShutdownReport {
+        if self.finished {
+            return ShutdownReport::default();
+        }
+        self.finished = true;
+        let mut report = ShutdownReport::default();
+        self.admit();
+        report.cancelled += self.cancel_queued();
+        let before = self.c.completed;
+        let kc_before = self.kernel_cancelled;
+        if self.in_flight > 0 {
+            self.cancel_in_kernel(|_| true);
+        }
+        let mut guard = 0u32;
+        while self.in_flight > 0 && guard < 1_000_000 {
+            guard += 1;
+            if self.enter(1).is_err() {
+                std::thread::yield_now();
+            }
+            self.reap();
+        }
+        let kc = self.kernel_cancelled - kc_before;
+        report.completed = self.c.completed - before - kc;
+        report.cancelled += kc;
+        self.shared.dead.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // Clients that pushed before seeing `dead`: one last look.
+        report.cancelled += self.cancel_queued();
+        let late: Vec<_> = std::mem::take(
+            &mut *self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for (shared, ends) in late {
+            self.shared.clients.fetch_sub(1, Ordering::Relaxed);
+            *shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(ends);
+            shared.retire();
+            shared.ring();
+        }
+        for i in 0..self.clients.len() {
+            if let Some(s) = self.clients[i].take() {
+                self.shared.clients.fetch_sub(1, Ordering::Relaxed);
+                *s.shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.ends);
+                s.shared.retire();
+                s.shared.ring();
+            }
+        }
+        self.c.cancelled += report.cancelled;
+        self.c.cpu_ns = thread_cpu_ns();
+        self.publish();
+        report.counters = self.c;
+        report
+    }
+
+    /// Cancels every request still queued (in a ring or held by the scheduler).
+    fn cancel_queued(&mut self) -> u64 {
+        let mut n = 0;
+        for s in self.clients.iter_mut().flatten() {
+            let cancel = |s: &mut Slot, op: SendOp| {
+                if s.closing {
+                    return false;
+                }
+                let _ = s.ends.cq.push(Completion {
+                    user_data: op.0.user_data,
+                    result: -libc::ECANCELED,
+                });
+                true
+            };
+            if let Some(sub) = s.lane.take_held() {
+                s.in_flight -= 1;
+                if cancel(s, sub.op) {
+                    n += 1;
+                }
+            }
+            while let Some(op) = s.ends.sq.pop() {
+                if cancel(s, op) {
+                    n += 1;
+                }
+            }
+            s.shared.ring();
+        }
+        n
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // On a panic in the loop: still hand everything back, so no client waits forever and
+        // no I/O outlives the buffers it targets.
+        self.finish();
+    }
+}
+
+/// Drops the poller's view of client `i` and wakes its `drop`.
+fn retire(
+    clients: &mut [Option<Slot>],
+    i: usize,
+    shared: &PollerShared,
+    in_flight: usize,
+    c: &PollerCounters,
+) {
+    if let Some(s) = clients[i].take() {
+        // Published first, so whoever sees the client retired sees the poller without it.
+        shared.clients.fetch_sub(1, Ordering::Relaxed);
+        shared.in_flight.store(in_flight, Ordering::Relaxed);
+        shared.publish(c);
+        s.shared.retire();
+    }
+}
+
+fn sqe_for(sub: &Sub, ud: u64) -> squeue::Entry {
+    let op = &sub.op.0;
+    let fd = types::Fd(sub.fd);
+    match op.kind {
+        OpKind::Read => opcode::Read::new(fd, op.buf, op.len)
+            .offset(op.offset)
+            .build(),
+        OpKind::Write => opcode::Write::new(fd, op.buf, op.len)
+            .offset(op.offset)
+            .build(),
+        OpKind::Nop => opcode::Nop::new().build(),
+    }
+    .user_data(ud)
+}
