@@ -72,11 +72,8 @@ impl AdaptiveWindow {
         if block_ns <= self.window_ns {
             WindowChange::Kept
         } else if block_ns > self.max_ns {
-            self.window_ns = if self.shrink == 0 {
-                0
-            } else {
-                self.window_ns / self.shrink
-            };
+            // A shrink factor of 0 resets the window to 0.
+            self.window_ns = self.window_ns.checked_div(self.shrink).unwrap_or(0);
             self.shrinks += 1;
             WindowChange::Shrank
         } else if self.window_ns < self.max_ns && block_ns < self.max_ns {
