@@ -60,6 +60,9 @@ pub fn dir_json(d: &DirStats, elapsed_ns: u64, iops: f64, pcts: Option<&[(f64, u
     })
 }
 
+/// Latency percentiles as (percentile, nanoseconds).
+pub type Percentiles = Vec<(f64, u64)>;
+
 /// Figures one job (or one mode in `compare`) is reported with.
 pub struct JobFigures<'a> {
     /// `jobname`.
@@ -71,7 +74,7 @@ pub struct JobFigures<'a> {
     /// IOPS per direction (read, write).
     pub iops: (f64, f64),
     /// Percentiles per direction, if not from `stats`.
-    pub pcts: (Option<Vec<(f64, u64)>>, Option<Vec<(f64, u64)>>),
+    pub pcts: (Option<Percentiles>, Option<Percentiles>),
     /// usr and sys CPU percentages.
     pub cpu: (f64, f64),
     /// CPU µs per I/O (process).
