@@ -626,6 +626,11 @@ impl Engine {
         &mut *self.q
     }
 
+    /// Whether the request `h` is still in flight.
+    pub fn is_in_flight(&self, h: Handle) -> bool {
+        self.slab.is_live(h)
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.slab.live()
