@@ -291,7 +291,22 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             path.join("pollwise.dat").display()
         ));
     }
+    if let Ok(m) = std::fs::metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_block_device() {
+            return u(format!(
+                "--filename={} is neither a regular file nor a block device, so it cannot be opened for I/O: name a file or a block device",
+                path.display()
+            ));
+        }
+    }
     if let Some(parent) = path.parent() {
+        if parent.is_file() {
+            return u(format!(
+                "{} is a file, not a directory: choose a --filename in an existing directory",
+                parent.display()
+            ));
+        }
         if !parent.as_os_str().is_empty() && !parent.is_dir() {
             return u(format!(
                 "directory {} does not exist: create it (mkdir -p {}) or choose another --filename",
