@@ -868,11 +868,12 @@ impl Engine {
                     queued = 0;
                 }
             }
-            if queued > 0 {
-                self.submit()?;
-            }
             if self.slab.live() == 0 {
                 return Ok(());
+            }
+            // A policy that blocks at once submits the last batch in the same enter.
+            if queued > 0 && !self.policy.submits_in_wait() {
+                self.submit()?;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
             let n = self.reap(min)?;
