@@ -863,7 +863,9 @@ impl Engine {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
                 queued += 1;
-                if queued == batch {
+                // A full batch is submitted now, unless it is the last of this fill: that one
+                // goes below, where a blocking policy can fold it into its wait.
+                if queued == batch && self.slab.live() < depth {
                     self.submit()?;
                     queued = 0;
                 }
