@@ -211,29 +211,19 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     let secs_total: u64 = m.rounds.iter().map(|s| s.elapsed_ns).sum();
     merged.elapsed_ns = secs_total;
     let mut f = JobFigures::from_stats(m.mode.name(), m.mode.name(), &merged);
-    let rate = |s: &Stats, n: u64| {
-        if s.elapsed_ns == 0 {
-            0.0
-        } else {
-            n as f64 * 1e9 / s.elapsed_ns as f64
-        }
+    // Each round's own figures, then the median of each.
+    let per_round: Vec<JobFigures> = m
+        .rounds
+        .iter()
+        .map(|s| JobFigures::from_stats("", "", s))
+        .collect();
+    let med = |g: &dyn Fn(&JobFigures) -> f64| {
+        let mut v: Vec<f64> = per_round.iter().map(g).collect();
+        median(&mut v)
     };
-    f.iops = (
-        m.med(|s| rate(s, s.read.ios)),
-        m.med(|s| rate(s, s.write.ios)),
-    );
+    f.iops = (med(&|r| r.iops.0), med(&|r| r.iops.1));
+    f.cpu = (med(&|r| r.cpu.0), med(&|r| r.cpu.1));
     f.pcts = (Some(dir_pcts(true)), Some(dir_pcts(false)));
-    let pct = |s: &Stats, ns: u64| {
-        if s.elapsed_ns == 0 {
-            0.0
-        } else {
-            ns as f64 * 100.0 / s.elapsed_ns as f64
-        }
-    };
-    f.cpu = (
-        m.med(|s| pct(s, s.process.usr_ns)),
-        m.med(|s| pct(s, s.process.sys_ns)),
-    );
     f.cpu_us_per_io = m.med(|s| s.cpu_us_per_io());
     f.enters_per_io = m.med(|s| s.enters_per_io());
     f.extra.insert("rounds".into(), json!(m.rounds.len()));
