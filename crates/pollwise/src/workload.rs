@@ -311,7 +311,22 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             path.join("pollwise.dat").display()
         ));
     }
+    if let Ok(m) = std::fs::metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_block_device() {
+            return u(format!(
+                "--filename={} is neither a regular file nor a block device, so it cannot be opened for I/O: name a file or a block device",
+                path.display()
+            ));
+        }
+    }
     if let Some(parent) = path.parent() {
+        if parent.is_file() {
+            return u(format!(
+                "{} is a file, not a directory: choose a --filename in an existing directory",
+                parent.display()
+            ));
+        }
         if !parent.as_os_str().is_empty() && !parent.is_dir() {
             return u(format!(
                 "directory {} does not exist: create it (mkdir -p {}) or choose another --filename",
@@ -678,6 +693,11 @@ impl Engine {
         &mut *self.q
     }
 
+    /// Whether the request `h` is still in flight.
+    pub fn is_in_flight(&self, h: Handle) -> bool {
+        self.slab.is_live(h)
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.slab.live()
@@ -895,16 +915,19 @@ impl Engine {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
                 queued += 1;
-                if queued == batch {
+                // A full batch is submitted now, unless it is the last of this fill: that one
+                // goes below, where a blocking policy can fold it into its wait.
+                if queued == batch && self.slab.live() < depth {
                     self.submit()?;
                     queued = 0;
                 }
             }
-            if queued > 0 {
-                self.submit()?;
-            }
             if self.slab.live() == 0 {
                 return Ok(());
+            }
+            // A policy that blocks at once submits the last batch in the same enter.
+            if queued > 0 && !self.policy.submits_in_wait() {
+                self.submit()?;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
             let n = self.reap(min)?;

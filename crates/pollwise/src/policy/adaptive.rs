@@ -84,7 +84,7 @@ impl AdaptiveWindow {
         if block_ns <= self.window_ns {
             WindowChange::Kept
         } else if block_ns > self.max_ns {
-            // shrink 0 resets the window to 0.
+            // A shrink factor of 0 resets the window to 0.
             self.window_ns = self.window_ns.checked_div(self.shrink).unwrap_or(0);
             self.shrinks += 1;
             WindowChange::Shrank

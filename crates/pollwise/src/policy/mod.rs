@@ -110,6 +110,13 @@ pub trait WaitPolicy: Send {
     /// What the policy did so far.
     fn counters(&self) -> PolicyCounters;
 
+    /// True when [`wait`](WaitPolicy::wait) always enters [`Queue::wait`] before anything else,
+    /// which submits whatever is pushed: the caller may then leave its last batch unsubmitted
+    /// and save a system call (liburing's `io_uring_submit_and_wait`).
+    fn submits_in_wait(&self) -> bool {
+        false
+    }
+
     /// What the policy believes (predictions, windows), as (name, value) pairs for reports.
     fn beliefs(&self) -> Vec<(String, f64)> {
         Vec::new()
