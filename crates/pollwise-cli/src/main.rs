@@ -34,7 +34,8 @@ job options (fio's names; --name=value or --name value; a bare flag means 1):
   --numjobs=1  --iodepth_batch_submit=1  --iodepth_batch_complete_min=1  --registerfiles
   --fixedbufs  --sqthread_poll  --sqthread_poll_cpu=N  --sqthread_idle=1000ms  --sqthread_share
   --hipri  --hybrid_iopoll  --coop_taskrun  --defer_taskrun  --single_issuer  --verify=crc32c
-  --thinktime=T  --thinktime_spin=T  --thinktime_blocks=N  --randseed=N  --ioengine=io_uring
+  --thinktime=T  --thinktime_spin=T  --thinktime_blocks=N  --randseed=N  --ioengine=io_uring|sim
+  --sim_latency=fixed:10us|uniform:8us,12us|normal:10us,1us|lognormal:10us,0.5|bimodal:10us,100us,0.1
   --output-format=normal|json
   pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.
 wait modes (--mode / --modes):
@@ -44,6 +45,7 @@ fn help() -> String {
     let mut h = HELP.to_string();
     h.push_str(&format!("  {}\n", Mode::all_names()));
     h.push_str("  policy knobs: --hybrid_fraction=0.5  --poll_max_ns=32768  --poll_grow=0  --poll_shrink=0\n");
+    h.push_str("                --hybrid_stat=mean|min|p10 (which predicted latency hybrid sleeps a fraction of)\n");
     h.push_str("scenarios:\n");
     for (name, what) in scenario::SCENARIOS {
         h.push_str(&format!("  {name:<20} {what}\n"));

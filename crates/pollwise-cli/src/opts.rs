@@ -12,7 +12,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::workload::{JobSpec, Rw};
+use pollwise::predict::Statistic;
+use pollwise::queue::sim::LatencyModel;
+use pollwise::workload::{IoEngine, JobSpec, Rw};
 use pollwise::{Error, Result};
 
 /// The options of one command, not yet taken.
@@ -225,11 +227,23 @@ impl Opts {
         if let Some(v) = self.take_str("filename")? {
             s.filename = v.into();
         }
-        if let Some(e) = self.take_str("ioengine")? {
-            if e != "io_uring" {
+        let latency = self.take_str("sim_latency")?;
+        match (self.take_str("ioengine")?.as_deref(), latency) {
+            (None | Some("io_uring"), None) => {}
+            (Some("sim"), l) => {
+                let l = l.as_deref().unwrap_or("fixed:10us");
+                s.ioengine = IoEngine::Sim(l.parse::<LatencyModel>()?);
+            }
+            (None | Some("io_uring"), Some(_)) => {
+                return Err(usage(
+                    "--sim_latency needs --ioengine=sim: it is the simulated device's latency"
+                        .into(),
+                ))
+            }
+            (Some(e), _) => {
                 return Err(usage(format!(
-                    "--ioengine={e} is not supported: use --ioengine=io_uring"
-                )));
+                    "--ioengine={e} is not supported: use --ioengine=io_uring or --ioengine=sim"
+                )))
             }
         }
         if let Some(v) = self.take_size("size")? {
@@ -346,6 +360,9 @@ impl Opts {
         let mut p = PolicyConfig::new(mode);
         if let Some(v) = self.take_f64("hybrid_fraction")? {
             p.hybrid_fraction = v;
+        }
+        if let Some(v) = self.take_str("hybrid_stat")? {
+            p.hybrid_stat = v.parse::<Statistic>()?;
         }
         if let Some(v) = self.take_u64("poll_max_ns")? {
             p.poll_max_ns = v;

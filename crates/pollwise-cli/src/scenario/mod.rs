@@ -3,19 +3,23 @@
 //! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; this table maps names
 //! to them.
 
+pub mod hybrid_contention;
+
 use pollwise::{Error, Result};
 
 use crate::opts::Opts;
 use crate::report::Output;
 
 /// The scenarios, by name, with a line of help each.
-pub const SCENARIOS: &[(&str, &str)] = &[];
+pub const SCENARIOS: &[(&str, &str)] = &[(
+    "hybrid-contention",
+    "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+)];
 
 /// Runs scenario `name`.
 pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
-    let _ = &o;
-    #[allow(clippy::match_single_binding)]
     match name {
+        "hybrid-contention" => hybrid_contention::run(o),
         _ => Err(Error::Usage(format!(
             "unknown scenario '{name}': use one of {}",
             names()
