@@ -21,8 +21,8 @@ use crate::report::{jobs_json, table, us, JobFigures, Output};
 /// The default file's size when `compare` creates its own.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
 
-/// Removes the file `compare` created, however the run ends.
-struct TempFile(Option<PathBuf>);
+/// Removes the file `compare` (or a scenario) created, however the run ends.
+pub struct TempFile(pub Option<PathBuf>);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
@@ -58,6 +58,21 @@ impl ModeRuns {
     }
 }
 
+/// Takes `--modes=a,b,...` (default: every mode).
+pub fn take_modes(o: &mut Opts) -> Result<Vec<Mode>> {
+    match o.take_str_list("modes")? {
+        None => Ok(Mode::ALL.to_vec()),
+        Some(list) if list.is_empty() => Err(Error::Usage(format!(
+            "--modes is empty: name some of {}",
+            Mode::all_names()
+        ))),
+        Some(list) => list
+            .iter()
+            .map(|m| Mode::from_str(m).map_err(Error::Usage))
+            .collect(),
+    }
+}
+
 /// Runs `pollwise compare` with the options in `o`.
 pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     if o.has("mode") {
@@ -65,19 +80,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
             "`pollwise compare` takes --modes=a,b,... (several), not --mode".into(),
         ));
     }
-    let modes: Vec<Mode> = match o.take_str_list("modes")? {
-        None => Mode::ALL.to_vec(),
-        Some(list) if list.is_empty() => {
-            return Err(Error::Usage(format!(
-                "--modes is empty: name some of {}",
-                Mode::all_names()
-            )))
-        }
-        Some(list) => list
-            .iter()
-            .map(|m| Mode::from_str(m).map_err(Error::Usage))
-            .collect::<Result<_>>()?,
-    };
+    let modes = take_modes(o)?;
     let rounds = o.take_u32("rounds")?.unwrap_or(5);
     if rounds == 0 {
         return Err(Error::Usage("--rounds must be at least 1".into()));

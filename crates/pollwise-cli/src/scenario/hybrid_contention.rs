@@ -15,8 +15,6 @@
 //!
 //! With no `--filename` the file is made in the temp directory and removed afterwards.
 
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use pollwise::policy::Mode;
@@ -25,6 +23,7 @@ use pollwise::workload::{prepare_target, run_job, IoEngine};
 use pollwise::{Error, Result};
 use serde_json::json;
 
+use crate::compare::{take_modes, TempFile};
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
 
@@ -36,17 +35,6 @@ pub const DEFAULT_THINK: Duration = Duration::from_micros(200);
 pub const DEFAULT_RUNTIME: Duration = Duration::from_millis(1500);
 /// The file's size when the scenario makes its own.
 pub const DEFAULT_SIZE: u64 = 128 << 20;
-
-/// Removes the file the scenario made, however the run ends.
-struct TempFile(Option<PathBuf>);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if let Some(p) = &self.0 {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
 
 fn cores() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
@@ -68,19 +56,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             "--threads takes thread counts from 1 to 1024, e.g. --threads=2,4,8".into(),
         ));
     }
-    let modes: Vec<Mode> = match o.take_str_list("modes")? {
-        None => Mode::ALL.to_vec(),
-        Some(list) if list.is_empty() => {
-            return Err(Error::Usage(format!(
-                "--modes is empty: name some of {}",
-                Mode::all_names()
-            )))
-        }
-        Some(list) => list
-            .iter()
-            .map(|m| Mode::from_str(m).map_err(Error::Usage))
-            .collect::<Result<_>>()?,
-    };
+    let modes = take_modes(o)?;
     let batch = match o.take_u32("batch")? {
         None => DEFAULT_BATCH,
         Some(0) => {

@@ -309,6 +309,18 @@ mod tests {
         len: 4096,
     };
 
+    fn read_op(user_data: u64) -> Op {
+        Op {
+            kind: OpKind::Read,
+            file: 0,
+            buf: std::ptr::null_mut(),
+            len: 4096,
+            offset: 0,
+            buf_index: None,
+            user_data,
+        }
+    }
+
     struct Rig {
         clock: FakeClock,
         q: SimQueue,
@@ -345,15 +357,7 @@ mod tests {
         fn submit(&mut self, slot: u64) -> u64 {
             self.gen += 1;
             let ud = (self.gen << 32) | slot;
-            let op = Op {
-                kind: OpKind::Read,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 4096,
-                offset: 0,
-                buf_index: None,
-                user_data: ud,
-            };
+            let op = read_op(ud);
             // SAFETY: the simulated device touches no buffer.
             unsafe { self.q.push(&op) }.unwrap();
             self.q.submit().unwrap();
@@ -470,6 +474,78 @@ mod tests {
         // Submitted together, the eight share one deadline: one sleep per batch, then polls.
         assert_eq!(c.sleeps, 50, "{c:?}");
         assert!(r.p.slots.iter().all(|s| !s.live));
+    }
+
+    /// A simulated device whose timed-out waits wake `late` ns after their timer, as real
+    /// timers do.
+    struct LateQueue {
+        inner: SimQueue,
+        clock: FakeClock,
+        late: u64,
+    }
+
+    impl Queue for LateQueue {
+        fn kind(&self) -> &'static str {
+            "late-sim"
+        }
+        unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+            // SAFETY: forwarded under the caller's contract.
+            unsafe { self.inner.push(op) }
+        }
+        fn submit(&mut self) -> io::Result<usize> {
+            self.inner.submit()
+        }
+        fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+            self.inner.poll(sink)
+        }
+        fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+            let r = self.inner.wait(min, timeout)?;
+            if r == WaitOutcome::TimedOut {
+                self.clock.advance(self.late);
+            }
+            Ok(r)
+        }
+        fn in_flight(&self) -> usize {
+            self.inner.in_flight()
+        }
+        fn counters(&self) -> crate::queue::QueueCounters {
+            self.inner.counters()
+        }
+    }
+
+    #[test]
+    fn the_timer_is_set_early_by_the_least_lateness_seen() {
+        let mut r = Rig::new(0.5, Statistic::Mean);
+        for _ in 0..BOOTSTRAP_SAMPLES {
+            r.one();
+        }
+        // Requests now take 50 µs, so every 5 µs sleep times out, and wakes 2 µs late.
+        r.q.set_model(LatencyModel::Fixed(50_000));
+        let Rig {
+            clock, q, mut p, ..
+        } = r;
+        let mut q = LateQueue {
+            inner: q,
+            clock: clock.clone(),
+            late: 2_000,
+        };
+        let mut run = |p: &mut Hybrid, slot: u64| {
+            let op = read_op(slot);
+            // SAFETY: the simulated device touches no buffer.
+            unsafe { q.push(&op) }.unwrap();
+            q.submit().unwrap();
+            p.on_submit(slot, CLASS, clock.now_ns());
+            let before = p.counters().spin_after_wake_ns;
+            assert_eq!(p.wait(&mut q, 1, &mut |_| {}).unwrap(), 1);
+            p.counters().spin_after_wake_ns - before
+        };
+        for _ in 0..LATE_WINDOW {
+            // No lead yet: the wake-up lands 2 µs after the 5 µs deadline.
+            assert_eq!(run(&mut p, 0), 50_000 - 5_000 - 2_000);
+        }
+        assert_eq!(p.lead_ns(), 2_000);
+        // With the lead the wake-up lands on the deadline.
+        assert_eq!(run(&mut p, 0), 50_000 - 5_000);
     }
 
     #[test]
