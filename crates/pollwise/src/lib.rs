@@ -15,6 +15,7 @@
 pub mod clock;
 pub mod policy;
 pub mod poller;
+pub mod predict;
 pub mod queue;
 pub mod request;
 pub mod spsc;
