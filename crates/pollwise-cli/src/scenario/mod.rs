@@ -3,7 +3,9 @@
 //! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; this table maps names
 //! to them.
 
+pub mod fairness;
 pub mod hybrid_contention;
+pub mod shared_poller;
 
 use pollwise::{Error, Result};
 
@@ -11,15 +13,27 @@ use crate::opts::Opts;
 use crate::report::Output;
 
 /// The scenarios, by name, with a line of help each.
-pub const SCENARIOS: &[(&str, &str)] = &[(
-    "hybrid-contention",
-    "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
-)];
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "hybrid-contention",
+        "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+    ),
+    (
+        "shared-poller",
+        "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
+    ),
+    (
+        "fairness",
+        "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
+    ),
+];
 
 /// Runs scenario `name`.
 pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
     match name {
         "hybrid-contention" => hybrid_contention::run(o),
+        "shared-poller" => shared_poller::run(o),
+        "fairness" => fairness::run(o),
         _ => Err(Error::Usage(format!(
             "unknown scenario '{name}': use one of {}",
             names()

@@ -1,0 +1,136 @@
+//! The shared-poller scenarios from the command line: bad poller options get exit status 2 and
+//! one line naming the fix; short runs give the documented JSON shapes.
+
+use std::process::Command;
+
+fn pollwise(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .expect("run pollwise");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let (code, _out, err) = pollwise(args);
+    assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}
+
+#[test]
+fn bad_poller_options_exit_2() {
+    for sc in ["shared-poller", "fairness"] {
+        usage_error(
+            &["scenario", sc, "--poller_batch=0"],
+            &["--poller_batch", "at least 1"],
+        );
+        usage_error(
+            &["scenario", sc, "--poller_cpu=4095"],
+            &["--poller_cpu=4095", "use one of"],
+        );
+        usage_error(&["scenario", sc, "--poller_depth=0"], &["--poller_depth"]);
+        usage_error(
+            &["scenario", sc, "--numjobs=2"],
+            &["--numjobs", "set by the scenario"],
+        );
+    }
+    usage_error(
+        &["scenario", "shared-poller", "--variants=separate,bogus"],
+        &["unknown variant 'bogus'", "attach_wq"],
+    );
+    usage_error(
+        &["scenario", "shared-poller", "--sparse_interval=0"],
+        &["--sparse_interval"],
+    );
+    usage_error(&["scenario", "fairness", "--burst=0"], &["--burst=0"]);
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("pollwise-poller-cli")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap()
+}
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = pollwise(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn shared_poller_json_shape() {
+    let d = tempdir();
+    let f = d.path().join("sp.dat");
+    let fname = format!("--filename={}", f.display());
+    let v = json_of(&[
+        "scenario",
+        "shared-poller",
+        &fname,
+        "--size=16M",
+        "--runtime=300ms",
+        "--ramp_time=50ms",
+        "--sparse_interval=20ms",
+        "--iodepth=16",
+        "--output-format=json",
+    ]);
+    assert_eq!(v["scenario"], "shared-poller");
+    let r = v["results"].as_array().unwrap();
+    let names: Vec<&str> = r.iter().map(|x| x["variant"].as_str().unwrap()).collect();
+    assert_eq!(names, ["separate", "attach_wq", "pollwise"]);
+    for x in r {
+        let keys: Vec<&String> = x.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["heavy_bw_bytes", "heavy_iops", "sparse_lat_ns", "variant"]
+        );
+        assert!(x["heavy_iops"].as_f64().unwrap() > 0.0, "{x}");
+        assert!(x["heavy_bw_bytes"].as_f64().unwrap() > 0.0, "{x}");
+        let p50 = x["sparse_lat_ns"]["p50"].as_u64().unwrap();
+        let p99 = x["sparse_lat_ns"]["p99"].as_u64().unwrap();
+        assert!(p50 > 0 && p99 >= p50, "{x}");
+    }
+}
+
+#[test]
+fn fairness_json_shape() {
+    let d = tempdir();
+    let f = d.path().join("fa.dat");
+    let fname = format!("--filename={}", f.display());
+    let v = json_of(&[
+        "scenario",
+        "fairness",
+        &fname,
+        "--size=16M",
+        "--runtime=400ms",
+        "--ramp_time=50ms",
+        "--burst=512",
+        "--iodepth=8",
+        "--output-format=json",
+    ]);
+    assert_eq!(v["scenario"], "fairness");
+    let r = &v["results"];
+    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["client_iops", "jain_index", "sensitive_lat_ns"]);
+    let iops = r["client_iops"].as_array().unwrap();
+    assert_eq!(iops.len(), 5);
+    assert!(iops.iter().all(|x| x.as_f64().unwrap() > 0.0), "{r}");
+    let j = r["jain_index"].as_f64().unwrap();
+    assert!(j > 0.25 && j <= 1.0 + 1e-9, "{j}");
+    for phase in ["idle", "burst"] {
+        let p = &r["sensitive_lat_ns"][phase];
+        assert!(
+            p["p50"].as_u64().is_some() && p["p99"].as_u64().is_some(),
+            "{r}"
+        );
+    }
+    assert!(r["sensitive_lat_ns"]["idle"]["p50"].as_u64().unwrap() > 0);
+}
