@@ -32,7 +32,7 @@ use serde_json::json;
 
 use super::shared_poller::{
     client_cpus, jain, joined, next_offset, open_file, prepare_file, reject_fixed,
-    take_poller_config,
+    take_poller_config, FIXED,
 };
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
@@ -84,15 +84,7 @@ struct Shared {
 pub fn run(o: &mut Opts) -> Result<Output> {
     reject_fixed(
         o,
-        &[
-            "numjobs",
-            "rw",
-            "readwrite",
-            "sqthread_poll",
-            "sqthread_poll_cpu",
-            "sqthread_share",
-            "ioengine",
-        ],
+        FIXED,
         "use --iodepth, --burst and the --poller_* options",
     )?;
     let burst = o.take_u64("burst")?.unwrap_or(DEFAULT_BURST);

@@ -99,6 +99,17 @@ pub fn client_cpus(poller_cpu: Option<usize>) -> Vec<usize> {
     }
 }
 
+/// Job options the shared-poller scenarios set themselves.
+pub const FIXED: &[&str] = &[
+    "numjobs",
+    "rw",
+    "readwrite",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "sqthread_share",
+    "ioengine",
+];
+
 /// Rejects job options the scenario sets itself.
 pub fn reject_fixed(o: &Opts, fixed: &[&str], what: &str) -> Result<()> {
     for f in fixed {
@@ -191,15 +202,7 @@ struct Setup {
 pub fn run(o: &mut Opts) -> Result<Output> {
     reject_fixed(
         o,
-        &[
-            "numjobs",
-            "rw",
-            "readwrite",
-            "sqthread_poll",
-            "sqthread_poll_cpu",
-            "sqthread_share",
-            "ioengine",
-        ],
+        FIXED,
         "use --iodepth, --sparse_interval, --variants and the --poller_* options",
     )?;
     let variants = match o.take_str_list("variants")? {
