@@ -15,6 +15,7 @@
 pub mod clock;
 pub mod policy;
 pub mod queue;
+pub mod reactor;
 pub mod request;
 pub mod spsc;
 pub mod stats;
