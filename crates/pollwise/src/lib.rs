@@ -14,6 +14,7 @@
 
 pub mod clock;
 pub mod policy;
+pub mod predict;
 pub mod queue;
 pub mod reactor;
 pub mod request;

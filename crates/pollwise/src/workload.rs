@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::clock::{self, Clock};
 use crate::policy::{Mode, PolicyConfig, PolicyCounters, ReqClass, WaitPolicy};
+use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
 use crate::queue::uring::{UringOptions, UringQueue};
 use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters};
 use crate::request::{Dir, Handle, ReqMeta, Slab};
@@ -73,6 +74,18 @@ impl Rw {
         matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
     }
 }
+
+/// fio's `ioengine`: what the job's requests go to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IoEngine {
+    /// A real io_uring ring over the file (the default).
+    IoUring,
+    /// The simulated device, with this latency model; no file is touched.
+    Sim(LatencyModel),
+}
+
+/// Bytes a simulated device pretends to hold when no `--size` is given (1 GiB).
+pub const SIM_DEFAULT_SIZE: u64 = 1 << 30;
 
 /// One job, in fio's terms. `Default` is fio's defaults plus `rw=randread`, `direct=1`.
 #[derive(Debug, Clone)]
@@ -141,6 +154,8 @@ pub struct JobSpec {
     pub seed: u64,
     /// The wait policy.
     pub policy: PolicyConfig,
+    /// What the requests go to (fio's `ioengine`).
+    pub ioengine: IoEngine,
 }
 
 impl Default for JobSpec {
@@ -178,6 +193,7 @@ impl Default for JobSpec {
             thinktime_blocks: 1,
             seed: 0x5eed_5eed,
             policy: PolicyConfig::new(Mode::Interrupt),
+            ioengine: IoEngine::IoUring,
         }
     }
 }
@@ -199,7 +215,8 @@ pub struct Target {
 /// Checks a job for contradictions and for a target it can use; does not create anything.
 pub fn check_job(spec: &JobSpec) -> Result<()> {
     let u = |s: String| Err(Error::Usage(s));
-    if spec.filename.as_os_str().is_empty() {
+    let sim = matches!(spec.ioengine, IoEngine::Sim(_));
+    if !sim && spec.filename.as_os_str().is_empty() {
         return u(
             "no --filename given: name a file or block device, e.g. --filename=/tmp/pollwise.dat"
                 .into(),
@@ -283,6 +300,9 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             spec.policy.hybrid_fraction
         ));
     }
+    if sim {
+        return check_sim(spec);
+    }
     let path = &spec.filename;
     if path.is_dir() {
         return u(format!(
@@ -291,7 +311,22 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             path.join("pollwise.dat").display()
         ));
     }
+    if let Ok(m) = std::fs::metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_block_device() {
+            return u(format!(
+                "--filename={} is neither a regular file nor a block device, so it cannot be opened for I/O: name a file or a block device",
+                path.display()
+            ));
+        }
+    }
     if let Some(parent) = path.parent() {
+        if parent.is_file() {
+            return u(format!(
+                "{} is a file, not a directory: choose a --filename in an existing directory",
+                parent.display()
+            ));
+        }
         if !parent.as_os_str().is_empty() && !parent.is_dir() {
             return u(format!(
                 "directory {} does not exist: create it (mkdir -p {}) or choose another --filename",
@@ -311,6 +346,26 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--size={} is smaller than --bs={}: make --size at least one block",
             spec.size, spec.bs
         ));
+    }
+    Ok(())
+}
+
+/// The simulated device has no file, no ring and no data: options about those make no sense.
+fn check_sim(spec: &JobSpec) -> Result<()> {
+    for (on, name) in [
+        (spec.verify, "--verify"),
+        (spec.hipri, "--hipri"),
+        (spec.sqthread_poll, "--sqthread_poll"),
+        (spec.fixedbufs, "--fixedbufs"),
+        (spec.registerfiles, "--registerfiles"),
+        (spec.defer_taskrun, "--defer_taskrun"),
+        (spec.coop_taskrun, "--coop_taskrun"),
+    ] {
+        if on {
+            return Err(Error::Usage(format!(
+                "{name} needs a real file and ring, not --ioengine=sim: drop it or use --ioengine=io_uring"
+            )));
+        }
     }
     Ok(())
 }
@@ -352,6 +407,18 @@ fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     check_job(spec)?;
+    if let IoEngine::Sim(_) = spec.ioengine {
+        let size = if spec.size == 0 {
+            SIM_DEFAULT_SIZE
+        } else {
+            spec.size
+        };
+        return Ok(Target {
+            size,
+            block_size: 512,
+            is_blockdev: false,
+        });
+    }
     let path = &spec.filename;
     let meta = std::fs::metadata(path).ok();
     let is_blockdev = meta
@@ -626,6 +693,11 @@ impl Engine {
         &mut *self.q
     }
 
+    /// Whether the request `h` is still in flight.
+    pub fn is_in_flight(&self, h: Handle) -> bool {
+        self.slab.is_live(h)
+    }
+
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
         self.slab.live()
@@ -843,16 +915,19 @@ impl Engine {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
                 queued += 1;
-                if queued == batch {
+                // A full batch is submitted now, unless it is the last of this fill: that one
+                // goes below, where a blocking policy can fold it into its wait.
+                if queued == batch && self.slab.live() < depth {
                     self.submit()?;
                     queued = 0;
                 }
             }
-            if queued > 0 {
-                self.submit()?;
-            }
             if self.slab.live() == 0 {
                 return Ok(());
+            }
+            // A policy that blocks at once submits the last batch in the same enter.
+            if queued > 0 && !self.policy.submits_in_wait() {
+                self.submit()?;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
             let n = self.reap(min)?;
@@ -1114,7 +1189,23 @@ fn job_thread(
     set_timer_slack_1ns();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
-    let setup = (|| -> Result<(Engine, File)> {
+    let ramp = |mut engine: Engine| -> Result<Engine> {
+        if !spec.ramp_time.is_zero() {
+            let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
+            engine.run(Stop::At(until))?;
+            engine.reset_stats();
+        }
+        Ok(engine)
+    };
+    let setup = (|| -> Result<(Engine, Option<File>)> {
+        if let IoEngine::Sim(model) = spec.ioengine {
+            let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
+            let cfg = EngineConfig::from_spec(spec, target.size);
+            let policy = spec.policy.build(clock.clone());
+            let engine = Engine::new(Box::new(q), policy, clock.clone(), cfg);
+            return Ok((ramp(engine)?, None));
+        }
         let writable = spec.rw.writes();
         let file = open_target(&spec.filename, spec.direct, writable)?;
         let attach = if spec.sqthread_share && i > 0 {
@@ -1147,13 +1238,8 @@ fn job_thread(
                 ))
             })?;
         }
-        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab);
-        if !spec.ramp_time.is_zero() {
-            let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
-            engine.run(Stop::At(until))?;
-            engine.reset_stats();
-        }
-        Ok((engine, file))
+        let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab);
+        Ok((ramp(engine)?, Some(file)))
     })();
     barrier.wait();
     barrier.wait();

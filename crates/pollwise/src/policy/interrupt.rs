@@ -47,4 +47,8 @@ impl WaitPolicy for Interrupt {
     fn counters(&self) -> PolicyCounters {
         self.c
     }
+
+    fn submits_in_wait(&self) -> bool {
+        true
+    }
 }

@@ -7,8 +7,11 @@
 //!
 //! - [`interrupt`]: block in the kernel until the wanted completions arrive.
 //! - [`poll`]: spin on the completion queue and never sleep.
+//! - [`hybrid`]: sleep part of each request's predicted latency, once, then poll (seed 000).
+//! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (seed 003).
 
 pub mod adaptive;
+pub mod hybrid;
 pub mod interrupt;
 pub mod poll;
 
@@ -17,6 +20,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use crate::predict::Statistic;
 use crate::queue::{Completion, Queue};
 use crate::request::Dir;
 
@@ -106,6 +110,13 @@ pub trait WaitPolicy: Send {
     /// What the policy did so far.
     fn counters(&self) -> PolicyCounters;
 
+    /// True when [`wait`](WaitPolicy::wait) always enters [`Queue::wait`] before anything else,
+    /// which submits whatever is pushed: the caller may then leave its last batch unsubmitted
+    /// and save a system call (liburing's `io_uring_submit_and_wait`).
+    fn submits_in_wait(&self) -> bool {
+        false
+    }
+
     /// What the policy believes (predictions, windows), as (name, value) pairs for reports.
     fn beliefs(&self) -> Vec<(String, f64)> {
         Vec::new()
@@ -119,17 +130,23 @@ pub enum Mode {
     Interrupt,
     /// Spin on the completion queue.
     Poll,
+    /// Sleep part of the predicted latency once per request, then poll.
+    Hybrid,
+    /// Poll for an adaptive window, then block.
+    Adaptive,
 }
 
 impl Mode {
     /// Every mode pollwise has, in report order.
-    pub const ALL: &'static [Mode] = &[Mode::Interrupt, Mode::Poll];
+    pub const ALL: &'static [Mode] = &[Mode::Interrupt, Mode::Poll, Mode::Hybrid, Mode::Adaptive];
 
     /// The mode's name.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Interrupt => "interrupt",
             Mode::Poll => "poll",
+            Mode::Hybrid => "hybrid",
+            Mode::Adaptive => "adaptive",
         }
     }
 
@@ -161,6 +178,8 @@ pub struct PolicyConfig {
     pub mode: Mode,
     /// hybrid: the fraction of the predicted latency to sleep, in (0, 1].
     pub hybrid_fraction: f64,
+    /// hybrid: which statistic of the predicted latency the sleeps follow.
+    pub hybrid_stat: Statistic,
     /// adaptive: the largest polling window, in nanoseconds.
     pub poll_max_ns: u64,
     /// adaptive: the window's growth factor (0 means 2).
@@ -175,6 +194,7 @@ impl PolicyConfig {
         PolicyConfig {
             mode,
             hybrid_fraction: 0.5,
+            hybrid_stat: Statistic::Mean,
             poll_max_ns: 32_768,
             poll_grow: 0,
             poll_shrink: 0,
@@ -182,10 +202,21 @@ impl PolicyConfig {
     }
 
     /// Builds the policy, reading time from `clock`.
-    pub fn build(&self, _clock: Arc<dyn Clock>) -> Box<dyn WaitPolicy> {
+    pub fn build(&self, clock: Arc<dyn Clock>) -> Box<dyn WaitPolicy> {
         match self.mode {
             Mode::Interrupt => Box::new(interrupt::Interrupt::default()),
             Mode::Poll => Box::new(poll::Poll::default()),
+            Mode::Hybrid => Box::new(hybrid::Hybrid::new(
+                clock,
+                self.hybrid_fraction,
+                self.hybrid_stat,
+            )),
+            Mode::Adaptive => Box::new(adaptive::Adaptive::new(
+                clock,
+                self.poll_max_ns,
+                self.poll_grow,
+                self.poll_shrink,
+            )),
         }
     }
 }

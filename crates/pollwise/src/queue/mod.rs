@@ -7,6 +7,7 @@
 //! kind. Kinds: [`uring`] (a real io_uring ring), and in later modules a user-space channel and a
 //! simulated device.
 
+pub mod sim;
 pub mod uring;
 
 use std::io;

@@ -1,0 +1,35 @@
+//! Scenarios: each seed's experiment, reproduced on this machine.
+//!
+//! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; this table maps names
+//! to them.
+
+pub mod hybrid_contention;
+
+use pollwise::{Error, Result};
+
+use crate::opts::Opts;
+use crate::report::Output;
+
+/// The scenarios, by name, with a line of help each.
+pub const SCENARIOS: &[(&str, &str)] = &[(
+    "hybrid-contention",
+    "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+)];
+
+/// Runs scenario `name`.
+pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
+    match name {
+        "hybrid-contention" => hybrid_contention::run(o),
+        _ => Err(Error::Usage(format!(
+            "unknown scenario '{name}': use one of {}",
+            names()
+        ))),
+    }
+}
+
+fn names() -> String {
+    if SCENARIOS.is_empty() {
+        return "(none yet)".into();
+    }
+    SCENARIOS.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,214 @@
+//! The `pollwise` command end to end: bad input gets exit status 2 and one line naming the
+//! cause and the fix; good input gets fio-shaped JSON.
+
+use std::process::Command;
+
+fn pollwise(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .expect("run pollwise");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("pollwise-cli-test")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap()
+}
+
+/// Runs `args` and checks: exit 2, one stderr line, containing every `needle`.
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let (code, _out, err) = pollwise(args);
+    assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}
+
+#[test]
+fn bad_input_gets_exit_2_and_the_fix() {
+    let d = tempdir();
+    let f = d.path().join("f.dat");
+    let f = f.to_str().unwrap();
+    let fname = format!("--filename={f}");
+    let dir = format!("--filename={}", d.path().display());
+    let missing = format!("--filename={}/no/such/dir/f", d.path().display());
+    let base = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec!["run".to_string(), fname.clone(), "--size=1M".into()];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |extra: &[&str], needles: &[&str]| {
+        let v = base(extra);
+        let a: Vec<&str> = v.iter().map(|s| s.as_str()).collect();
+        usage_error(&a, needles);
+    };
+    usage_error(
+        &["run", &missing, "--size=1M"],
+        &["does not exist", "mkdir -p"],
+    );
+    usage_error(
+        &["run", &dir, "--size=1M"],
+        &["is a directory", "name a file inside it"],
+    );
+    // A path that exists but cannot be opened for I/O: a unix socket.
+    let sock = d.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    usage_error(
+        &[
+            "run",
+            &format!("--filename={}", sock.display()),
+            "--size=4k",
+        ],
+        &["cannot be opened for I/O", "name a file or a block device"],
+    );
+    let plain = d.path().join("plain");
+    std::fs::write(&plain, b"x").unwrap();
+    usage_error(
+        &[
+            "run",
+            &format!("--filename={}/x", plain.display()),
+            "--size=4k",
+        ],
+        &["is a file, not a directory"],
+    );
+    run(
+        &["--bs=1000"],
+        &["not a multiple of the logical block size", "--bs=4k"],
+    );
+    run(&["--bs=8k", "--size=4k"], &["smaller than --bs"]);
+    run(
+        &["--iodepth=0"],
+        &["--iodepth=0 is out of range", "1 to 32768"],
+    );
+    run(&["--iodepth=100000"], &["out of range"]);
+    run(&["--mode=spin"], &["unknown mode 'spin'", "interrupt"]);
+    run(&["--rw=sideways"], &["unknown --rw=sideways", "randread"]);
+    run(&["--runtime=0"], &["--runtime must be greater than 0"]);
+    run(&["--runtime=-5s"], &["negative"]);
+    run(&["--bs=4q"], &["is not a size", "4k"]);
+    run(&["--hybrid_iopoll"], &["--hybrid_iopoll needs --hipri=1"]);
+    run(&["--sqthread_poll_cpu=0"], &["needs --sqthread_poll=1"]);
+    run(
+        &["--sqthread_poll", "--sqthread_poll_cpu=4096"],
+        &["names no online CPU"],
+    );
+    run(&["--hipri", "--direct=0"], &["--hipri needs --direct=1"]);
+    run(
+        &["--defer_taskrun", "--sqthread_poll"],
+        &["cannot be combined"],
+    );
+    run(
+        &["--iodepth=4", "--iodepth_batch_submit=8"],
+        &["exceeds --iodepth"],
+    );
+    run(&["--frobnicate=3"], &["unknown option --frobnicate"]);
+    run(&["--output-format=xml"], &["normal or json"]);
+    usage_error(&["explode"], &["unknown command 'explode'"]);
+    usage_error(&["scenario", "no-such-scenario"], &["unknown scenario"]);
+    usage_error(&["compare", "--mode=poll"], &["--modes"]);
+    usage_error(&["compare", "--modes=poll,spin"], &["unknown mode 'spin'"]);
+    usage_error(&["compare", "--rounds=0"], &["--rounds must be at least 1"]);
+}
+
+#[test]
+fn polled_io_on_this_disk_is_refused_clearly() {
+    let d = tempdir();
+    let f = d.path().join("f.dat");
+    let (code, _out, err) = pollwise(&[
+        "run",
+        &format!("--filename={}", f.display()),
+        "--size=1M",
+        "--hipri",
+        "--runtime=2s",
+        "--mode=poll",
+    ]);
+    if code == 0 {
+        // A disk with poll queues: polled I/O works, nothing to refuse.
+        return;
+    }
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("polled I/O (--hipri) is not supported for"),
+        "{err}"
+    );
+    assert!(err.contains("nvme.poll_queues > 0"), "{err}");
+    assert!(err.contains("run without --hipri"), "{err}");
+}
+
+#[test]
+fn run_json_has_fio_fields() {
+    let d = tempdir();
+    let f = d.path().join("f.dat");
+    let (code, out, err) = pollwise(&[
+        "run",
+        &format!("--filename={}", f.display()),
+        "--size=4M",
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=4",
+        "--io_size=2M",
+        "--mode",
+        "poll",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let j = &v["jobs"][0];
+    assert_eq!(j["read"]["total_ios"], 512);
+    assert!(j["read"]["iops"].as_f64().unwrap() > 0.0);
+    assert!(j["read"]["bw_bytes"].as_u64().unwrap() > 0);
+    let p = &j["read"]["clat_ns"]["percentile"];
+    let p50 = p["50.000000"].as_u64().unwrap();
+    let p99 = p["99.000000"].as_u64().unwrap();
+    assert!(p50 > 0 && p99 >= p50);
+    assert!(p["99.990000"].as_u64().is_some());
+    assert_eq!(j["pollwise"]["mode"], "poll");
+    assert!(j["pollwise"]["polls"].as_u64().unwrap() >= 512);
+    assert!(j["usr_cpu"].as_f64().is_some() && j["ctx"].as_u64().is_some());
+}
+
+#[test]
+fn compare_reports_every_mode_as_a_job() {
+    let d = tempdir();
+    let f = d.path().join("f.dat");
+    let (code, out, err) = pollwise(&[
+        "compare",
+        &format!("--filename={}", f.display()),
+        "--size=4M",
+        "--runtime=400ms",
+        "--rounds=2",
+        "--warmup=0",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let jobs = v["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    let (code, help, _) = pollwise(&["help"]);
+    assert_eq!(code, 0);
+    for n in &names {
+        assert!(help.contains(n), "mode {n} missing from help");
+    }
+    assert!(
+        names.contains(&"interrupt") && names.contains(&"poll"),
+        "{names:?}"
+    );
+    for j in jobs {
+        assert!(j["read"]["iops"].as_f64().unwrap() > 0.0, "{j}");
+        assert_eq!(j["pollwise"]["rounds"], 2);
+        assert!(j["pollwise"]["cpu_us_per_io"].as_f64().unwrap() > 0.0);
+    }
+}

@@ -1,0 +1,123 @@
+//! The hybrid and adaptive modes, the simulated device and the hybrid-contention scenario from
+//! the command line: bad values get exit status 2 and one line naming the fix; good runs print
+//! the promised JSON.
+
+use std::process::Command;
+
+fn pollwise(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .expect("run pollwise");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {
+    let sim = ["run", "--ioengine=sim", "--runtime=100ms"];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--mode=hybrid", "--hybrid_fraction=0"],
+            &["--hybrid_fraction=0", "(0, 1]"],
+        ),
+        (&["--mode=hybrid", "--hybrid_fraction=1.5"], &["(0, 1]"]),
+        (&["--mode=hybrid", "--hybrid_fraction=-0.5"], &["(0, 1]"]),
+        (
+            &["--mode=hybrid", "--hybrid_stat=max"],
+            &["mean, min or p10"],
+        ),
+        (
+            &["--sim_latency=gamma:10us"],
+            &["unknown latency model 'gamma'", "fixed:10us"],
+        ),
+        (&["--sim_latency=fixed:-10us"], &["negative"]),
+        (&["--sim_latency=normal:10us"], &["takes 2"]),
+        (&["--sim_latency=fixed:10"], &["no unit"]),
+        (&["--mode=adaptive", "--poll_max_ns=-1"], &["--poll_max_ns"]),
+        (&["--thinktime=-5us"], &["--thinktime"]),
+        (&["--verify=crc32c"], &["--verify", "--ioengine=sim"]),
+    ];
+    for (extra, needles) in cases {
+        let args: Vec<&str> = sim.iter().chain(extra.iter()).copied().collect();
+        let (code, _, err) = pollwise(&args);
+        assert_eq!(code, 2, "{args:?}: exit {code}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+        }
+    }
+    let (code, _, err) = pollwise(&["run", "--sim_latency=fixed:10us", "--filename=/tmp/x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--ioengine=sim"), "{err}");
+    let (code, _, err) = pollwise(&["run", "--ioengine=spdk"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--ioengine=sim"), "{err}");
+}
+
+#[test]
+fn sim_runs_every_new_mode_and_reports_beliefs() {
+    for mode in ["hybrid", "adaptive"] {
+        let (code, out, err) = pollwise(&[
+            "run",
+            "--ioengine=sim",
+            "--sim_latency=uniform:8us,12us",
+            "--size=4M",
+            "--runtime=5s",
+            &format!("--mode={mode}"),
+            "--output-format=json",
+        ]);
+        assert_eq!(code, 0, "{mode}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let s = v.to_string();
+        // Not time-based: exactly size / bs reads, each once.
+        assert_eq!(v["jobs"][0]["read"]["total_ios"], 1024, "{mode}: {s}");
+        let key = if mode == "hybrid" {
+            "predict.read.4k.mean_ns"
+        } else {
+            "adaptive.window_ns"
+        };
+        assert!(s.contains(key), "{mode}: {key} not in {s}");
+    }
+}
+
+#[test]
+fn hybrid_contention_prints_the_promised_json() {
+    let (code, out, err) = pollwise(&[
+        "scenario",
+        "hybrid-contention",
+        "--threads=1,2",
+        "--runtime=100ms",
+        "--ramp_time=0",
+        "--batch=4",
+        "--size=8M",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["scenario"], "hybrid-contention");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2 * 4, "every mode at each thread count");
+    for r in results {
+        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["cpu_us_per_op", "lat_ns", "mode", "ops_per_sec", "threads"],
+            "{r}"
+        );
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["cpu_us_per_op"].as_f64().unwrap() > 0.0, "{r}");
+        let p50 = r["lat_ns"]["p50"].as_u64().unwrap();
+        let p99 = r["lat_ns"]["p99"].as_u64().unwrap();
+        assert!(p50 > 0 && p99 >= p50, "{r}");
+    }
+    let (code, _, err) = pollwise(&["scenario", "hybrid-contention", "--threads=0"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = pollwise(&["scenario", "hybrid-contention", "--numjobs=4"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--threads"), "{err}");
+}

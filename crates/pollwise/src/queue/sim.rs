@@ -1,0 +1,657 @@
+//! The simulated device: completions at submit time plus a latency drawn from a seeded model.
+//!
+//! Real devices differ from run to run and from machine to machine; a policy's *decisions* should
+//! not have to. [`SimQueue`] completes each operation at its submit time plus a latency from a
+//! [`LatencyModel`] (`fixed:10us`, `uniform:8us,12us`, `normal:10us,1us`, `lognormal:10us,0.5`,
+//! `bimodal:10us,100us,0.1`), drawn from a seeded generator of its own (SplitMix64, so a seed gives
+//! the same latencies on every build and every version of every crate).
+//!
+//! Time comes in two kinds ([`SimTime`]):
+//!
+//! - **Real**: [`Queue::poll`] reads the monotonic clock and hands back what is due, as a
+//!   completion queue in shared memory would; [`Queue::wait`] really sleeps (one `nanosleep`
+//!   until the wanted completion or the timeout), so waking costs what a real wake-up costs: a
+//!   timer interrupt, the scheduler, a context switch. The caller sets its timer slack to 1 ns
+//!   ([`set_timer_slack_1ns`](crate::workload::set_timer_slack_1ns)) or the sleep is stretched.
+//! - **Virtual**, over a [`FakeClock`]: a discrete-event simulation. Each poll costs
+//!   `poll_cost_ns` of virtual time (so a spinning policy makes progress and never hangs), and a
+//!   wait jumps the clock to the wanted completion or the deadline, whichever is first. Nothing
+//!   sleeps, so policy tests assert exact decisions in microseconds of real time.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use crate::clock::{Clock, FakeClock};
+use crate::{Error, Result};
+
+/// How long the simulated device takes per operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LatencyModel {
+    /// Always this many nanoseconds (`fixed:10us`).
+    Fixed(u64),
+    /// Uniform between the two bounds, inclusive (`uniform:8us,12us`).
+    Uniform(u64, u64),
+    /// Normal with this mean and standard deviation, cut at 0 (`normal:10us,1us`).
+    Normal {
+        /// Mean, nanoseconds.
+        mean_ns: u64,
+        /// Standard deviation, nanoseconds.
+        sd_ns: u64,
+    },
+    /// Log-normal with this mean and shape `sigma` (the standard deviation of the logarithm),
+    /// a long right tail (`lognormal:10us,0.5`).
+    LogNormal {
+        /// Mean, nanoseconds.
+        mean_ns: u64,
+        /// The logarithm's standard deviation.
+        sigma: f64,
+    },
+    /// `fast_ns` most of the time, `slow_ns` with probability `p_slow`
+    /// (`bimodal:10us,100us,0.1`): a cache hit or a miss, a device that sometimes stalls.
+    Bimodal {
+        /// The common latency, nanoseconds.
+        fast_ns: u64,
+        /// The rare latency, nanoseconds.
+        slow_ns: u64,
+        /// Probability of the slow latency, in [0, 1].
+        p_slow: f64,
+    },
+}
+
+/// The forms `--sim_latency` accepts, for messages.
+pub const MODEL_FORMS: &str = "fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 (mean, sigma) or bimodal:10us,100us,0.1 (fast, slow, share of slow)";
+
+impl LatencyModel {
+    /// The mean latency of the model, in nanoseconds.
+    pub fn mean_ns(&self) -> f64 {
+        match *self {
+            LatencyModel::Fixed(n) => n as f64,
+            LatencyModel::Uniform(a, b) => (a as f64 + b as f64) / 2.0,
+            LatencyModel::Normal { mean_ns, .. } | LatencyModel::LogNormal { mean_ns, .. } => {
+                mean_ns as f64
+            }
+            LatencyModel::Bimodal {
+                fast_ns,
+                slow_ns,
+                p_slow,
+            } => fast_ns as f64 * (1.0 - p_slow) + slow_ns as f64 * p_slow,
+        }
+    }
+
+    /// Draws one latency.
+    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        match *self {
+            LatencyModel::Fixed(n) => n,
+            LatencyModel::Uniform(a, b) => a + rng.next_u64() % (b - a + 1),
+            LatencyModel::Normal { mean_ns, sd_ns } => {
+                let v = mean_ns as f64 + sd_ns as f64 * rng.std_normal();
+                v.max(0.0).round() as u64
+            }
+            LatencyModel::LogNormal { mean_ns, sigma } => {
+                // E[exp(mu + sigma Z)] = exp(mu + sigma^2 / 2) = mean.
+                let mu = (mean_ns.max(1) as f64).ln() - sigma * sigma / 2.0;
+                (mu + sigma * rng.std_normal()).exp().round() as u64
+            }
+            LatencyModel::Bimodal {
+                fast_ns,
+                slow_ns,
+                p_slow,
+            } => {
+                if rng.unit() < p_slow {
+                    slow_ns
+                } else {
+                    fast_ns
+                }
+            }
+        }
+    }
+}
+
+fn usage(s: String) -> Error {
+    Error::Usage(s)
+}
+
+/// Parses a duration with a unit: `ns`, `us`, `ms` or `s` (`10us`, `1.5ms`). A latency has no
+/// natural unit, so a bare number is refused rather than guessed.
+pub fn parse_duration_ns(s: &str, what: &str) -> Result<u64> {
+    let s = s.trim();
+    if s.starts_with('-') {
+        return Err(usage(format!(
+            "{what}: '{s}' is negative: durations are at least 0, e.g. 10us"
+        )));
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => {
+            return Err(usage(format!(
+                "{what}: '{s}' has no unit: write e.g. 10us (ns, us, ms or s)"
+            )))
+        }
+        _ => {
+            return Err(usage(format!(
+                "{what}: '{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
+            )))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| usage(format!("{what}: '{s}' is not a duration: write e.g. 10us")))?;
+    let ns = v * scale;
+    if !ns.is_finite() || ns > 1e15 {
+        return Err(usage(format!(
+            "{what}: '{s}' is too long: use at most a few seconds"
+        )));
+    }
+    Ok(ns.round() as u64)
+}
+
+fn parse_fraction(s: &str, what: &str) -> Result<f64> {
+    let p: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| usage(format!("{what}: '{s}' is not a number: write e.g. 0.1")))?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(usage(format!(
+            "{what}: {p} is not a probability: use 0 to 1, e.g. 0.1"
+        )));
+    }
+    Ok(p)
+}
+
+impl FromStr for LatencyModel {
+    type Err = Error;
+
+    /// Parses `--sim_latency`'s forms (see [`MODEL_FORMS`]).
+    fn from_str(s: &str) -> Result<Self> {
+        let what = "--sim_latency";
+        let (name, args) = s.split_once(':').ok_or_else(|| {
+            usage(format!(
+                "{what}={s} names no model: use one of {MODEL_FORMS}"
+            ))
+        })?;
+        let args: Vec<&str> = args.split(',').collect();
+        let want = |n: usize, form: &str| -> Result<()> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(usage(format!(
+                    "{what}={s}: {name} takes {n} value(s), e.g. {form}"
+                )))
+            }
+        };
+        let d = |i: usize| parse_duration_ns(args[i], what);
+        let m = match name {
+            "fixed" => {
+                want(1, "fixed:10us")?;
+                LatencyModel::Fixed(d(0)?)
+            }
+            "uniform" => {
+                want(2, "uniform:8us,12us")?;
+                let (a, b) = (d(0)?, d(1)?);
+                if a > b {
+                    return Err(usage(format!(
+                        "{what}={s}: the lower bound is above the upper: write uniform:LOW,HIGH"
+                    )));
+                }
+                LatencyModel::Uniform(a, b)
+            }
+            "normal" => {
+                want(2, "normal:10us,1us")?;
+                LatencyModel::Normal {
+                    mean_ns: d(0)?,
+                    sd_ns: d(1)?,
+                }
+            }
+            "lognormal" => {
+                want(2, "lognormal:10us,0.5")?;
+                let sigma: f64 = args[1].trim().parse().map_err(|_| {
+                    usage(format!(
+                        "{what}={s}: sigma '{}' is not a number: write e.g. lognormal:10us,0.5",
+                        args[1]
+                    ))
+                })?;
+                if !(0.0..=10.0).contains(&sigma) {
+                    return Err(usage(format!(
+                        "{what}={s}: sigma must be between 0 and 10, e.g. 0.5"
+                    )));
+                }
+                LatencyModel::LogNormal {
+                    mean_ns: d(0)?,
+                    sigma,
+                }
+            }
+            "bimodal" => {
+                want(3, "bimodal:10us,100us,0.1")?;
+                LatencyModel::Bimodal {
+                    fast_ns: d(0)?,
+                    slow_ns: d(1)?,
+                    p_slow: parse_fraction(args[2], what)?,
+                }
+            }
+            _ => {
+                return Err(usage(format!(
+                    "{what}={s}: unknown latency model '{name}': use one of {MODEL_FORMS}"
+                )))
+            }
+        };
+        Ok(m)
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence forever for a seed.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal draw (Box-Muller).
+    pub fn std_normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit(); // (0, 1]: ln is finite
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// How the simulated device experiences time. See the module docs.
+#[derive(Debug, Clone)]
+pub enum SimTime {
+    /// The monotonic clock; waits really sleep.
+    Real,
+    /// A fake clock that polls and waits move: a discrete-event simulation.
+    Virtual {
+        /// The clock the policy and the test share.
+        clock: FakeClock,
+        /// Virtual nanoseconds one [`Queue::poll`] costs.
+        poll_cost_ns: u64,
+    },
+}
+
+/// The simulated device. See the module docs.
+pub struct SimQueue {
+    model: LatencyModel,
+    rng: SplitMix64,
+    clock: Arc<dyn Clock>,
+    virt: Option<(FakeClock, u64)>,
+    entries: usize,
+    pending: Vec<(u64, i32)>,
+    /// (due time, sequence, user_data, result): ties complete in submission order.
+    flying: BinaryHeap<Reverse<(u64, u64, u64, i32)>>,
+    scratch: Vec<u64>,
+    seq: u64,
+    c: QueueCounters,
+}
+
+impl SimQueue {
+    /// A simulated device taking up to `entries` queued operations per submit, with latencies
+    /// from `model` drawn with `seed`, living in `time`.
+    pub fn new(model: LatencyModel, seed: u64, entries: usize, time: SimTime) -> Self {
+        let entries = entries.max(1);
+        let (clock, virt): (Arc<dyn Clock>, _) = match time {
+            SimTime::Real => (crate::clock::monotonic(), None),
+            SimTime::Virtual {
+                clock,
+                poll_cost_ns,
+            } => (Arc::new(clock.clone()), Some((clock, poll_cost_ns))),
+        };
+        SimQueue {
+            model,
+            rng: SplitMix64::new(seed),
+            clock,
+            virt,
+            entries,
+            pending: Vec::with_capacity(entries),
+            flying: BinaryHeap::with_capacity(entries * 2),
+            scratch: Vec::with_capacity(entries * 2),
+            seq: 0,
+            c: QueueCounters::default(),
+        }
+    }
+
+    /// Changes the latency model for operations submitted from now on.
+    pub fn set_model(&mut self, model: LatencyModel) {
+        self.model = model;
+    }
+
+    /// The latency model.
+    pub fn model(&self) -> LatencyModel {
+        self.model
+    }
+
+    /// When the `k`-th (1-based) earliest operation in flight completes.
+    fn kth_due(&mut self, k: usize) -> u64 {
+        if k == 1 {
+            return self.flying.peek().map_or(0, |r| r.0 .0);
+        }
+        self.scratch.clear();
+        self.scratch.extend(self.flying.iter().map(|r| r.0 .0));
+        let (_, v, _) = self.scratch.select_nth_unstable(k - 1);
+        *v
+    }
+
+    fn ready(&self, now: u64) -> usize {
+        // Cheap enough for the depths a simulation uses; exact for any min.
+        self.flying.iter().filter(|r| r.0 .0 <= now).count()
+    }
+}
+
+impl Queue for SimQueue {
+    fn kind(&self) -> &'static str {
+        "sim"
+    }
+
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        if self.pending.len() >= self.entries {
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+        let result = match op.kind {
+            OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
+            OpKind::Nop => 0,
+        };
+        self.pending.push((op.user_data, result));
+        Ok(())
+    }
+
+    fn submit(&mut self) -> io::Result<usize> {
+        let now = self.clock.now_ns();
+        let n = self.pending.len();
+        for (user_data, result) in self.pending.drain(..) {
+            let due = now + self.model.sample(&mut self.rng);
+            self.flying
+                .push(Reverse((due, self.seq, user_data, result)));
+            self.seq += 1;
+        }
+        self.c.submitted += n as u64;
+        Ok(n)
+    }
+
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        if let Some((clock, cost)) = &self.virt {
+            clock.advance(*cost);
+        }
+        let now = self.clock.now_ns();
+        let mut n = 0;
+        while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
+            if due > now {
+                break;
+            }
+            self.flying.pop();
+            n += 1;
+            sink(Completion { user_data, result });
+        }
+        self.c.completed += n as u64;
+        Ok(n)
+    }
+
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        self.submit()?;
+        let min = min.min(self.flying.len());
+        if min == 0 {
+            return Ok(WaitOutcome::Ready);
+        }
+        let target = self.kth_due(min);
+        let now = self.clock.now_ns();
+        let deadline = timeout.map_or(u64::MAX, |t| {
+            now.saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
+        });
+        let until = target.min(deadline);
+        if until > now {
+            match &self.virt {
+                Some((clock, _)) => clock.set(until),
+                None => {
+                    self.c.enters += 1;
+                    // One sleep; std retries on EINTR with the time left.
+                    std::thread::sleep(Duration::from_nanos(until - now));
+                }
+            }
+        }
+        if self.ready(self.clock.now_ns()) >= min {
+            Ok(WaitOutcome::Ready)
+        } else {
+            Ok(WaitOutcome::TimedOut)
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len() + self.flying.len()
+    }
+
+    fn counters(&self) -> QueueCounters {
+        self.c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nop(user_data: u64) -> Op {
+        Op {
+            kind: OpKind::Read,
+            file: 0,
+            buf: std::ptr::null_mut(),
+            len: 4096,
+            offset: 0,
+            buf_index: None,
+            user_data,
+        }
+    }
+
+    fn virt(model: &str, cost: u64) -> (SimQueue, FakeClock) {
+        let clock = FakeClock::new(1_000);
+        let q = SimQueue::new(
+            model.parse().unwrap(),
+            7,
+            64,
+            SimTime::Virtual {
+                clock: clock.clone(),
+                poll_cost_ns: cost,
+            },
+        );
+        (q, clock)
+    }
+
+    #[test]
+    fn parses_every_model() {
+        assert_eq!(
+            "fixed:10us".parse::<LatencyModel>().unwrap(),
+            LatencyModel::Fixed(10_000)
+        );
+        assert_eq!(
+            "uniform:8us,12us".parse::<LatencyModel>().unwrap(),
+            LatencyModel::Uniform(8_000, 12_000)
+        );
+        assert_eq!(
+            "normal:10us,1us".parse::<LatencyModel>().unwrap(),
+            LatencyModel::Normal {
+                mean_ns: 10_000,
+                sd_ns: 1_000
+            }
+        );
+        assert_eq!(
+            "lognormal:1.5ms,0.5".parse::<LatencyModel>().unwrap(),
+            LatencyModel::LogNormal {
+                mean_ns: 1_500_000,
+                sigma: 0.5
+            }
+        );
+        assert_eq!(
+            "bimodal:10us,100us,0.1".parse::<LatencyModel>().unwrap(),
+            LatencyModel::Bimodal {
+                fast_ns: 10_000,
+                slow_ns: 100_000,
+                p_slow: 0.1
+            }
+        );
+    }
+
+    #[test]
+    fn bad_models_are_usage_errors_naming_the_fix() {
+        for (s, needle) in [
+            ("gamma:10us", "unknown latency model 'gamma'"),
+            ("10us", "names no model"),
+            ("fixed:-5us", "negative"),
+            ("fixed:10", "no unit"),
+            ("fixed:10parsecs", "unknown unit"),
+            ("uniform:12us,8us", "lower bound"),
+            ("uniform:8us", "takes 2 value"),
+            ("bimodal:10us,100us,1.5", "probability"),
+            ("lognormal:10us,x", "sigma"),
+        ] {
+            match s.parse::<LatencyModel>() {
+                Err(Error::Usage(m)) => assert!(m.contains(needle), "{s}: {m}"),
+                other => panic!("{s}: expected a usage error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_latencies_and_means_are_right() {
+        for s in [
+            "uniform:8us,12us",
+            "normal:10us,1us",
+            "lognormal:10us,0.5",
+            "bimodal:10us,100us,0.1",
+        ] {
+            let m: LatencyModel = s.parse().unwrap();
+            let (mut a, mut b) = (SplitMix64::new(3), SplitMix64::new(3));
+            let xs: Vec<u64> = (0..20_000).map(|_| m.sample(&mut a)).collect();
+            let ys: Vec<u64> = (0..20_000).map(|_| m.sample(&mut b)).collect();
+            assert_eq!(xs, ys, "{s}");
+            let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+            let rel = (mean - m.mean_ns()).abs() / m.mean_ns();
+            assert!(rel < 0.03, "{s}: sample mean {mean} vs {}", m.mean_ns());
+        }
+        let u = LatencyModel::Uniform(8_000, 12_000);
+        let mut r = SplitMix64::new(1);
+        assert!((0..10_000)
+            .map(|_| u.sample(&mut r))
+            .all(|v| (8_000..=12_000).contains(&v)));
+    }
+
+    #[test]
+    fn completes_at_submit_plus_latency_on_a_fake_clock() {
+        let (mut q, clock) = virt("fixed:10us", 0);
+        // SAFETY: the sim touches no buffer.
+        unsafe { q.push(&nop(1)) }.unwrap();
+        assert_eq!(q.in_flight(), 1);
+        q.submit().unwrap();
+        let mut got = Vec::new();
+        clock.advance(9_999);
+        assert_eq!(q.poll(&mut |c| got.push(c)).unwrap(), 0);
+        clock.advance(1);
+        assert_eq!(q.poll(&mut |c| got.push(c)).unwrap(), 1);
+        assert_eq!(
+            got,
+            [Completion {
+                user_data: 1,
+                result: 4096
+            }]
+        );
+        assert_eq!(q.in_flight(), 0);
+        assert_eq!(q.counters().completed, 1);
+    }
+
+    #[test]
+    fn virtual_wait_jumps_to_the_completion_or_the_deadline() {
+        let (mut q, clock) = virt("fixed:10us", 100);
+        // SAFETY: the sim touches no buffer.
+        unsafe { q.push(&nop(1)) }.unwrap();
+        let t0 = clock.now_ns();
+        // wait submits first.
+        assert_eq!(
+            q.wait(1, Some(Duration::from_micros(4))).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert_eq!(clock.now_ns(), t0 + 4_000);
+        assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
+        assert_eq!(clock.now_ns(), t0 + 10_000);
+        // A poll costs 100 ns of virtual time.
+        assert_eq!(q.poll(&mut |_| {}).unwrap(), 1);
+        assert_eq!(clock.now_ns(), t0 + 10_100);
+        // Nothing in flight: wait returns at once.
+        assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
+        assert_eq!(clock.now_ns(), t0 + 10_100);
+    }
+
+    #[test]
+    fn wait_for_several_waits_for_the_kth() {
+        let (mut q, clock) = virt("uniform:1us,50us", 0);
+        for i in 0..8 {
+            // SAFETY: the sim touches no buffer.
+            unsafe { q.push(&nop(i)) }.unwrap();
+        }
+        q.submit().unwrap();
+        assert_eq!(q.wait(5, None).unwrap(), WaitOutcome::Ready);
+        let mut seen = Vec::new();
+        q.poll(&mut |c| seen.push(c.user_data)).unwrap();
+        assert_eq!(seen.len(), 5, "the clock stopped at the fifth completion");
+        clock.advance(1_000_000);
+        q.poll(&mut |c| seen.push(c.user_data)).unwrap();
+        seen.sort();
+        assert_eq!(seen, (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn full_submission_queue_would_block() {
+        let clock = FakeClock::new(0);
+        let mut q = SimQueue::new(
+            LatencyModel::Fixed(1),
+            0,
+            2,
+            SimTime::Virtual {
+                clock,
+                poll_cost_ns: 0,
+            },
+        );
+        // SAFETY: the sim touches no buffer.
+        unsafe {
+            q.push(&nop(0)).unwrap();
+            q.push(&nop(1)).unwrap();
+            assert_eq!(
+                q.push(&nop(2)).unwrap_err().kind(),
+                io::ErrorKind::WouldBlock
+            );
+        }
+    }
+
+    #[test]
+    fn real_time_wait_sleeps_until_the_completion() {
+        let mut q = SimQueue::new(LatencyModel::Fixed(200_000), 0, 4, SimTime::Real);
+        // SAFETY: the sim touches no buffer.
+        unsafe { q.push(&nop(9)) }.unwrap();
+        q.submit().unwrap();
+        // No timing assertion: only that the wait ends with the completion ready.
+        assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
+        assert_eq!(q.poll(&mut |c| assert_eq!(c.user_data, 9)).unwrap(), 1);
+    }
+}
