@@ -4,6 +4,8 @@
 //! to them.
 
 pub mod hybrid_contention;
+pub mod idle_sources;
+pub mod slow_handler;
 
 use pollwise::{Error, Result};
 
@@ -11,15 +13,27 @@ use crate::opts::Opts;
 use crate::report::Output;
 
 /// The scenarios, by name, with a line of help each.
-pub const SCENARIOS: &[(&str, &str)] = &[(
-    "hybrid-contention",
-    "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
-)];
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "hybrid-contention",
+        "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+    ),
+    (
+        "idle-sources",
+        "seed 003: one active channel among many idle ones, idle-source pruning on/off/single",
+    ),
+    (
+        "slow-handler",
+        "seed 003: a 40 us handler per request, its run time kept out of polling or not",
+    ),
+];
 
 /// Runs scenario `name`.
 pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
     match name {
         "hybrid-contention" => hybrid_contention::run(o),
+        "idle-sources" => idle_sources::run(o),
+        "slow-handler" => slow_handler::run(o),
         _ => Err(Error::Usage(format!(
             "unknown scenario '{name}': use one of {}",
             names()
