@@ -6,55 +6,14 @@
 //!   answered exactly once; a lost wake-up shows up as a client waiting forever (bounded here).
 //! - The storage daemon: real O_DIRECT reads through the reactor, with and without pruning.
 
-use std::cell::RefCell;
-use std::os::fd::RawFd;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pollwise::clock::monotonic;
-use pollwise::reactor::channel::{self, Requests, Responses};
+use pollwise::reactor::channel::{self, ChannelSource, Requests};
 use pollwise::reactor::daemon::{self, DaemonConfig};
-use pollwise::reactor::{Ctx, FdMonKind, Reactor, ReactorConfig, Source};
-
-struct Echo {
-    rq: Requests<u64>,
-    rs: Rc<RefCell<Responses<u64>>>,
-}
-
-impl Echo {
-    fn serve(&mut self) {
-        while let Some(v) = self.rq.pop() {
-            assert!(self.rs.borrow_mut().reply(v).is_ok(), "response ring full");
-        }
-    }
-}
-
-impl Source for Echo {
-    fn fd(&self) -> RawFd {
-        self.rq.fd()
-    }
-    fn on_fd(&mut self, _cx: &mut Ctx<'_>, _revents: u32) {
-        self.rq.drain_doorbell();
-        self.serve();
-    }
-    fn is_poll(&self) -> bool {
-        true
-    }
-    fn ready(&mut self) -> bool {
-        self.rq.ready()
-    }
-    fn run(&mut self, _cx: &mut Ctx<'_>) {
-        self.serve();
-    }
-    fn poll_begin(&mut self) {
-        self.rq.poll_begin();
-    }
-    fn poll_end(&mut self) {
-        self.rq.poll_end();
-    }
-}
+use pollwise::reactor::{Ctx, FdMonKind, Reactor, ReactorConfig};
 
 fn spin_for(ns: u64) {
     let t = Instant::now();
@@ -86,12 +45,13 @@ fn echo_with_churn(kind: FdMonKind) {
             };
             let mut r = Reactor::new(cfg, monotonic()).unwrap();
             for s in servers {
-                let (rq, rs) = s.split();
-                r.add(Box::new(Echo {
-                    rq,
-                    rs: Rc::new(RefCell::new(rs)),
-                }))
-                .unwrap();
+                let (rq, mut rs) = s.split();
+                let echo = move |rq: &mut Requests<u64>, _: &mut Ctx<'_>| {
+                    while let Some(v) = rq.pop() {
+                        assert!(rs.reply(v).is_ok(), "response ring full");
+                    }
+                };
+                r.add(Box::new(ChannelSource::new(rq, echo))).unwrap();
             }
             tx.send(r.notifier()).unwrap();
             while !stop.load(Ordering::Acquire) {

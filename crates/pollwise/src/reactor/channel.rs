@@ -23,7 +23,7 @@ use loom::sync::atomic::{fence, AtomicBool, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
-use super::EventFd;
+use super::{Ctx, EventFd, Source};
 use crate::spsc::{self, Consumer, Producer};
 
 /// The notification-suppression flag: whether the reactor wants the doorbell rung.
@@ -191,6 +191,46 @@ impl<Req: Send> Requests<Req> {
     /// Whether the client is asked to ring.
     pub fn notifications_wanted(&self) -> bool {
         self.shared.notify.wanted()
+    }
+}
+
+/// A channel's request half as a reactor poll source: `ready` looks at the ring, a doorbell or a
+/// successful poll calls `serve` (which pops what it wants), and poll mode switches the
+/// client's doorbell off and on.
+pub struct ChannelSource<Req, F> {
+    rq: Requests<Req>,
+    serve: F,
+}
+
+impl<Req: Send, F: FnMut(&mut Requests<Req>, &mut Ctx<'_>)> ChannelSource<Req, F> {
+    /// A source serving `rq` with `serve`.
+    pub fn new(rq: Requests<Req>, serve: F) -> Self {
+        ChannelSource { rq, serve }
+    }
+}
+
+impl<Req: Send, F: FnMut(&mut Requests<Req>, &mut Ctx<'_>)> Source for ChannelSource<Req, F> {
+    fn fd(&self) -> RawFd {
+        self.rq.fd()
+    }
+    fn on_fd(&mut self, cx: &mut Ctx<'_>, _revents: u32) {
+        self.rq.drain_doorbell();
+        (self.serve)(&mut self.rq, cx);
+    }
+    fn is_poll(&self) -> bool {
+        true
+    }
+    fn ready(&mut self) -> bool {
+        self.rq.ready()
+    }
+    fn run(&mut self, cx: &mut Ctx<'_>) {
+        (self.serve)(&mut self.rq, cx);
+    }
+    fn poll_begin(&mut self) {
+        self.rq.poll_begin();
+    }
+    fn poll_end(&mut self) {
+        self.rq.poll_end();
     }
 }
 

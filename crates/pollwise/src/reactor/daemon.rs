@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use super::channel::{self, ChannelClient, Requests, Responses};
+use super::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use super::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
 use crate::clock::{Clock, MonotonicClock};
 use crate::queue::uring::{UringOptions, UringQueue};
@@ -262,53 +262,6 @@ impl Source for RingSource {
     }
 }
 
-/// A channel as a poll source.
-struct ChannelSource {
-    rq: Requests<ReadReq>,
-    chan: usize,
-    st: Rc<RefCell<Storage>>,
-    handler_ns: u64,
-}
-
-impl ChannelSource {
-    fn serve(&mut self) {
-        let mut st = self.st.borrow_mut();
-        let mut n = 0;
-        while let Some(r) = self.rq.pop() {
-            st.queue_read(self.chan, r, self.handler_ns);
-            n += 1;
-        }
-        if n > 0 {
-            st.submit();
-        }
-    }
-}
-
-impl Source for ChannelSource {
-    fn fd(&self) -> i32 {
-        self.rq.fd()
-    }
-    fn on_fd(&mut self, _cx: &mut Ctx<'_>, _revents: u32) {
-        self.rq.drain_doorbell();
-        self.serve();
-    }
-    fn is_poll(&self) -> bool {
-        true
-    }
-    fn ready(&mut self) -> bool {
-        self.rq.ready()
-    }
-    fn run(&mut self, _cx: &mut Ctx<'_>) {
-        self.serve();
-    }
-    fn poll_begin(&mut self) {
-        self.rq.poll_begin();
-    }
-    fn poll_end(&mut self) {
-        self.rq.poll_end();
-    }
-}
-
 struct ReactorOut {
     reactor: ReactorCounters,
     fdmon: FdMonCounters,
@@ -388,14 +341,22 @@ fn reactor_thread(
             fd: ring_fd,
         }))
         .map_err(io)?;
+        let handler_ns = s.cfg.handler_ns;
         for (chan, rq) in s.requests.into_iter().enumerate() {
-            r.add(Box::new(ChannelSource {
-                rq,
-                chan,
-                st: st.clone(),
-                handler_ns: s.cfg.handler_ns,
-            }))
-            .map_err(io)?;
+            let st = st.clone();
+            // Takes every waiting request, then submits the batch with one system call.
+            let serve = move |rq: &mut Requests<ReadReq>, _: &mut Ctx<'_>| {
+                let mut st = st.borrow_mut();
+                let mut n = 0;
+                while let Some(r) = rq.pop() {
+                    st.queue_read(chan, r, handler_ns);
+                    n += 1;
+                }
+                if n > 0 {
+                    st.submit();
+                }
+            };
+            r.add(Box::new(ChannelSource::new(rq, serve))).map_err(io)?;
         }
         // Wake-ups at the edges of the measured period, to take the counters there.
         r.add_timer(s.t_measure, |_| {});
