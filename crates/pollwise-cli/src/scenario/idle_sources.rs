@@ -174,13 +174,14 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Outpu
         let reqs = d.lat.ios.max(1) as f64;
         let c = &d.reactor;
         detail.push_str(&format!(
-            "  {}: iterations {:.2}, poll hits {:.2}, fd dispatches {:.2}, blocking waits {:.2}, fd-monitor syscalls {:.2}, pruned {}, re-added {}\n",
+            "  {}: iterations {:.2}, poll hits {:.2}, fd dispatches {:.2}, blocking waits {:.2}, fd-monitor syscalls {:.2} (re-arms {:.2}), pruned {}, re-added {}\n",
             r.variant,
             c.iterations as f64 / reqs,
             c.poll_hits as f64 / reqs,
             c.fd_dispatches as f64 / reqs,
             c.fdmon_blocking_waits as f64 / reqs,
             d.fdmon.syscalls as f64 / reqs,
+            d.fdmon.rearms as f64 / reqs,
             c.pruned,
             c.poll_added,
         ));

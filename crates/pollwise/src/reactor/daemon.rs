@@ -13,8 +13,7 @@
 //!
 //! Each channel source's handler takes every waiting request, optionally spends
 //! [`DaemonConfig::handler_ns`] of CPU on each first (the slow-handler scenario: QEMU's
-//! `io_submit` could take tens of microseconds), queues it as a read, and submits the batch
-//! with one system call. Clients keep `iodepth` requests in flight and spin on their response
+//! `io_submit` could take tens of microseconds), and submits it as a read at once. Clients keep `iodepth` requests in flight and spin on their response
 //! rings (they are the "guest": no response doorbell). Every request gets exactly one response;
 //! a client that does not get one within seconds of the end fails the run instead of hanging.
 
@@ -344,15 +343,12 @@ fn reactor_thread(
         let handler_ns = s.cfg.handler_ns;
         for (chan, rq) in s.requests.into_iter().enumerate() {
             let st = st.clone();
-            // Takes every waiting request, then submits the batch with one system call.
+            // Takes every waiting request; each is submitted as soon as its handler is done
+            // (a slow handler delays only the requests behind it, not those before).
             let serve = move |rq: &mut Requests<ReadReq>, _: &mut Ctx<'_>| {
                 let mut st = st.borrow_mut();
-                let mut n = 0;
                 while let Some(r) = rq.pop() {
                     st.queue_read(chan, r, handler_ns);
-                    n += 1;
-                }
-                if n > 0 {
                     st.submit();
                 }
             };
@@ -445,7 +441,8 @@ fn client_thread(
         }
     }
     let mut outstanding = cfg.iodepth;
-    let doorbells0 = c.rings();
+    // Doorbells rung during the measured period.
+    let mut rings_at = [None, None];
     let mut last = clock.now_ns();
     while outstanding > 0 {
         let Some(r) = c.recv() else {
@@ -460,6 +457,11 @@ fn client_thread(
         };
         let now = clock.now_ns();
         last = now;
+        for (i, t) in [t_measure, t_end].into_iter().enumerate() {
+            if rings_at[i].is_none() && now >= t {
+                rings_at[i] = Some(c.rings());
+            }
+        }
         if r.result != cfg.block_size as i32 {
             return Err(Error::Io(format!(
                 "a read returned {} instead of {} bytes{}",
@@ -485,9 +487,10 @@ fn client_thread(
             outstanding -= 1;
         }
     }
+    let end = rings_at[1].unwrap_or(c.rings());
     Ok(ClientOut {
         lat,
-        doorbells: c.rings() - doorbells0,
+        doorbells: end - rings_at[0].unwrap_or(end),
     })
 }
 

@@ -14,6 +14,10 @@
 //! poll fires on every wake-up of the fd and stays armed; when the kernel ends one (no
 //! `IORING_CQE_F_MORE`, e.g. after a completion-ring overflow) it is re-armed.
 //!
+//! A poll the kernel ended is re-armed lazily: the SQE waits in the submission ring for the
+//! next kernel entry, since the source it belongs to has just become ready and is polled in user
+//! space meanwhile (see `reap`).
+//!
 //! Removal is asynchronous: a `POLL_REMOVE` is queued, and a completion that was already posted
 //! for the old token may still come back; the reactor drops it by the token's generation.
 
@@ -38,8 +42,10 @@ pub struct UringFdMonitor {
     /// token -> fd of every registered fd, to re-arm polls the kernel ended.
     armed: HashMap<u64, RawFd>,
     multishot: bool,
-    /// SQEs pushed and not yet submitted.
+    /// SQEs pushed that must reach the kernel soon (registrations, removals).
     unsubmitted: usize,
+    /// Re-arms pushed but left for the next kernel entry (see `reap`).
+    deferred: usize,
     rearm: Vec<u64>,
     c: FdMonCounters,
 }
@@ -55,6 +61,7 @@ impl UringFdMonitor {
             armed: HashMap::new(),
             multishot: false,
             unsubmitted: 0,
+            deferred: 0,
             rearm: Vec::new(),
             c: FdMonCounters::default(),
         };
@@ -92,6 +99,7 @@ impl UringFdMonitor {
             self.ring.completion().for_each(drop);
         }
         self.unsubmitted = 0;
+        self.deferred = 0;
         Ok(ok)
     }
 
@@ -118,6 +126,7 @@ impl UringFdMonitor {
                 r => {
                     r?;
                     self.unsubmitted = 0;
+                    self.deferred = 0;
                     return Ok(());
                 }
             }
@@ -170,6 +179,16 @@ impl UringFdMonitor {
                         token,
                         revents: libc::POLLERR as u32,
                     });
+                } else {
+                    // The event that ended this poll is being handed back, so its source is
+                    // about to be dispatched and join the polling set, where the reactor
+                    // checks it in user space. The re-arm can ride along with the next kernel
+                    // entry (a blocking wait, or `flush` when a source is pruned) instead of
+                    // costing a system call now: io_uring ends a multishot poll on every
+                    // wake-up that io_uring itself caused (EPOLL_URING_WAKE), so a poll on
+                    // another ring's fd would otherwise cost one per completion.
+                    self.unsubmitted -= 1;
+                    self.deferred += 1;
                 }
             }
         }
@@ -233,7 +252,10 @@ impl FdMonitor for UringFdMonitor {
             }
         };
         match r {
-            Ok(_) => self.unsubmitted = 0,
+            Ok(_) => {
+                self.unsubmitted = 0;
+                self.deferred = 0;
+            }
             Err(e)
                 if matches!(
                     e.raw_os_error(),
@@ -243,6 +265,7 @@ impl FdMonitor for UringFdMonitor {
                 // ETIME: the timeout passed (the SQEs were submitted). EINTR, EBUSY: reap now.
                 if e.raw_os_error() == Some(libc::ETIME) {
                     self.unsubmitted = 0;
+                    self.deferred = 0;
                 }
             }
             Err(e) => return Err(e),
@@ -259,6 +282,13 @@ impl FdMonitor for UringFdMonitor {
 
     fn supports_polling(&self) -> bool {
         true
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.unsubmitted + self.deferred > 0 {
+            self.submit()?;
+        }
+        Ok(())
     }
 
     fn counters(&self) -> FdMonCounters {

@@ -111,6 +111,13 @@ pub trait FdMonitor {
     /// idle pruning needs.
     fn supports_polling(&self) -> bool;
 
+    /// Makes every registration take effect now. A monitor may delay re-arming an fd whose
+    /// source was just reported ready (it is being polled in user space meanwhile); the reactor
+    /// calls this when it prunes a source, whose fd must then be watched by the kernel.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// The monitor's counters.
     fn counters(&self) -> FdMonCounters;
 }
@@ -414,6 +421,8 @@ struct Core {
     poll_set: Vec<u32>,
     poll_started: bool,
     ready: Vec<SourceId>,
+    /// Sources dispatched this iteration whose windows are to be adjusted.
+    adjust: Vec<SourceId>,
     events: Vec<FdEvent>,
     timers: BinaryHeap<Reverse<(u64, u64)>>,
     timer_fns: HashMap<u64, TimerFn>,
@@ -461,6 +470,7 @@ impl Reactor {
                 poll_set: Vec::new(),
                 poll_started: false,
                 ready: Vec::new(),
+                adjust: Vec::new(),
                 events: Vec::new(),
                 timers: BinaryHeap::new(),
                 timer_fns: HashMap::new(),
@@ -818,6 +828,7 @@ impl Core {
         let idle_ns = self.cfg.poll_idle_ns.unwrap_or(u64::MAX);
         let started = self.poll_started;
         let mut progress = false;
+        let mut pruned = false;
         let mut k = 0;
         while k < self.poll_set.len() {
             let index = self.poll_set[k];
@@ -843,11 +854,18 @@ impl Core {
             }
             self.poll_set_remove(k);
             self.c.pruned += 1;
+            pruned = true;
             if found {
                 self.queue(index, 0, true);
                 progress = true;
             }
             // The source moved into position k (if any) is looked at next.
+        }
+        if pruned {
+            // A pruned source is only heard of through its fd: make sure the kernel watches it.
+            // On failure the source is still served when the loop next blocks (a blocking wait
+            // submits everything), so a failed flush delays, it does not lose.
+            let _ = self.fdmon.flush();
         }
         progress
     }
@@ -878,14 +896,24 @@ impl Core {
             if max_ns > 0 && !self.fdmon.need_wait() {
                 self.set_poll_started(true);
                 progress = self.run_poll_handlers(start, max_ns, &mut timeout);
+            } else if !blocking && self.poll_started {
+                // Already in poll mode (notifications off): one round, so a non-blocking
+                // iteration still sees what clients pushed without ringing.
+                progress = self.run_poll_handlers(start, 0, &mut timeout);
             }
         }
 
+        // Events (or registrations) waiting in the fd monitor: collect them without blocking,
+        // and without leaving poll mode.
+        let need_wait = self.fdmon.need_wait();
+        if need_wait {
+            timeout = Some(0);
+        }
         // Consult the fd monitor when about to block, when it has something for us, or when a
         // non-blocking iteration found nothing by polling.
-        let need_wait = self.fdmon.need_wait();
         if timeout != Some(0) || need_wait || (!blocking && !progress) {
-            if self.set_poll_started(false) {
+            // Notifications must be on before blocking; the final check may find work.
+            if timeout != Some(0) && self.set_poll_started(false) {
                 timeout = Some(0);
                 progress = true;
             }
@@ -915,6 +943,7 @@ impl Core {
 
     fn dispatch(&mut self, block_ns: u64) -> bool {
         let mut ready = std::mem::take(&mut self.ready);
+        let mut adjust = std::mem::take(&mut self.adjust);
         let mut progress = false;
         let mut run_ns = 0u64;
         for id in ready.drain(..) {
@@ -947,18 +976,34 @@ impl Core {
             }
             run_ns += self.clock.now_ns().saturating_sub(t0);
             progress |= !internal;
-            let exclude = self.cfg.exclude_run_time;
-            let max = self.cfg.poll_max_ns;
             if let Some(e) = self.entry_mut(id) {
                 e.handler = Some(h);
-                if max > 0 && e.poll_pos.is_some() {
-                    let b = if exclude { block_ns } else { block_ns + run_ns };
-                    e.window.update(b);
+                if e.poll_pos.is_some() {
+                    adjust.push(id);
                 }
             }
             // Else the handler removed itself: `h` is dropped here.
         }
         self.ready = ready;
+        // Every source that became ready is judged by the iteration's block time: without the
+        // handlers' run time (QEMU since 2021), or with all of it, as when the handlers ran
+        // inside the timed poll check.
+        if self.cfg.poll_max_ns > 0 {
+            let b = if self.cfg.exclude_run_time {
+                block_ns
+            } else {
+                block_ns + run_ns
+            };
+            for &id in &adjust {
+                if let Some(e) = self.entry_mut(id) {
+                    if e.poll_pos.is_some() {
+                        e.window.update(b);
+                    }
+                }
+            }
+        }
+        adjust.clear();
+        self.adjust = adjust;
         progress
     }
 

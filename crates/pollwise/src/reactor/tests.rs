@@ -228,6 +228,9 @@ impl FdMonitor for SimMonitor {
     fn supports_polling(&self) -> bool {
         self.inner.supports_polling()
     }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
     fn counters(&self) -> FdMonCounters {
         self.inner.counters()
     }
