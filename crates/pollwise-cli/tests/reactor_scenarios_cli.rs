@@ -42,6 +42,11 @@ fn bad_options_get_exit_2_and_the_fix() {
         (&["slow-handler", "--sources=0"], &["--sources=0"]),
         (&["slow-handler", "--fdmon"], &["--fdmon"]),
         (&["slow-handler", "--mode=poll"], &["--mode"]),
+        (&["slow-handler", "--rounds=0"], &["--rounds=3"]),
+        (
+            &["slow-handler", "--runtime=100ms", "--rounds=5"],
+            &["fewer --rounds"],
+        ),
     ];
     for (args, needles) in cases {
         let mut a = vec!["scenario"];
@@ -101,6 +106,7 @@ fn idle_sources_prints_the_promised_json() {
             &fd,
             "--poll_idle_ms=10",
             "--runtime=150ms",
+            "--rounds=1",
             "--ramp_time=50ms",
             "--size=8M",
             "--output-format=json",
@@ -131,7 +137,8 @@ fn slow_handler_prints_the_promised_json() {
             "slow-handler",
             "--handler_us=10",
             &fd,
-            "--runtime=150ms",
+            "--runtime=200ms",
+            "--rounds=2",
             "--ramp_time=0",
             "--size=8M",
             "--output-format=json",

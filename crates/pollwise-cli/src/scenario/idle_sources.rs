@@ -27,23 +27,30 @@ use pollwise::workload::{prepare_target, IoEngine, Rw};
 use pollwise::{Error, Result};
 use serde_json::json;
 
-use crate::compare::TempFile;
+use crate::compare::{median, TempFile};
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
 
 /// Idle time before pruning, when `--poll_idle_ms` is not given (QEMU: 7000).
 pub const DEFAULT_POLL_IDLE_MS: u64 = 100;
-/// Measured time per variant when `--runtime` is not given.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(2);
-/// Unmeasured time before it, when `--ramp_time` is not given.
-pub const DEFAULT_RAMP: Duration = Duration::from_millis(500);
+/// Measured time per variant (split over the rounds) when `--runtime` is not given.
+pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(3);
+/// Unmeasured time before each run, when `--ramp_time` is not given.
+pub const DEFAULT_RAMP: Duration = Duration::from_millis(300);
+/// Rounds when `--rounds` is not given.
+pub const DEFAULT_ROUNDS: u32 = 3;
 /// The file's size when the scenario makes its own.
 pub const DEFAULT_SIZE: u64 = 128 << 20;
 
+/// What the columns mean, for both daemon scenarios.
+pub const FOOTNOTE: &str = "fdmon-waits: times the loop gave up polling and waited in the fd monitor (blocking waits); fdmon-syscalls: the monitor's system calls; doorbells: eventfd writes by clients (only when the reactor was not polling their channel); polling-set: poll sources in it at the end (channels and the io_uring ring). Per request = per completed read in the measured period.\n";
+
 /// What both daemon scenarios take from the command line.
 pub struct Common {
-    /// The daemon run, before each variant's changes.
+    /// The daemon run, before each variant's changes; `runtime` is per round.
     pub base: DaemonConfig,
+    /// Rounds: every variant runs once per round, the order rotated each round.
+    pub rounds: u32,
     /// The file, removed when this is dropped if the scenario made it.
     _temp: TempFile,
 }
@@ -71,6 +78,12 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             )));
         }
     }
+    let rounds = o.take_u32("rounds")?.unwrap_or(DEFAULT_ROUNDS);
+    if rounds == 0 || rounds > 100 {
+        return Err(Error::Usage(format!(
+            "--rounds={rounds} must be between 1 and 100, e.g. --rounds=3"
+        )));
+    }
     let iodepth_given = o.has("iodepth");
     let runtime_given = o.has("runtime");
     let ramp_given = o.has("ramp_time");
@@ -89,6 +102,13 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
     }
     if !runtime_given {
         spec.runtime = DEFAULT_RUNTIME;
+    }
+    let per_round = spec.runtime / rounds;
+    if per_round < Duration::from_millis(50) {
+        return Err(Error::Usage(format!(
+            "--runtime={:?} over {rounds} rounds leaves {per_round:?} per run: give a longer --runtime or fewer --rounds",
+            spec.runtime
+        )));
     }
     if !ramp_given {
         spec.ramp_time = DEFAULT_RAMP;
@@ -117,7 +137,7 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
         warm_idle: true,
         handler_ns: 0,
         ramp: spec.ramp_time,
-        runtime: spec.runtime,
+        runtime: per_round,
         reactor: ReactorConfig {
             fdmon,
             poll_max_ns: spec.policy.poll_max_ns,
@@ -127,65 +147,109 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
         },
         seed: spec.seed,
     };
-    Ok(Common { base, _temp: temp })
+    Ok(Common {
+        base,
+        rounds,
+        _temp: temp,
+    })
 }
 
-/// One variant's result.
+/// One variant: its name and its daemon run.
+pub struct Variant {
+    /// The variant's name.
+    pub name: &'static str,
+    /// The run.
+    pub cfg: DaemonConfig,
+}
+
+/// One variant's results, one per round.
 pub struct Row {
     /// The variant's name.
     pub variant: &'static str,
     /// Channels the reactor served.
     pub sources: usize,
-    /// What the run measured.
-    pub report: DaemonReport,
+    /// Each round's report.
+    pub rounds: Vec<DaemonReport>,
 }
 
-/// The table and the JSON both daemon scenarios print.
+impl Row {
+    /// The median over rounds of `f`.
+    pub fn med(&self, f: impl Fn(&DaemonReport) -> f64) -> f64 {
+        let mut v: Vec<f64> = self.rounds.iter().map(f).collect();
+        median(&mut v)
+    }
+}
+
+/// Runs every variant `rounds` times, the order rotated each round (A B C, B C A, ...), so
+/// drift on a shared machine hits every variant alike.
+pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
+    let mut rows: Vec<Row> = variants
+        .iter()
+        .map(|v| Row {
+            variant: v.name,
+            sources: v.cfg.sources,
+            rounds: Vec::new(),
+        })
+        .collect();
+    for r in 0..rounds as usize {
+        for i in 0..variants.len() {
+            let k = (i + r) % variants.len();
+            rows[k].rounds.push(daemon::run(&variants[k].cfg)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The table and the JSON both daemon scenarios print: medians over rounds.
 pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Output {
     let mut cells = Vec::new();
     let mut results = Vec::new();
+    let mut detail = String::from("\nper request (medians over rounds):\n");
     for r in rows {
-        let d = &r.report;
-        let reqs = d.lat.ios.max(1) as f64;
-        let (p50, p99) = (d.lat.pct(50.0), d.lat.pct(99.0));
+        let per_req =
+            |f: fn(&DaemonReport) -> u64| r.med(|d| f(d) as f64 / d.lat.ios.max(1) as f64);
+        let iops = r.med(DaemonReport::iops);
+        let p50 = r.med(|d| d.lat.pct(50.0) as f64) as u64;
+        let p99 = r.med(|d| d.lat.pct(99.0) as f64) as u64;
+        let waits = r.med(DaemonReport::fdmon_waits_per_req);
         cells.push(vec![
             r.variant.to_string(),
             r.sources.to_string(),
-            format!("{:.0}", d.iops()),
+            format!("{iops:.0}"),
             us(p50),
             us(p99),
-            format!("{:.3}", d.fdmon_waits_per_req()),
-            format!("{:.3}", d.doorbells as f64 / reqs),
-            format!("{:.1}", d.reactor.poll_rounds as f64 / reqs),
-            d.polling_set_end.to_string(),
+            format!("{waits:.3}"),
+            format!("{:.3}", r.med(DaemonReport::fdmon_syscalls_per_req)),
+            format!("{:.3}", per_req(|d| d.doorbells)),
+            format!("{:.0}", r.med(|d| d.polling_set_end as f64)),
         ]);
         results.push(json!({
             "variant": r.variant,
             "sources": r.sources,
-            "iops": d.iops(),
+            "iops": iops,
             "lat_ns": {"p50": p50, "p99": p99},
-            "fdmon_waits_per_req": d.fdmon_waits_per_req(),
+            "fdmon_waits_per_req": waits,
         }));
-    }
-    let mut text = intro;
-    let mut detail = String::from("\nper request:\n");
-    for r in rows {
-        let d = &r.report;
-        let reqs = d.lat.ios.max(1) as f64;
-        let c = &d.reactor;
         detail.push_str(&format!(
-            "  {}: iterations {:.2}, poll hits {:.2}, fd dispatches {:.2}, blocking waits {:.2}, fd-monitor syscalls {:.2} (re-arms {:.2}), pruned {}, re-added {}\n",
+            "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; IOPS by round {}\n",
             r.variant,
-            c.iterations as f64 / reqs,
-            c.poll_hits as f64 / reqs,
-            c.fd_dispatches as f64 / reqs,
-            c.fdmon_blocking_waits as f64 / reqs,
-            d.fdmon.syscalls as f64 / reqs,
-            d.fdmon.rearms as f64 / reqs,
-            c.pruned,
-            c.poll_added,
+            per_req(|d| d.reactor.iterations),
+            per_req(|d| d.reactor.poll_rounds),
+            per_req(|d| d.reactor.poll_hits),
+            per_req(|d| d.reactor.fd_dispatches),
+            per_req(|d| d.reactor.fdmon_waits),
+            per_req(|d| d.fdmon.events),
+            per_req(|d| d.fdmon.rearms),
+            r.med(|d| d.reactor.pruned as f64),
+            r.med(|d| d.reactor.poll_added as f64),
+            r.rounds
+                .iter()
+                .map(|d| format!("{:.0}", d.iops()))
+                .collect::<Vec<_>>()
+                .join(" "),
         ));
     }
+    let mut text = intro;
     text.push_str(&table(
         &[
             "variant",
@@ -194,8 +258,8 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Outpu
             "p50(us)",
             "p99(us)",
             "fdmon-waits/req",
+            "fdmon-syscalls/req",
             "doorbells/req",
-            "poll-rounds/req",
             "polling-set",
         ],
         &cells,
@@ -242,42 +306,41 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ("pruning", sources, Some(idle_ns)),
         ("no-pruning", sources, None),
     ];
-    let mut rows = Vec::new();
-    for (variant, n, idle) in variants {
-        let mut cfg = c.base.clone();
-        cfg.sources = n;
-        cfg.active = active;
-        cfg.reactor.poll_idle_ns = idle;
-        let report = daemon::run(&cfg)?;
-        rows.push(Row {
-            variant,
-            sources: n,
-            report,
-        });
-    }
+    let variants: Vec<Variant> = variants
+        .into_iter()
+        .map(|(name, n, idle)| {
+            let mut cfg = c.base.clone();
+            cfg.sources = n;
+            cfg.active = active;
+            cfg.reactor.poll_idle_ns = idle;
+            Variant { name, cfg }
+        })
+        .collect();
+    let rows = run_rounds(&variants, c.rounds)?;
     let fdmon = c.base.reactor.fdmon.name();
     let intro = format!(
-        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {:.1}s measured per variant after {:.1}s ramp\n\n",
+        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",
         c.base.iodepth,
         c.base.block_size,
         sources - active,
+        c.rounds,
         c.base.runtime.as_secs_f64(),
         c.base.ramp.as_secs_f64(),
     );
     let mut notes = String::new();
-    let single = rows[0].report.iops();
-    if single > 0.0 {
+    let iops: Vec<f64> = rows.iter().map(|r| r.med(DaemonReport::iops)).collect();
+    if iops[0] > 0.0 {
         notes.push_str(&format!(
             "\npruning/single-source IOPS = {:.2}x, no-pruning/single-source = {:.2}x\n",
-            rows[1].report.iops() / single,
-            rows[2].report.iops() / single
+            iops[1] / iops[0],
+            iops[2] / iops[0]
         ));
     }
-    if !rows[1].report.prunes {
+    if !rows[1].rounds.iter().any(|d| d.prunes) {
         notes.push_str(&format!(
             "the {fdmon} fd monitor cannot see fd readiness while polling, so the reactor does not prune (as QEMU)\n"
         ));
     }
-    notes.push_str("polling-set: poll sources in the polling set at the end (channels plus the io_uring ring).\n");
+    notes.push_str(FOOTNOTE);
     Ok(render("idle-sources", intro, &rows, &notes))
 }
