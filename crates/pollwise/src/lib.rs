@@ -17,6 +17,7 @@ pub mod policy;
 pub mod poller;
 pub mod predict;
 pub mod queue;
+pub mod reactor;
 pub mod request;
 pub mod spsc;
 pub mod stats;

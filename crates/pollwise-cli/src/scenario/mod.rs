@@ -5,7 +5,9 @@
 
 pub mod fairness;
 pub mod hybrid_contention;
+pub mod idle_sources;
 pub mod shared_poller;
+pub mod slow_handler;
 
 use pollwise::{Error, Result};
 
@@ -26,6 +28,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "fairness",
         "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
     ),
+    (
+        "idle-sources",
+        "seed 003: one active channel among many idle ones, idle-source pruning on/off/single",
+    ),
+    (
+        "slow-handler",
+        "seed 003: a 40 us handler per request, its run time kept out of polling or not",
+    ),
 ];
 
 /// Runs scenario `name`.
@@ -34,6 +44,8 @@ pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
         "hybrid-contention" => hybrid_contention::run(o),
         "shared-poller" => shared_poller::run(o),
         "fairness" => fairness::run(o),
+        "idle-sources" => idle_sources::run(o),
+        "slow-handler" => slow_handler::run(o),
         _ => Err(Error::Usage(format!(
             "unknown scenario '{name}': use one of {}",
             names()

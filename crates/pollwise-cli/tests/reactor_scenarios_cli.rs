@@ -1,0 +1,149 @@
+//! The reactor scenarios from the command line: bad options get exit status 2 and one line
+//! naming the fix; short good runs print the promised JSON, for each fd monitor.
+
+use std::process::Command;
+
+fn pollwise(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .expect("run pollwise");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_options_get_exit_2_and_the_fix() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["idle-sources", "--fdmon=kqueue"], &["--fdmon=epoll"]),
+        (&["idle-sources", "--sources=0"], &["--sources=0"]),
+        (
+            &["idle-sources", "--sources=2", "--active=3"],
+            &["--active=3", "between 1 and --sources=2"],
+        ),
+        (
+            &["idle-sources", "--poll_idle_ms=0"],
+            &["--poll_idle_ms=100"],
+        ),
+        (&["idle-sources", "--numjobs=2"], &["--numjobs"]),
+        (&["idle-sources", "--rw=randwrite"], &["drop --rw"]),
+        (
+            &["idle-sources", "--no_such_option=1"],
+            &["--no_such_option"],
+        ),
+        (&["slow-handler", "--handler_us=abc"], &["--handler_us"]),
+        (
+            &["slow-handler", "--handler_us=2000000"],
+            &["--handler_us=40"],
+        ),
+        (&["slow-handler", "--sources=0"], &["--sources=0"]),
+        (&["slow-handler", "--fdmon"], &["--fdmon"]),
+        (&["slow-handler", "--mode=poll"], &["--mode"]),
+        (&["slow-handler", "--rounds=0"], &["--rounds=3"]),
+        (
+            &["slow-handler", "--runtime=100ms", "--rounds=5"],
+            &["fewer --rounds"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let mut a = vec!["scenario"];
+        a.extend_from_slice(args);
+        let (code, _out, err) = pollwise(&a);
+        assert_eq!(code, 2, "{a:?}: exit {code}, stderr: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
+        assert!(!err.contains("panicked"), "{a:?}: {err}");
+        for n in *needles {
+            assert!(err.contains(n), "{a:?}: '{n}' not in: {err}");
+        }
+    }
+}
+
+fn check_json(out: &str, scenario: &str, variants: &[&str]) {
+    let v: serde_json::Value = serde_json::from_str(out).expect("JSON");
+    let top: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["results", "scenario"]);
+    assert_eq!(v["scenario"], scenario);
+    let results = v["results"].as_array().unwrap();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, variants);
+    for r in results {
+        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "fdmon_waits_per_req",
+                "iops",
+                "lat_ns",
+                "sources",
+                "variant"
+            ],
+            "{r}"
+        );
+        let lat: Vec<&String> = r["lat_ns"].as_object().unwrap().keys().collect();
+        assert_eq!(lat, ["p50", "p99"], "{r}");
+        assert!(r["iops"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["fdmon_waits_per_req"].as_f64().unwrap() >= 0.0, "{r}");
+        let p50 = r["lat_ns"]["p50"].as_u64().unwrap();
+        let p99 = r["lat_ns"]["p99"].as_u64().unwrap();
+        assert!(p50 > 0 && p99 >= p50, "{r}");
+    }
+}
+
+#[test]
+fn idle_sources_prints_the_promised_json() {
+    for fdmon in ["io_uring", "epoll"] {
+        let fd = format!("--fdmon={fdmon}");
+        let (code, out, err) = pollwise(&[
+            "scenario",
+            "idle-sources",
+            "--sources=6",
+            &fd,
+            "--poll_idle_ms=10",
+            "--runtime=150ms",
+            "--rounds=1",
+            "--ramp_time=50ms",
+            "--size=8M",
+            "--output-format=json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        check_json(
+            &out,
+            "idle-sources",
+            &["single-source", "pruning", "no-pruning"],
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let sources: Vec<u64> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["sources"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sources, [1, 6, 6]);
+    }
+}
+
+#[test]
+fn slow_handler_prints_the_promised_json() {
+    for fdmon in ["io_uring", "epoll"] {
+        let fd = format!("--fdmon={fdmon}");
+        let (code, out, err) = pollwise(&[
+            "scenario",
+            "slow-handler",
+            "--handler_us=10",
+            &fd,
+            "--runtime=200ms",
+            "--rounds=2",
+            "--ramp_time=0",
+            "--size=8M",
+            "--output-format=json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        check_json(&out, "slow-handler", &["excluded", "included"]);
+    }
+}

@@ -1,0 +1,701 @@
+//! A storage daemon on the reactor: the seed's setting in user space.
+//!
+//! In seed 003 a QEMU IOThread serves a guest's virtio-blk queues: the guest puts requests in
+//! virtqueues, the IOThread polls them (or waits for their doorbells), submits each request to
+//! the host kernel, and puts the response back when the host completes it. Here clients are
+//! threads, virtqueues are [`channel`](super::channel)s, and the host I/O is a real io_uring ring
+//! reading the file with `O_DIRECT`.
+//!
+//! The ring's completions reach the reactor the way QEMU's `block/io_uring.c` does it: the ring
+//! is itself a *poll source* whose cheap check reaps the completion queue (shared memory, a
+//! load), and whose fd, the ring's own fd, is readable when completions wait, so the reactor can
+//! also block on it. One loop thus waits for guests and for the disk alike, by polling or by fd.
+//!
+//! Each channel source's handler takes every waiting request, optionally spends
+//! [`DaemonConfig::handler_ns`] of CPU on each first (the slow-handler scenario: QEMU's
+//! `io_submit` could take tens of microseconds), and submits it as a read at once.
+//!
+//! Clients keep `iodepth` requests in flight and spin on their response rings (they are the
+//! "guest": no response doorbell), yielding the CPU between looks after 50 µs so that a reactor
+//! sharing their core is not starved. Every request gets exactly one response;
+//! a client that does not get one within seconds of the end fails the run instead of hanging.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use super::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
+use super::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
+use crate::clock::{Clock, MonotonicClock};
+use crate::queue::uring::{UringOptions, UringQueue};
+use crate::queue::{Completion, Op, OpKind, Queue};
+use crate::request::{Handle, ReqMeta, Slab};
+use crate::stats::DirStats;
+use crate::{Error, Result};
+
+/// A read request on a channel: the client's tag and the file offset.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadReq {
+    /// Returned in the response.
+    pub tag: u64,
+    /// Byte offset, a multiple of the block size.
+    pub offset: u64,
+}
+
+/// The response: the tag and the read's result (bytes, or `-errno`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadResp {
+    /// The request's tag.
+    pub tag: u64,
+    /// Bytes read, or a negated errno.
+    pub result: i32,
+}
+
+/// One daemon run.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// The file to read (laid out by the caller).
+    pub filename: PathBuf,
+    /// Bytes of the file to read from.
+    pub size: u64,
+    /// Bytes per read.
+    pub block_size: u32,
+    /// Channels the reactor serves.
+    pub sources: usize,
+    /// Of those, channels with a client thread issuing reads for the whole run.
+    pub active: usize,
+    /// Reads each active client keeps in flight.
+    pub iodepth: usize,
+    /// Before the measured run, every idle channel sends one read, so that it joins the polling
+    /// set (as a guest's devices do at boot) and then goes quiet.
+    pub warm_idle: bool,
+    /// CPU time the handler spends on each request before submitting it.
+    pub handler_ns: u64,
+    /// Unmeasured warm-up (long enough for idle sources to be pruned).
+    pub ramp: Duration,
+    /// Measured time.
+    pub runtime: Duration,
+    /// The reactor's polling configuration and fd monitor.
+    pub reactor: ReactorConfig,
+    /// Random seed for the offsets.
+    pub seed: u64,
+}
+
+/// What a daemon run measured, over the measured period only.
+#[derive(Clone)]
+pub struct DaemonReport {
+    /// Completed reads and their latency, client send to client receipt.
+    pub lat: DirStats,
+    /// Length of the measured period in seconds.
+    pub secs: f64,
+    /// The reactor's counters.
+    pub reactor: ReactorCounters,
+    /// The fd monitor's counters.
+    pub fdmon: FdMonCounters,
+    /// Doorbells the active clients rang.
+    pub doorbells: u64,
+    /// Sources in the polling set at the end.
+    pub polling_set_end: usize,
+    /// Whether the reactor pruned idle sources (configured and supported by the fd monitor).
+    pub prunes: bool,
+}
+
+impl DaemonReport {
+    /// Reads per second.
+    pub fn iops(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.lat.ios as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Fd-monitor waits per completed read: the times the loop gave up polling and waited in
+    /// the fd monitor (blocking waits; with io_uring, collecting events that are already in the
+    /// completion ring while polling is not one).
+    pub fn fdmon_waits_per_req(&self) -> f64 {
+        self.reactor.fdmon_blocking_waits as f64 / self.lat.ios.max(1) as f64
+    }
+
+    /// Fd-monitor system calls per completed read (waits, submissions, `epoll_ctl`).
+    pub fn fdmon_syscalls_per_req(&self) -> f64 {
+        self.fdmon.syscalls as f64 / self.lat.ios.max(1) as f64
+    }
+}
+
+/// The host side: the io_uring ring, the buffers, and who asked for what.
+struct Storage {
+    q: UringQueue,
+    slab: Slab,
+    /// By slab slot: (channel, tag).
+    owner: Vec<(usize, u64)>,
+    responses: Vec<Responses<ReadResp>>,
+    done: Vec<Completion>,
+    block: u32,
+    clock: MonotonicClock,
+    error: Option<String>,
+}
+
+impl Storage {
+    fn fail(&mut self, what: String) {
+        if self.error.is_none() {
+            self.error = Some(what);
+        }
+    }
+
+    fn reply(&mut self, chan: usize, tag: u64, result: i32) {
+        if self.responses[chan]
+            .reply(ReadResp { tag, result })
+            .is_err()
+        {
+            self.fail(format!(
+                "channel {chan}'s response ring is full: a client keeps more reads in flight than its ring holds"
+            ));
+        }
+    }
+
+    /// Spends `handler_ns`, then queues the read.
+    fn queue_read(&mut self, chan: usize, r: ReadReq, handler_ns: u64) {
+        if handler_ns > 0 {
+            let t = self.clock.now_ns();
+            while self.clock.now_ns() - t < handler_ns {
+                std::hint::spin_loop();
+            }
+        }
+        let meta = ReqMeta {
+            offset: r.offset,
+            len: self.block,
+            ..Default::default()
+        };
+        let Some(h) = self.slab.alloc(meta) else {
+            self.fail("more reads in flight than buffers: an internal sizing error".into());
+            self.reply(chan, r.tag, -libc::ENOMEM);
+            return;
+        };
+        self.owner[h.index()] = (chan, r.tag);
+        let buf = match self.slab.buf_mut(h) {
+            Ok(b) => b.as_mut_ptr(),
+            Err(e) => {
+                self.fail(e.to_string());
+                return;
+            }
+        };
+        let op = Op {
+            kind: OpKind::Read,
+            file: 0,
+            buf,
+            len: self.block,
+            offset: r.offset,
+            buf_index: None,
+            user_data: h.user_data(),
+        };
+        loop {
+            // SAFETY: the buffer is the slab slot's, which stays allocated and untouched until
+            // the completion is reaped in `complete_all`; the slab and the queue live together in
+            // this Storage, and the queue is dropped first (field order), waiting for the I/O.
+            match unsafe { self.q.push(&op) } {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Err(e) = self.q.submit() {
+                        self.fail(format!("io_uring submit: {e}"));
+                        return;
+                    }
+                }
+                Err(e) => {
+                    self.fail(format!("io_uring push: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn submit(&mut self) {
+        if let Err(e) = self.q.submit() {
+            self.fail(format!("io_uring submit: {e}"));
+        }
+    }
+
+    /// Reaps the completion queue into `done`; true if anything is waiting there.
+    fn reap(&mut self) -> bool {
+        let Storage { q, done, .. } = self;
+        if let Err(e) = q.poll(&mut |c| done.push(c)) {
+            self.fail(format!("io_uring poll: {e}"));
+        }
+        !self.done.is_empty()
+    }
+
+    fn complete_all(&mut self) {
+        let mut done = std::mem::take(&mut self.done);
+        for c in done.drain(..) {
+            let h = Handle::from_user_data(c.user_data);
+            match self.slab.complete(h, |_, _| ()) {
+                Ok(()) => {
+                    let (chan, tag) = self.owner[h.index()];
+                    self.reply(chan, tag, c.result);
+                }
+                Err(e) => self.fail(e.to_string()),
+            }
+        }
+        self.done = done;
+    }
+}
+
+/// The io_uring ring as a poll source: `ready` reaps its completion queue, the fd is the ring's.
+struct RingSource {
+    st: Rc<RefCell<Storage>>,
+    fd: i32,
+}
+
+impl Source for RingSource {
+    fn fd(&self) -> i32 {
+        self.fd
+    }
+    fn on_fd(&mut self, cx: &mut Ctx<'_>, _revents: u32) {
+        self.st.borrow_mut().reap();
+        self.run(cx);
+    }
+    fn is_poll(&self) -> bool {
+        true
+    }
+    fn ready(&mut self) -> bool {
+        self.st.borrow_mut().reap()
+    }
+    fn run(&mut self, _cx: &mut Ctx<'_>) {
+        self.st.borrow_mut().complete_all();
+    }
+}
+
+struct ReactorOut {
+    reactor: ReactorCounters,
+    fdmon: FdMonCounters,
+    polling_set_end: usize,
+}
+
+fn sub_reactor(a: ReactorCounters, b: ReactorCounters) -> ReactorCounters {
+    ReactorCounters {
+        iterations: a.iterations - b.iterations,
+        poll_rounds: a.poll_rounds - b.poll_rounds,
+        poll_hits: a.poll_hits - b.poll_hits,
+        fdmon_waits: a.fdmon_waits - b.fdmon_waits,
+        fdmon_blocking_waits: a.fdmon_blocking_waits - b.fdmon_blocking_waits,
+        fd_dispatches: a.fd_dispatches - b.fd_dispatches,
+        poll_dispatches: a.poll_dispatches - b.poll_dispatches,
+        pruned: a.pruned - b.pruned,
+        poll_added: a.poll_added - b.poll_added,
+        timers: a.timers - b.timers,
+    }
+}
+
+fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
+    FdMonCounters {
+        waits: a.waits - b.waits,
+        syscalls: a.syscalls - b.syscalls,
+        events: a.events - b.events,
+        rearms: a.rearms - b.rearms,
+    }
+}
+
+struct Setup {
+    file: File,
+    cfg: DaemonConfig,
+    requests: Vec<Requests<ReadReq>>,
+    responses: Vec<Responses<ReadResp>>,
+    stop: Arc<AtomicBool>,
+    t_measure: u64,
+    t_end: u64,
+}
+
+/// The reactor thread: builds everything on its own thread (the reactor is not `Send`), says
+/// when it is ready, and runs until `stop`.
+fn reactor_thread(
+    s: Setup,
+    ready: mpsc::Sender<Result<super::Notifier>>,
+) -> Result<(ReactorOut, bool)> {
+    let clock = Arc::new(MonotonicClock);
+    let built = (|| -> Result<(Reactor, Rc<RefCell<Storage>>)> {
+        let inflight = s.cfg.active * s.cfg.iodepth + s.cfg.sources;
+        let entries = (inflight as u32).next_power_of_two().clamp(8, 4096);
+        let q = UringQueue::new(
+            &UringOptions {
+                entries,
+                cq_entries: Some(entries * 2),
+                ..Default::default()
+            },
+            &[s.file.as_raw_fd()],
+            false,
+        )
+        .map_err(|e| Error::Io(e.to_string()))?;
+        let ring_fd = q.ring_fd();
+        let slots = inflight.max(1);
+        let st = Rc::new(RefCell::new(Storage {
+            q,
+            slab: Slab::new(slots, s.cfg.block_size as usize, 4096),
+            owner: vec![(0, 0); slots],
+            responses: s.responses,
+            done: Vec::new(),
+            block: s.cfg.block_size,
+            clock: MonotonicClock,
+            error: None,
+        }));
+        let mut r = Reactor::new(s.cfg.reactor, clock.clone())?;
+        let io = |e: std::io::Error| Error::Io(format!("registering a source: {e}"));
+        r.add(Box::new(RingSource {
+            st: st.clone(),
+            fd: ring_fd,
+        }))
+        .map_err(io)?;
+        let handler_ns = s.cfg.handler_ns;
+        for (chan, rq) in s.requests.into_iter().enumerate() {
+            let st = st.clone();
+            // Takes every waiting request; each is submitted as soon as its handler is done
+            // (a slow handler delays only the requests behind it, not those before).
+            let serve = move |rq: &mut Requests<ReadReq>, _: &mut Ctx<'_>| {
+                let mut st = st.borrow_mut();
+                while let Some(r) = rq.pop() {
+                    st.queue_read(chan, r, handler_ns);
+                    st.submit();
+                }
+            };
+            r.add(Box::new(ChannelSource::new(rq, serve))).map_err(io)?;
+        }
+        // Wake-ups at the edges of the measured period, to take the counters there.
+        r.add_timer(s.t_measure, |_| {});
+        r.add_timer(s.t_end, |_| {});
+        Ok((r, st))
+    })();
+    let (mut r, st) = match built {
+        Ok(x) => {
+            let _ = ready.send(Ok(x.0.notifier()));
+            x
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = ready.send(Err(e));
+            return Err(Error::Io(msg));
+        }
+    };
+    crate::workload::set_timer_slack_1ns();
+    let mut at_measure = None;
+    let mut at_end = None;
+    while !s.stop.load(Ordering::Acquire) {
+        r.run_once(true)
+            .map_err(|e| Error::Io(format!("reactor: {e}")))?;
+        let now = clock.now_ns();
+        if at_measure.is_none() && now >= s.t_measure {
+            at_measure = Some((r.counters(), r.fdmon_counters()));
+        }
+        if at_end.is_none() && now >= s.t_end {
+            at_end = Some((r.counters(), r.fdmon_counters(), r.polling_set_len()));
+        }
+        if let Some(e) = st.borrow_mut().error.take() {
+            return Err(Error::Io(e));
+        }
+    }
+    let prunes = r.prunes();
+    let (c0, f0) = at_measure.unwrap_or((r.counters(), r.fdmon_counters()));
+    let (c1, f1, n) = at_end.unwrap_or((r.counters(), r.fdmon_counters(), r.polling_set_len()));
+    Ok((
+        ReactorOut {
+            reactor: sub_reactor(c1, c0),
+            fdmon: sub_fdmon(f1, f0),
+            polling_set_end: n,
+        },
+        prunes,
+    ))
+}
+
+fn next_offset(x: &mut u64, blocks: u64, block: u32) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    (*x % blocks) * block as u64
+}
+
+/// How long a client spins for a response before it starts yielding its CPU between looks.
+const SPIN_NS: u64 = 50_000;
+
+/// How long a client waits for a response past the end before it calls the run failed.
+const GIVE_UP_NS: u64 = 5_000_000_000;
+
+struct ClientOut {
+    lat: DirStats,
+    doorbells: u64,
+}
+
+/// An active client: `iodepth` reads in flight until `t_end`, then drains.
+fn client_thread(
+    mut c: ChannelClient<ReadReq, ReadResp>,
+    cfg: &DaemonConfig,
+    seed: u64,
+    t_measure: u64,
+    t_end: u64,
+) -> Result<ClientOut> {
+    let clock = MonotonicClock;
+    let blocks = (cfg.size / cfg.block_size as u64).max(1);
+    let mut x = seed | 1;
+    let mut sent_at = vec![0u64; cfg.iodepth];
+    let mut lat = DirStats::default();
+    for (tag, at) in sent_at.iter_mut().enumerate() {
+        *at = clock.now_ns();
+        let offset = next_offset(&mut x, blocks, cfg.block_size);
+        if c.send(ReadReq {
+            tag: tag as u64,
+            offset,
+        })
+        .is_err()
+        {
+            return Err(Error::Io("a channel ring is smaller than --iodepth".into()));
+        }
+    }
+    let mut outstanding = cfg.iodepth;
+    // Doorbells rung during the measured period.
+    let mut rings_at = [None, None];
+    let mut last = clock.now_ns();
+    while outstanding > 0 {
+        let Some(r) = c.recv() else {
+            std::hint::spin_loop();
+            let now = clock.now_ns();
+            if now > last + SPIN_NS {
+                // Waiting long: let the reactor have the CPU if it shares ours.
+                std::thread::yield_now();
+            }
+            if now > last + GIVE_UP_NS && now > t_end {
+                return Err(Error::Io(format!(
+                    "{outstanding} reads got no response within 5 s: the reactor stopped serving"
+                )));
+            }
+            continue;
+        };
+        let now = clock.now_ns();
+        last = now;
+        for (i, t) in [t_measure, t_end].into_iter().enumerate() {
+            if rings_at[i].is_none() && now >= t {
+                rings_at[i] = Some(c.rings());
+            }
+        }
+        if r.result != cfg.block_size as i32 {
+            return Err(Error::Io(format!(
+                "a read returned {} instead of {} bytes{}",
+                r.result,
+                cfg.block_size,
+                if r.result < 0 {
+                    format!(" ({})", std::io::Error::from_raw_os_error(-r.result))
+                } else {
+                    String::new()
+                }
+            )));
+        }
+        let tag = r.tag as usize;
+        if now >= t_measure && now <= t_end {
+            lat.record(now - sent_at[tag], cfg.block_size as u64);
+        }
+        if now < t_end {
+            sent_at[tag] = now;
+            let offset = next_offset(&mut x, blocks, cfg.block_size);
+            // The ring holds at least iodepth entries and this tag's slot was just freed.
+            let _ = c.send(ReadReq { tag: r.tag, offset });
+        } else {
+            outstanding -= 1;
+        }
+    }
+    let end = rings_at[1].unwrap_or(c.rings());
+    Ok(ClientOut {
+        lat,
+        doorbells: end - rings_at[0].unwrap_or(end),
+    })
+}
+
+/// Waits for one response on `c` (warm-up of an idle channel).
+fn await_one(c: &mut ChannelClient<ReadReq, ReadResp>) -> Result<ReadResp> {
+    let clock = MonotonicClock;
+    let t = clock.now_ns();
+    loop {
+        if let Some(r) = c.recv() {
+            return Ok(r);
+        }
+        if clock.now_ns() - t > GIVE_UP_NS {
+            return Err(Error::Io(
+                "an idle channel's warm-up read got no response within 5 s".into(),
+            ));
+        }
+        std::hint::spin_loop();
+    }
+}
+
+fn check(cfg: &DaemonConfig) -> Result<()> {
+    if cfg.sources == 0 {
+        return Err(Error::Usage(
+            "--sources=0: the daemon needs at least one channel; use --sources=1 or more".into(),
+        ));
+    }
+    if cfg.active == 0 || cfg.active > cfg.sources {
+        return Err(Error::Usage(format!(
+            "--active={} must be between 1 and --sources={}",
+            cfg.active, cfg.sources
+        )));
+    }
+    if cfg.iodepth == 0 || cfg.iodepth > 1024 {
+        return Err(Error::Usage(format!(
+            "--iodepth={} must be between 1 and 1024",
+            cfg.iodepth
+        )));
+    }
+    if cfg.block_size == 0 || cfg.block_size % 512 != 0 {
+        return Err(Error::Usage(format!(
+            "--bs={} must be a multiple of 512 for O_DIRECT; use --bs=4k",
+            cfg.block_size
+        )));
+    }
+    if cfg.size < cfg.block_size as u64 {
+        return Err(Error::Usage(format!(
+            "--size={} is smaller than one block of {} bytes; give a larger --size",
+            cfg.size, cfg.block_size
+        )));
+    }
+    if cfg.runtime.is_zero() {
+        return Err(Error::Usage(
+            "--runtime=0 measures nothing; give e.g. --runtime=2".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the daemon: one reactor thread serving `sources` channels and the io_uring ring,
+/// `active` client threads, and (with `warm_idle`) one warm-up read on every idle channel.
+pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
+    check(cfg)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&cfg.filename)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                Error::Unsupported(format!(
+                    "{} does not take O_DIRECT: {e}; put --filename on a disk file system (not tmpfs)",
+                    cfg.filename.display()
+                ))
+            } else {
+                Error::Usage(format!(
+                    "cannot open {}: {e}; check the path",
+                    cfg.filename.display()
+                ))
+            }
+        })?;
+    let cap = cfg.iodepth.max(2);
+    let mut clients = Vec::with_capacity(cfg.sources);
+    let mut requests = Vec::with_capacity(cfg.sources);
+    let mut responses = Vec::with_capacity(cfg.sources);
+    for _ in 0..cfg.sources {
+        let (c, s) = channel::channel::<ReadReq, ReadResp>(cap)
+            .map_err(|e| Error::Io(format!("cannot create a channel's eventfd: {e}")))?;
+        let (rq, rs) = s.split();
+        clients.push(c);
+        requests.push(rq);
+        responses.push(rs);
+    }
+    let clock = MonotonicClock;
+    let stop = Arc::new(AtomicBool::new(false));
+    // The measured period starts after the warm-up and the ramp; taken generously so the
+    // warm-up (a few ms) fits before it.
+    let warm_allow = Duration::from_millis(if cfg.warm_idle { 200 } else { 20 });
+    let t_measure = clock.now_ns() + (warm_allow + cfg.ramp).as_nanos() as u64;
+    let t_end = t_measure + cfg.runtime.as_nanos() as u64;
+    let (tx, rx) = mpsc::channel();
+    let setup = Setup {
+        file,
+        cfg: cfg.clone(),
+        requests,
+        responses,
+        stop: stop.clone(),
+        t_measure,
+        t_end,
+    };
+    let reactor = std::thread::Builder::new()
+        .name("pollwise-reactor".into())
+        .spawn(move || reactor_thread(setup, tx))
+        .map_err(|e| Error::Io(format!("cannot start the reactor thread: {e}")))?;
+    let notifier = match rx.recv() {
+        Ok(Ok(n)) => n,
+        Ok(Err(e)) => {
+            let _ = reactor.join();
+            return Err(e);
+        }
+        Err(_) => {
+            return Err(match reactor.join() {
+                Ok(Err(e)) => e,
+                _ => Error::Io("the reactor thread died while starting".into()),
+            })
+        }
+    };
+    let finish = |stop: &AtomicBool| {
+        stop.store(true, Ordering::Release);
+        notifier.notify();
+    };
+    // Warm-up: each idle channel reads once, so it joins the polling set, then stays quiet.
+    let mut idle = clients.split_off(cfg.active);
+    if cfg.warm_idle {
+        let mut warm = || -> Result<()> {
+            for c in idle.iter_mut() {
+                let _ = c.send(ReadReq { tag: 0, offset: 0 });
+            }
+            for c in idle.iter_mut() {
+                let r = await_one(c)?;
+                if r.result < 0 {
+                    return Err(Error::Io(format!(
+                        "warm-up read failed: {}",
+                        std::io::Error::from_raw_os_error(-r.result)
+                    )));
+                }
+            }
+            Ok(())
+        };
+        if let Err(e) = warm() {
+            finish(&stop);
+            let _ = reactor.join();
+            return Err(e);
+        }
+    }
+    let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                sc.spawn(move || client_thread(c, cfg, seed, t_measure, t_end))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Io("a client thread panicked".into())))
+            })
+            .collect()
+    });
+    finish(&stop);
+    drop(idle);
+    let (ro, prunes) = reactor
+        .join()
+        .map_err(|_| Error::Io("the reactor thread panicked".into()))??;
+    let mut lat = DirStats::default();
+    let mut doorbells = 0;
+    for o in outs {
+        let o = o?;
+        lat.merge(&o.lat);
+        doorbells += o.doorbells;
+    }
+    Ok(DaemonReport {
+        lat,
+        secs: cfg.runtime.as_secs_f64(),
+        reactor: ro.reactor,
+        fdmon: ro.fdmon,
+        doorbells,
+        polling_set_end: ro.polling_set_end,
+        prunes,
+    })
+}

@@ -1,0 +1,297 @@
+//! The io_uring fd monitor: `IORING_OP_POLL_ADD` on a ring of its own (QEMU's
+//! `fdmon-io_uring.c`).
+//!
+//! Why io_uring rather than epoll: the completion ring is shared memory, so the reactor can see
+//! that an fd became ready *while it is polling in user space*, with a load instead of a system
+//! call ([`FdMonitor::need_wait`]). That is what makes idle pruning safe: a pruned source's
+//! doorbell shows up in the completion ring and stops the polling loop at once. Registrations
+//! and removals are queued as SQEs and go to the kernel with the next wait, one system call for
+//! all of them; a timed wait is one `io_uring_enter` with a nanosecond timeout (`EXT_ARG`).
+//!
+//! Unlike QEMU, which re-arms a one-shot `POLL_ADD` after every event (an SQE to submit, so the
+//! next iteration has to enter the kernel), this monitor uses *multishot* polls
+//! (`IORING_POLL_ADD_MULTI`, Linux 5.13) when the kernel takes them, probed at setup. A multishot
+//! poll fires on every wake-up of the fd and stays armed; when the kernel ends one (no
+//! `IORING_CQE_F_MORE`, e.g. after a completion-ring overflow) it is re-armed.
+//!
+//! A poll the kernel ended is re-armed lazily: the SQE waits in the submission ring for the
+//! next kernel entry, since the source it belongs to has just become ready and is polled in user
+//! space meanwhile (see `reap`).
+//!
+//! Removal is asynchronous: a `POLL_REMOVE` is queued, and a completion that was already posted
+//! for the old token may still come back; the reactor drops it by the token's generation.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::{EventFd, FdEvent, FdMonCounters, FdMonitor};
+
+/// `user_data` of the monitor's own requests (removals, the probe); never a source token.
+const INTERNAL: u64 = u64::MAX;
+/// `user_data` of the multishot probe.
+const PROBE: u64 = u64::MAX - 1;
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
+/// Fd monitoring through io_uring `POLL_ADD`. See the module docs.
+pub struct UringFdMonitor {
+    ring: IoUring<squeue::Entry, cqueue::Entry>,
+    /// token -> fd of every registered fd, to re-arm polls the kernel ended.
+    armed: HashMap<u64, RawFd>,
+    multishot: bool,
+    /// SQEs pushed that must reach the kernel soon (registrations, removals).
+    unsubmitted: usize,
+    /// Re-arms pushed but left for the next kernel entry (see `reap`).
+    deferred: usize,
+    rearm: Vec<u64>,
+    c: FdMonCounters,
+}
+
+impl UringFdMonitor {
+    /// A monitor on a ring of `entries` submission entries; probes multishot polls.
+    pub fn new(entries: u32) -> io::Result<Self> {
+        let ring = IoUring::builder()
+            .setup_cqsize(entries.saturating_mul(16).max(4096))
+            .build(entries)?;
+        let mut m = UringFdMonitor {
+            ring,
+            armed: HashMap::new(),
+            multishot: false,
+            unsubmitted: 0,
+            deferred: 0,
+            rearm: Vec::new(),
+            c: FdMonCounters::default(),
+        };
+        m.multishot = m.probe_multishot()?;
+        Ok(m)
+    }
+
+    /// Whether the kernel took multishot polls (else each event re-arms a one-shot poll).
+    pub fn multishot(&self) -> bool {
+        self.multishot
+    }
+
+    /// Arms a multishot poll on a rung eventfd and looks at the first completion: a kernel
+    /// without multishot polls fails it with `EINVAL` or ends it at once (no `F_MORE`).
+    fn probe_multishot(&mut self) -> io::Result<bool> {
+        let efd = EventFd::new()?;
+        efd.ring();
+        let sqe = opcode::PollAdd::new(types::Fd(efd.as_raw_fd()), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(PROBE);
+        self.push(&sqe)?;
+        self.ring.submit_and_wait(1)?;
+        let mut ok = false;
+        for cqe in self.ring.completion() {
+            if cqe.user_data() == PROBE {
+                ok = cqe.result() > 0 && cqueue::more(cqe.flags());
+            }
+        }
+        if ok {
+            let rm = opcode::PollRemove::new(PROBE).build().user_data(INTERNAL);
+            self.push(&rm)?;
+            // Both the removal and the cancelled poll complete inside this call.
+            self.ring.submit_and_wait(2)?;
+            self.ring.completion().for_each(drop);
+        }
+        self.unsubmitted = 0;
+        self.deferred = 0;
+        Ok(ok)
+    }
+
+    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: POLL_ADD and POLL_REMOVE entries point at no user memory.
+            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+                self.unsubmitted += 1;
+                return Ok(());
+            }
+            self.submit()?;
+        }
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        self.c.syscalls += 1;
+        loop {
+            match self.ring.submit() {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    // Completion ring overflowing: reap happens in the next wait; keep the SQEs.
+                    return Ok(());
+                }
+                r => {
+                    r?;
+                    self.unsubmitted = 0;
+                    self.deferred = 0;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn arm(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+            .multi(self.multishot)
+            .build()
+            .user_data(token);
+        self.push(&sqe)
+    }
+
+    fn reap(&mut self, out: &mut Vec<FdEvent>) {
+        let mut rearm = std::mem::take(&mut self.rearm);
+        for cqe in self.ring.completion() {
+            let token = cqe.user_data();
+            if token >= PROBE || !self.armed.contains_key(&token) {
+                continue; // our own request, or a source already removed
+            }
+            let res = cqe.result();
+            if res >= 0 {
+                out.push(FdEvent {
+                    token,
+                    revents: res as u32,
+                });
+                self.c.events += 1;
+            }
+            if !cqueue::more(cqe.flags()) {
+                if res == -libc::ECANCELED || res >= 0 {
+                    rearm.push(token);
+                } else {
+                    // EBADF or the like: tell the source, stop watching.
+                    out.push(FdEvent {
+                        token,
+                        revents: libc::POLLERR as u32,
+                    });
+                    self.armed.remove(&token);
+                }
+            }
+        }
+        for token in rearm.drain(..) {
+            if let Some(&fd) = self.armed.get(&token) {
+                self.c.rearms += 1;
+                // A full SQ is submitted by push; an error here shows up as a lost source, so
+                // report it as POLLERR rather than dropping it silently.
+                if self.arm(fd, token).is_err() {
+                    out.push(FdEvent {
+                        token,
+                        revents: libc::POLLERR as u32,
+                    });
+                } else {
+                    // The event that ended this poll is being handed back, so its source is
+                    // about to be dispatched and join the polling set, where the reactor
+                    // checks it in user space. The re-arm can ride along with the next kernel
+                    // entry (a blocking wait, or `flush` when a source is pruned) instead of
+                    // costing a system call now: io_uring ends a multishot poll on every
+                    // wake-up that io_uring itself caused (EPOLL_URING_WAKE), so a poll on
+                    // another ring's fd would otherwise cost one per completion.
+                    self.unsubmitted -= 1;
+                    self.deferred += 1;
+                }
+            }
+        }
+        self.rearm = rearm;
+    }
+}
+
+impl FdMonitor for UringFdMonitor {
+    fn name(&self) -> &'static str {
+        "io_uring"
+    }
+
+    fn add(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.arm(fd, token)?;
+        self.armed.insert(token, fd);
+        Ok(())
+    }
+
+    fn remove(&mut self, _fd: RawFd, token: u64) -> io::Result<()> {
+        if self.armed.remove(&token).is_some() {
+            let sqe = opcode::PollRemove::new(token).build().user_data(INTERNAL);
+            self.push(&sqe)?;
+            // Submit now: the caller may close the fd as soon as we return.
+            self.submit()?;
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<FdEvent>) -> io::Result<()> {
+        self.c.waits += 1;
+        // Hand back what is already there without entering the kernel, unless there is
+        // something to submit or completions wait in the kernel's overflow list.
+        let before = out.len();
+        self.reap(out);
+        let block = out.len() == before && timeout != Some(Duration::ZERO);
+        let overflow = self.ring.submission().cq_overflow();
+        if !block && self.unsubmitted == 0 && !overflow {
+            return Ok(());
+        }
+        self.c.syscalls += 1;
+        let r = match timeout {
+            Some(t) if block => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            None if block => self.ring.submit_and_wait(1),
+            _ => {
+                let n = self.ring.submission().len() as u32;
+                // SAFETY: submits the SQEs already pushed (they reference no user memory) and
+                // asks for no completions: GETEVENTS with min_complete 0 only flushes the
+                // overflow list into the completion ring.
+                unsafe {
+                    self.ring.submitter().enter::<libc::sigset_t>(
+                        n,
+                        0,
+                        IORING_ENTER_GETEVENTS,
+                        None,
+                    )
+                }
+            }
+        };
+        match r {
+            Ok(_) => {
+                self.unsubmitted = 0;
+                self.deferred = 0;
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
+                // ETIME: the timeout passed (the SQEs were submitted). EINTR, EBUSY: reap now.
+                if e.raw_os_error() == Some(libc::ETIME) {
+                    self.unsubmitted = 0;
+                    self.deferred = 0;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        self.reap(out);
+        Ok(())
+    }
+
+    fn need_wait(&mut self) -> bool {
+        self.unsubmitted > 0
+            || !self.ring.completion().is_empty()
+            || self.ring.submission().cq_overflow()
+    }
+
+    fn supports_polling(&self) -> bool {
+        true
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.unsubmitted + self.deferred > 0 {
+            self.submit()?;
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> FdMonCounters {
+        self.c
+    }
+}
