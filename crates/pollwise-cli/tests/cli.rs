@@ -1,37 +1,11 @@
 //! The `pollwise` command end to end: bad input gets exit status 2 and one line naming the
 //! cause and the fix; good input gets fio-shaped JSON.
 
-use std::process::Command;
+mod common;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .expect("run pollwise");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("pollwise-cli-test")
-        .tempdir_in(std::env::temp_dir())
-        .unwrap()
-}
+use common::{pollwise, tempdir, usage_error};
 
 /// Runs `args` and checks: exit 2, one stderr line, containing every `needle`.
-fn usage_error(args: &[&str], needles: &[&str]) {
-    let (code, _out, err) = pollwise(args);
-    assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
-}
 
 #[test]
 fn bad_input_gets_exit_2_and_the_fix() {

@@ -2,19 +2,9 @@
 //! the command line: bad values get exit status 2 and one line naming the fix; good runs print
 //! the promised JSON.
 
-use std::process::Command;
+mod common;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .expect("run pollwise");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::pollwise;
 
 #[test]
 fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {

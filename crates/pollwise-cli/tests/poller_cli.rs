@@ -1,29 +1,9 @@
 //! The shared-poller scenarios from the command line: bad poller options get exit status 2 and
 //! one line naming the fix; short runs give the documented JSON shapes.
 
-use std::process::Command;
+mod common;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .expect("run pollwise");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn usage_error(args: &[&str], needles: &[&str]) {
-    let (code, _out, err) = pollwise(args);
-    assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
-}
+use common::{json_of, tempdir, usage_error};
 
 #[test]
 fn bad_poller_options_exit_2() {
@@ -51,19 +31,6 @@ fn bad_poller_options_exit_2() {
         &["--sparse_interval"],
     );
     usage_error(&["scenario", "fairness", "--burst=0"], &["--burst=0"]);
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("pollwise-poller-cli")
-        .tempdir_in(std::env::temp_dir())
-        .unwrap()
-}
-
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = pollwise(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
 #[test]

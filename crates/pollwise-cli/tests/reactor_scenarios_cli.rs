@@ -1,19 +1,9 @@
 //! The reactor scenarios from the command line: bad options get exit status 2 and one line
 //! naming the fix; short good runs print the promised JSON, for each fd monitor.
 
-use std::process::Command;
+mod common;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .expect("run pollwise");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::pollwise;
 
 #[test]
 fn bad_options_get_exit_2_and_the_fix() {

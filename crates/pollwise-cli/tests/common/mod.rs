@@ -1,0 +1,43 @@
+//! Helpers shared by the command-line tests (each test file says `mod common;`).
+#![allow(dead_code)]
+
+use std::process::Command;
+
+/// Runs the built `pollwise` with `args`: (exit code, stdout, stderr).
+pub fn pollwise(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .expect("run pollwise");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A temporary directory on a disk filesystem (the temp dir), where O_DIRECT works.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("pollwise-cli-test")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap()
+}
+
+/// Runs `args` and checks: exit 2, one stderr line, no panic, containing every `needle`.
+pub fn usage_error(args: &[&str], needles: &[&str]) {
+    let (code, _out, err) = pollwise(args);
+    assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+}
+
+/// Runs `args`, expects success, parses stdout as JSON.
+pub fn json_of(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = pollwise(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
