@@ -5,7 +5,6 @@
 //! for `runtime / rounds`, the order rotated each round (A B C, B C A, C A B, ...), and every
 //! figure reported is the median over rounds. Drift then hits every mode alike.
 
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -17,20 +16,10 @@ use serde_json::json;
 
 use crate::opts::Opts;
 use crate::report::{jobs_json, table, us, JobFigures, Output};
+use crate::target::default_target;
 
 /// The default file's size when `compare` creates its own.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
-
-/// Removes the file `compare` (or a scenario) created, however the run ends.
-pub struct TempFile(pub Option<PathBuf>);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if let Some(p) = &self.0 {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
 
 /// The median of `v` (mean of the middle two for an even count).
 pub fn median(v: &mut [f64]) -> f64 {
@@ -92,15 +81,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     let mut spec = o.job_spec()?;
     o.finish()?;
 
-    let mut temp = TempFile(None);
-    if spec.filename.as_os_str().is_empty() {
-        let p = std::env::temp_dir().join(format!("pollwise-compare-{}.dat", std::process::id()));
-        temp.0 = Some(p.clone());
-        spec.filename = p;
-        if spec.size == 0 {
-            spec.size = DEFAULT_SIZE;
-        }
-    }
+    let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE);
     if !runtime_given {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);

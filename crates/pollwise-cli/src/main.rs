@@ -6,6 +6,7 @@ mod compare;
 mod opts;
 mod report;
 mod scenario;
+mod target;
 
 use std::process::ExitCode;
 

@@ -220,7 +220,12 @@ impl Opts {
     /// Takes every job option (fio's names, `--mode` and the policy knobs) into a [`JobSpec`]
     /// with `pollwise run`'s defaults.
     pub fn job_spec(&mut self) -> Result<JobSpec> {
-        let mut s = JobSpec::default();
+        self.job_spec_from(JobSpec::default())
+    }
+
+    /// As [`Opts::job_spec`], over a command's own defaults `base` (a scenario's runtime, ...).
+    pub fn job_spec_from(&mut self, base: JobSpec) -> Result<JobSpec> {
+        let mut s = base;
         if let Some(v) = self.take_str("name")? {
             s.name = v;
         }
@@ -349,7 +354,7 @@ impl Opts {
         }
         let mode = match self.take_str("mode")? {
             Some(m) => Mode::from_str(&m).map_err(usage)?,
-            None => Mode::Interrupt,
+            None => s.policy.mode,
         };
         s.policy = self.policy_config(mode)?;
         Ok(s)

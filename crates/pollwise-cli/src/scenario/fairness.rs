@@ -94,21 +94,14 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             1 << 20
         )));
     }
-    let runtime_given = o.has("runtime");
-    let ramp_given = o.has("ramp_time");
-    let depth_given = o.has("iodepth");
     let pcfg = take_poller_config(o, DEFAULT_POLLER_DEPTH)?;
-    let mut spec = o.job_spec()?;
+    let mut spec = o.job_spec_from(JobSpec {
+        runtime: DEFAULT_RUNTIME,
+        ramp_time: Duration::from_millis(500),
+        iodepth: DEFAULT_HEAVY_DEPTH,
+        ..JobSpec::default()
+    })?;
     o.finish()?;
-    if !runtime_given {
-        spec.runtime = DEFAULT_RUNTIME;
-    }
-    if !ramp_given {
-        spec.ramp_time = Duration::from_millis(500);
-    }
-    if !depth_given {
-        spec.iodepth = DEFAULT_HEAVY_DEPTH;
-    }
     let (_temp, size) = prepare_file(&mut spec, "fairness")?;
     let cpus = client_cpus(pcfg.cpu);
     let file = open_file(&spec)?;

@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use pollwise::policy::Mode;
 use pollwise::stats::Stats;
-use pollwise::workload::{prepare_target, run_job, IoEngine};
+use pollwise::workload::{prepare_target, run_job, IoEngine, JobSpec};
 use pollwise::{Error, Result};
 use serde_json::json;
 
-use crate::compare::{take_modes, TempFile};
+use crate::compare::take_modes;
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
+use crate::target::{default_target, TempFile};
 
 /// Reads per batch when `--batch` is not given.
 pub const DEFAULT_BATCH: u32 = 16;
@@ -66,9 +67,6 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         }
         Some(b) => b,
     };
-    let think_given = o.has("thinktime");
-    let runtime_given = o.has("runtime");
-    let ramp_given = o.has("ramp_time");
     for fixed in [
         "numjobs",
         "iodepth",
@@ -82,36 +80,25 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             )));
         }
     }
-    let mut spec = o.job_spec()?;
+    let mut spec = o.job_spec_from(JobSpec {
+        thinktime: DEFAULT_THINK,
+        runtime: DEFAULT_RUNTIME,
+        ramp_time: Duration::from_millis(100),
+        ..JobSpec::default()
+    })?;
     o.finish()?;
 
     spec.iodepth = batch;
     spec.iodepth_batch_submit = batch;
     spec.iodepth_batch_complete_min = batch;
-    if !think_given {
-        spec.thinktime = DEFAULT_THINK;
-    }
     spec.thinktime_spin = spec.thinktime;
     spec.thinktime_blocks = batch;
-    if !runtime_given {
-        spec.runtime = DEFAULT_RUNTIME;
-    }
-    if !ramp_given {
-        spec.ramp_time = Duration::from_millis(100);
-    }
     spec.time_based = true;
-    let mut temp = TempFile(None);
-    if spec.ioengine == IoEngine::IoUring && spec.filename.as_os_str().is_empty() {
-        let p = std::env::temp_dir().join(format!(
-            "pollwise-hybrid-contention-{}.dat",
-            std::process::id()
-        ));
-        temp.0 = Some(p.clone());
-        spec.filename = p;
-        if spec.size == 0 {
-            spec.size = DEFAULT_SIZE;
-        }
-    }
+    let _temp = if spec.ioengine == IoEngine::IoUring {
+        default_target(&mut spec, "hybrid-contention", DEFAULT_SIZE)
+    } else {
+        TempFile(None)
+    };
     prepare_target(&spec)?;
 
     let mut cells = Vec::new();

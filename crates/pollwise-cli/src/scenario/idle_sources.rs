@@ -23,13 +23,14 @@ use std::time::Duration;
 
 use pollwise::reactor::daemon::{self, DaemonConfig, DaemonReport};
 use pollwise::reactor::{FdMonKind, ReactorConfig};
-use pollwise::workload::{prepare_target, IoEngine, Rw};
+use pollwise::workload::{prepare_target, IoEngine, JobSpec, Rw};
 use pollwise::{Error, Result};
 use serde_json::json;
 
-use crate::compare::{median, TempFile};
+use crate::compare::median;
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
+use crate::target::{default_target, TempFile};
 
 /// Idle time before pruning, when `--poll_idle_ms` is not given (QEMU: 7000).
 pub const DEFAULT_POLL_IDLE_MS: u64 = 100;
@@ -84,10 +85,12 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             "--rounds={rounds} must be between 1 and 100, e.g. --rounds=3"
         )));
     }
-    let iodepth_given = o.has("iodepth");
-    let runtime_given = o.has("runtime");
-    let ramp_given = o.has("ramp_time");
-    let mut spec = o.job_spec()?;
+    let mut spec = o.job_spec_from(JobSpec {
+        runtime: DEFAULT_RUNTIME,
+        ramp_time: DEFAULT_RAMP,
+        iodepth: iodepth_default,
+        ..JobSpec::default()
+    })?;
     o.finish()?;
     if spec.rw != Rw::RandRead {
         return Err(Error::Usage(format!(
@@ -100,9 +103,6 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             "the daemon needs --ioengine=io_uring (real reads)".into(),
         ));
     }
-    if !runtime_given {
-        spec.runtime = DEFAULT_RUNTIME;
-    }
     let per_round = spec.runtime / rounds;
     if per_round < Duration::from_millis(50) {
         return Err(Error::Usage(format!(
@@ -110,22 +110,7 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             spec.runtime
         )));
     }
-    if !ramp_given {
-        spec.ramp_time = DEFAULT_RAMP;
-    }
-    if !iodepth_given {
-        spec.iodepth = iodepth_default;
-    }
-    let mut temp = TempFile(None);
-    if spec.filename.as_os_str().is_empty() {
-        let p =
-            std::env::temp_dir().join(format!("pollwise-{scenario}-{}.dat", std::process::id()));
-        temp.0 = Some(p.clone());
-        spec.filename = p;
-        if spec.size == 0 {
-            spec.size = DEFAULT_SIZE;
-        }
-    }
+    let temp = default_target(&mut spec, scenario, DEFAULT_SIZE);
     let target = prepare_target(&spec)?;
     let base = DaemonConfig {
         filename: spec.filename.clone(),

@@ -34,9 +34,9 @@ use pollwise::workload::{
 use pollwise::{Error, Result};
 use serde_json::json;
 
-use crate::compare::TempFile;
 use crate::opts::Opts;
 use crate::report::{table, us, Output};
+use crate::target::{default_target, TempFile};
 
 /// The variants, in run order.
 pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
@@ -130,15 +130,7 @@ pub fn prepare_file(spec: &mut JobSpec, name: &str) -> Result<(TempFile, u64)> {
             "scenario {name} runs on real io_uring only: drop --ioengine"
         )));
     }
-    let mut temp = TempFile(None);
-    if spec.filename.as_os_str().is_empty() {
-        let p = std::env::temp_dir().join(format!("pollwise-{name}-{}.dat", std::process::id()));
-        temp.0 = Some(p.clone());
-        spec.filename = p;
-        if spec.size == 0 {
-            spec.size = DEFAULT_SIZE;
-        }
-    }
+    let temp = default_target(spec, name, DEFAULT_SIZE);
     let t = prepare_target(spec)?;
     Ok((temp, t.size))
 }
@@ -237,21 +229,14 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             "--sparse_interval must be greater than 0: it is the sparse client's gap between reads, e.g. 500ms".into(),
         ));
     }
-    let runtime_given = o.has("runtime");
-    let ramp_given = o.has("ramp_time");
-    let depth_given = o.has("iodepth");
     let pcfg = take_poller_config(o, 256)?;
-    let mut spec = o.job_spec()?;
+    let mut spec = o.job_spec_from(JobSpec {
+        runtime: DEFAULT_RUNTIME,
+        ramp_time: Duration::from_millis(500),
+        iodepth: DEFAULT_HEAVY_DEPTH,
+        ..JobSpec::default()
+    })?;
     o.finish()?;
-    if !runtime_given {
-        spec.runtime = DEFAULT_RUNTIME;
-    }
-    if !ramp_given {
-        spec.ramp_time = Duration::from_millis(500);
-    }
-    if !depth_given {
-        spec.iodepth = DEFAULT_HEAVY_DEPTH;
-    }
     spec.time_based = true;
     spec.sqthread_poll = true;
     spec.sqthread_poll_cpu = pcfg.cpu.map(|c| c as u32);
