@@ -95,7 +95,9 @@ fn sparse_submissions_never_lose_a_wakeup() {
         r.counters.sleeps,
         r.counters.doorbells
     );
-    // The race really ran: the poller slept and clients woke it, over and over.
-    assert!(r.counters.sleeps > per_client, "{:?}", r.counters);
-    assert!(r.counters.doorbells > per_client, "{:?}", r.counters);
+    // The race really ran: the poller slept and clients woke it, over and over. (How often
+    // depends on scheduling: about one request in four on an idle 2-core machine; a tenth of
+    // a client's count is far above what a poller that never slept, or was never woken, gives.)
+    assert!(r.counters.sleeps > per_client / 10, "{:?}", r.counters);
+    assert!(r.counters.doorbells > per_client / 10, "{:?}", r.counters);
 }

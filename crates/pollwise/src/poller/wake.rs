@@ -99,10 +99,7 @@ pub(crate) mod sys {
 
     /// Sleeps while `*word == expected`, for at most `timeout`. Spurious returns are allowed.
     pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-        let ts = timeout.map(|t| libc::timespec {
-            tv_sec: t.as_secs() as libc::time_t,
-            tv_nsec: t.subsec_nanos() as libc::c_long,
-        });
+        let ts = timeout.map(crate::clock::timespec);
         let tsp = ts
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);

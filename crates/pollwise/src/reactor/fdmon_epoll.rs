@@ -73,10 +73,7 @@ impl FdMonitor for EpollFdMonitor {
         let max = self.buf.len() as libc::c_int;
         let n = loop {
             let r = if self.has_pwait2 {
-                let ts = timeout.map(|t| libc::timespec {
-                    tv_sec: t.as_secs() as libc::time_t,
-                    tv_nsec: t.subsec_nanos() as libc::c_long,
-                });
+                let ts = timeout.map(crate::clock::timespec);
                 let tsp = ts
                     .as_ref()
                     .map_or(std::ptr::null(), |t| t as *const libc::timespec);
