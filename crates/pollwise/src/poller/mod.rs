@@ -34,6 +34,7 @@
 
 #[cfg(not(loom))]
 mod client;
+#[cfg_attr(loom, allow(dead_code))] // under loom only wake.rs is modelled
 pub(crate) mod drr;
 mod idle;
 pub(crate) mod wake;
