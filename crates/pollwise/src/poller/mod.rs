@@ -36,6 +36,7 @@
 mod client;
 #[cfg_attr(loom, allow(dead_code))] // under loom only wake.rs is modelled
 pub(crate) mod drr;
+#[cfg_attr(loom, allow(dead_code))]
 mod idle;
 pub(crate) mod wake;
 #[cfg(not(loom))]
