@@ -32,11 +32,12 @@
 //!
 //! [`Queue::push`]: crate::queue::Queue::push
 
+// Under loom only the wake-up protocol (wake.rs) is modelled; the rest is unused there.
+#![cfg_attr(loom, allow(dead_code))]
+
 #[cfg(not(loom))]
 mod client;
-#[cfg_attr(loom, allow(dead_code))] // under loom only wake.rs is modelled
 pub(crate) mod drr;
-#[cfg_attr(loom, allow(dead_code))]
 mod idle;
 pub(crate) mod wake;
 #[cfg(not(loom))]
