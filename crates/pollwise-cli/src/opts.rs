@@ -308,7 +308,12 @@ impl Opts {
             s.sqthread_poll_cpu = Some(v);
         }
         if let Some(v) = self.take_duration_unit("sqthread_idle", 1_000_000)? {
-            s.sqthread_idle_ms = v.as_millis().max(1) as u32;
+            s.sqthread_idle_ms = u32::try_from(v.as_millis().max(1)).map_err(|_| {
+                usage(format!(
+                    "--sqthread_idle={v:?} is too long: use at most {} ms",
+                    u32::MAX
+                ))
+            })?;
         }
         if let Some(v) = self.take_bool("sqthread_share")? {
             s.sqthread_share = v;

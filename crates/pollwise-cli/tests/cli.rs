@@ -85,6 +85,22 @@ fn bad_input_gets_exit_2_and_the_fix() {
         &["exceeds --iodepth"],
     );
     run(&["--frobnicate=3"], &["unknown option --frobnicate"]);
+    run(
+        &["--bs=1G", "--iodepth=1024"],
+        &["more than half this machine's memory"],
+    );
+    run(
+        &["--sqthread_poll", "--sqthread_idle=9999999999s"],
+        &["too long"],
+    );
+    usage_error(
+        &["scenario", "idle-sources", "--poll_idle_ms=99999999999999"],
+        &["--poll_idle_ms", "too large"],
+    );
+    usage_error(
+        &["scenario", "fairness", "--poller_depth=32768"],
+        &["--poller_depth"],
+    );
     run(&["--output-format=xml"], &["normal or json"]);
     usage_error(&["explode"], &["unknown command 'explode'"]);
     usage_error(&["scenario", "no-such-scenario"], &["unknown scenario"]);

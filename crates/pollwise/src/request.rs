@@ -156,6 +156,11 @@ impl Slab {
         self.slots.len()
     }
 
+    /// Bytes in each slot's buffer.
+    pub fn buf_len(&self) -> usize {
+        self.slots.first().map_or(0, |s| s.buf.len())
+    }
+
     /// Number of live (in-flight) requests.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()

@@ -288,6 +288,13 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             verify::HEADER
         ));
     }
+    let buffers = spec.bs as u128 * spec.iodepth as u128 * spec.numjobs as u128;
+    let half_ram = physical_memory() as u128 / 2;
+    if buffers > half_ram {
+        return u(format!(
+            "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than half this machine's memory ({half_ram} bytes): lower one of them"
+        ));
+    }
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -368,6 +375,17 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(size.max(0) as u64)
 }
 
 fn online_cpus() -> usize {
@@ -664,6 +682,11 @@ impl Engine {
         slab: Slab,
     ) -> Self {
         assert!(slab.capacity() >= cfg.iodepth as usize);
+        // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
+        assert!(
+            slab.buf_len() >= cfg.bs as usize,
+            "slab buffers shorter than --bs"
+        );
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = if cfg.verify {
             vec![0u64; blocks.div_ceil(64) as usize]
@@ -993,14 +1016,23 @@ impl Engine {
     /// Reaps every request in flight; the first error is returned after all are in.
     pub fn drain(&mut self) -> Result<()> {
         let mut first = None;
+        let mut failures = 0u32;
         while self.slab.live() > 0 {
             if let Err(e) = self.submit() {
                 first.get_or_insert(e);
             }
+            let live = self.slab.live();
             if let Err(e) = self.reap(1) {
-                // A failed completion still consumed its slot, so draining goes on; only a
-                // queue with nothing left in flight (lost requests) or a usage error stops it.
-                let stuck = self.q.in_flight() == 0 || matches!(e, Error::Usage(_));
+                // A failed completion still consumed its slot, so draining goes on; a queue
+                // with nothing left in flight (lost requests), a usage error, or a wait that
+                // keeps failing without progress stops it (the queue's drop then waits).
+                failures = if self.slab.live() < live {
+                    0
+                } else {
+                    failures + 1
+                };
+                let stuck =
+                    self.q.in_flight() == 0 || matches!(e, Error::Usage(_)) || failures > 1000;
                 first.get_or_insert(e);
                 if stuck {
                     break;
@@ -1156,13 +1188,15 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     let n = spec.numjobs as usize;
     let barrier = Arc::new(Barrier::new(n + 1));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
+    // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
+    let mut fd_tx = Some(fd_tx);
     let fd_rx = Arc::new(std::sync::Mutex::new(fd_rx));
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let spec = spec.clone();
         let barrier = barrier.clone();
-        let fd_tx = fd_tx.clone();
+        let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         handles.push(
             std::thread::Builder::new()
@@ -1171,7 +1205,6 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
                 .map_err(|e| Error::Io(format!("cannot start a job thread: {e}")))?,
         );
     }
-    drop(fd_tx);
     barrier.wait();
     let p0 = Rusage::process();
     barrier.wait();
@@ -1202,7 +1235,7 @@ fn job_thread(
     spec: &JobSpec,
     target: Target,
     barrier: &Barrier,
-    fd_tx: std::sync::mpsc::Sender<Option<i32>>,
+    fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
 ) -> Result<ThreadOut> {
     set_timer_slack_1ns();
@@ -1217,6 +1250,9 @@ fn job_thread(
         Ok(engine)
     };
     let setup = (|| -> Result<(Engine, Option<File>)> {
+        // Owned by this closure, so the sender is gone (and waiting threads told) however
+        // setup ends.
+        let fd_tx = fd_tx;
         if let IoEngine::Sim(model) = spec.ioengine {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
@@ -1238,8 +1274,10 @@ fn job_thread(
         let q = uring_for(spec, &file, attach);
         if spec.sqthread_share && i == 0 {
             let fd = q.as_ref().ok().map(|q| q.ring_fd());
-            for _ in 1..spec.numjobs {
-                let _ = fd_tx.send(fd);
+            if let Some(tx) = &fd_tx {
+                for _ in 1..spec.numjobs {
+                    let _ = tx.send(fd);
+                }
             }
         }
         let mut q = q?;

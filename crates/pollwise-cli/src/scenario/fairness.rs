@@ -179,7 +179,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
 }
 
 fn client_loop(
-    mut q: Client,
+    q: Client,
     mut policy: Box<dyn WaitPolicy>,
     role: Role,
     sh: &Shared,
@@ -190,6 +190,9 @@ fn client_loop(
     let extra = role.burst.map_or(0, |b| b.1 as usize);
     let n = role.depth + extra;
     let mut bufs: Vec<AlignedBuf> = (0..n).map(|_| AlignedBuf::new(bs as usize, 4096)).collect();
+    // Declared after the buffers so it drops before them on every return: dropping a client
+    // waits for its requests still in the kernel, which may be writing into these buffers.
+    let mut q = q;
     let mut submit_ns = vec![0u64; n];
     let mut free: Vec<usize> = (0..role.depth).rev().collect();
     let mut rng = sh.spec.seed ^ (id.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;

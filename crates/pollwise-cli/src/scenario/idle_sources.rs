@@ -280,7 +280,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let c = take_common(o, "idle-sources", 1)?;
     let (sources, active) = (sources as usize, active as usize);
-    let idle_ns = idle_ms * 1_000_000;
+    let idle_ns = idle_ms.checked_mul(1_000_000).ok_or_else(|| {
+        Error::Usage(format!(
+            "--poll_idle_ms={idle_ms} is too large: use at most a few hours' worth, e.g. --poll_idle_ms=7000"
+        ))
+    })?;
     if c.base.ramp.as_nanos() < 2 * idle_ns as u128 {
         eprintln!(
             "note: --ramp_time is shorter than twice --poll_idle_ms; idle sources may be pruned only during the measured run"

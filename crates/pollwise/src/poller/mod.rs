@@ -82,8 +82,9 @@ impl Default for PollerConfig {
     }
 }
 
-/// The largest `--poller_depth`: the kernel's largest ring.
-pub const MAX_POLLER_DEPTH: u32 = 32768;
+/// The largest `--poller_depth`: the poller's ring holds depth + 1 entries (the doorbell's poll),
+/// rounded up to a power of two, and the kernel's largest ring is 32768.
+pub const MAX_POLLER_DEPTH: u32 = 32767;
 
 impl PollerConfig {
     /// Checks the options; errors are [`Error::Usage`] naming the option and the fix.

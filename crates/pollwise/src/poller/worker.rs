@@ -668,11 +668,22 @@ impl Worker {
         if self.in_flight > 0 {
             self.cancel_in_kernel(|_| true);
         }
-        let mut guard = 0u32;
-        while self.in_flight > 0 && guard < 1_000_000 {
-            guard += 1;
+        // Never let clients go (and free their buffers) while the kernel may still write into
+        // them: wait for every request; if the kernel refuses to let us wait at all, abort.
+        let mut refused = 0u32;
+        while self.in_flight > 0 {
             if self.enter(1).is_err() {
+                refused += 1;
+                if refused > 1_000_000 {
+                    eprintln!(
+                        "pollwise: the shared poller cannot wait for {} requests in the kernel; aborting rather than free their buffers",
+                        self.in_flight
+                    );
+                    std::process::abort();
+                }
                 std::thread::yield_now();
+            } else {
+                refused = 0;
             }
             self.reap();
         }

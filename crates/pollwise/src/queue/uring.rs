@@ -346,7 +346,9 @@ impl Queue for UringQueue {
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
         let mut n = reap(&mut self.ring, sink);
-        if n == 0 && self.poll_needs_enter && self.in_flight > 0 {
+        // Completions that overflowed the CQ wait in the kernel until a GETEVENTS enter.
+        let overflow = self.ring.submission().cq_overflow();
+        if (n == 0 && self.poll_needs_enter && self.in_flight > 0) || overflow {
             self.c.enters += 1;
             // SAFETY: a plain GETEVENTS enter with no argument; it submits nothing.
             let r = unsafe {
@@ -359,7 +361,7 @@ impl Queue for UringQueue {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) => return Err(e),
             }
-            n = reap(&mut self.ring, sink);
+            n += reap(&mut self.ring, sink);
         }
         self.in_flight -= n;
         self.c.completed += n as u64;
@@ -379,7 +381,13 @@ impl Queue for UringQueue {
                     self.c.submitted += n as u64;
                     self.pending -= n.min(self.pending);
                 }
-                Ok(WaitOutcome::Ready)
+                // An enter that submitted returns the count and hides ETIME: decide by what is
+                // actually in the completion queue.
+                if self.ring.completion().len() >= min as usize {
+                    Ok(WaitOutcome::Ready)
+                } else {
+                    Ok(WaitOutcome::TimedOut)
+                }
             }
             Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
                 // The enter submitted everything before it waited.
@@ -421,12 +429,28 @@ impl Drop for UringQueue {
     fn drop(&mut self) {
         // Buffers of in-flight operations belong to the caller and may be freed right after
         // us: wait for every operation before the ring goes, so no DMA lands in freed memory.
+        // Reads and writes on files and block devices always complete, so this ends; if the
+        // kernel refuses to let us wait at all, freeing the buffers would be unsound: abort.
         let _ = self.submit();
-        let mut guard = 0;
-        while self.in_flight > 0 && guard < 100_000 {
-            guard += 1;
-            let _ = self.wait(1, Some(Duration::from_millis(100)));
-            let _ = self.poll(&mut |_| {});
+        let mut refused = 0u32;
+        while self.in_flight > 0 {
+            self.c.enters += 1;
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => refused = 0,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => {
+                    refused += 1;
+                    if refused > 1000 {
+                        eprintln!(
+                            "pollwise: cannot wait for {} in-flight io_uring operations ({e}); aborting rather than free their buffers",
+                            self.in_flight
+                        );
+                        std::process::abort();
+                    }
+                }
+            }
+            let n = reap(&mut self.ring, &mut |_| {});
+            self.in_flight -= n.min(self.in_flight);
         }
     }
 }

@@ -183,6 +183,7 @@ impl Storage {
             Ok(b) => b.as_mut_ptr(),
             Err(e) => {
                 self.fail(e.to_string());
+                self.abandon(h, chan, r.tag, -libc::EIO);
                 return;
             }
         };
@@ -204,15 +205,24 @@ impl Storage {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Err(e) = self.q.submit() {
                         self.fail(format!("io_uring submit: {e}"));
+                        self.abandon(h, chan, r.tag, -e.raw_os_error().unwrap_or(libc::EIO));
                         return;
                     }
                 }
                 Err(e) => {
                     self.fail(format!("io_uring push: {e}"));
+                    self.abandon(h, chan, r.tag, -e.raw_os_error().unwrap_or(libc::EIO));
                     return;
                 }
             }
         }
+    }
+
+    /// A read that never reached the ring: free its slot and answer the client with `res`, so
+    /// the request still completes exactly once.
+    fn abandon(&mut self, h: Handle, chan: usize, tag: u64, res: i32) {
+        let _ = self.slab.complete(h, |_, _| ());
+        self.reply(chan, tag, res);
     }
 
     fn submit(&mut self) {
