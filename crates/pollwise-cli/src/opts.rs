@@ -326,12 +326,15 @@ impl Opts {
         }
         if let Some(v) = self.take_bool("coop_taskrun")? {
             s.coop_taskrun = v;
+            s.taskrun_auto = false;
         }
         if let Some(v) = self.take_bool("defer_taskrun")? {
             s.defer_taskrun = v;
+            s.taskrun_auto = false;
         }
         if let Some(v) = self.take_bool("single_issuer")? {
             s.single_issuer = v;
+            s.taskrun_auto = false;
         }
         if let Some(v) = self.take_str("verify")? {
             s.verify = match v.as_str() {

@@ -142,6 +142,11 @@ pub struct JobSpec {
     pub defer_taskrun: bool,
     /// SINGLE_ISSUER ring.
     pub single_issuer: bool,
+    /// Choose the task-run flags by mode, as fio's io_uring engine does for its (blocking) waits:
+    /// `interrupt` rings get COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, every polling mode a
+    /// plain ring, where a completion reaches user space without a system call. Cleared when the
+    /// user sets any of the three flags.
+    pub taskrun_auto: bool,
     /// `--verify=crc32c`.
     pub verify: bool,
     /// After every `thinktime_blocks` completions, think for this long (fio's `thinktime`).
@@ -187,6 +192,7 @@ impl Default for JobSpec {
             coop_taskrun: false,
             defer_taskrun: false,
             single_issuer: false,
+            taskrun_auto: true,
             verify: false,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -1156,6 +1162,7 @@ pub fn set_timer_slack_1ns() {
 
 /// Builds one job thread's io_uring queue for `spec` over `file`.
 pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<UringQueue> {
+    let fio_flags = spec.taskrun_auto && spec.policy.mode == Mode::Interrupt && !spec.sqthread_poll;
     let opts = UringOptions {
         entries: spec.iodepth.max(1),
         cq_entries: None,
@@ -1164,9 +1171,9 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
         iopoll: spec.hipri,
         hybrid_iopoll: spec.hybrid_iopoll,
         attach_wq: attach,
-        coop_taskrun: spec.coop_taskrun,
-        defer_taskrun: spec.defer_taskrun,
-        single_issuer: spec.single_issuer,
+        coop_taskrun: spec.coop_taskrun || fio_flags,
+        defer_taskrun: spec.defer_taskrun || fio_flags,
+        single_issuer: spec.single_issuer || fio_flags,
     };
     UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
         let errno = e.source.raw_os_error().unwrap_or(0);

@@ -239,3 +239,34 @@ fn polled_io_without_poll_queues_fails_fast_with_the_reason() {
         Ok(s) => assert_eq!(s.read.ios, 100),
     }
 }
+
+#[test]
+fn interrupt_rings_are_set_up_as_fio_sets_them_up() {
+    use pollwise::queue::Queue;
+    use pollwise::workload::uring_for;
+    let dir = tempdir();
+    let path = dir.path().join("f");
+    let spec = job(&path, Rw::RandRead, Mode::Interrupt, 10);
+    pollwise::workload::prepare_target(&spec).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    // interrupt: COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, so completions are posted only
+    // inside an enter.
+    assert!(uring_for(&spec, &f, None).unwrap().poll_needs_enter());
+    // Polling modes: a plain ring, polled in user space without a system call.
+    for &mode in Mode::ALL.iter().filter(|&&m| m != Mode::Interrupt) {
+        let s = JobSpec {
+            policy: PolicyConfig::new(mode),
+            ..spec.clone()
+        };
+        assert!(
+            !uring_for(&s, &f, None).unwrap().poll_needs_enter(),
+            "{mode:?}"
+        );
+    }
+    // The user's own choice wins.
+    let s = JobSpec {
+        taskrun_auto: false,
+        ..spec.clone()
+    };
+    assert!(!uring_for(&s, &f, None).unwrap().poll_needs_enter());
+}
