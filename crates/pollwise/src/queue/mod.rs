@@ -43,6 +43,21 @@ pub struct Op {
     pub user_data: u64,
 }
 
+impl Op {
+    /// A no-op carrying `user_data`: no file, no buffer; completes with result 0.
+    pub fn nop(user_data: u64) -> Op {
+        Op {
+            kind: OpKind::Nop,
+            file: 0,
+            buf: std::ptr::null_mut(),
+            len: 0,
+            offset: 0,
+            buf_index: None,
+            user_data,
+        }
+    }
+}
+
 /// One completion: the operation's `user_data` and its result (bytes, or `-errno`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {

@@ -463,30 +463,14 @@ mod tests {
     fn nops_complete_once_each() {
         let mut q = UringQueue::new(&UringOptions::default(), &[], false).unwrap();
         for i in 0..16u64 {
-            let op = Op {
-                kind: OpKind::Nop,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 0,
-                offset: 0,
-                buf_index: None,
-                user_data: i,
-            };
+            let op = Op::nop(i);
             // SAFETY: a nop touches no buffer (and this push is refused before reaching the ring).
             let r = unsafe { q.push(&op) };
             assert!(r.is_err(), "file 0 does not exist in an empty table");
         }
         let mut q = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
         for i in 0..16u64 {
-            let op = Op {
-                kind: OpKind::Nop,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 0,
-                offset: 0,
-                buf_index: None,
-                user_data: i,
-            };
+            let op = Op::nop(i);
             // SAFETY: a nop touches no buffer.
             unsafe { q.push(&op) }.unwrap();
         }
@@ -522,15 +506,7 @@ mod tests {
         };
         let mut q = UringQueue::new(&opts, &[0], false).unwrap();
         assert!(q.poll_needs_enter());
-        let op = Op {
-            kind: OpKind::Nop,
-            file: 0,
-            buf: std::ptr::null_mut(),
-            len: 0,
-            offset: 0,
-            buf_index: None,
-            user_data: 7,
-        };
+        let op = Op::nop(7);
         // SAFETY: a nop touches no buffer.
         unsafe { q.push(&op) }.unwrap();
         q.submit().unwrap();

@@ -61,15 +61,7 @@ pub fn read_op(buf: &mut AlignedBuf, offset: u64, len: u32, user_data: u64) -> O
 
 /// A nop.
 pub fn nop(user_data: u64) -> Op {
-    Op {
-        kind: OpKind::Nop,
-        file: 0,
-        buf: std::ptr::null_mut(),
-        len: 0,
-        offset: 0,
-        buf_index: None,
-        user_data,
-    }
+    Op::nop(user_data)
 }
 
 /// A pipe whose read end never gets data: reads on it stay in the kernel until cancelled.
