@@ -8,10 +8,10 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::job::{prepare_target, run_job, JobSpec};
+use crate::{Error, Result};
 use pollwise::policy::Mode;
 use pollwise::stats::{Stats, PERCENTILES};
-use pollwise::workload::{prepare_target, run_job, JobSpec};
-use pollwise::{Error, Result};
 use serde_json::json;
 
 use crate::opts::Opts;

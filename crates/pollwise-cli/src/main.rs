@@ -2,19 +2,12 @@
 //!
 //! Thin by design: parse the options, build a job, call the library, print the report.
 
-mod compare;
-mod opts;
-mod report;
-mod scenario;
-mod target;
-
 use std::process::ExitCode;
 
 use pollwise::policy::Mode;
-use pollwise::workload::run_job;
-use pollwise::{Error, Result};
-
-use report::{jobs_json, run_text, JobFigures, Output};
+use pollwise_cli::job::run_job;
+use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
+use pollwise_cli::{compare, opts, scenario, Error, Result};
 
 const HELP: &str = "\
 pollwise: how to wait for I/O completions, and what each way costs.

@@ -11,11 +11,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::job::{IoEngine, JobSpec};
+use crate::{Error, Result};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
-use pollwise::workload::{IoEngine, JobSpec, Rw};
-use pollwise::{Error, Result};
 
 /// The options of one command, not yet taken.
 #[derive(Debug, Clone)]
@@ -258,10 +258,10 @@ impl Opts {
             s.io_size = v;
         }
         if let Some(v) = self.take_str("rw")? {
-            s.rw = Rw::parse(&v)?;
+            s.rw = crate::job::parse_rw(&v)?;
         }
         if let Some(v) = self.take_str("readwrite")? {
-            s.rw = Rw::parse(&v)?;
+            s.rw = crate::job::parse_rw(&v)?;
         }
         if let Some(v) = self.take_u32("rwmixread")? {
             s.rwmixread = v;

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use pollwise::workload::JobSpec;
+use crate::job::JobSpec;
 
 /// Removes the file it names (if any) when dropped.
 pub struct TempFile(pub Option<PathBuf>);

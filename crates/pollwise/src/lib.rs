@@ -9,10 +9,12 @@
 //!
 //! Requests live in a [`request::Slab`] of fixed, recycled slots (no allocation per I/O), time is
 //! read through an injected [`clock::Clock`] so policy decisions can be tested exactly, and
-//! [`stats`] records latency histograms, CPU and every policy's counters. [`workload`] drives a
-//! fio-style job through all of it.
+//! [`stats`] records latency histograms, CPU and every policy's counters. [`engine`] drives
+//! requests through all of it.
 
 pub mod clock;
+pub mod engine;
+mod error;
 pub mod policy;
 pub mod poller;
 pub mod predict;
@@ -22,34 +24,12 @@ pub mod request;
 pub mod spsc;
 pub mod stats;
 pub mod verify;
-pub mod workload;
 
-/// What can go wrong running a job; each message names the cause and the fix.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Bad input from the user (exit status 2).
-    #[error("{0}")]
-    Usage(String),
-    /// The kernel, device or file cannot do what was asked (exit status 2).
-    #[error("{0}")]
-    Unsupported(String),
-    /// An I/O or system error while running (exit status 1).
-    #[error("{0}")]
-    Io(String),
-    /// Data read back did not match what was written (exit status 1).
-    #[error("{0}")]
-    Verify(String),
+pub use error::{Error, Result};
+
+/// Sets the calling thread's timer slack to 1 ns, so microsecond sleeps are not rounded up to
+/// the default 50 µs.
+pub fn set_timer_slack_1ns() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
-
-impl Error {
-    /// The process exit status this error should give: 2 for usage and capability errors.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::Usage(_) | Error::Unsupported(_) => 2,
-            Error::Io(_) | Error::Verify(_) => 1,
-        }
-    }
-}
-
-/// The crate's result type.
-pub type Result<T, E = Error> = std::result::Result<T, E>;

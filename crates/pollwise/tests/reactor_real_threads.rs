@@ -4,7 +4,6 @@
 //!   the reactor prunes idle sources after only 20 µs, so sources leave and re-enter the
 //!   polling set all the time, racing the clients' doorbell decisions. Every request must be
 //!   answered exactly once; a lost wake-up shows up as a client waiting forever (bounded here).
-//! - The storage daemon: real O_DIRECT reads through the reactor, with and without pruning.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use pollwise::clock::monotonic;
 use pollwise::reactor::channel::{self, ChannelSource, Requests};
-use pollwise::reactor::daemon::{self, DaemonConfig};
 use pollwise::reactor::{Ctx, FdMonKind, Reactor, ReactorConfig};
 
 fn spin_for(ns: u64) {
@@ -119,55 +117,4 @@ fn echo_with_churn_io_uring() {
 #[test]
 fn echo_with_churn_epoll() {
     echo_with_churn(FdMonKind::Epoll);
-}
-
-fn daemon_cfg(kind: FdMonKind, path: &std::path::Path, idle: Option<u64>) -> DaemonConfig {
-    DaemonConfig {
-        filename: path.to_path_buf(),
-        size: 8 << 20,
-        block_size: 4096,
-        sources: 6,
-        active: 2,
-        iodepth: 2,
-        warm_idle: true,
-        handler_ns: 0,
-        ramp: Duration::from_millis(50),
-        runtime: Duration::from_millis(200),
-        reactor: ReactorConfig {
-            fdmon: kind,
-            poll_idle_ns: idle,
-            ..Default::default()
-        },
-        seed: 7,
-    }
-}
-
-#[test]
-fn daemon_serves_real_reads_with_each_fdmon() {
-    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let path = dir.path().join("d.dat");
-    let spec = pollwise::workload::JobSpec {
-        filename: path.clone(),
-        size: 8 << 20,
-        ..Default::default()
-    };
-    pollwise::workload::prepare_target(&spec).unwrap();
-    for kind in FdMonKind::ALL {
-        for idle in [Some(5_000_000), None] {
-            let cfg = daemon_cfg(kind, &path, idle);
-            let rep = daemon::run(&cfg).unwrap();
-            assert!(rep.lat.ios > 0, "{kind:?} {idle:?}");
-            assert!(rep.lat.pct(50.0) > 0);
-            assert_eq!(rep.prunes, idle.is_some() && kind == FdMonKind::IoUring);
-            // Every channel joined the polling set with its first read; without pruning none
-            // leaves it. (Whether idle ones were pruned depends on timing: only polling prunes.)
-            if !rep.prunes {
-                assert_eq!(rep.polling_set_end, 7, "six channels and the ring");
-            }
-        }
-    }
-    // Bad configurations are usage errors, not panics.
-    let mut bad = daemon_cfg(FdMonKind::Epoll, &path, None);
-    bad.active = 7;
-    assert!(matches!(daemon::run(&bad), Err(pollwise::Error::Usage(_))));
 }

@@ -20,14 +20,15 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use crate::job::JobSpec;
+use crate::{Error, Result};
 use pollwise::clock::{self, Clock};
 use pollwise::policy::WaitPolicy;
 use pollwise::poller::{cpu_list, pin_to_cpus, Client, ClientOptions, PollerConfig, SharedPoller};
 use pollwise::queue::{Op, OpKind, Queue};
 use pollwise::request::AlignedBuf;
+use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
-use pollwise::workload::{set_timer_slack_1ns, JobSpec};
-use pollwise::{Error, Result};
 use serde_json::json;
 
 use super::shared_poller::{

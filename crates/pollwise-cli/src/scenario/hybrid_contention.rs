@@ -17,10 +17,10 @@
 
 use std::time::Duration;
 
+use crate::job::{prepare_target, run_job, IoEngine, JobSpec};
+use crate::{Error, Result};
 use pollwise::policy::Mode;
 use pollwise::stats::Stats;
-use pollwise::workload::{prepare_target, run_job, IoEngine, JobSpec};
-use pollwise::{Error, Result};
 use serde_json::json;
 
 use crate::compare::take_modes;

@@ -21,10 +21,10 @@
 
 use std::time::Duration;
 
-use pollwise::reactor::daemon::{self, DaemonConfig, DaemonReport};
+use crate::job::{prepare_target, IoEngine, JobSpec, Rw};
+use crate::scenario::daemon::{self, DaemonConfig, DaemonReport};
+use crate::{Error, Result};
 use pollwise::reactor::{FdMonKind, ReactorConfig};
-use pollwise::workload::{prepare_target, IoEngine, JobSpec, Rw};
-use pollwise::{Error, Result};
 use serde_json::json;
 
 use crate::compare::median;

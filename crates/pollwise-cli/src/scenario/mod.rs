@@ -3,13 +3,14 @@
 //! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; this table maps names
 //! to them.
 
+pub mod daemon;
 pub mod fairness;
 pub mod hybrid_contention;
 pub mod idle_sources;
 pub mod shared_poller;
 pub mod slow_handler;
 
-use pollwise::{Error, Result};
+use crate::{Error, Result};
 
 use crate::opts::Opts;
 use crate::report::Output;

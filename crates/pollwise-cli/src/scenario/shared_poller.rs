@@ -21,17 +21,17 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use crate::job::{engine_config, prepare_target, uring_for, IoEngine, JobSpec};
+use crate::{Error, Result};
 use pollwise::clock;
+use pollwise::engine::{Engine, EngineConfig, Stop};
 use pollwise::poller::{
     allowed_cpus, cpu_list, pin_to_cpus, ClientOptions, PollerConfig, PollerCounters, SharedPoller,
 };
 use pollwise::queue::Queue;
 use pollwise::request::Dir;
+use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
-use pollwise::workload::{
-    prepare_target, set_timer_slack_1ns, uring_for, Engine, EngineConfig, IoEngine, JobSpec, Stop,
-};
-use pollwise::{Error, Result};
 use serde_json::json;
 
 use crate::opts::Opts;
@@ -261,7 +261,7 @@ fn engine_cfg(spec: &JobSpec, size: u64, depth: u32, seed: u64) -> EngineConfig 
     s.iodepth_batch_submit = 1;
     s.iodepth_batch_complete_min = 1;
     s.seed = seed;
-    EngineConfig::from_spec(&s, size)
+    engine_config(&s, size)
 }
 
 fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
@@ -297,13 +297,13 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
         spec.policy.build(clock.clone()),
         clock.clone(),
         heavy_cfg,
-    );
+    )?;
     let sparse = Engine::new(
         sq,
         spec.policy.build(clock.clone()),
         clock.clone(),
         sparse_cfg,
-    );
+    )?;
     let barrier = Arc::new(Barrier::new(2));
     let start = clock.now_ns() + 20_000_000;
     let measure_from = start + spec.ramp_time.as_nanos() as u64;

@@ -18,8 +18,8 @@
 //! disk is faster than the window cap (`--poll_max_ns`, QEMU's 32768 by default). Each variant
 //! runs `--rounds` times, interleaved, and the medians are reported.
 
-use pollwise::reactor::daemon::DaemonReport;
-use pollwise::{Error, Result};
+use crate::scenario::daemon::DaemonReport;
+use crate::{Error, Result};
 
 use super::idle_sources::{render, run_rounds, take_common, Variant, FOOTNOTE};
 use crate::opts::Opts;

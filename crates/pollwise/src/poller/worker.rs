@@ -301,7 +301,7 @@ impl Worker {
                 ))
             })?;
         }
-        crate::workload::set_timer_slack_1ns();
+        crate::set_timer_slack_1ns();
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
         let ring = build_ring(entries).map_err(|e| {

@@ -36,7 +36,6 @@
 //! dropped by generation: every [`SourceId`] carries its slot's generation, as request handles do.
 
 pub mod channel;
-pub mod daemon;
 pub mod fdmon_epoll;
 pub mod fdmon_uring;
 
@@ -150,7 +149,7 @@ impl FdMonKind {
             FdMonKind::IoUring => fdmon_uring::UringFdMonitor::new(256)
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
                 .map_err(|e| {
-                    Error::Unsupported(format!(
+                    Error::Unavailable(format!(
                         "cannot set up the io_uring fd monitor: {e}; use --fdmon=epoll"
                     ))
                 }),

@@ -3,7 +3,7 @@
 //! In seed 003 a QEMU IOThread serves a guest's virtio-blk queues: the guest puts requests in
 //! virtqueues, the IOThread polls them (or waits for their doorbells), submits each request to
 //! the host kernel, and puts the response back when the host completes it. Here clients are
-//! threads, virtqueues are [`channel`](super::channel)s, and the host I/O is a real io_uring ring
+//! threads, virtqueues are [`channel`](pollwise::reactor::channel)s, and the host I/O is a real io_uring ring
 //! reading the file with `O_DIRECT`.
 //!
 //! The ring's completions reach the reactor the way QEMU's `block/io_uring.c` does it: the ring
@@ -30,13 +30,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use super::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
-use super::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
-use crate::clock::{Clock, MonotonicClock};
-use crate::queue::uring::{UringOptions, UringQueue};
-use crate::queue::{Completion, Op, OpKind, Queue};
-use crate::request::{Handle, ReqMeta, Slab};
-use crate::stats::DirStats;
+use pollwise::clock::{Clock, MonotonicClock};
+use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::queue::{Completion, Op, OpKind, Queue};
+use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
+use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
+use pollwise::request::{Handle, ReqMeta, Slab};
+use pollwise::stats::DirStats;
+
 use crate::{Error, Result};
 
 /// A read request on a channel: the client's tag and the file offset.
@@ -325,7 +326,7 @@ struct Setup {
 /// when it is ready, and runs until `stop`.
 fn reactor_thread(
     s: Setup,
-    ready: mpsc::Sender<Result<super::Notifier>>,
+    ready: mpsc::Sender<Result<pollwise::reactor::Notifier>>,
 ) -> Result<(ReactorOut, bool)> {
     let clock = Arc::new(MonotonicClock);
     let built = (|| -> Result<(Reactor, Rc<RefCell<Storage>>)> {
@@ -390,7 +391,7 @@ fn reactor_thread(
             return Err(Error::Io(msg));
         }
     };
-    crate::workload::set_timer_slack_1ns();
+    pollwise::set_timer_slack_1ns();
     let mut at_measure = None;
     let mut at_end = None;
     while !s.stop.load(Ordering::Acquire) {

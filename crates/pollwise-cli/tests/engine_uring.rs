@@ -1,16 +1,18 @@
 //! The engine on real io_uring rings over real files: every request completes exactly once with
 //! the right data, under every policy and ring setup.
 
+#[path = "jobs_common.rs"]
 mod common;
 
 use std::time::Duration;
 
 use pollwise::clock;
+use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::request::Dir;
-use pollwise::workload::{run_job, Engine, EngineConfig, JobSpec, Rw, Stop};
-use pollwise::Error;
+use pollwise_cli::job::{engine_config, run_job, JobSpec, Rw};
+use pollwise_cli::Error;
 
 use common::{job, tempdir};
 
@@ -156,7 +158,7 @@ fn engine(path: &std::path::Path, mode: Mode, depth: u32) -> Engine {
         iodepth: depth,
         ..job(path, Rw::RandRead, mode, 100)
     };
-    let target = pollwise::workload::prepare_target(&spec).unwrap();
+    let target = pollwise_cli::job::prepare_target(&spec).unwrap();
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
@@ -179,8 +181,9 @@ fn engine(path: &std::path::Path, mode: Mode, depth: u32) -> Engine {
         Box::new(q),
         PolicyConfig::new(mode).build(clock.clone()),
         clock,
-        EngineConfig::from_spec(&spec, target.size),
+        engine_config(&spec, target.size),
     )
+    .unwrap()
 }
 
 #[test]
@@ -243,11 +246,11 @@ fn polled_io_without_poll_queues_fails_fast_with_the_reason() {
 #[test]
 fn interrupt_rings_are_set_up_as_fio_sets_them_up() {
     use pollwise::queue::Queue;
-    use pollwise::workload::uring_for;
+    use pollwise_cli::job::uring_for;
     let dir = tempdir();
     let path = dir.path().join("f");
     let spec = job(&path, Rw::RandRead, Mode::Interrupt, 10);
-    pollwise::workload::prepare_target(&spec).unwrap();
+    pollwise_cli::job::prepare_target(&spec).unwrap();
     let f = std::fs::File::open(&path).unwrap();
     // interrupt: COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, so completions are posted only
     // inside an enter.

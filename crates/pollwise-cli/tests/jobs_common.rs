@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::workload::{JobSpec, Rw};
+use pollwise_cli::job::{JobSpec, Rw};
 
 /// A temporary directory on a disk filesystem (O_DIRECT works there; /tmp is on the disk here).
 pub fn tempdir() -> tempfile::TempDir {

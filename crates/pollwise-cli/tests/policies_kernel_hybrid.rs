@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use pollwise::workload::{run_job, JobSpec};
-use pollwise::Error;
+use pollwise_cli::job::{run_job, JobSpec};
+use pollwise_cli::Error;
 
 fn has_poll_queues() -> bool {
     // /sys/block/*/queue/io_poll is 1 only for devices with poll queues.

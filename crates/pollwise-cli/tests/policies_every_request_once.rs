@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::workload::{run_job, JobSpec, Rw};
+use pollwise_cli::job::{run_job, JobSpec, Rw};
 
 fn job(mode: Mode, rw: Rw, iodepth: u32, path: std::path::PathBuf) -> JobSpec {
     JobSpec {

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock::FakeClock;
+use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
-use pollwise::workload::{run_job, Engine, EngineConfig, IoEngine, JobSpec, Stop};
-use pollwise::Error;
+use pollwise_cli::job::{engine_config, run_job, IoEngine, JobSpec};
+use pollwise_cli::Error;
 
 #[test]
 fn every_mode_completes_every_request_once_in_real_time() {
@@ -49,10 +50,10 @@ fn engine_on_a_fake_clock_is_exact_and_loses_nothing() {
             iodepth_batch_complete_min: 8,
             ..JobSpec::default()
         };
-        let cfg = EngineConfig::from_spec(&spec, 1 << 30);
+        let cfg = engine_config(&spec, 1 << 30);
         let clock: Arc<dyn pollwise::clock::Clock> = Arc::new(clock);
         let policy = PolicyConfig::new(mode).build(clock.clone());
-        let mut e = Engine::new(Box::new(q), policy, clock, cfg);
+        let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
         e.run(Stop::Ios(5_000)).unwrap();
         let (read, _, qc, pc) = e.stats();
         assert_eq!(read.ios, 5_000, "{mode:?}");

@@ -1,13 +1,8 @@
-//! Workloads: a fio-style job driven through a queue, a slab and a wait policy.
+//! Jobs: a fio job, its file and its threads.
 //!
 //! [`JobSpec`] holds a job in fio's terms (`rw`, `bs`, `iodepth`, `iodepth_batch_submit`, ...);
-//! [`run_job`] checks it, lays out the file if needed, runs `numjobs` threads (one ring each),
-//! ramps, measures and merges. [`Engine`] is one thread's loop over any [`Queue`]: fill the queue
-//! to `iodepth` (submitting every `iodepth_batch_submit`), then let the policy reap at least
-//! `iodepth_batch_complete_min`, recycling each slot the moment its completion is handled.
-//!
-//! Latency is measured from the moment a request is pushed to the moment its completion is
-//! handled (fio's `lat`, which includes submission).
+//! [`run_job`] checks it, lays out the file if needed, runs `numjobs` threads (one ring each, each
+//! driving the library's [`Engine`]), ramps, measures and merges.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -17,62 +12,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use crate::clock::{self, Clock};
-use crate::policy::{Mode, PolicyConfig, PolicyCounters, ReqClass, WaitPolicy};
-use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
-use crate::queue::uring::{UringOptions, UringQueue};
-use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters};
-use crate::request::{Dir, Handle, ReqMeta, Slab};
-use crate::stats::{thread_cpu_ns, DirStats, Rusage, Stats};
-use crate::{verify, Error, Result};
+use pollwise::clock;
+pub use pollwise::engine::Rw;
+use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop};
+use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::request::Slab;
+use pollwise::stats::{thread_cpu_ns, Rusage, Stats};
+use pollwise::verify;
 
-/// fio's `rw`: the I/O pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rw {
-    /// Sequential reads.
-    Read,
-    /// Sequential writes.
-    Write,
-    /// Random reads.
-    RandRead,
-    /// Random writes.
-    RandWrite,
-    /// Random mixed reads and writes (`rwmixread` percent reads).
-    RandRw,
-}
+use crate::{Error, Result};
 
-impl Rw {
-    /// Parses fio's names.
-    pub fn parse(s: &str) -> Result<Rw> {
-        Ok(match s {
-            "read" => Rw::Read,
-            "write" => Rw::Write,
-            "randread" => Rw::RandRead,
-            "randwrite" => Rw::RandWrite,
-            "randrw" => Rw::RandRw,
-            _ => {
-                return Err(Error::Usage(format!(
-                    "unknown --rw={s}: use read, write, randread, randwrite or randrw"
-                )))
-            }
-        })
-    }
-    /// fio's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rw::Read => "read",
-            Rw::Write => "write",
-            Rw::RandRead => "randread",
-            Rw::RandWrite => "randwrite",
-            Rw::RandRw => "randrw",
-        }
-    }
-    fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-    fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
-    }
+/// Parses fio's `rw` names.
+pub fn parse_rw(s: &str) -> Result<Rw> {
+    Rw::from_name(s).ok_or_else(|| {
+        Error::Usage(format!(
+            "unknown --rw={s}: use read, write, randread, randwrite or randrw"
+        ))
+    })
 }
 
 /// fio's `ioengine`: what the job's requests go to.
@@ -574,590 +532,26 @@ fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     512
 }
 
-/// When an [`Engine::run`] stops submitting.
-#[derive(Debug, Clone, Copy)]
-pub enum Stop {
-    /// At this clock time (nanoseconds).
-    At(u64),
-    /// After this many requests were submitted.
-    Ios(u64),
-    /// At this time, or after this many requests, whichever comes first.
-    Either(u64, u64),
-}
-
-/// What one engine does: the per-thread part of a [`JobSpec`].
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// I/O pattern.
-    pub rw: Rw,
-    /// Percentage of reads in `randrw`.
-    pub rwmixread: u32,
-    /// Block size.
-    pub bs: u32,
-    /// Bytes of the target in use.
-    pub size: u64,
-    /// Requests in flight.
-    pub iodepth: u32,
-    /// Submit every this many queued requests.
-    pub batch_submit: u32,
-    /// Reap at least this many per wait.
-    pub batch_complete_min: u32,
-    /// Buffers are registered: pass their index.
-    pub fixedbufs: bool,
-    /// Write verify patterns and check reads.
-    pub verify: bool,
-    /// Think time after every `thinktime_blocks` completions.
-    pub thinktime: Duration,
-    /// Spinning part of the think time.
-    pub thinktime_spin: Duration,
-    /// Completions between think times.
-    pub thinktime_blocks: u32,
-    /// Random seed.
-    pub seed: u64,
-    /// Buffer alignment (4096 covers every O_DIRECT target).
-    pub align: usize,
-    /// The job uses kernel polled I/O (for the error message when the device cannot).
-    pub hipri: bool,
-    /// The target's name, for messages.
-    pub target: String,
-}
-
-impl EngineConfig {
-    /// The engine part of `spec` on a target of `size` bytes.
-    pub fn from_spec(spec: &JobSpec, size: u64) -> Self {
-        EngineConfig {
-            rw: spec.rw,
-            rwmixread: spec.rwmixread,
-            bs: spec.bs,
-            size,
-            iodepth: spec.iodepth,
-            batch_submit: spec.iodepth_batch_submit.max(1),
-            batch_complete_min: spec.iodepth_batch_complete_min.max(1),
-            fixedbufs: spec.fixedbufs,
-            verify: spec.verify,
-            thinktime: spec.thinktime,
-            thinktime_spin: spec.thinktime_spin,
-            thinktime_blocks: spec.thinktime_blocks.max(1),
-            seed: spec.seed,
-            align: 4096,
-            hipri: spec.hipri,
-            target: spec.filename.display().to_string(),
-        }
+/// The engine part of `spec` on a target of `size` bytes.
+pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
+    EngineConfig {
+        rw: spec.rw,
+        rwmixread: spec.rwmixread,
+        bs: spec.bs,
+        size,
+        iodepth: spec.iodepth,
+        batch_submit: spec.iodepth_batch_submit.max(1),
+        batch_complete_min: spec.iodepth_batch_complete_min.max(1),
+        fixedbufs: spec.fixedbufs,
+        verify: spec.verify,
+        thinktime: spec.thinktime,
+        thinktime_spin: spec.thinktime_spin,
+        thinktime_blocks: spec.thinktime_blocks.max(1),
+        seed: spec.seed,
+        align: 4096,
+        hipri: spec.hipri,
+        target: spec.filename.display().to_string(),
     }
-}
-
-/// One thread's I/O loop over any queue and any policy. See the module docs.
-pub struct Engine {
-    // Declared first so it drops first: a queue drains its in-flight operations on drop, and
-    // only then may the slab's buffers go.
-    q: Box<dyn Queue + Send>,
-    policy: Box<dyn WaitPolicy>,
-    slab: Slab,
-    clock: Arc<dyn Clock>,
-    cfg: EngineConfig,
-    blocks: u64,
-    rng: u64,
-    seq_next: u64,
-    submitted: u64,
-    since_think: u32,
-    written: Vec<u64>,
-    read: DirStats,
-    write: DirStats,
-    error: Option<Error>,
-}
-
-impl Engine {
-    /// An engine over `q`, waiting with `policy`, with a slab of its own.
-    pub fn new(
-        q: Box<dyn Queue + Send>,
-        policy: Box<dyn WaitPolicy>,
-        clock: Arc<dyn Clock>,
-        cfg: EngineConfig,
-    ) -> Self {
-        let slab = Slab::new(cfg.iodepth as usize, cfg.bs as usize, cfg.align);
-        Engine::with_slab(q, policy, clock, cfg, slab)
-    }
-
-    /// An engine over `q` using `slab` (whose buffers may already be registered with `q` as
-    /// fixed buffers, for `cfg.fixedbufs`). The slab needs `cfg.iodepth` slots of `cfg.bs`.
-    pub fn with_slab(
-        q: Box<dyn Queue + Send>,
-        policy: Box<dyn WaitPolicy>,
-        clock: Arc<dyn Clock>,
-        cfg: EngineConfig,
-        slab: Slab,
-    ) -> Self {
-        assert!(slab.capacity() >= cfg.iodepth as usize);
-        // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        assert!(
-            slab.buf_len() >= cfg.bs as usize,
-            "slab buffers shorter than --bs"
-        );
-        let blocks = (cfg.size / cfg.bs as u64).max(1);
-        let written = if cfg.verify {
-            vec![0u64; blocks.div_ceil(64) as usize]
-        } else {
-            Vec::new()
-        };
-        Engine {
-            slab,
-            q,
-            policy,
-            clock,
-            blocks,
-            rng: cfg.seed | 1,
-            seq_next: 0,
-            submitted: 0,
-            since_think: 0,
-            written,
-            read: DirStats::default(),
-            write: DirStats::default(),
-            error: None,
-            cfg,
-        }
-    }
-
-    /// The queue.
-    pub fn queue_mut(&mut self) -> &mut (dyn Queue + Send) {
-        &mut *self.q
-    }
-
-    /// Whether the request `h` is still in flight.
-    pub fn is_in_flight(&self, h: Handle) -> bool {
-        self.slab.is_live(h)
-    }
-
-    /// Requests in flight.
-    pub fn in_flight(&self) -> usize {
-        self.slab.live()
-    }
-
-    #[inline]
-    fn next_rand(&mut self) -> u64 {
-        // xorshift64*
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn next_io(&mut self) -> (Dir, u64) {
-        let dir = match self.cfg.rw {
-            Rw::Read | Rw::RandRead => Dir::Read,
-            Rw::Write | Rw::RandWrite => Dir::Write,
-            Rw::RandRw => {
-                if self.next_rand() % 100 < self.cfg.rwmixread as u64 {
-                    Dir::Read
-                } else {
-                    Dir::Write
-                }
-            }
-        };
-        let block = if self.cfg.rw.random() {
-            self.next_rand() % self.blocks
-        } else {
-            let b = self.seq_next;
-            self.seq_next = (self.seq_next + 1) % self.blocks;
-            b
-        };
-        (dir, block * self.cfg.bs as u64)
-    }
-
-    /// Submits one request of `dir` at `offset` and returns its handle.
-    pub fn submit_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
-        let h = self.push_one(dir, offset)?;
-        self.q
-            .submit()
-            .map_err(|e| Error::Io(format!("io_uring submit failed: {e}")))?;
-        Ok(h)
-    }
-
-    fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
-        let now = self.clock.now_ns();
-        let meta = ReqMeta {
-            dir,
-            offset,
-            len: self.cfg.bs,
-            submit_ns: now,
-        };
-        let h = self
-            .slab
-            .alloc(meta)
-            .ok_or_else(|| Error::Usage("every request slot is in flight".into()))?;
-        let buf = self.slab.buf_mut(h).expect("fresh handle is live");
-        if dir == Dir::Write && self.cfg.verify {
-            verify::fill(buf.as_mut_slice(), offset, self.cfg.seed);
-        }
-        let op = Op {
-            kind: match dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
-            file: 0,
-            buf: buf.as_mut_ptr(),
-            len: self.cfg.bs,
-            offset,
-            buf_index: self.cfg.fixedbufs.then_some(h.index() as u16),
-            user_data: h.user_data(),
-        };
-        // SAFETY: the buffer belongs to the slot, which stays allocated (and is not handed to
-        // anyone else) until this request's completion is handled and the slot freed; the slab
-        // outlives the queue's in-flight operations because the engine drains before dropping.
-        let r = unsafe { self.q.push(&op) };
-        if let Err(e) = r {
-            let mut e = e;
-            let mut pushed = false;
-            // Submission queue full: submit what is there and push again. On an SQPOLL ring
-            // the kernel thread moves the SQ head only after its whole batch, and completions
-            // of that batch (page-cache reads) can be reaped before it does: the queue looks
-            // full with fewer than iodepth requests live, so wait for the head to move.
-            let mut tries = 0u32;
-            while e.kind() == std::io::ErrorKind::WouldBlock && tries < 1_000_000 {
-                tries += 1;
-                if let Err(se) = self.q.submit() {
-                    e = se;
-                    break;
-                }
-                // SAFETY: as above.
-                match unsafe { self.q.push(&op) } {
-                    Ok(()) => {
-                        pushed = true;
-                        break;
-                    }
-                    Err(pe) => {
-                        e = pe;
-                        std::thread::yield_now();
-                    }
-                }
-            }
-            if !pushed {
-                // The slot must not stay live: nothing would ever complete it.
-                let _ = self.slab.complete(h, |_, _| ());
-                return Err(Error::Io(format!("cannot queue a request: {e}")));
-            }
-        }
-        self.policy.on_submit(
-            h.user_data(),
-            ReqClass {
-                dir,
-                len: self.cfg.bs,
-            },
-            now,
-        );
-        self.submitted += 1;
-        Ok(h)
-    }
-
-    /// Lets the policy reap at least `min` completions and handles each.
-    pub fn reap(&mut self, min: usize) -> Result<usize> {
-        if min > 0 && self.q.in_flight() == 0 && self.slab.live() > 0 {
-            // Nothing can complete the live slots: say so rather than spin for ever.
-            return Err(Error::Io(format!(
-                "{} requests are live but the queue has none in flight: they were lost (a pollwise bug; please report it)",
-                self.slab.live()
-            )));
-        }
-        let Engine {
-            q,
-            policy,
-            slab,
-            clock,
-            cfg,
-            written,
-            read,
-            write,
-            error,
-            ..
-        } = self;
-        let mut sink = |c: Completion| {
-            let now = clock.now_ns();
-            let h = Handle::from_user_data(c.user_data);
-            let r = slab.complete(h, |meta, buf| {
-                if c.result < 0 {
-                    return Err(io_error(cfg, meta, -c.result));
-                }
-                if c.result as u32 != meta.len {
-                    return Err(Error::Io(format!(
-                        "short {} at offset {} of {}: {} of {} bytes (is the file shorter than --size?)",
-                        dir_name(meta.dir),
-                        meta.offset,
-                        cfg.target,
-                        c.result,
-                        meta.len
-                    )));
-                }
-                let lat = now.saturating_sub(meta.submit_ns);
-                let block = (meta.offset / cfg.bs as u64) as usize;
-                match meta.dir {
-                    Dir::Read => {
-                        if cfg.verify
-                            && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
-                        {
-                            verify::check(buf.as_slice(), meta.offset).map_err(Error::Verify)?;
-                        }
-                        read.record(lat, meta.len as u64);
-                    }
-                    Dir::Write => {
-                        if cfg.verify {
-                            written[block / 64] |= 1 << (block % 64);
-                        }
-                        write.record(lat, meta.len as u64);
-                    }
-                }
-                Ok(())
-            });
-            let r = match r {
-                Ok(r) => r,
-                Err(stale) => Err(Error::Io(format!(
-                    "a completion arrived for a request that is not in flight ({stale})"
-                ))),
-            };
-            if let Err(e) = r {
-                error.get_or_insert(e);
-            }
-        };
-        let n = policy
-            .wait(&mut **q, min, &mut sink)
-            .map_err(|e| Error::Io(format!("waiting for completions failed: {e}")))?;
-        match self.error.take() {
-            Some(e) => Err(e),
-            None => Ok(n),
-        }
-    }
-
-    /// Waits until the request `h` has completed (handling any others that complete first).
-    pub fn wait_for(&mut self, h: Handle) -> Result<()> {
-        if !self.slab.is_live(h) {
-            return Err(Error::Usage(format!(
-                "{}",
-                crate::request::StaleHandle {
-                    index: h.index(),
-                    generation: h.generation()
-                }
-            )));
-        }
-        while self.slab.is_live(h) {
-            self.reap(1)?;
-        }
-        Ok(())
-    }
-
-    /// Runs the job loop until `stop`, then drains every request in flight.
-    pub fn run(&mut self, stop: Stop) -> Result<()> {
-        let r = self.run_inner(stop);
-        // Every submitted request completes exactly once, error or not.
-        let d = self.drain();
-        r.and(d)
-    }
-
-    fn stopped(&self, stop: Stop) -> bool {
-        match stop {
-            Stop::At(t) => self.clock.now_ns() >= t,
-            Stop::Ios(n) => self.submitted >= n,
-            Stop::Either(t, n) => self.submitted >= n || self.clock.now_ns() >= t,
-        }
-    }
-
-    fn run_inner(&mut self, stop: Stop) -> Result<()> {
-        let depth = self.cfg.iodepth as usize;
-        let batch = self.cfg.batch_submit as usize;
-        loop {
-            let mut queued = 0;
-            while self.slab.live() < depth && !self.stopped(stop) {
-                let (dir, off) = self.next_io();
-                self.push_one(dir, off)?;
-                queued += 1;
-                // A full batch is submitted now, unless it is the last of this fill: that one
-                // goes below, where a blocking policy can fold it into its wait.
-                if queued == batch && self.slab.live() < depth {
-                    self.submit()?;
-                    queued = 0;
-                }
-            }
-            if self.slab.live() == 0 {
-                return Ok(());
-            }
-            // A policy that blocks at once submits the last batch in the same enter.
-            if queued > 0 && !self.policy.submits_in_wait() {
-                self.submit()?;
-            }
-            let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
-            let n = self.reap(min)?;
-            if !self.cfg.thinktime.is_zero() {
-                self.since_think += n as u32;
-                if self.since_think >= self.cfg.thinktime_blocks {
-                    self.since_think = 0;
-                    self.think();
-                }
-            }
-        }
-    }
-
-    fn submit(&mut self) -> Result<()> {
-        self.q
-            .submit()
-            .map(|_| ())
-            .map_err(|e| Error::Io(format!("io_uring submit failed: {e}")))
-    }
-
-    fn think(&mut self) {
-        let spin = self.cfg.thinktime_spin.as_nanos() as u64;
-        let t0 = self.clock.now_ns();
-        // Spend CPU "on the data", as a database would, not just time.
-        let mut x = self.rng;
-        while self.clock.now_ns() - t0 < spin {
-            for _ in 0..64 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            }
-            std::hint::black_box(x);
-        }
-        let rest = self.cfg.thinktime.saturating_sub(self.cfg.thinktime_spin);
-        if !rest.is_zero() {
-            std::thread::sleep(rest);
-        }
-    }
-
-    /// Reaps every request in flight; the first error is returned after all are in.
-    pub fn drain(&mut self) -> Result<()> {
-        let mut first = None;
-        let mut failures = 0u32;
-        while self.slab.live() > 0 {
-            if let Err(e) = self.submit() {
-                first.get_or_insert(e);
-            }
-            let live = self.slab.live();
-            if let Err(e) = self.reap(1) {
-                // A failed completion still consumed its slot, so draining goes on; a queue
-                // with nothing left in flight (lost requests), a usage error, or a wait that
-                // keeps failing without progress stops it (the queue's drop then waits).
-                failures = if self.slab.live() < live {
-                    0
-                } else {
-                    failures + 1
-                };
-                let stuck =
-                    self.q.in_flight() == 0 || matches!(e, Error::Usage(_)) || failures > 1000;
-                first.get_or_insert(e);
-                if stuck {
-                    break;
-                }
-            }
-        }
-        match first {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// Reads back every block this engine wrote and verifies it.
-    pub fn verify_written(&mut self) -> Result<u64> {
-        let mut checked = 0u64;
-        let words = self.written.len();
-        let saved = self.cfg.rw;
-        // Reads of blocks in the bitmap are checked; see reap().
-        self.cfg.rw = Rw::RandRw;
-        for w in 0..words {
-            let mut bits = self.written[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                let block = w as u64 * 64 + b;
-                if self.slab.live() == self.cfg.iodepth as usize {
-                    self.reap(1)?;
-                }
-                self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
-                self.submit()?;
-                checked += 1;
-            }
-        }
-        let r = self.drain();
-        self.cfg.rw = saved;
-        r.map(|_| checked)
-    }
-
-    /// Forgets the latency and I/O counts (after a ramp).
-    pub fn reset_stats(&mut self) {
-        self.read.reset();
-        self.write.reset();
-    }
-
-    /// Reads, writes, and what the queue and policy counted.
-    pub fn stats(&self) -> (DirStats, DirStats, QueueCounters, PolicyCounters) {
-        (
-            self.read.clone(),
-            self.write.clone(),
-            self.q.counters(),
-            self.policy.counters(),
-        )
-    }
-
-    /// What the policy believes.
-    pub fn beliefs(&self) -> Vec<(String, f64)> {
-        self.policy.beliefs()
-    }
-}
-
-fn dir_name(d: Dir) -> &'static str {
-    match d {
-        Dir::Read => "read",
-        Dir::Write => "write",
-    }
-}
-
-fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
-    let e = std::io::Error::from_raw_os_error(errno);
-    if cfg.hipri && (errno == libc::EOPNOTSUPP || errno == libc::EINVAL) {
-        return Error::Unsupported(format!(
-            "polled I/O (--hipri) is not supported for {}: it needs O_DIRECT on a device with poll queues (nvme.poll_queues > 0), and the kernel answered {e}; run without --hipri",
-            cfg.target
-        ));
-    }
-    if errno == libc::EINVAL {
-        return Error::Io(format!(
-            "{} at offset {} of {} failed: {e} (O_DIRECT needs --bs and offsets aligned to the device's block size)",
-            dir_name(meta.dir),
-            meta.offset,
-            cfg.target
-        ));
-    }
-    Error::Io(format!(
-        "{} at offset {} of {} failed: {e}",
-        dir_name(meta.dir),
-        meta.offset,
-        cfg.target
-    ))
-}
-
-fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
-    QueueCounters {
-        enters: a.enters - b.enters,
-        submitted: a.submitted - b.submitted,
-        completed: a.completed - b.completed,
-    }
-}
-
-fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
-    PolicyCounters {
-        polls: a.polls - b.polls,
-        empty_polls: a.empty_polls - b.empty_polls,
-        blocks: a.blocks - b.blocks,
-        sleeps: a.sleeps - b.sleeps,
-        slept_ns: a.slept_ns - b.slept_ns,
-        oversleeps: a.oversleeps - b.oversleeps,
-        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
-        grows: a.grows - b.grows,
-        shrinks: a.shrinks - b.shrinks,
-        window_ns: a.window_ns,
-    }
-}
-
-/// Sets the calling thread's timer slack to 1 ns, so microsecond sleeps are not rounded up to
-/// the default 50 µs.
-pub fn set_timer_slack_1ns() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
 /// Builds one job thread's io_uring queue for `spec` over `file`.
@@ -1245,7 +639,7 @@ fn job_thread(
     fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
 ) -> Result<ThreadOut> {
-    set_timer_slack_1ns();
+    pollwise::set_timer_slack_1ns();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -1263,9 +657,9 @@ fn job_thread(
         if let IoEngine::Sim(model) = spec.ioengine {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
-            let cfg = EngineConfig::from_spec(spec, target.size);
+            let cfg = engine_config(spec, target.size);
             let policy = spec.policy.build(clock.clone());
-            let engine = Engine::new(Box::new(q), policy, clock.clone(), cfg);
+            let engine = Engine::new(Box::new(q), policy, clock.clone(), cfg)?;
             return Ok((ramp(engine)?, None));
         }
         let writable = spec.rw.writes();
@@ -1288,7 +682,7 @@ fn job_thread(
             }
         }
         let mut q = q?;
-        let cfg = EngineConfig::from_spec(spec, target.size);
+        let cfg = engine_config(spec, target.size);
         let policy = spec.policy.build(clock.clone());
         let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align);
         if spec.fixedbufs {
@@ -1302,7 +696,7 @@ fn job_thread(
                 ))
             })?;
         }
-        let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab);
+        let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
         Ok((ramp(engine)?, Some(file)))
     })();
     barrier.wait();
@@ -1323,7 +717,7 @@ fn job_thread(
             };
             Stop::Either(until, (io_size / spec.bs as u64).max(1))
         };
-        let r = engine.run(stop);
+        let r = engine.run(stop).map_err(Error::from);
         let t1 = clock.now_ns();
         let c1 = thread_cpu_ns();
         let r1 = Rusage::thread();

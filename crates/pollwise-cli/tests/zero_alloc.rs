@@ -5,6 +5,7 @@
 //! thread-local switch is on; the engine warms up first (so one-time growth is done), then runs
 //! thousands of real O_DIRECT reads with the switch on.
 
+#[path = "jobs_common.rs"]
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -14,9 +15,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pollwise::clock;
+use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::workload::{prepare_target, Engine, EngineConfig, JobSpec, Rw, Stop};
+use pollwise_cli::job::{engine_config, prepare_target, JobSpec, Rw};
 
 struct Counting;
 
@@ -84,8 +86,9 @@ fn steady_state_allocates_nothing_per_io() {
                 Box::new(q),
                 PolicyConfig::new(mode).build(clock.clone()),
                 clock,
-                EngineConfig::from_spec(&spec, target.size),
-            );
+                engine_config(&spec, target.size),
+            )
+            .unwrap();
             e.run(Stop::Ios(2_000)).unwrap();
             ALLOCS.store(0, Ordering::Relaxed);
             COUNTING.with(|c| c.set(true));

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use pollwise::queue::{Op, OpKind, Queue};
 use pollwise::request::AlignedBuf;
-use pollwise::workload::{run_job, uring_for, JobSpec};
+use pollwise_cli::job::{run_job, uring_for, JobSpec};
 
 fn sqpoll_threads() -> usize {
     std::fs::read_dir("/proc/self/task")

@@ -1,0 +1,15 @@
+//! The `pollwise` command's parts: fio's world on top of the pollwise library.
+//!
+//! The library knows nothing of the command line; everything that speaks fio lives here: the
+//! options, jobs and their threads, laying out files, the scenarios and the reports. The binary
+//! (`main.rs`) only dispatches; the parts are a library so the integration tests can drive them.
+
+pub mod compare;
+pub mod error;
+pub mod job;
+pub mod opts;
+pub mod report;
+pub mod scenario;
+pub mod target;
+
+pub use error::{Error, Result};
