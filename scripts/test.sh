@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: every test of the workspace on real io_uring, then the loom models.
-# Needs only Rust (cargo) and a Linux kernel with io_uring enabled.
+# The test command: the checks that hold the line, every test of the workspace on real io_uring
+# (examples and doc examples included), then the loom models.
+# Needs only Rust (cargo, with rustfmt and clippy) and a Linux kernel with io_uring enabled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,7 +10,15 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != "0" ];
   exit 1
 fi
 
-cargo test --workspace --locked
+echo "== format, lints, docs"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings -W clippy::undocumented_unsafe_blocks
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --lib --no-deps --locked
+
+echo "== tests (unit, integration, doc examples; examples are built)"
+cargo test --workspace --all-targets --locked
+cargo test --workspace --doc --locked
 # Lock-free protocols, model-checked (a separate target dir: cfg(loom) rebuilds everything).
+echo "== loom models"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p pollwise --lib --release --locked -- loom

@@ -1,3 +1,4 @@
+#![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 //! pollwise: how a program waits for I/O completions, and what each way costs.
 //!
 //! Fast devices complete I/O in a few microseconds, the same order as a context switch, so *how*
