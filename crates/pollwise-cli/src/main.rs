@@ -92,7 +92,7 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
 /// when it printed help.
 fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
     let Some(cmd) = args.first() else {
-        print!("{}", help::general());
+        emit(&help::general());
         return Ok(None);
     };
     let rest = &args[1..];
@@ -102,16 +102,16 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
             None if what.is_empty() => rest.first().cloned().unwrap_or_else(|| "all".into()),
             None => return Err(Error::Usage(options::unknown_option(&cmd[2..], None))),
         };
-        print!("{}", help::cmdhelp(&what, None)?);
+        emit(&help::cmdhelp(&what, None)?);
         return Ok(None);
     }
     let (spec, rest) = match cmd.as_str() {
         "help" | "--help" | "-h" => {
-            print!("{}", help_topic(rest)?);
+            emit(&help_topic(rest)?);
             return Ok(None);
         }
         "--version" | "version" => {
-            println!("pollwise {}", env!("CARGO_PKG_VERSION"));
+            emit(&format!("pollwise {}\n", env!("CARGO_PKG_VERSION")));
             return Ok(None);
         }
         "run" | "compare" => (
@@ -121,7 +121,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
         "scenario" => {
             let Some(name) = rest.first().filter(|n| !n.starts_with('-')) else {
                 if rest.iter().any(|a| a == "--help" || a == "-h") {
-                    print!("{}", help::scenarios_help());
+                    emit(&help::scenarios_help());
                     return Ok(None);
                 }
                 return Err(Error::Usage(
@@ -141,7 +141,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
     };
     let mut o = match parse_for(spec, rest)? {
         Parsed::Help(h) => {
-            print!("{h}");
+            emit(&h);
             return Ok(None);
         }
         Parsed::Run(o) => o,
@@ -156,18 +156,28 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
     Ok(Some((out, json)))
 }
 
+/// Writes to stdout; a closed pipe (`pollwise ... | head`) is not an error worth a panic.
+fn emit(s: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match real_main(&args) {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some((out, json))) => {
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&out.json).expect("JSON serialises")
-                );
+                match serde_json::to_string_pretty(&out.json) {
+                    Ok(j) => emit(&format!("{j}\n")),
+                    Err(e) => {
+                        eprintln!("pollwise: cannot write the JSON report: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
             } else {
-                print!("{}", out.text);
+                emit(&out.text);
             }
             ExitCode::SUCCESS
         }

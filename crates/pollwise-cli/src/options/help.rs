@@ -135,7 +135,12 @@ pub fn cmdhelp(what: &str, cmd: Option<&CommandSpec>) -> Result<String> {
     let o = lookup(what).ok_or_else(|| Error::Usage(unknown_option(what, cmd)))?;
     let mut h = String::new();
     let _ = writeln!(h, "name: {}", o.name);
-    let _ = writeln!(h, "alias: {}", o.aliases.join(", "));
+    let alias = if o.aliases.is_empty() {
+        "(none)".to_string()
+    } else {
+        o.aliases.join(", ")
+    };
+    let _ = writeln!(h, "alias: {alias}");
     let _ = writeln!(h, "type: {}", o.kind.describe());
     let d = cmd.map_or(o.default, |c| c.default_of(o));
     let _ = writeln!(

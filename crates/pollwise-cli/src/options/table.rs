@@ -730,6 +730,102 @@ mod tests {
     }
 
     #[test]
+    fn scenario_defaults_match_the_scenarios() {
+        use crate::options::value::Value;
+        use crate::scenario::{
+            fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
+        };
+        use std::time::Duration;
+        let get = |cmd: &str, n: &str| {
+            let o = lookup(n).unwrap();
+            match command(cmd).unwrap().default_of(o) {
+                Default::Value(v) => parse_value(o, n, Some(v)).unwrap(),
+                other => panic!("{cmd} {n}: {other:?}"),
+            }
+        };
+        let secs = |d: Duration| Value::Duration(d);
+        assert_eq!(VARIANTS, shared_poller::VARIANTS);
+        assert_eq!(
+            get("fairness", "burst"),
+            Value::Int(fairness::DEFAULT_BURST)
+        );
+        assert_eq!(
+            get("fairness", "iodepth"),
+            Value::Int(fairness::DEFAULT_HEAVY_DEPTH.into())
+        );
+        assert_eq!(get("fairness", "runtime"), secs(fairness::DEFAULT_RUNTIME));
+        assert_eq!(
+            get("fairness", "poller_depth"),
+            Value::Int(fairness::DEFAULT_POLLER_DEPTH.into())
+        );
+        assert_eq!(
+            get("shared-poller", "iodepth"),
+            Value::Int(shared_poller::DEFAULT_HEAVY_DEPTH.into())
+        );
+        assert_eq!(
+            get("shared-poller", "runtime"),
+            secs(shared_poller::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("shared-poller", "sparse_interval"),
+            secs(shared_poller::DEFAULT_SPARSE_INTERVAL)
+        );
+        assert_eq!(
+            get("shared-poller", "size"),
+            Value::Size(shared_poller::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("hybrid-contention", "batch"),
+            Value::Int(hybrid_contention::DEFAULT_BATCH.into())
+        );
+        assert_eq!(
+            get("hybrid-contention", "thinktime"),
+            secs(hybrid_contention::DEFAULT_THINK)
+        );
+        assert_eq!(
+            get("hybrid-contention", "runtime"),
+            secs(hybrid_contention::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("hybrid-contention", "size"),
+            Value::Size(hybrid_contention::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("idle-sources", "poll_idle_ms"),
+            Value::Int(idle_sources::DEFAULT_POLL_IDLE_MS)
+        );
+        assert_eq!(
+            get("idle-sources", "runtime"),
+            secs(idle_sources::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("idle-sources", "ramp_time"),
+            secs(idle_sources::DEFAULT_RAMP)
+        );
+        assert_eq!(
+            get("idle-sources", "rounds"),
+            Value::Int(idle_sources::DEFAULT_ROUNDS.into())
+        );
+        assert_eq!(
+            get("idle-sources", "size"),
+            Value::Size(idle_sources::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("slow-handler", "handler_us"),
+            Value::Int(slow_handler::DEFAULT_HANDLER_US)
+        );
+        assert_eq!(
+            get("slow-handler", "iodepth"),
+            Value::Int(slow_handler::DEFAULT_IODEPTH.into())
+        );
+        assert_eq!(
+            get("compare", "size"),
+            Value::Size(crate::compare::DEFAULT_SIZE)
+        );
+        assert_eq!(get("compare", "warmup"), secs(Duration::from_millis(500)));
+    }
+
+    #[test]
     fn lookups_and_suggestions() {
         assert_eq!(
             lookup("iodepth_batch").unwrap().name,
