@@ -14,7 +14,7 @@ use pollwise::policy::Mode;
 use pollwise::stats::{Stats, PERCENTILES};
 use serde_json::json;
 
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::{jobs_json, table, us, JobFigures, Output};
 use crate::target::default_target;
 
@@ -64,11 +64,6 @@ pub fn take_modes(o: &mut Opts) -> Result<Vec<Mode>> {
 
 /// Runs `pollwise compare` with the options in `o`.
 pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
-    if o.has("mode") {
-        return Err(Error::Usage(
-            "`pollwise compare` takes --modes=a,b,... (several), not --mode".into(),
-        ));
-    }
     let modes = take_modes(o)?;
     let rounds = o.take_u32("rounds")?.unwrap_or(5);
     if rounds == 0 {

@@ -9,7 +9,7 @@
 pub mod compare;
 pub mod error;
 pub mod job;
-pub mod opts;
+pub mod options;
 pub mod report;
 pub mod scenario;
 pub mod target;

@@ -1,107 +1,131 @@
 //! The `pollwise` command: an fio-like benchmark of how to wait for I/O completions.
 //!
-//! Thin by design: parse the options, build a job, call the library, print the report.
+//! Thin by design: parse the options against the table, build a job, call the library, print the
+//! report.
 
 use std::process::ExitCode;
 
-use pollwise::policy::Mode;
+use serde_json::{json, Map, Value};
+
 use pollwise_cli::job::run_job;
+use pollwise_cli::options::table::{self, CommandSpec};
+use pollwise_cli::options::{self, cmdline, help, Opts};
 use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
-use pollwise_cli::{compare, opts, scenario, Error, Result};
+use pollwise_cli::{compare, scenario, Error, Result};
 
-const HELP: &str = "\
-pollwise: how to wait for I/O completions, and what each way costs.
-
-usage:
-  pollwise compare [job options] [--modes=a,b,...] [--rounds=N] [--warmup=T]
-      Runs one job under several wait modes in interleaved rounds and reports medians.
-      With no --filename it creates a 256 MiB file in the temp directory and removes it.
-  pollwise run [job options] [--mode=MODE]
-      Runs one job, like fio.
-  pollwise scenario NAME [options]
-      Reproduces a seed's experiment (NAME: see below).
-  pollwise help | --version
-
-job options (fio's names; --name=value or --name value; a bare flag means 1):
-  --filename=PATH  --size=256M  --rw=read|write|randread|randwrite|randrw  --rwmixread=50
-  --bs=4k  --iodepth=1  --direct=1  --runtime=10s  --time_based  --io_size=SIZE  --ramp_time=T
-  --numjobs=1  --iodepth_batch_submit=1  --iodepth_batch_complete_min=1  --registerfiles
-  --fixedbufs  --sqthread_poll  --sqthread_poll_cpu=N  --sqthread_idle=1000ms  --sqthread_share
-  --hipri  --hybrid_iopoll  --coop_taskrun  --defer_taskrun  --single_issuer  --verify=crc32c
-  --thinktime=T  --thinktime_spin=T  --thinktime_blocks=N  --randseed=N  --ioengine=io_uring|sim
-  --sim_latency=fixed:10us|uniform:8us,12us|normal:10us,1us|lognormal:10us,0.5|bimodal:10us,100us,0.1
-  --output-format=normal|json
-  pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.
-wait modes (--mode / --modes):
-";
-
-fn help() -> String {
-    let mut h = HELP.to_string();
-    h.push_str(&format!("  {}\n", Mode::all_names()));
-    h.push_str("  policy knobs: --hybrid_fraction=0.5  --poll_max_ns=32768  --poll_grow=0  --poll_shrink=0\n");
-    h.push_str("                --hybrid_stat=mean|min|p10 (which predicted latency hybrid sleeps a fraction of)\n");
-    h.push_str("scenarios:\n");
-    for (name, what) in scenario::SCENARIOS {
-        h.push_str(&format!("  {name:<20} {what}\n"));
-    }
-    h
-}
-
-fn cmd_run(o: &mut opts::Opts) -> Result<Output> {
-    if o.has("modes") {
-        return Err(Error::Usage(
-            "`pollwise run` takes one --mode; use `pollwise compare --modes=...` for several"
-                .into(),
-        ));
-    }
+fn cmd_run(o: &mut Opts) -> Result<Output> {
+    let given = o.job_options();
     let spec = o.job_spec()?;
     o.finish()?;
     let stats = run_job(&spec)?;
     let f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), &stats);
+    let mut job = f.json();
+    // fio's "job options": the options the user gave, as written.
+    let opts: Map<String, Value> = given
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    job["job options"] = Value::Object(opts);
     Ok(Output {
         text: run_text(&f),
-        json: jobs_json(vec![f.json()]),
+        json: jobs_json(vec![job]),
     })
 }
 
-/// Runs the command in `args`; returns the report and whether to print it as JSON.
+/// `pollwise help [TOPIC...]`.
+fn help_topic(topic: &[String]) -> Result<String> {
+    let words: Vec<&str> = topic.iter().map(String::as_str).collect();
+    let spec = |name: &str| table::command(name);
+    match words.as_slice() {
+        [] => Ok(help::general()),
+        ["scenario"] | ["scenarios"] => Ok(help::scenarios_help()),
+        ["scenario", name] => match spec(name).filter(|c| c.scenario) {
+            Some(c) => Ok(help::command_help(c)),
+            None => Err(unknown_scenario(name)),
+        },
+        [name] => match spec(name) {
+            Some(c) => Ok(help::command_help(c)),
+            None => Err(Error::Usage(format!(
+                "no help on '{name}': try `pollwise help run`, `pollwise help compare` or `pollwise help scenario NAME`"
+            ))),
+        },
+        _ => Err(Error::Usage(
+            "`pollwise help` takes one topic: a command, or `scenario NAME`".into(),
+        )),
+    }
+}
+
+fn unknown_scenario(name: &str) -> Error {
+    let names: Vec<&str> = table::scenarios().map(|s| s.name).collect();
+    Error::Usage(format!(
+        "unknown scenario '{name}': use one of {}",
+        names.join(", ")
+    ))
+}
+
+/// What a command's words ask for: help, or a run with checked options.
+enum Parsed {
+    Help(String),
+    Run(Opts),
+}
+
+/// Parses `rest` for `cmd`: `--help`/`-h` anywhere and `--cmdhelp` answer at once.
+fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
+    let line = cmdline::parse(rest)?;
+    if line.help {
+        return Ok(Parsed::Help(help::command_help(cmd)));
+    }
+    if let Some(s) = line.last("cmdhelp") {
+        let what = s.value.as_deref().unwrap_or("all");
+        return help::cmdhelp(what, Some(cmd)).map(Parsed::Help);
+    }
+    Opts::resolve(cmd, &line).map(Parsed::Run)
+}
+
+/// Runs the command in `args`; returns the report and whether to print it as JSON, or `None`
+/// when it printed help.
 fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
     let Some(cmd) = args.first() else {
-        print!("{}", help());
+        emit(&help::general());
         return Ok(None);
     };
     let rest = &args[1..];
-    let (o, out, json) = match cmd.as_str() {
+    if let Some(what) = cmd.strip_prefix("--cmdhelp") {
+        let what = match what.strip_prefix('=') {
+            Some(w) => w.to_string(),
+            None if what.is_empty() => rest.first().cloned().unwrap_or_else(|| "all".into()),
+            None => return Err(Error::Usage(options::unknown_option(&cmd[2..], None))),
+        };
+        emit(&help::cmdhelp(&what, None)?);
+        return Ok(None);
+    }
+    let (spec, rest) = match cmd.as_str() {
         "help" | "--help" | "-h" => {
-            print!("{}", help());
+            emit(&help_topic(rest)?);
             return Ok(None);
         }
         "--version" | "version" => {
-            println!("pollwise {}", env!("CARGO_PKG_VERSION"));
+            emit(&format!("pollwise {}\n", env!("CARGO_PKG_VERSION")));
             return Ok(None);
         }
-        "run" => {
-            let mut o = opts::parse("run", rest)?;
-            let json = o.take_json()?;
-            let out = cmd_run(&mut o)?;
-            (o, out, json)
-        }
-        "compare" => {
-            let mut o = opts::parse("compare", rest)?;
-            let json = o.take_json()?;
-            let out = compare::run(&mut o, json)?;
-            (o, out, json)
-        }
+        "run" | "compare" => (
+            table::command(cmd).expect("run and compare are in the table"),
+            rest,
+        ),
         "scenario" => {
-            let Some(name) = rest.first().filter(|n| !n.starts_with("--")) else {
+            let Some(name) = rest.first().filter(|n| !n.starts_with('-')) else {
+                if rest.iter().any(|a| a == "--help" || a == "-h") {
+                    emit(&help::scenarios_help());
+                    return Ok(None);
+                }
                 return Err(Error::Usage(
-                    "`pollwise scenario` needs a NAME: see `pollwise help`".into(),
+                    "`pollwise scenario` needs a NAME: see `pollwise scenario --help`".into(),
                 ));
             };
-            let mut o = opts::parse(&format!("scenario {name}"), &rest[1..])?;
-            let json = o.take_json()?;
-            let out = scenario::run(name, &mut o)?;
-            (o, out, json)
+            match table::command(name).filter(|c| c.scenario) {
+                Some(c) => (c, &rest[1..]),
+                None => return Err(unknown_scenario(name)),
+            }
         }
         other => {
             return Err(Error::Usage(format!(
@@ -109,8 +133,28 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
             )))
         }
     };
+    let mut o = match parse_for(spec, rest)? {
+        Parsed::Help(h) => {
+            emit(&h);
+            return Ok(None);
+        }
+        Parsed::Run(o) => o,
+    };
+    let json = o.take_json()?;
+    let out = match spec.name {
+        "run" => cmd_run(&mut o)?,
+        "compare" => compare::run(&mut o, json)?,
+        name => scenario::run(name, &mut o)?,
+    };
     o.finish()?;
     Ok(Some((out, json)))
+}
+
+/// Writes to stdout; a closed pipe (`pollwise ... | head`) is not an error worth a panic.
+fn emit(s: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
 }
 
 fn main() -> ExitCode {
@@ -119,12 +163,15 @@ fn main() -> ExitCode {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some((out, json))) => {
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&out.json).expect("JSON serialises")
-                );
+                match serde_json::to_string_pretty(&out.json) {
+                    Ok(j) => emit(&format!("{j}\n")),
+                    Err(e) => {
+                        eprintln!("pollwise: cannot write the JSON report: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
             } else {
-                print!("{}", out.text);
+                emit(&out.text);
             }
             ExitCode::SUCCESS
         }

@@ -24,6 +24,7 @@ pub mod reactor;
 pub mod request;
 pub mod spsc;
 pub mod stats;
+pub mod units;
 pub mod verify;
 
 pub use error::{Error, Result};

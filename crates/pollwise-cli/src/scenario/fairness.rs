@@ -32,10 +32,9 @@ use pollwise::stats::DirStats;
 use serde_json::json;
 
 use super::shared_poller::{
-    client_cpus, jain, joined, next_offset, open_file, prepare_file, reject_fixed,
-    take_poller_config, FIXED,
+    client_cpus, jain, joined, next_offset, open_file, prepare_file, take_poller_config,
 };
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::{table, us, Output};
 
 /// Heavy clients.
@@ -83,11 +82,8 @@ struct Shared {
 
 /// Runs the scenario with the options in `o`.
 pub fn run(o: &mut Opts) -> Result<Output> {
-    reject_fixed(
-        o,
-        FIXED,
-        "use --iodepth, --burst and the --poller_* options",
-    )?;
+    // numjobs, rw, sqthread_poll, sqthread_poll_cpu, sqthread_share and ioengine are set by the
+    // scenario: the option table refuses them (see `options::table::COMMANDS`).
     let burst = o.take_u64("burst")?.unwrap_or(DEFAULT_BURST);
     if burst == 0 || burst > 1 << 20 {
         return Err(Error::Usage(format!(

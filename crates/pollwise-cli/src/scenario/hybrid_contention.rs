@@ -24,7 +24,7 @@ use pollwise::stats::Stats;
 use serde_json::json;
 
 use crate::compare::take_modes;
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::target::{default_target, TempFile};
 
@@ -67,19 +67,8 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         }
         Some(b) => b,
     };
-    for fixed in [
-        "numjobs",
-        "iodepth",
-        "mode",
-        "thinktime_spin",
-        "thinktime_blocks",
-    ] {
-        if o.has(fixed) {
-            return Err(Error::Usage(format!(
-                "--{fixed} is set by the scenario: use --threads, --batch, --modes and --thinktime"
-            )));
-        }
-    }
+    // numjobs, iodepth, mode, thinktime_spin and thinktime_blocks are set by the scenario: the
+    // option table refuses them (see `options::table::COMMANDS`).
     let mut spec = o.job_spec_from(JobSpec {
         thinktime: DEFAULT_THINK,
         runtime: DEFAULT_RUNTIME,

@@ -28,7 +28,7 @@ use pollwise::reactor::{FdMonKind, ReactorConfig};
 use serde_json::json;
 
 use crate::compare::median;
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::target::{default_target, TempFile};
 
@@ -57,28 +57,15 @@ pub struct Common {
 }
 
 /// Takes `--fdmon` and the job options that apply to the daemon (filename, size, bs, iodepth,
-/// runtime, ramp_time, randseed, poll_max_ns/grow/shrink), rejecting those that do not. The
-/// caller has taken its own options; this calls [`Opts::finish`].
+/// runtime, ramp_time, randseed, poll_max_ns/grow/shrink; the option table refuses the others).
+/// The caller has taken its own options; this calls [`Opts::finish`].
 pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result<Common> {
     let fdmon = match o.take_str("fdmon")? {
         Some(v) => v.parse::<FdMonKind>()?,
         None => FdMonKind::IoUring,
     };
-    for fixed in [
-        "numjobs",
-        "mode",
-        "ioengine",
-        "hipri",
-        "sqthread_poll",
-        "verify",
-        "direct",
-    ] {
-        if o.has(fixed) {
-            return Err(Error::Usage(format!(
-                "--{fixed} does not apply to `pollwise scenario {scenario}`: the daemon reads with one io_uring ring and O_DIRECT; see `pollwise help`"
-            )));
-        }
-    }
+    // Job options the daemon does not use (numjobs, mode, ioengine, hipri, ...) are refused by
+    // the option table (see `options::table::COMMANDS`).
     let rounds = o.take_u32("rounds")?.unwrap_or(DEFAULT_ROUNDS);
     if rounds == 0 || rounds > 100 {
         return Err(Error::Usage(format!(

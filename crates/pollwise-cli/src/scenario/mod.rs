@@ -1,7 +1,7 @@
 //! Scenarios: each seed's experiment, reproduced on this machine.
 //!
-//! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; this table maps names
-//! to them.
+//! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; [`run`] maps names to
+//! them. Their names, help lines and options are in the option table (`options::table`).
 
 pub mod daemon;
 pub mod fairness;
@@ -12,32 +12,8 @@ pub mod slow_handler;
 
 use crate::{Error, Result};
 
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::Output;
-
-/// The scenarios, by name, with a line of help each.
-pub const SCENARIOS: &[(&str, &str)] = &[
-    (
-        "hybrid-contention",
-        "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
-    ),
-    (
-        "shared-poller",
-        "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
-    ),
-    (
-        "fairness",
-        "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
-    ),
-    (
-        "idle-sources",
-        "seed 003: one active channel among many idle ones, idle-source pruning on/off/single",
-    ),
-    (
-        "slow-handler",
-        "seed 003: a 40 us handler per request, its run time kept out of polling or not",
-    ),
-];
 
 /// Runs scenario `name`.
 pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
@@ -55,8 +31,6 @@ pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
 }
 
 fn names() -> String {
-    if SCENARIOS.is_empty() {
-        return "(none yet)".into();
-    }
-    SCENARIOS.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+    let names: Vec<&str> = crate::options::table::scenarios().map(|s| s.name).collect();
+    names.join(", ")
 }

@@ -34,7 +34,7 @@ use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
 use serde_json::json;
 
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::target::{default_target, TempFile};
 
@@ -63,7 +63,7 @@ pub fn take_poller_config(o: &mut Opts, default_depth: u32) -> Result<PollerConf
     if let Some(v) = o.take_u32("poller_batch")? {
         c.batch = v;
     }
-    if let Some(v) = o.take_duration_unit("poller_idle_us", 1_000)? {
+    if let Some(v) = o.take_duration("poller_idle_us")? {
         c.idle = v;
     }
     if let Some(v) = o.take_size("poller_quantum")? {
@@ -97,29 +97,6 @@ pub fn client_cpus(poller_cpu: Option<usize>) -> Vec<usize> {
     } else {
         rest
     }
-}
-
-/// Job options the shared-poller scenarios set themselves.
-pub const FIXED: &[&str] = &[
-    "numjobs",
-    "rw",
-    "readwrite",
-    "sqthread_poll",
-    "sqthread_poll_cpu",
-    "sqthread_share",
-    "ioengine",
-];
-
-/// Rejects job options the scenario sets itself.
-pub fn reject_fixed(o: &Opts, fixed: &[&str], what: &str) -> Result<()> {
-    for f in fixed {
-        if o.has(f) {
-            return Err(Error::Usage(format!(
-                "--{f} is set by the scenario: {what}"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Makes the scenario's file in the temp directory when no `--filename` was given, lays it out
@@ -192,26 +169,16 @@ struct Setup {
 
 /// Runs the scenario with the options in `o`.
 pub fn run(o: &mut Opts) -> Result<Output> {
-    reject_fixed(
-        o,
-        FIXED,
-        "use --iodepth, --sparse_interval, --variants and the --poller_* options",
-    )?;
+    // numjobs, rw, sqthread_poll, sqthread_poll_cpu, sqthread_share and ioengine are set by the
+    // scenario: the option table refuses them (see `options::table::COMMANDS`).
     let variants = match o.take_str_list("variants")? {
         None => VARIANTS.to_vec(),
         Some(v) => {
-            let mut out = Vec::new();
-            for name in v {
-                match VARIANTS.iter().find(|&&k| k == name) {
-                    Some(&k) => out.push(k),
-                    None => {
-                        return Err(Error::Usage(format!(
-                            "--variants: unknown variant '{name}': use some of {}",
-                            VARIANTS.join(",")
-                        )))
-                    }
-                }
-            }
+            // The table checked every name against its VARIANTS (a test keeps the two equal).
+            let out: Vec<&'static str> = v
+                .iter()
+                .filter_map(|n| VARIANTS.iter().copied().find(|k| k == n))
+                .collect();
             if out.is_empty() {
                 return Err(Error::Usage(format!(
                     "--variants is empty: use some of {}",

@@ -22,7 +22,7 @@ use crate::scenario::daemon::DaemonReport;
 use crate::{Error, Result};
 
 use super::idle_sources::{render, run_rounds, take_common, Variant, FOOTNOTE};
-use crate::opts::Opts;
+use crate::options::Opts;
 use crate::report::Output;
 
 /// CPU time per request when `--handler_us` is not given.

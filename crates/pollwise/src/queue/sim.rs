@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
+use crate::units::{self, DurationError};
 use crate::{Error, Result};
 
 /// How long the simulated device takes per operation.
@@ -116,45 +117,35 @@ fn usage(s: String) -> Error {
     Error::Usage(s)
 }
 
-/// Parses a duration with a unit: `ns`, `us`, `ms` or `s` (`10us`, `1.5ms`). A latency has no
-/// natural unit, so a bare number is refused rather than guessed.
+/// Parses a duration with a unit: `ns`, `us`, `ms` or `s` (`10us`, `1.5ms`; the grammar of
+/// [`units::parse_duration`]). A latency has no natural unit, so a bare number is refused rather
+/// than guessed.
 pub fn parse_duration_ns(s: &str, what: &str) -> Result<u64> {
     let s = s.trim();
-    if s.starts_with('-') {
-        return Err(usage(format!(
+    let d = units::parse_duration(s, None).map_err(|e| match e {
+        DurationError::Negative => usage(format!(
             "{what}: '{s}' is negative: durations are at least 0, e.g. 10us"
-        )));
-    }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => {
-            return Err(usage(format!(
-                "{what}: '{s}' has no unit: write e.g. 10us (ns, us, ms or s)"
-            )))
+        )),
+        DurationError::NoUnit => usage(format!(
+            "{what}: '{s}' has no unit: write e.g. 10us (ns, us, ms or s)"
+        )),
+        DurationError::UnknownUnit(unit) => usage(format!(
+            "{what}: '{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
+        )),
+        DurationError::NoNumber => {
+            usage(format!("{what}: '{s}' is not a duration: write e.g. 10us"))
         }
-        _ => {
-            return Err(usage(format!(
-                "{what}: '{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
-            )))
-        }
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| usage(format!("{what}: '{s}' is not a duration: write e.g. 10us")))?;
-    let ns = v * scale;
-    if !ns.is_finite() || ns > 1e15 {
+        DurationError::TooLong => usage(format!(
+            "{what}: '{s}' is too long: use at most a few seconds"
+        )),
+    })?;
+    let ns = d.as_nanos();
+    if ns > 1_000_000_000_000_000 {
         return Err(usage(format!(
             "{what}: '{s}' is too long: use at most a few seconds"
         )));
     }
-    Ok(ns.round() as u64)
+    Ok(ns as u64)
 }
 
 fn parse_fraction(s: &str, what: &str) -> Result<f64> {

@@ -1,0 +1,253 @@
+//! From checked option values to a job: the one place a [`JobSpec`] is built from options.
+
+use std::str::FromStr;
+
+use crate::job::{IoEngine, JobSpec};
+use crate::{Error, Result};
+use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::predict::Statistic;
+use pollwise::queue::sim::LatencyModel;
+
+use super::Opts;
+
+fn usage(s: String) -> Error {
+    Error::Usage(s)
+}
+
+impl Opts {
+    /// Takes every job option (fio's names, `--mode` and the policy knobs) into a [`JobSpec`]
+    /// with `pollwise run`'s defaults.
+    pub fn job_spec(&mut self) -> Result<JobSpec> {
+        self.job_spec_from(JobSpec::default())
+    }
+
+    /// As [`Opts::job_spec`], over a command's own defaults `base` (a scenario's runtime, ...).
+    pub fn job_spec_from(&mut self, base: JobSpec) -> Result<JobSpec> {
+        let mut s = base;
+        if let Some(v) = self.take_str("name")? {
+            s.name = v;
+        }
+        if let Some(v) = self.take_str("filename")? {
+            s.filename = v.into();
+        }
+        let latency = self.take_str("sim_latency")?;
+        match (self.take_str("ioengine")?.as_deref(), latency) {
+            (None | Some("io_uring"), None) => {}
+            (Some("sim"), l) => {
+                let l = l.as_deref().unwrap_or("fixed:10us");
+                s.ioengine = IoEngine::Sim(l.parse::<LatencyModel>()?);
+            }
+            (None | Some("io_uring"), Some(_)) => {
+                return Err(usage(
+                    "--sim_latency needs --ioengine=sim: it is the simulated device's latency"
+                        .into(),
+                ))
+            }
+            (Some(e), _) => {
+                return Err(usage(format!(
+                    "--ioengine={e} is not supported: use --ioengine=io_uring or --ioengine=sim"
+                )))
+            }
+        }
+        if let Some(v) = self.take_size("size")? {
+            s.size = v;
+        }
+        if let Some(v) = self.take_size("io_size")? {
+            s.io_size = v;
+        }
+        if let Some(v) = self.take_str("rw")? {
+            s.rw = crate::job::parse_rw(&v)?;
+        }
+        if let Some(v) = self.take_u32("rwmixread")? {
+            s.rwmixread = v;
+        }
+        if let Some(v) = self.take_size("bs")? {
+            s.bs = u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")))?;
+        }
+        if let Some(v) = self.take_u32("iodepth")? {
+            s.iodepth = v;
+        }
+        if let Some(v) = self.take_bool("direct")? {
+            s.direct = v;
+        }
+        if let Some(v) = self.take_duration("runtime")? {
+            s.runtime = v;
+        }
+        if let Some(v) = self.take_bool("time_based")? {
+            s.time_based = v;
+        }
+        if let Some(v) = self.take_duration("ramp_time")? {
+            s.ramp_time = v;
+        }
+        if let Some(v) = self.take_u32("numjobs")? {
+            s.numjobs = v;
+        }
+        if let Some(v) = self.take_u32("iodepth_batch_submit")? {
+            s.iodepth_batch_submit = v;
+        }
+        if let Some(v) = self.take_u32("iodepth_batch_complete_min")? {
+            s.iodepth_batch_complete_min = v;
+        }
+        if let Some(v) = self.take_bool("registerfiles")? {
+            s.registerfiles = v;
+        }
+        if let Some(v) = self.take_bool("fixedbufs")? {
+            s.fixedbufs = v;
+        }
+        if let Some(v) = self.take_bool("sqthread_poll")? {
+            s.sqthread_poll = v;
+        }
+        if let Some(v) = self.take_u32("sqthread_poll_cpu")? {
+            s.sqthread_poll_cpu = Some(v);
+        }
+        if let Some(v) = self.take_duration("sqthread_idle")? {
+            s.sqthread_idle_ms = u32::try_from(v.as_millis().max(1)).map_err(|_| {
+                usage(format!(
+                    "--sqthread_idle={v:?} is too long: use at most {} ms",
+                    u32::MAX
+                ))
+            })?;
+        }
+        if let Some(v) = self.take_bool("sqthread_share")? {
+            s.sqthread_share = v;
+        }
+        if let Some(v) = self.take_bool("hipri")? {
+            s.hipri = v;
+        }
+        if let Some(v) = self.take_bool("hybrid_iopoll")? {
+            s.hybrid_iopoll = v;
+        }
+        if let Some(v) = self.take_bool("coop_taskrun")? {
+            s.coop_taskrun = v;
+            s.taskrun_auto = false;
+        }
+        if let Some(v) = self.take_bool("defer_taskrun")? {
+            s.defer_taskrun = v;
+            s.taskrun_auto = false;
+        }
+        if let Some(v) = self.take_bool("single_issuer")? {
+            s.single_issuer = v;
+            s.taskrun_auto = false;
+        }
+        if let Some(v) = self.take_str("verify")? {
+            s.verify = match v.as_str() {
+                "crc32c" | "crc32c-intel" => true,
+                "0" | "none" => false,
+                _ => {
+                    return Err(usage(format!(
+                        "--verify={v} is not supported: use --verify=crc32c"
+                    )))
+                }
+            };
+        }
+        if let Some(v) = self.take_duration("thinktime")? {
+            s.thinktime = v;
+        }
+        if let Some(v) = self.take_duration("thinktime_spin")? {
+            s.thinktime_spin = v;
+        }
+        if let Some(v) = self.take_u32("thinktime_blocks")? {
+            s.thinktime_blocks = v;
+        }
+        if let Some(v) = self.take_u64("randseed")? {
+            s.seed = v;
+        }
+        let mode = match self.take_str("mode")? {
+            Some(m) => Mode::from_str(&m).map_err(usage)?,
+            None => s.policy.mode,
+        };
+        s.policy = self.policy_config(mode)?;
+        Ok(s)
+    }
+
+    /// Takes the policy knobs for `mode`.
+    pub fn policy_config(&mut self, mode: Mode) -> Result<PolicyConfig> {
+        let mut p = PolicyConfig::new(mode);
+        if let Some(v) = self.take_f64("hybrid_fraction")? {
+            p.hybrid_fraction = v;
+        }
+        if let Some(v) = self.take_str("hybrid_stat")? {
+            p.hybrid_stat = v.parse::<Statistic>()?;
+        }
+        if let Some(v) = self.take_u64("poll_max_ns")? {
+            p.poll_max_ns = v;
+        }
+        if let Some(v) = self.take_u64("poll_grow")? {
+            p.poll_grow = v;
+        }
+        if let Some(v) = self.take_u64("poll_shrink")? {
+            p.poll_shrink = v;
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{cmdline, table};
+    use std::time::Duration;
+
+    fn spec(cmd: &str, s: &str) -> Result<JobSpec> {
+        let a: Vec<String> = s.split_whitespace().map(String::from).collect();
+        let mut o = Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(&a)?)?;
+        let j = o.job_spec()?;
+        o.finish()?;
+        Ok(j)
+    }
+
+    #[test]
+    fn the_table_defaults_are_the_jobs_defaults() {
+        let d = JobSpec::default();
+        let t = |n: &str| match table::lookup(n).unwrap().default {
+            table::Default::Value(v) => v,
+            other => panic!("{n}: {other:?}"),
+        };
+        let from_table = spec(
+            "run",
+            &[
+                "rw",
+                "rwmixread",
+                "bs",
+                "iodepth",
+                "direct",
+                "runtime",
+                "numjobs",
+                "iodepth_batch_submit",
+                "iodepth_batch_complete_min",
+                "sqthread_idle",
+                "thinktime_blocks",
+                "randseed",
+                "mode",
+                "hybrid_fraction",
+                "hybrid_stat",
+                "poll_max_ns",
+                "poll_grow",
+                "poll_shrink",
+                "name",
+                "ramp_time",
+                "thinktime",
+            ]
+            .iter()
+            .map(|n| format!("--{n}={}", t(n)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        )
+        .unwrap();
+        assert_eq!(format!("{from_table:?}"), format!("{d:?}"));
+    }
+
+    #[test]
+    fn fio_units_and_aliases() {
+        let s = spec(
+            "run",
+            "--thinktime=40 --thinktime_spin=10us --sqthread_idle=5 --readwrite=randrw --iodepth=4 --iodepth_batch=8 --iodepth_batch_submit=2",
+        )
+        .unwrap();
+        assert_eq!(s.thinktime, Duration::from_micros(40));
+        assert_eq!(s.thinktime_spin, Duration::from_micros(10));
+        assert_eq!(s.sqthread_idle_ms, 5);
+        assert_eq!(s.rw, crate::job::Rw::RandRw);
+        assert_eq!(s.iodepth_batch_submit, 2);
+    }
+}

@@ -1,0 +1,324 @@
+//! Command-line options, written as fio writes them, all declared in one [`table`].
+//!
+//! fio users type `--bs=4k --direct=1 --hipri`. [`cmdline::parse`] splits the words into sections
+//! of settings (aliases resolved, in command-line order); [`Opts::resolve`] checks every setting
+//! against the table for one command (unknown options get "did you mean", options the command
+//! does not take are refused saying why, values are checked against their kind) and keeps the last
+//! value of each. Commands then *take* the typed values they know; [`Opts::finish`] names any
+//! accepted option nobody took (a table that promises more than the code reads).
+
+pub mod build;
+pub mod cmdline;
+pub mod help;
+pub mod table;
+pub mod value;
+
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+pub use cmdline::{CmdLine, Origin};
+use table::{lookup, suggest, CommandSpec, Opt, Scope};
+use value::{parse_value, Value};
+
+/// One accepted, checked setting.
+#[derive(Debug, Clone)]
+struct Item {
+    opt: &'static Opt,
+    given: String,
+    raw: Option<String>,
+    value: Value,
+    origin: Origin,
+    taken: bool,
+}
+
+/// The options of one command, checked against the table, not yet taken.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    cmd: &'static CommandSpec,
+    items: Vec<Item>,
+}
+
+fn usage(s: String) -> Error {
+    Error::Usage(s)
+}
+
+/// The message for an option the table does not know.
+pub fn unknown_option(given: &str, cmd: Option<&CommandSpec>) -> String {
+    let (whose, see) = match cmd {
+        Some(c) => (
+            format!(" for `{}`", c.invocation()),
+            format!("`{} --help`", c.invocation()),
+        ),
+        None => (String::new(), "`pollwise help`".to_string()),
+    };
+    match suggest(given, cmd) {
+        Some(s) => format!("unknown option --{given}{whose}: did you mean `--{s}`? (see {see})"),
+        None => format!("unknown option --{given}{whose}: see {see}"),
+    }
+}
+
+/// Where a setting came from, when it is worth saying (job files; the command line goes unsaid).
+fn from(origin: &Origin) -> String {
+    match origin {
+        Origin::CommandLine { .. } => String::new(),
+        o => format!(" (at {o})"),
+    }
+}
+
+impl Opts {
+    /// Checks `line` against the table for `cmd`: every option known, taken by `cmd`, with a
+    /// value of its kind. Reports the first bad one in command-line order.
+    pub fn resolve(cmd: &'static CommandSpec, line: &CmdLine) -> Result<Opts> {
+        if let Some((_, word)) = line.positional.first() {
+            return Err(usage(format!(
+                "unexpected argument '{word}' for `{}`: options are written --name=value (see `{} --help`)",
+                cmd.invocation(),
+                cmd.invocation()
+            )));
+        }
+        let mut items: Vec<Item> = Vec::new();
+        for s in line.merged() {
+            let Some(opt) = lookup(&s.key) else {
+                return Err(usage(format!(
+                    "{}{}",
+                    unknown_option(&s.given, Some(cmd)),
+                    from(&s.origin)
+                )));
+            };
+            if let Some(why) = cmd.refusal(opt, &s.given) {
+                return Err(usage(format!("{why}{}", from(&s.origin))));
+            }
+            let value = parse_value(opt, &s.given, s.value.as_deref())
+                .map_err(|m| usage(format!("{m}{}", from(&s.origin))))?;
+            // As in fio, a later value overrides an earlier one, whatever name set it.
+            items.retain(|i| i.opt.name != opt.name);
+            items.push(Item {
+                opt,
+                given: s.given.clone(),
+                raw: s.value.clone(),
+                value,
+                origin: s.origin.clone(),
+                taken: false,
+            });
+        }
+        Ok(Opts { cmd, items })
+    }
+
+    /// Whether `name` was given (without taking it).
+    pub fn has(&self, name: &str) -> bool {
+        debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
+        self.items.iter().any(|i| i.opt.name == name)
+    }
+
+    /// fio's "job options": the job options given, by canonical name, with their values as
+    /// written (a bare flag is 1), in the order given.
+    pub fn job_options(&self) -> Vec<(&'static str, String)> {
+        self.items
+            .iter()
+            .filter(|i| i.opt.scope == Scope::Job)
+            .map(|i| {
+                let v = i
+                    .raw
+                    .clone()
+                    .or_else(|| i.opt.kind.bare().map(String::from))
+                    .unwrap_or_default();
+                (i.opt.name, v)
+            })
+            .collect()
+    }
+
+    fn take(&mut self, name: &str) -> Option<&Item> {
+        debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
+        let item = self.items.iter_mut().find(|i| i.opt.name == name)?;
+        item.taken = true;
+        Some(item)
+    }
+
+    /// Takes `name`, converting its checked value with `f`.
+    fn take_as<T>(&mut self, name: &str, f: impl FnOnce(&Value) -> Option<T>) -> Result<Option<T>> {
+        let Some(item) = self.take(name) else {
+            return Ok(None);
+        };
+        f(&item.value).map(Some).ok_or_else(|| {
+            usage(format!(
+                "internal: --{} is declared as {:?} in the option table but read as another kind",
+                item.given, item.opt.kind
+            ))
+        })
+    }
+
+    /// A string (or enum) option.
+    pub fn take_str(&mut self, name: &str) -> Result<Option<String>> {
+        self.take_as(name, |v| match v {
+            Value::Word(w) => Some(w.clone()),
+            _ => None,
+        })
+    }
+
+    /// A whole number.
+    pub fn take_u64(&mut self, name: &str) -> Result<Option<u64>> {
+        self.take_as(name, |v| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// A whole number that fits in u32 (the table's range says so).
+    pub fn take_u32(&mut self, name: &str) -> Result<Option<u32>> {
+        self.take_as(name, |v| match v {
+            Value::Int(n) => u32::try_from(*n).ok(),
+            _ => None,
+        })
+    }
+
+    /// A number.
+    pub fn take_f64(&mut self, name: &str) -> Result<Option<f64>> {
+        self.take_as(name, |v| match v {
+            Value::Float(x) => Some(*x),
+            _ => None,
+        })
+    }
+
+    /// A size in bytes.
+    pub fn take_size(&mut self, name: &str) -> Result<Option<u64>> {
+        self.take_as(name, |v| match v {
+            Value::Size(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// A time (what a bare number means is the table's business).
+    pub fn take_duration(&mut self, name: &str) -> Result<Option<Duration>> {
+        self.take_as(name, |v| match v {
+            Value::Duration(d) => Some(*d),
+            _ => None,
+        })
+    }
+
+    /// A boolean.
+    pub fn take_bool(&mut self, name: &str) -> Result<Option<bool>> {
+        self.take_as(name, |v| match v {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        })
+    }
+
+    /// A comma-separated list of whole numbers.
+    pub fn take_list_u64(&mut self, name: &str) -> Result<Option<Vec<u64>>> {
+        self.take_as(name, |v| match v {
+            Value::Ints(n) => Some(n.clone()),
+            _ => None,
+        })
+    }
+
+    /// A comma-separated list of words.
+    pub fn take_str_list(&mut self, name: &str) -> Result<Option<Vec<String>>> {
+        self.take_as(name, |v| match v {
+            Value::Words(w) => Some(w.clone()),
+            _ => None,
+        })
+    }
+
+    /// `--output-format normal|json`: true for JSON.
+    pub fn take_json(&mut self) -> Result<bool> {
+        Ok(self.take_str("output_format")?.as_deref() == Some("json"))
+    }
+
+    /// Fails naming the first accepted option nobody took: the table says this command takes it
+    /// but the command did not read it.
+    pub fn finish(&self) -> Result<()> {
+        match self.items.iter().find(|i| !i.taken) {
+            None => Ok(()),
+            Some(i) => Err(usage(format!(
+                "--{} is not used by `{}`{}: see `{} --help`",
+                i.given,
+                self.cmd.invocation(),
+                from(&i.origin),
+                self.cmd.invocation()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(cmd: &str, s: &str) -> Result<Opts> {
+        let a: Vec<String> = s.split_whitespace().map(String::from).collect();
+        Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(&a)?)
+    }
+
+    #[test]
+    fn typed_takes() {
+        let mut o = opts(
+            "run",
+            "--bs=4k --iodepth 32 --hipri --direct=0 --output-format json --runtime=500ms",
+        )
+        .unwrap();
+        assert_eq!(o.take_size("bs").unwrap(), Some(4096));
+        assert_eq!(o.take_u64("iodepth").unwrap(), Some(32));
+        assert_eq!(o.take_bool("hipri").unwrap(), Some(true));
+        assert_eq!(o.take_bool("direct").unwrap(), Some(false));
+        assert!(o.take_json().unwrap());
+        assert_eq!(
+            o.take_duration("runtime").unwrap(),
+            Some(Duration::from_millis(500))
+        );
+        o.finish().unwrap();
+    }
+
+    #[test]
+    fn unknown_refused_and_bad_values_are_usage_errors() {
+        let e = opts("run", "--bogus=1").unwrap_err();
+        assert!(e.to_string().contains("unknown option --bogus"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = opts("run", "--iodpth=4").unwrap_err();
+        assert!(e.to_string().contains("did you mean `--iodepth`?"), "{e}");
+        assert!(opts("run", "bs=4k").is_err());
+        let e = opts("run", "--mode=spin").unwrap_err();
+        assert!(e.to_string().contains("unknown mode 'spin'"), "{e}");
+        assert!(opts("run", "--iodepth=deep").is_err());
+        let e = opts("idle-sources", "--burst=4").unwrap_err();
+        assert!(e.to_string().contains("fairness"), "{e}");
+        let e = opts("compare", "--mode=poll").unwrap_err();
+        assert!(e.to_string().contains("--modes"), "{e}");
+    }
+
+    #[test]
+    fn last_value_wins_whatever_name_set_it() {
+        let mut o = opts(
+            "run",
+            "--iodepth=4 --iodepth_batch=8 --iodepth_batch_submit=2",
+        )
+        .unwrap();
+        assert_eq!(o.take_u32("iodepth_batch_submit").unwrap(), Some(2));
+        let mut o = opts("run", "--bs=8k --bs=4k").unwrap();
+        assert_eq!(o.take_size("bs").unwrap(), Some(4096));
+    }
+
+    #[test]
+    fn job_options_are_what_was_given() {
+        let o = opts(
+            "run",
+            "--bs=4k --hipri --readwrite=read --output-format=json",
+        )
+        .unwrap();
+        assert_eq!(
+            o.job_options(),
+            [
+                ("bs", "4k".to_string()),
+                ("hipri", "1".into()),
+                ("rw", "read".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn finish_names_what_nobody_took() {
+        let o = opts("run", "--bs=4k").unwrap();
+        let e = o.finish().unwrap_err();
+        assert!(e.to_string().contains("--bs"), "{e}");
+    }
+}

@@ -1,0 +1,866 @@
+//! The option table: every option pollwise knows, declared once (fio's `options.c`).
+//!
+//! Each [`Opt`] has a name, aliases, a [`Kind`] (which also says how a value is checked), a
+//! default, a help line, a [`Category`] and a [`Scope`] (which commands take it). Each
+//! [`CommandSpec`] says which job options a command uses, which it refuses and why, and the
+//! defaults it has of its own. Parsing, help, `--cmdhelp`, "did you mean" and the refusal of
+//! options a command does not take all read these two tables.
+
+use pollwise::units::TimeUnit;
+
+/// What kind of value an option takes; the table checks values against it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// `1/0`, `true/false`, `yes/no`, `on/off`; a bare `--name` is 1.
+    Bool,
+    /// A whole number in `min..=max`.
+    Int {
+        /// Smallest value.
+        min: u64,
+        /// Largest value.
+        max: u64,
+    },
+    /// A finite number in `min..=max` (`min` excluded when `min_open`).
+    Float {
+        /// Lower bound.
+        min: f64,
+        /// Whether `min` itself is refused.
+        min_open: bool,
+        /// Upper bound (included).
+        max: f64,
+    },
+    /// Bytes, in the size grammar of [`pollwise::units::parse_size`], in `min..=max`.
+    Size {
+        /// Smallest value.
+        min: u64,
+        /// Largest value.
+        max: u64,
+    },
+    /// A time in the grammar of [`pollwise::units::parse_duration`]; `plain` is the unit of a
+    /// bare number (seconds for most options, as fio).
+    Duration {
+        /// The unit of a bare number.
+        plain: TimeUnit,
+    },
+    /// One word of `choices`. `noun` names a choice in messages ("unknown mode 'spin'").
+    Enum {
+        /// The accepted words.
+        choices: &'static [&'static str],
+        /// What one choice is called, if messages should say so.
+        noun: Option<&'static str>,
+    },
+    /// A comma-separated list of words from `choices`.
+    EnumList {
+        /// The accepted words.
+        choices: &'static [&'static str],
+        /// What one choice is called.
+        noun: &'static str,
+    },
+    /// A comma-separated list of whole numbers in `min..=max`.
+    IntList {
+        /// Smallest value.
+        min: u64,
+        /// Largest value.
+        max: u64,
+    },
+    /// Any text; `bare` is the value of a bare `--name` (`None`: a value is required).
+    Str {
+        /// The value of a bare flag.
+        bare: Option<&'static str>,
+    },
+}
+
+impl Kind {
+    /// The value of a bare `--name`, if the kind allows one.
+    pub fn bare(&self) -> Option<&'static str> {
+        match self {
+            Kind::Bool => Some("1"),
+            Kind::Str { bare } => *bare,
+            _ => None,
+        }
+    }
+
+    /// How the value is written in help after the name: `=SIZE`, `=read|write`, `[=0|1]`.
+    pub fn suffix(&self) -> String {
+        match self {
+            Kind::Bool => "[=0|1]".into(),
+            Kind::Str { bare: Some(_) } => "[=STR]".into(),
+            other => format!("={}", other.placeholder()),
+        }
+    }
+
+    /// How the value is written in help: `SIZE`, `read|write`, ...
+    pub fn placeholder(&self) -> String {
+        match self {
+            Kind::Bool => "BOOL".into(),
+            Kind::Int { .. } => "N".into(),
+            Kind::Float { .. } => "X".into(),
+            Kind::Size { .. } => "SIZE".into(),
+            Kind::Duration { .. } => "TIME".into(),
+            Kind::Enum { choices, .. } => choices.join("|"),
+            Kind::EnumList { choices, .. } => format!("{},...", choices.join("|")),
+            Kind::IntList { .. } => "N,N,...".into(),
+            Kind::Str { .. } => "STR".into(),
+        }
+    }
+
+    /// The kind in words, with its range or choices, for `--cmdhelp`.
+    pub fn describe(&self) -> String {
+        let range = |min: u64, max: u64, fmt: &dyn Fn(u64) -> String| {
+            if is_type_max(max) {
+                if min == 0 {
+                    String::new()
+                } else {
+                    format!(", at least {}", fmt(min))
+                }
+            } else {
+                format!(", {} to {}", fmt(min), fmt(max))
+            }
+        };
+        match self {
+            Kind::Bool => "boolean (1/0, true/false, yes/no, on/off; a bare flag is 1)".into(),
+            Kind::Int { min, max } => {
+                format!("whole number{}", range(*min, *max, &|v| v.to_string()))
+            }
+            Kind::Float { min, min_open, max } => format!(
+                "number in {}{min}, {max}]",
+                if *min_open { "(" } else { "[" }
+            ),
+            Kind::Size { min, max } => format!(
+                "size in bytes, k/M/G/T = 1024-based{}",
+                range(*min, *max, &size_text)
+            ),
+            Kind::Duration { plain } => format!(
+                "time (ns, us, ms, s, m, h; a bare number is {})",
+                match plain {
+                    TimeUnit::Nanos => "nanoseconds",
+                    TimeUnit::Micros => "microseconds",
+                    TimeUnit::Millis => "milliseconds",
+                    TimeUnit::Secs => "seconds",
+                }
+            ),
+            Kind::Enum { choices, .. } => format!("one of {}", choices.join(", ")),
+            Kind::EnumList { choices, .. } => {
+                format!("comma-separated list of {}", choices.join(", "))
+            }
+            Kind::IntList { min, max } => format!(
+                "comma-separated whole numbers{}",
+                range(*min, *max, &|v| v.to_string())
+            ),
+            Kind::Str { bare: None } => "text".into(),
+            Kind::Str { bare: Some(b) } => format!("text (a bare flag means {b})"),
+        }
+    }
+}
+
+/// Whether `max` is a type's largest value (no upper bound worth printing).
+pub fn is_type_max(max: u64) -> bool {
+    max == u64::MAX || max == u32::MAX as u64
+}
+
+/// `4096` as `4k`, `1073741824` as `1G`; other values as plain bytes.
+pub fn size_text(v: u64) -> String {
+    for (shift, s) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
+        if v >= 1 << shift && v % (1 << shift) == 0 {
+            return format!("{}{s}", v >> shift);
+        }
+    }
+    v.to_string()
+}
+
+/// Groups for help, in the order help prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    /// What the job reads or writes, and how much.
+    Job,
+    /// How long, and pauses.
+    Timing,
+    /// The io_uring ring and the device.
+    IoUring,
+    /// How to wait.
+    Policy,
+    /// `compare`'s rounds.
+    Compare,
+    /// A scenario's own options.
+    Scenario,
+    /// The shared poller (scenarios shared-poller and fairness).
+    Poller,
+    /// The reactor and storage daemon (scenarios idle-sources and slow-handler).
+    Reactor,
+    /// Report format.
+    Output,
+    /// Help.
+    Help,
+}
+
+impl Category {
+    /// The heading help prints.
+    pub fn title(self) -> &'static str {
+        match self {
+            Category::Job => "job (fio's names)",
+            Category::Timing => "timing",
+            Category::IoUring => "io_uring and device",
+            Category::Policy => "wait policy",
+            Category::Compare => "compare",
+            Category::Scenario => "scenario",
+            Category::Poller => "shared poller",
+            Category::Reactor => "reactor and daemon",
+            Category::Output => "output",
+            Category::Help => "help",
+        }
+    }
+}
+
+/// Which commands take an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every command (output and help options).
+    All,
+    /// A job option: every command that builds a job, as its [`CommandSpec::job`] says.
+    Job,
+    /// Only these commands (by [`CommandSpec::name`]).
+    Only(&'static [&'static str]),
+}
+
+/// An option's default, as help shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Default {
+    /// No default: unset means off or absent.
+    None,
+    /// A value, written as the user would write it (checked against the kind by a test).
+    Value(&'static str),
+    /// A default that depends on the machine or the run, in words.
+    Text(&'static str),
+}
+
+/// One option.
+#[derive(Debug, Clone, Copy)]
+pub struct Opt {
+    /// The canonical name, with underscores (`iodepth_batch_submit`).
+    pub name: &'static str,
+    /// Other names (`iodepth_batch`); dashes and underscores are the same everywhere.
+    pub aliases: &'static [&'static str],
+    /// The value's kind.
+    pub kind: Kind,
+    /// `pollwise run`'s default (commands may have their own, see [`CommandSpec::defaults`]).
+    pub default: Default,
+    /// One line of help.
+    pub help: &'static str,
+    /// Where help lists it.
+    pub category: Category,
+    /// Which commands take it.
+    pub scope: Scope,
+}
+
+const fn opt(
+    name: &'static str,
+    kind: Kind,
+    default: Default,
+    category: Category,
+    scope: Scope,
+    help: &'static str,
+) -> Opt {
+    Opt {
+        name,
+        aliases: &[],
+        kind,
+        default,
+        help,
+        category,
+        scope,
+    }
+}
+
+const fn with_aliases(o: Opt, aliases: &'static [&'static str]) -> Opt {
+    Opt { aliases, ..o }
+}
+
+const U32: u64 = u32::MAX as u64;
+const fn int(min: u64, max: u64) -> Kind {
+    Kind::Int { min, max }
+}
+const fn dur(plain: TimeUnit) -> Kind {
+    Kind::Duration { plain }
+}
+const BOOL: Kind = Kind::Bool;
+const STR: Kind = Kind::Str { bare: None };
+const fn val(v: &'static str) -> Default {
+    Default::Value(v)
+}
+const NONE: Default = Default::None;
+
+use Category as C;
+use Scope::{All, Job, Only};
+
+/// The wait modes, as `--mode` and `--modes` accept them (a test checks them against the library).
+pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive"];
+/// The shared-poller scenario's variants (a test checks them against the scenario).
+pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
+
+const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
+const POLLER: &[&str] = &["shared-poller", "fairness"];
+const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
+const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler"];
+
+/// Every option pollwise knows.
+pub const OPTIONS: &[Opt] = &[
+    // job
+    opt("name", STR, val("pollwise"), C::Job, Job, "the job's name (fio's jobname), shown in reports"),
+    opt("filename", STR, Default::Text("a file the command makes in the temp directory and removes (run: required)"), C::Job, Job, "file or block device to do I/O on"),
+    opt("size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)"),
+    opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops"),
+    with_aliases(
+        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw"], noun: None }, val("randread"), C::Job, Job, "I/O pattern (pollwise's default differs from fio's read)"),
+        &["readwrite"],
+    ),
+    opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
+    opt("bs", Kind::Size { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O"),
+    opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
+    opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
+    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
+    opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block and check it on read"),
+    opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets"),
+    with_aliases(
+        opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)"),
+        &["iodepth_batch"],
+    ),
+    opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait"),
+    // timing
+    opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time"),
+    opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
+    opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run"),
+    opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)"),
+    opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
+    opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
+    // io_uring
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, or the simulated device (see --sim_latency)"),
+    opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
+    opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
+    opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring"),
+    opt("sqthread_poll", BOOL, val("0"), C::IoUring, Job, "SQPOLL ring: a kernel thread polls the submission queue"),
+    opt("sqthread_poll_cpu", int(0, U32), NONE, C::IoUring, Job, "CPU of the SQPOLL thread (needs --sqthread_poll)"),
+    opt("sqthread_idle", dur(TimeUnit::Millis), val("1000ms"), C::IoUring, Job, "SQPOLL idle time before its thread sleeps (bare number: ms)"),
+    opt("sqthread_share", BOOL, val("0"), C::IoUring, Job, "job threads' rings share one SQPOLL thread (ATTACH_WQ)"),
+    opt("hipri", BOOL, val("0"), C::IoUring, Job, "kernel polled I/O (IOPOLL; needs O_DIRECT and a device with poll queues)"),
+    opt("hybrid_iopoll", BOOL, val("0"), C::IoUring, Job, "kernel hybrid polled I/O (HYBRID_IOPOLL, with --hipri)"),
+    opt("coop_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0 (as fio's io_uring engine)"), C::IoUring, Job, "COOP_TASKRUN ring"),
+    opt("defer_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "DEFER_TASKRUN ring"),
+    opt("single_issuer", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "SINGLE_ISSUER ring"),
+    // policy
+    opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait for completions"),
+    opt("modes", Kind::EnumList { choices: MODES, noun: "mode" }, Default::Text("every mode"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare"),
+    opt("hybrid_fraction", Kind::Float { min: 0.0, min_open: true, max: 1.0 }, val("0.5"), C::Policy, Job, "hybrid: sleep this fraction of the predicted latency, then poll"),
+    opt("hybrid_stat", Kind::Enum { choices: &["mean", "min", "p10"], noun: Some("statistic") }, val("mean"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of"),
+    opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns"),
+    opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)"),
+    opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)"),
+    // compare and rounds
+    opt("rounds", int(0, U32), val("5"), C::Compare, Only(ROUNDS), "interleaved rounds: every variant runs once per round, the order rotated"),
+    opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),
+    // scenarios
+    opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention"]), "thread counts to run every mode at"),
+    opt("batch", int(1, U32), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time"),
+    opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
+    opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
+    opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
+    // shared poller
+    opt("poller_cpu", int(0, u64::MAX), Default::Text("the last CPU this process may use"), C::Poller, Only(POLLER), "the CPU the shared poller is pinned to"),
+    opt("poller_batch", int(1, U32), val("8"), C::Poller, Only(POLLER), "requests the poller takes from each client per turn"),
+    opt("poller_idle_us", dur(TimeUnit::Micros), val("1000us"), C::Poller, Only(POLLER), "the poller's idle time before it sleeps (bare number: us)"),
+    opt("poller_quantum", Kind::Size { min: 1, max: U32 }, val("32k"), C::Poller, Only(POLLER), "bytes per client per turn (deficit round robin)"),
+    opt("poller_depth", int(1, 32767), val("256"), C::Poller, Only(POLLER), "requests the poller keeps in the kernel at most"),
+    // reactor
+    opt("fdmon", Kind::Enum { choices: &["io_uring", "uring", "epoll"], noun: None }, val("io_uring"), C::Reactor, Only(DAEMON), "the reactor's fd monitor"),
+    opt("sources", int(1, 10_000), val("100"), C::Reactor, Only(DAEMON), "channels the daemon serves"),
+    opt("active", int(1, 10_000), val("1"), C::Reactor, Only(&["idle-sources"]), "channels with a client reading (at most --sources)"),
+    opt("poll_idle_ms", int(0, u64::MAX), val("100"), C::Reactor, Only(&["idle-sources"]), "idle time after which a source leaves the polling set (QEMU: 7000)"),
+    opt("handler_us", int(0, u64::MAX), val("40"), C::Reactor, Only(&["slow-handler"]), "CPU each request's handler spins, in us"),
+    // output and help
+    opt("output_format", Kind::Enum { choices: &["normal", "json"], noun: None }, val("normal"), C::Output, All, "the report: a table, or fio-shaped JSON"),
+    opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
+    opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
+];
+
+/// How a command uses the job options ([`Scope::Job`]).
+#[derive(Debug, Clone, Copy)]
+pub enum JobUse {
+    /// Every job option.
+    All,
+    /// Every job option but these.
+    Except(&'static [&'static str]),
+    /// Only these job options.
+    Only(&'static [&'static str]),
+}
+
+/// One command (or scenario) and the options it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// `run`, `compare`, or a scenario's name.
+    pub name: &'static str,
+    /// Whether it is run as `pollwise scenario NAME`.
+    pub scenario: bool,
+    /// One line of help.
+    pub about: &'static str,
+    /// Which job options it uses.
+    pub job: JobUse,
+    /// The message for a job option it does not use; `{opt}` is the option as the user wrote it.
+    pub job_refusal: &'static str,
+    /// Options refused with a message of their own (`{opt}` as above).
+    pub refuse: &'static [(&'static str, &'static str)],
+    /// Defaults of its own, where they differ from the table's.
+    pub defaults: &'static [(&'static str, &'static str)],
+}
+
+impl CommandSpec {
+    /// How the user invokes it: `pollwise run`, `pollwise scenario fairness`.
+    pub fn invocation(&self) -> String {
+        if self.scenario {
+            format!("pollwise scenario {}", self.name)
+        } else {
+            format!("pollwise {}", self.name)
+        }
+    }
+
+    /// Whether this command takes `o`.
+    pub fn accepts(&self, o: &Opt) -> bool {
+        if self.refuse.iter().any(|(n, _)| *n == o.name) {
+            return false;
+        }
+        match o.scope {
+            All => true,
+            Only(list) => list.contains(&self.name),
+            Job => match self.job {
+                JobUse::All => true,
+                JobUse::Except(list) => !list.contains(&o.name),
+                JobUse::Only(list) => list.contains(&o.name),
+            },
+        }
+    }
+
+    /// Why this command refuses `o` (None: it accepts it). `given` is the option as written.
+    pub fn refusal(&self, o: &Opt, given: &str) -> Option<String> {
+        if self.accepts(o) {
+            return None;
+        }
+        let fill = |t: &str| t.replace("{opt}", given);
+        if let Some((_, m)) = self.refuse.iter().find(|(n, _)| *n == o.name) {
+            return Some(fill(m));
+        }
+        if o.scope == Job {
+            return Some(fill(self.job_refusal));
+        }
+        let takers: Vec<String> = COMMANDS
+            .iter()
+            .filter(|c| c.accepts(o))
+            .map(|c| format!("`{}`", c.invocation()))
+            .collect();
+        Some(format!(
+            "--{given} is not an option of `{}`: it belongs to {}; see `{} --help`",
+            self.invocation(),
+            takers.join(", "),
+            self.invocation()
+        ))
+    }
+
+    /// This command's default for `o`, as help shows it.
+    pub fn default_of(&self, o: &Opt) -> Default {
+        match self.defaults.iter().find(|(n, _)| *n == o.name) {
+            Some((_, v)) => Default::Value(v),
+            None => o.default,
+        }
+    }
+}
+
+const SET_BY_HC: &str =
+    "--{opt} is set by the scenario: use --threads, --batch, --modes and --thinktime";
+const POLLER_FIXED: &[&str] = &[
+    "numjobs",
+    "rw",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "sqthread_share",
+    "ioengine",
+];
+const DAEMON_JOB: &[&str] = &[
+    "filename",
+    "size",
+    "rw",
+    "bs",
+    "iodepth",
+    "runtime",
+    "ramp_time",
+    "randseed",
+    "poll_max_ns",
+    "poll_grow",
+    "poll_shrink",
+];
+
+/// Every command that takes options, in help order.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "run",
+        scenario: false,
+        about: "Runs one job, like fio.",
+        job: JobUse::All,
+        job_refusal: "",
+        refuse: &[("modes", "`pollwise run` takes one --mode; use `pollwise compare --modes=...` for several")],
+        defaults: &[],
+    },
+    CommandSpec {
+        name: "compare",
+        scenario: false,
+        about: "Runs one job under several wait modes in interleaved rounds and reports medians. With no --filename it creates a 256 MiB file in the temp directory and removes it.",
+        job: JobUse::Except(&["mode"]),
+        job_refusal: "`pollwise compare` takes --modes=a,b,... (several), not --{opt}",
+        refuse: &[],
+        defaults: &[("runtime", "8s / the number of modes"), ("size", "256M")],
+    },
+    CommandSpec {
+        name: "hybrid-contention",
+        scenario: true,
+        about: "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+        job: JobUse::Except(&["numjobs", "iodepth", "mode", "thinktime_spin", "thinktime_blocks"]),
+        job_refusal: SET_BY_HC,
+        refuse: &[],
+        defaults: &[("thinktime", "200us"), ("runtime", "1500ms"), ("ramp_time", "100ms"), ("size", "128M")],
+    },
+    CommandSpec {
+        name: "shared-poller",
+        scenario: true,
+        about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
+        job: JobUse::Except(POLLER_FIXED),
+        job_refusal: "--{opt} is set by the scenario: use --iodepth, --sparse_interval, --variants and the --poller_* options",
+        refuse: &[],
+        defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
+    },
+    CommandSpec {
+        name: "fairness",
+        scenario: true,
+        about: "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
+        job: JobUse::Except(POLLER_FIXED),
+        job_refusal: "--{opt} is set by the scenario: use --iodepth, --burst and the --poller_* options",
+        refuse: &[],
+        defaults: &[("runtime", "4s"), ("ramp_time", "500ms"), ("iodepth", "32"), ("poller_depth", "128"), ("size", "256M")],
+    },
+    CommandSpec {
+        name: "idle-sources",
+        scenario: true,
+        about: "seed 003: one active channel among many idle ones, idle-source pruning on/off/single",
+        job: JobUse::Only(DAEMON_JOB),
+        job_refusal: "--{opt} does not apply to `pollwise scenario idle-sources`: the daemon reads with one io_uring ring and O_DIRECT; see `pollwise scenario idle-sources --help`",
+        refuse: &[],
+        defaults: &[("runtime", "3s"), ("ramp_time", "300ms"), ("rounds", "3"), ("size", "128M")],
+    },
+    CommandSpec {
+        name: "slow-handler",
+        scenario: true,
+        about: "seed 003: a 40 us handler per request, its run time kept out of polling or not",
+        job: JobUse::Only(DAEMON_JOB),
+        job_refusal: "--{opt} does not apply to `pollwise scenario slow-handler`: the daemon reads with one io_uring ring and O_DIRECT; see `pollwise scenario slow-handler --help`",
+        refuse: &[],
+        defaults: &[("runtime", "3s"), ("ramp_time", "300ms"), ("rounds", "3"), ("sources", "1"), ("size", "128M")],
+    },
+];
+
+/// The command called `name`.
+pub fn command(name: &str) -> Option<&'static CommandSpec> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// The scenarios, in help order.
+pub fn scenarios() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().filter(|c| c.scenario)
+}
+
+/// `--output-format` is `--output_format`: option names compare with dashes as underscores.
+pub fn normalize(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// The option called `name` (canonical or alias, dashes or underscores).
+pub fn lookup(name: &str) -> Option<&'static Opt> {
+    let n = normalize(name);
+    OPTIONS
+        .iter()
+        .find(|o| o.name == n || o.aliases.contains(&n.as_str()))
+}
+
+/// Levenshtein distance (for "did you mean").
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known option name closest to `name`, if it is close enough to be a typo. Options `cmd`
+/// takes are preferred.
+pub fn suggest(name: &str, cmd: Option<&CommandSpec>) -> Option<&'static str> {
+    let n = normalize(name);
+    let limit = (n.chars().count() / 3).clamp(1, 3);
+    let mut best: Option<(usize, bool, &'static str)> = None;
+    for o in OPTIONS {
+        let taken = cmd.map_or(true, |c| c.accepts(o));
+        for cand in std::iter::once(&o.name).chain(o.aliases.iter()) {
+            let d = edit_distance(&n, cand);
+            if d == 0 || d > limit || cand.len() < 2 {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((bd, bt, _)) => (d, !taken) < (bd, !bt),
+            };
+            if better {
+                best = Some((d, taken, o.name));
+            }
+        }
+    }
+    best.map(|b| b.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::value::parse_value;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_option_has_help_and_a_category_title() {
+        for o in OPTIONS {
+            assert!(!o.help.trim().is_empty(), "{} has no help", o.name);
+            assert!(!o.category.title().is_empty());
+        }
+        for c in COMMANDS {
+            assert!(!c.about.is_empty(), "{} has no help", c.name);
+        }
+    }
+
+    #[test]
+    fn names_and_aliases_are_unique_and_canonical() {
+        let mut seen = HashSet::new();
+        for o in OPTIONS {
+            for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
+                assert_eq!(*n, normalize(n), "{n}: names are written with underscores");
+                assert!(seen.insert(*n), "{n} is declared twice");
+            }
+        }
+        let mut cmds = HashSet::new();
+        for c in COMMANDS {
+            assert!(cmds.insert(c.name), "command {} declared twice", c.name);
+        }
+    }
+
+    #[test]
+    fn defaults_parse_under_their_own_kind() {
+        for o in OPTIONS {
+            if let Default::Value(v) = o.default {
+                parse_value(o, o.name, Some(v))
+                    .unwrap_or_else(|e| panic!("{}'s default {v}: {e}", o.name));
+            }
+        }
+        for c in COMMANDS {
+            for (n, v) in c.defaults {
+                let o = lookup(n).unwrap_or_else(|| panic!("{}: no option {n}", c.name));
+                assert!(
+                    c.accepts(o),
+                    "{} has a default for {n} it does not take",
+                    c.name
+                );
+                if matches!(
+                    o.kind,
+                    Kind::Duration { .. } | Kind::Size { .. } | Kind::Int { .. }
+                ) && !v.contains(' ')
+                {
+                    parse_value(o, n, Some(v))
+                        .unwrap_or_else(|e| panic!("{}'s default {n}={v}: {e}", c.name));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scopes_name_real_commands_and_options() {
+        for o in OPTIONS {
+            if let Only(list) = o.scope {
+                for c in list {
+                    assert!(command(c).is_some(), "{}: no command {c}", o.name);
+                }
+            }
+        }
+        for c in COMMANDS {
+            let lists: &[&str] = match c.job {
+                JobUse::All => &[],
+                JobUse::Except(l) | JobUse::Only(l) => l,
+            };
+            for n in lists.iter().chain(c.refuse.iter().map(|r| &r.0)) {
+                assert!(lookup(n).is_some(), "{}: no option {n}", c.name);
+            }
+            if !matches!(c.job, JobUse::All) {
+                assert!(c.job_refusal.contains("{opt}"), "{}", c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn modes_match_the_library() {
+        let lib: Vec<&str> = pollwise::policy::Mode::ALL
+            .iter()
+            .map(|m| m.name())
+            .collect();
+        assert_eq!(MODES, lib.as_slice());
+        let stats: Vec<&str> = pollwise::predict::Statistic::ALL
+            .iter()
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(
+            lookup("hybrid_stat").unwrap().kind,
+            Kind::Enum {
+                choices: &["mean", "min", "p10"],
+                noun: Some("statistic")
+            }
+        );
+        assert_eq!(stats, ["mean", "min", "p10"]);
+    }
+
+    #[test]
+    fn scenario_defaults_match_the_scenarios() {
+        use crate::options::value::Value;
+        use crate::scenario::{
+            fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
+        };
+        use std::time::Duration;
+        let get = |cmd: &str, n: &str| {
+            let o = lookup(n).unwrap();
+            match command(cmd).unwrap().default_of(o) {
+                Default::Value(v) => parse_value(o, n, Some(v)).unwrap(),
+                other => panic!("{cmd} {n}: {other:?}"),
+            }
+        };
+        let secs = |d: Duration| Value::Duration(d);
+        assert_eq!(VARIANTS, shared_poller::VARIANTS);
+        assert_eq!(
+            get("fairness", "burst"),
+            Value::Int(fairness::DEFAULT_BURST)
+        );
+        assert_eq!(
+            get("fairness", "iodepth"),
+            Value::Int(fairness::DEFAULT_HEAVY_DEPTH.into())
+        );
+        assert_eq!(get("fairness", "runtime"), secs(fairness::DEFAULT_RUNTIME));
+        assert_eq!(
+            get("fairness", "poller_depth"),
+            Value::Int(fairness::DEFAULT_POLLER_DEPTH.into())
+        );
+        assert_eq!(
+            get("shared-poller", "iodepth"),
+            Value::Int(shared_poller::DEFAULT_HEAVY_DEPTH.into())
+        );
+        assert_eq!(
+            get("shared-poller", "runtime"),
+            secs(shared_poller::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("shared-poller", "sparse_interval"),
+            secs(shared_poller::DEFAULT_SPARSE_INTERVAL)
+        );
+        assert_eq!(
+            get("shared-poller", "size"),
+            Value::Size(shared_poller::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("hybrid-contention", "batch"),
+            Value::Int(hybrid_contention::DEFAULT_BATCH.into())
+        );
+        assert_eq!(
+            get("hybrid-contention", "thinktime"),
+            secs(hybrid_contention::DEFAULT_THINK)
+        );
+        assert_eq!(
+            get("hybrid-contention", "runtime"),
+            secs(hybrid_contention::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("hybrid-contention", "size"),
+            Value::Size(hybrid_contention::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("idle-sources", "poll_idle_ms"),
+            Value::Int(idle_sources::DEFAULT_POLL_IDLE_MS)
+        );
+        assert_eq!(
+            get("idle-sources", "runtime"),
+            secs(idle_sources::DEFAULT_RUNTIME)
+        );
+        assert_eq!(
+            get("idle-sources", "ramp_time"),
+            secs(idle_sources::DEFAULT_RAMP)
+        );
+        assert_eq!(
+            get("idle-sources", "rounds"),
+            Value::Int(idle_sources::DEFAULT_ROUNDS.into())
+        );
+        assert_eq!(
+            get("idle-sources", "size"),
+            Value::Size(idle_sources::DEFAULT_SIZE)
+        );
+        assert_eq!(
+            get("slow-handler", "handler_us"),
+            Value::Int(slow_handler::DEFAULT_HANDLER_US)
+        );
+        assert_eq!(
+            get("slow-handler", "iodepth"),
+            Value::Int(slow_handler::DEFAULT_IODEPTH.into())
+        );
+        assert_eq!(
+            get("compare", "size"),
+            Value::Size(crate::compare::DEFAULT_SIZE)
+        );
+        assert_eq!(get("compare", "warmup"), secs(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn lookups_and_suggestions() {
+        assert_eq!(
+            lookup("iodepth_batch").unwrap().name,
+            "iodepth_batch_submit"
+        );
+        assert_eq!(lookup("output-format").unwrap().name, "output_format");
+        assert_eq!(lookup("readwrite").unwrap().name, "rw");
+        assert!(lookup("frobnicate").is_none());
+        assert_eq!(suggest("iodpth", None), Some("iodepth"));
+        assert_eq!(suggest("runtim", None), Some("runtime"));
+        assert_eq!(suggest("frobnicate", None), None);
+        assert_eq!(
+            suggest("poller_dpth", command("fairness")),
+            Some("poller_depth")
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let hc = command("hybrid-contention").unwrap();
+        let m = hc.refusal(lookup("numjobs").unwrap(), "numjobs").unwrap();
+        assert!(m.contains("--numjobs") && m.contains("--threads"), "{m}");
+        let run = command("run").unwrap();
+        assert!(run.refusal(lookup("iodepth").unwrap(), "iodepth").is_none());
+        let m = run.refusal(lookup("burst").unwrap(), "burst").unwrap();
+        assert!(m.contains("`pollwise scenario fairness`"), "{m}");
+        let idle = command("idle-sources").unwrap();
+        let m = idle
+            .refusal(lookup("handler_us").unwrap(), "handler_us")
+            .unwrap();
+        assert!(m.contains("slow-handler"), "{m}");
+        assert!(idle
+            .refusal(lookup("thinktime").unwrap(), "thinktime")
+            .is_some());
+    }
+}
