@@ -21,6 +21,7 @@ pub mod reactor;
 pub mod request;
 pub mod spsc;
 pub mod stats;
+pub mod sys;
 pub mod verify;
 pub mod workload;
 
