@@ -530,48 +530,12 @@ fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
 }
 
 fn blockdev_size(f: &File) -> Result<u64> {
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer we pass.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
-    if r < 0 {
-        return Err(Error::Io(format!(
-            "cannot read the device's size: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(size)
+    crate::sys::blockdev::size(f)
+        .map_err(|e| Error::Io(format!("cannot read the device's size: {e}")))
 }
 
 fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
-    if is_blockdev {
-        let mut bs: libc::c_int = 0;
-        // BLKSSZGET = _IO(0x12, 104)
-        const BLKSSZGET: libc::c_ulong = 0x1268;
-        // SAFETY: BLKSSZGET writes one int through the pointer we pass.
-        let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut bs as *mut libc::c_int) };
-        if r == 0 && bs > 0 {
-            return bs as u32;
-        }
-        return 512;
-    }
-    // STATX_DIOALIGN (Linux 6.1): the file's direct I/O offset alignment.
-    // SAFETY: statx fills the struct we provide; an empty path with AT_EMPTY_PATH names the fd.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let r = unsafe {
-        libc::statx(
-            f.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            0x0000_2000,
-            &mut stx,
-        )
-    };
-    if r == 0 && stx.stx_mask & 0x0000_2000 != 0 && stx.stx_dio_offset_align > 0 {
-        return stx.stx_dio_offset_align;
-    }
-    512
+    crate::sys::blockdev::logical_block_size(f, is_blockdev)
 }
 
 /// When an [`Engine::run`] stops submitting.
@@ -1156,8 +1120,7 @@ fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
 /// Sets the calling thread's timer slack to 1 ns, so microsecond sleeps are not rounded up to
 /// the default 50 µs.
 pub fn set_timer_slack_1ns() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let _ = crate::sys::timerslack::set_timer_slack_1ns();
 }
 
 /// Builds one job thread's io_uring queue for `spec` over `file`.
@@ -1178,11 +1141,27 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
     UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
         let errno = e.source.raw_os_error().unwrap_or(0);
         if errno == libc::EINVAL || errno == libc::EOPNOTSUPP {
-            Error::Unsupported(e.to_string())
+            Error::Unsupported(setup_error_message(&e))
         } else {
-            Error::Io(e.to_string())
+            Error::Io(setup_error_message(&e))
         }
     })
+}
+
+/// The library's [`SetupError`](crate::queue::uring::SetupError) names kernel features; this
+/// adds the command-line option to change. (Command-line mapping: it moves to the CLI with
+/// `uring_for`.)
+fn setup_error_message(e: &crate::queue::uring::SetupError) -> String {
+    let fix = match e.feature {
+        Some("HYBRID_IOPOLL") => "run without --hybrid_iopoll",
+        Some("DEFER_TASKRUN") => "run without --defer_taskrun",
+        Some("SQ_AFF") => "check --sqthread_poll_cpu names an online CPU",
+        Some("SQPOLL") => "run without --sqthread_poll",
+        Some("registered files") => "run without --registerfiles",
+        Some("locked memory") => "lower --iodepth",
+        _ => return e.to_string(),
+    };
+    format!("{e}; {fix}")
 }
 
 struct ThreadOut {
