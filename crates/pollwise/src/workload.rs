@@ -384,20 +384,11 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
 }
 
 fn physical_memory() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages.max(0) as u64).saturating_mul(size.max(0) as u64)
+    crate::sys::sysconf::physical_memory()
 }
 
 fn online_cpus() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as usize
+    crate::sys::sysconf::online_cpus()
 }
 
 fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {

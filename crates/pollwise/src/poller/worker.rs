@@ -29,11 +29,11 @@ use crate::sys::affinity::pin_to_cpu;
 use crate::sys::eventfd::EventFd;
 use crate::sys::rusage::thread_cpu_ns;
 use crate::sys::timerslack;
+use crate::sys::uring::IORING_ENTER_GETEVENTS;
 use crate::{Error, Result};
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
-use crate::sys::uring::IORING_ENTER_GETEVENTS;
 
 /// One polling thread serving many [`Client`]s. See the module docs.
 pub struct SharedPoller {

@@ -31,12 +31,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{EventFd, FdEvent, FdMonCounters, FdMonitor};
 use crate::sys::uring::Features;
+use crate::sys::uring::IORING_ENTER_GETEVENTS;
 
 /// `user_data` of the monitor's own requests (removals, the probe); never a source token.
 const INTERNAL: u64 = u64::MAX;
 /// `user_data` of the multishot probe.
 const PROBE: u64 = u64::MAX - 1;
-use crate::sys::uring::IORING_ENTER_GETEVENTS;
 
 /// Fd monitoring through io_uring `POLL_ADD`. See the module docs.
 pub struct UringFdMonitor {

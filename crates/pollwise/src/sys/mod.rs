@@ -10,7 +10,8 @@
 //! - [`rusage`]: CPU time of the process, a thread, and `CLOCK_THREAD_CPUTIME_ID`;
 //! - [`epoll`]: an epoll instance (the reactor's portable fd monitor);
 //! - [`uring`]: io_uring setup with any flag, and probing of its features and opcodes;
-//! - [`blockdev`]: block device size, logical block size and direct-I/O alignment.
+//! - [`blockdev`]: block device size, logical block size and direct-I/O alignment;
+//! - [`sysconf`]: physical memory and online CPUs.
 
 pub mod affinity;
 pub mod blockdev;
@@ -18,5 +19,6 @@ pub mod epoll;
 pub mod eventfd;
 pub mod futex;
 pub mod rusage;
+pub mod sysconf;
 pub mod timerslack;
 pub mod uring;
