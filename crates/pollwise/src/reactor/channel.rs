@@ -1,11 +1,11 @@
 //! The channel source: a virtqueue in miniature.
 //!
-//! A client and the reactor share two [`spsc`](crate::sync::spsc) rings (requests in, responses out)
-//! and an eventfd doorbell. Ringing the doorbell is a system call on the client's side and a
-//! wake-up plus an eventfd read on the reactor's, so, as virtio does with `VRING_USED_F_NO_NOTIFY`
-//! (or event-idx), the reactor tells the client when it need not ring: while the loop is polling
-//! this channel, it lowers the channel's [`Doorbell`] flag
-//! ([`Source::poll_begin`](super::Source::poll_begin)) and the client only pushes.
+//! A client and the reactor share two [`sync::spsc`](crate::sync::spsc) rings (requests in,
+//! responses out) and an eventfd doorbell. Ringing the doorbell is a system call on the client's
+//! side and a wake-up plus an eventfd read on the reactor's, so, as virtio does with
+//! `VRING_USED_F_NO_NOTIFY` (or event-idx), the reactor tells the client when it need not ring:
+//! while the loop is polling this channel, it lowers the channel's [`Doorbell`] flag
+//! ([`Source::poll_begin`]) and the client only pushes.
 //!
 //! The race to close is the classic one: the reactor stops polling and sets the flag just as the
 //! client pushes a request and reads the flag as still clear; nobody rings, and the request waits

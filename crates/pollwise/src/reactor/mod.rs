@@ -8,7 +8,7 @@
 //! loop, with the three refinements the seed's commits describe:
 //!
 //! - **Per-source adaptive windows.** Each poll source keeps its own
-//!   [`AdaptiveWindow`](crate::policy::adaptive::AdaptiveWindow) (QEMU since 2025); the loop polls
+//!   [`AdaptiveWindow`] (QEMU since 2025); the loop polls
 //!   up to the largest window in the polling set. After each iteration, every source that became
 //!   ready has its window adjusted with the iteration's *block time*: from the start of the
 //!   iteration to the moment its event was found. The time a source's [`Source::run`] takes is
