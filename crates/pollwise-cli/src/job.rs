@@ -342,20 +342,11 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
 }
 
 fn physical_memory() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages.max(0) as u64).saturating_mul(size.max(0) as u64)
+    pollwise::sys::sysconf::physical_memory()
 }
 
 fn online_cpus() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as usize
+    pollwise::sys::sysconf::online_cpus()
 }
 
 fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
@@ -488,48 +479,12 @@ fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
 }
 
 fn blockdev_size(f: &File) -> Result<u64> {
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer we pass.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
-    if r < 0 {
-        return Err(Error::Io(format!(
-            "cannot read the device's size: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(size)
+    pollwise::sys::blockdev::size(f)
+        .map_err(|e| Error::Io(format!("cannot read the device's size: {e}")))
 }
 
 fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
-    if is_blockdev {
-        let mut bs: libc::c_int = 0;
-        // BLKSSZGET = _IO(0x12, 104)
-        const BLKSSZGET: libc::c_ulong = 0x1268;
-        // SAFETY: BLKSSZGET writes one int through the pointer we pass.
-        let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut bs as *mut libc::c_int) };
-        if r == 0 && bs > 0 {
-            return bs as u32;
-        }
-        return 512;
-    }
-    // STATX_DIOALIGN (Linux 6.1): the file's direct I/O offset alignment.
-    // SAFETY: statx fills the struct we provide; an empty path with AT_EMPTY_PATH names the fd.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let r = unsafe {
-        libc::statx(
-            f.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            0x0000_2000,
-            &mut stx,
-        )
-    };
-    if r == 0 && stx.stx_mask & 0x0000_2000 != 0 && stx.stx_dio_offset_align > 0 {
-        return stx.stx_dio_offset_align;
-    }
-    512
+    pollwise::sys::blockdev::logical_block_size(f, is_blockdev)
 }
 
 /// The engine part of `spec` on a target of `size` bytes.
@@ -572,11 +527,27 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
     UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
         let errno = e.source.raw_os_error().unwrap_or(0);
         if errno == libc::EINVAL || errno == libc::EOPNOTSUPP {
-            Error::Unsupported(e.to_string())
+            Error::Unsupported(setup_error_message(&e))
         } else {
-            Error::Io(e.to_string())
+            Error::Io(setup_error_message(&e))
         }
     })
+}
+
+/// The library's [`SetupError`](pollwise::queue::uring::SetupError) names kernel features; this
+/// adds the command-line option to change. (Command-line mapping: it moves to the CLI with
+/// `uring_for`.)
+fn setup_error_message(e: &pollwise::queue::uring::SetupError) -> String {
+    let fix = match e.feature {
+        Some("HYBRID_IOPOLL") => "run without --hybrid_iopoll",
+        Some("DEFER_TASKRUN") => "run without --defer_taskrun",
+        Some("SQ_AFF") => "check --sqthread_poll_cpu names an online CPU",
+        Some("SQPOLL") => "run without --sqthread_poll",
+        Some("registered files") => "run without --registerfiles",
+        Some("locked memory") => "lower --iodepth",
+        _ => return e.to_string(),
+    };
+    format!("{e}; {fix}")
 }
 
 struct ThreadOut {
@@ -639,7 +610,7 @@ fn job_thread(
     fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
 ) -> Result<ThreadOut> {
-    pollwise::set_timer_slack_1ns();
+    let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {

@@ -22,16 +22,11 @@ pub mod predict;
 pub mod queue;
 pub mod reactor;
 pub mod request;
-pub mod spsc;
+pub use sync::spsc;
 pub mod stats;
+pub mod sync;
+pub mod sys;
 pub mod units;
 pub mod verify;
 
 pub use error::{Error, Result};
-
-/// Sets the calling thread's timer slack to 1 ns, so microsecond sleeps are not rounded up to
-/// the default 50 µs.
-pub fn set_timer_slack_1ns() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}

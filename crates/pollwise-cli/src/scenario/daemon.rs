@@ -391,7 +391,7 @@ fn reactor_thread(
             return Err(Error::Io(msg));
         }
     };
-    pollwise::set_timer_slack_1ns();
+    let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let mut at_measure = None;
     let mut at_end = None;
     while !s.stop.load(Ordering::Acquire) {

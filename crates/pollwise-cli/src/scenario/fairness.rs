@@ -27,8 +27,8 @@ use pollwise::policy::WaitPolicy;
 use pollwise::poller::{cpu_list, pin_to_cpus, Client, ClientOptions, PollerConfig, SharedPoller};
 use pollwise::queue::{Op, OpKind, Queue};
 use pollwise::request::AlignedBuf;
-use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
+use pollwise::sys::timerslack::set_timer_slack_1ns;
 use serde_json::json;
 
 use super::shared_poller::{
@@ -142,7 +142,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             std::thread::Builder::new()
                 .name(format!("pollwise-client{i}"))
                 .spawn(move || {
-                    set_timer_slack_1ns();
+                    let _ = set_timer_slack_1ns();
                     let _ = pin_to_cpus(&cpus);
                     client_loop(q, policy, role, &sh, &b, i as u64)
                 })

@@ -30,8 +30,8 @@ use pollwise::poller::{
 };
 use pollwise::queue::Queue;
 use pollwise::request::Dir;
-use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
+use pollwise::sys::timerslack::set_timer_slack_1ns;
 use serde_json::json;
 
 use crate::options::Opts;
@@ -281,7 +281,7 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
     let heavy_t = std::thread::Builder::new()
         .name("pollwise-heavy".into())
         .spawn(move || -> Result<(DirStats, u64)> {
-            set_timer_slack_1ns();
+            let _ = set_timer_slack_1ns();
             let _ = pin_to_cpus(&cpus);
             let mut e = heavy;
             b.wait();
@@ -301,7 +301,7 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
     let sparse_t = std::thread::Builder::new()
         .name("pollwise-sparse".into())
         .spawn(move || -> Result<DirStats> {
-            set_timer_slack_1ns();
+            let _ = set_timer_slack_1ns();
             let _ = pin_to_cpus(&cpus);
             let mut e = sparse;
             let mut rng = seed ^ 0xdead_beef | 1;

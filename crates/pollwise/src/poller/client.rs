@@ -4,7 +4,7 @@
 //! poller's doorbell only if the poller said it sleeps (NEED_WAKEUP); `poll` pops the completion
 //! ring; `wait` raises the client's WAITING flag and sleeps on a futex word that the poller bumps
 //! after routing a completion, only when it sees the flag. Both handshakes are
-//! [`wake`](super::wake)'s.
+//! [`doorbell`](crate::sync::doorbell)'s.
 //!
 //! The client admits at most `depth` requests between push and completion, and both its rings
 //! hold `depth`, so the poller can always deliver a completion without waiting for the client.
@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::wake::{self, sys};
-use super::worker::PollerShared;
+use super::shared::{ClientShared, PollerEnds, PollerShared};
 use super::SendOp;
 use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
-use crate::spsc::{self, Consumer, Producer};
+use crate::sync::doorbell::Doorbell;
+use crate::sync::spsc::{self, Consumer, Producer};
+use crate::sys::futex;
 
 /// How to make a client.
 #[derive(Debug, Clone)]
@@ -29,44 +30,6 @@ pub struct ClientOptions {
     pub depth: usize,
     /// The client's file table: [`Op::file`] indexes it.
     pub files: Vec<RawFd>,
-}
-
-/// The poller's ends of a client's rings.
-pub(crate) struct PollerEnds {
-    pub(crate) sq: Consumer<SendOp>,
-    pub(crate) cq: Producer<Completion>,
-}
-
-/// What a client and the poller share.
-pub(crate) struct ClientShared {
-    /// The poller sleeps: ring its doorbell after submitting.
-    pub(crate) need_wakeup: wake::AtomicBool,
-    /// The client sleeps in `wait`: bump `cq_seq` after routing it a completion.
-    pub(crate) waiting: wake::AtomicBool,
-    /// The futex word the client sleeps on.
-    pub(crate) cq_seq: AtomicU32,
-    /// The client was dropped: discard its requests, then retire it.
-    pub(crate) closing: AtomicBool,
-    /// The poller is done with the client (futex word: 0, then 1).
-    pub(crate) retired: AtomicU32,
-    /// The poller's ends, handed back when the poller stops, so a client can cancel what it
-    /// queued after the poller's last look.
-    pub(crate) orphan: Mutex<Option<PollerEnds>>,
-    /// The file table.
-    pub(crate) files: Vec<RawFd>,
-}
-
-impl ClientShared {
-    /// Rings the client's futex (after routing it completions, or at shutdown).
-    pub(crate) fn ring(&self) {
-        sys::futex_ring(&self.cq_seq);
-    }
-
-    /// Marks the client retired and wakes its `drop`.
-    pub(crate) fn retire(&self) {
-        self.retired.store(1, Ordering::Release);
-        sys::futex_ring(&self.retired);
-    }
 }
 
 /// A client of a [`SharedPoller`](super::SharedPoller). See the module docs.
@@ -91,8 +54,8 @@ impl Client {
         let (sq_p, sq_c) = spsc::channel(depth);
         let (cq_p, cq_c) = spsc::channel(depth);
         let shared = Arc::new(ClientShared {
-            need_wakeup: wake::AtomicBool::new(false),
-            waiting: wake::AtomicBool::new(false),
+            need_wakeup: Doorbell::new(false),
+            waiting: Doorbell::new(false),
             cq_seq: AtomicU32::new(0),
             closing: AtomicBool::new(false),
             retired: AtomicU32::new(0),
@@ -202,7 +165,7 @@ impl Queue for Client {
         self.c.submitted += n as u64;
         // The ring tail is already published (release) by push: fence, then look at the flag.
         let poller = &self.poller;
-        if wake::notify(&self.shared.need_wakeup, || poller.bell.ring()) {
+        if self.shared.need_wakeup.notify(|| poller.bell.ring()) {
             self.c.enters += 1;
         }
         Ok(n)
@@ -241,13 +204,11 @@ impl Queue for Client {
             let token = self.shared.cq_seq.load(Ordering::Acquire);
             let cq = &self.cq;
             let poller = &self.poller;
-            let flag = std::iter::once(&self.shared.waiting);
-            if wake::arm(flag.clone(), || {
-                cq.len() >= min || poller.dead.load(Ordering::SeqCst)
-            }) {
+            let waiting = &self.shared.waiting;
+            if waiting.arm_then_check(|| cq.len() >= min || poller.dead.load(Ordering::SeqCst)) {
                 self.c.enters += 1;
-                sys::futex_wait(&self.shared.cq_seq, token, left);
-                wake::disarm(flag);
+                futex::wait(&self.shared.cq_seq, token, left);
+                waiting.disarm();
             }
         }
     }
@@ -269,7 +230,7 @@ impl Drop for Client {
         self.shared.closing.store(true, Ordering::SeqCst);
         self.poller.bell.ring();
         while self.shared.retired.load(Ordering::Acquire) == 0 {
-            sys::futex_wait(&self.shared.retired, 0, None);
+            futex::wait(&self.shared.retired, 0, None);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! through `IORING_SETUP_ATTACH_WQ`; pollwise's answer, in user space, is the [`SharedPoller`].
 //!
 //! Each [`Client`] owns a submission ring and a completion ring in user memory
-//! ([`spsc`](crate::spsc) rings, the virtqueue shape). The poller thread, pinned to one CPU,
+//! ([`spsc`](crate::sync::spsc) rings, the virtqueue shape). The poller thread, pinned to one CPU,
 //! visits the clients in turn and takes a bounded share from each (deficit round robin: at most
 //! `batch` requests and about a `quantum` of bytes per turn, so neither a 2^15-request burst nor
 //! larger requests buy a larger share, the review's concern), submits them through its own
@@ -20,7 +20,7 @@
 //! fences, looks at every submission ring once more, and sleeps inside `io_uring_enter` (so an
 //! I/O completion wakes it too, alongside an eventfd doorbell armed with `POLL_ADD`). A client
 //! that submits publishes its ring tail, fences, and rings the doorbell only if the flag is set.
-//! The handshake is in [`wake`], checked by a loom model.
+//! The handshake is [`doorbell`](crate::sync::doorbell)'s, checked by a loom model.
 //!
 //! Buffer lifetime: an operation carries a raw buffer pointer (the [`Queue::push`] contract). A
 //! client dropped with requests in flight *waits* in `drop` until the poller has retired it:
@@ -32,14 +32,16 @@
 //!
 //! [`Queue::push`]: crate::queue::Queue::push
 
-// Under loom only the wake-up protocol (wake.rs) is modelled; the rest is unused there.
+// Under loom only the lock-free parts below it (sync::doorbell, sync::spsc) are modelled; the
+// poller itself is not built there.
 #![cfg_attr(loom, allow(dead_code))]
 
 #[cfg(not(loom))]
 mod client;
 pub(crate) mod drr;
 mod idle;
-pub(crate) mod wake;
+#[cfg(not(loom))]
+mod shared;
 #[cfg(not(loom))]
 mod worker;
 
@@ -118,63 +120,7 @@ impl PollerConfig {
     }
 }
 
-/// The CPUs the calling thread may run on (its affinity mask).
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if r != 0 {
-        return vec![0];
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: CPU_ISSET reads bit `c` of a set we own; c < CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
-}
-
-/// A CPU list as `0-3,6`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
-
-/// Pins the calling thread to `cpu`.
-pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {
-    pin_to_cpus(&[cpu])
-}
-
-/// Pins the calling thread to the set `cpus`.
-pub fn pin_to_cpus(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        // SAFETY: sets bit c < CPU_SETSIZE of a set we own.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: sched_setaffinity reads size_of::<cpu_set_t>() bytes from `set`.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
+pub use crate::sys::affinity::{allowed_cpus, cpu_list, pin_to_cpu, pin_to_cpus};
 
 /// An operation crossing from a client to the poller thread.
 #[cfg_attr(loom, allow(dead_code))]
@@ -248,12 +194,5 @@ mod tests {
         });
         assert!(m.contains("--poller_depth"), "{m}");
         assert!(PollerConfig::default().check().is_ok());
-    }
-
-    #[test]
-    fn cpu_lists_are_compact() {
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
-        assert_eq!(cpu_list(&[1]), "1");
-        assert_eq!(cpu_list(&[]), "");
     }
 }

@@ -9,89 +9,31 @@
 //! plain ring.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::client::{Client, ClientOptions, ClientShared, PollerEnds};
+use super::client::{Client, ClientOptions};
 use super::drr::{Drr, Lane, Source};
 use super::idle::IdleTimer;
-use super::wake::{self, sys::EventFd};
-use super::{pin_to_cpu, PollerConfig, PollerCounters, SendOp, ShutdownReport};
+use super::shared::{ClientShared, PollerEnds, PollerShared};
+use super::{PollerConfig, PollerCounters, SendOp, ShutdownReport};
 use crate::clock::{self, Clock};
 use crate::queue::{Completion, OpKind};
-use crate::stats::thread_cpu_ns;
+use crate::sync::doorbell;
+use crate::sys::affinity::pin_to_cpu;
+use crate::sys::eventfd::EventFd;
+use crate::sys::rusage::thread_cpu_ns;
+use crate::sys::timerslack;
+use crate::sys::uring::IORING_ENTER_GETEVENTS;
 use crate::{Error, Result};
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
-const IORING_ENTER_GETEVENTS: u32 = 1;
-
-/// What the poller thread and everyone else share.
-pub(crate) struct PollerShared {
-    /// The doorbell: clients write it, the poller sleeps on it (through its ring).
-    pub(crate) bell: EventFd,
-    /// Asked to stop.
-    stop: AtomicBool,
-    /// Stopped: every request has been handed back; no more will be taken.
-    pub(crate) dead: AtomicBool,
-    /// New clients, picked up at the next round.
-    pending: Mutex<Vec<(Arc<ClientShared>, PollerEnds)>>,
-    pending_flag: AtomicBool,
-    counters: [AtomicU64; 10],
-    clients: AtomicUsize,
-    in_flight: AtomicUsize,
-}
-
-impl PollerShared {
-    fn publish(&self, c: &PollerCounters) {
-        for (slot, v) in self.counters.iter().zip(counter_values(c)) {
-            slot.store(v, Ordering::Relaxed);
-        }
-    }
-
-    fn publish_in_flight(&self, in_flight: usize) {
-        self.in_flight.store(in_flight, Ordering::Relaxed);
-    }
-
-    fn snapshot(&self) -> PollerCounters {
-        let v: Vec<u64> = self
-            .counters
-            .iter()
-            .map(|a| a.load(Ordering::Relaxed))
-            .collect();
-        PollerCounters {
-            rounds: v[0],
-            submitted: v[1],
-            completed: v[2],
-            enters: v[3],
-            sleeps: v[4],
-            doorbells: v[5],
-            client_wakes: v[6],
-            cancelled: v[7],
-            discarded: v[8],
-            cpu_ns: v[9],
-        }
-    }
-}
-
-fn counter_values(c: &PollerCounters) -> [u64; 10] {
-    [
-        c.rounds,
-        c.submitted,
-        c.completed,
-        c.enters,
-        c.sleeps,
-        c.doorbells,
-        c.client_wakes,
-        c.cancelled,
-        c.discarded,
-        c.cpu_ns,
-    ]
-}
 
 /// One polling thread serving many [`Client`]s. See the module docs.
 pub struct SharedPoller {
@@ -110,16 +52,7 @@ impl SharedPoller {
         cfg.check()?;
         let bell = EventFd::new()
             .map_err(|e| Error::Io(format!("cannot create the poller's eventfd: {e}")))?;
-        let shared = Arc::new(PollerShared {
-            bell,
-            stop: AtomicBool::new(false),
-            dead: AtomicBool::new(false),
-            pending: Mutex::new(Vec::new()),
-            pending_flag: AtomicBool::new(false),
-            counters: Default::default(),
-            clients: AtomicUsize::new(0),
-            in_flight: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(PollerShared::new(bell));
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -301,7 +234,11 @@ impl Worker {
                 ))
             })?;
         }
-        crate::set_timer_slack_1ns();
+        timerslack::set_timer_slack_1ns().map_err(|e| {
+            Error::Io(format!(
+                "cannot set the poller thread's timer slack to 1 ns: {e}"
+            ))
+        })?;
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
         let ring = build_ring(entries).map_err(|e| {
@@ -523,7 +460,7 @@ impl Worker {
         }
         let clients = &self.clients;
         let mut wakes = 0;
-        wake::notify_each(
+        doorbell::notify_each(
             self.touched
                 .iter()
                 .filter_map(|&i| clients[i].as_ref())
@@ -632,13 +569,14 @@ impl Worker {
         self.shared.bell.drain();
         let clients = &self.clients;
         let flags = clients.iter().flatten().map(|s| &s.shared.need_wakeup);
-        if !wake::arm(flags.clone(), || self.work_waiting()) {
+        if !doorbell::arm_all(flags, || self.work_waiting()) {
             return Ok(());
         }
         if !self.doorbell_armed {
-            let sqe = opcode::PollAdd::new(types::Fd(self.shared.bell.fd()), libc::POLLIN as u32)
-                .build()
-                .user_data(DOORBELL);
+            let sqe =
+                opcode::PollAdd::new(types::Fd(self.shared.bell.as_raw_fd()), libc::POLLIN as u32)
+                    .build()
+                    .user_data(DOORBELL);
             // SAFETY: only this thread touches the submission queue; the eventfd lives as long
             // as the shared state, which outlives the ring.
             let pushed = unsafe { self.ring.submission_shared().push(&sqe) }.is_ok();
@@ -649,7 +587,7 @@ impl Worker {
         self.publish();
         let r = self.enter(1);
         let clients = &self.clients;
-        wake::disarm(clients.iter().flatten().map(|s| &s.shared.need_wakeup));
+        doorbell::disarm_all(clients.iter().flatten().map(|s| &s.shared.need_wakeup));
         r
     }
 

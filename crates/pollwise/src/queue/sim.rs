@@ -12,7 +12,7 @@
 //!   completion queue in shared memory would; [`Queue::wait`] really sleeps (one `nanosleep`
 //!   until the wanted completion or the timeout), so waking costs what a real wake-up costs: a
 //!   timer interrupt, the scheduler, a context switch. The caller sets its timer slack to 1 ns
-//!   ([`set_timer_slack_1ns`](crate::set_timer_slack_1ns)) or the sleep is stretched.
+//!   ([`set_timer_slack_1ns`](crate::sys::timerslack::set_timer_slack_1ns)) or the sleep is stretched.
 //! - **Virtual**, over a [`FakeClock`]: a discrete-event simulation. Each poll costs
 //!   `poll_cost_ns` of virtual time (so a spinning policy makes progress and never hangs), and a
 //!   wait jumps the clock to the wanted completion or the deadline, whichever is first. Nothing

@@ -1,9 +1,14 @@
 //! The io_uring queue: a real ring, set up by our own path so every flag is reachable.
 //!
-//! The io-uring crate's builder has no method for `IORING_SETUP_HYBRID_IOPOLL` (Linux 6.13), so
-//! [`UringQueue::new`] calls `io_uring_setup` itself with the flags it wants and hands the ring to
-//! the crate through [`IoUring::from_fd`]. A flag the kernel refuses comes back as a
-//! [`SetupError`] that names the flag, the errno and what to do instead.
+//! [`UringQueue::new`] turns its [`UringOptions`] into setup flags and sets the ring up through
+//! [`sys::uring::setup`](crate::sys::uring::setup), which reaches every flag (the io-uring
+//! crate's builder has none for `IORING_SETUP_HYBRID_IOPOLL`). A flag the kernel refuses comes
+//! back as a [`SetupError`] naming the flags, the feature, the errno and what the feature needs.
+//!
+//! The ring's features are probed at setup ([`UringQueue::features`]): a timed
+//! [`Queue::wait`] needs `EXT_ARG` (Linux 5.11), and on a ring without it fails at once with an
+//! `Unsupported` error carrying a [`MissingFeature`](crate::sys::uring::MissingFeature), rather
+//! than entering the kernel with an argument it would misread.
 //!
 //! Polling here depends on the ring: a plain ring posts completions from the interrupt into
 //! shared memory, so polling is a load; a DEFER_TASKRUN ring posts them only when its task enters
@@ -11,7 +16,6 @@
 //! those rings [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
 
 use std::io;
-use std::mem;
 use std::os::fd::RawFd;
 use std::sync::atomic::{fence, Ordering};
 use std::time::Duration;
@@ -20,17 +24,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 
-const IORING_SETUP_IOPOLL: u32 = 1 << 0;
-const IORING_SETUP_SQPOLL: u32 = 1 << 1;
-const IORING_SETUP_SQ_AFF: u32 = 1 << 2;
-const IORING_SETUP_CQSIZE: u32 = 1 << 3;
-const IORING_SETUP_ATTACH_WQ: u32 = 1 << 5;
-const IORING_SETUP_COOP_TASKRUN: u32 = 1 << 8;
-const IORING_SETUP_SINGLE_ISSUER: u32 = 1 << 12;
-const IORING_SETUP_DEFER_TASKRUN: u32 = 1 << 13;
-/// Linux 6.13: sleep part of the expected completion time, then poll (seed 000).
-pub const IORING_SETUP_HYBRID_IOPOLL: u32 = 1 << 17;
-const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
+use crate::sys::uring::{
+    self as sys, Features, Opcodes, SetupParams, IORING_ENTER_GETEVENTS, IORING_SETUP_ATTACH_WQ,
+    IORING_SETUP_COOP_TASKRUN, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
+    IORING_SETUP_IOPOLL, IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, IORING_SETUP_SQ_AFF,
+};
+pub use crate::sys::uring::{SetupError, IORING_SETUP_HYBRID_IOPOLL};
 
 /// How to set a ring up. `Default` is a plain ring of 128 entries.
 #[derive(Debug, Clone, Default)]
@@ -58,71 +57,39 @@ pub struct UringOptions {
 }
 
 impl UringOptions {
-    fn flags(&self) -> Vec<(u32, &'static str)> {
-        let mut f = Vec::new();
+    /// The `IORING_SETUP_*` flags these options ask for.
+    pub fn setup_flags(&self) -> u32 {
+        let mut f = 0;
         if self.iopoll || self.hybrid_iopoll {
-            f.push((IORING_SETUP_IOPOLL, "IOPOLL"));
+            f |= IORING_SETUP_IOPOLL;
         }
         if self.hybrid_iopoll {
-            f.push((IORING_SETUP_HYBRID_IOPOLL, "HYBRID_IOPOLL"));
+            f |= IORING_SETUP_HYBRID_IOPOLL;
         }
         if self.sqpoll_idle_ms.is_some() || self.sqpoll_cpu.is_some() {
-            f.push((IORING_SETUP_SQPOLL, "SQPOLL"));
+            f |= IORING_SETUP_SQPOLL;
         }
         if self.sqpoll_cpu.is_some() {
-            f.push((IORING_SETUP_SQ_AFF, "SQ_AFF"));
+            f |= IORING_SETUP_SQ_AFF;
         }
         if self.cq_entries.is_some() {
-            f.push((IORING_SETUP_CQSIZE, "CQSIZE"));
+            f |= IORING_SETUP_CQSIZE;
         }
         if self.attach_wq.is_some() {
-            f.push((IORING_SETUP_ATTACH_WQ, "ATTACH_WQ"));
+            f |= IORING_SETUP_ATTACH_WQ;
         }
         if self.coop_taskrun {
-            f.push((IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN"));
+            f |= IORING_SETUP_COOP_TASKRUN;
         }
         if self.single_issuer || self.defer_taskrun {
-            f.push((IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER"));
+            f |= IORING_SETUP_SINGLE_ISSUER;
         }
         if self.defer_taskrun {
-            f.push((IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN"));
+            f |= IORING_SETUP_DEFER_TASKRUN;
         }
         f
     }
 }
-
-/// A ring the kernel would not set up, with what to do about it.
-#[derive(Debug, thiserror::Error)]
-#[error("io_uring setup with {flags} failed: {source}; {hint}")]
-pub struct SetupError {
-    /// The setup flags asked for, by name.
-    pub flags: String,
-    /// The kernel's answer.
-    pub source: io::Error,
-    /// What to do instead.
-    pub hint: String,
-}
-
-/// `struct io_uring_params` (include/uapi/linux/io_uring.h), 120 bytes.
-#[repr(C)]
-#[derive(Default)]
-struct RawParams {
-    sq_entries: u32,
-    cq_entries: u32,
-    flags: u32,
-    sq_thread_cpu: u32,
-    sq_thread_idle: u32,
-    features: u32,
-    wq_fd: u32,
-    resv: [u32; 3],
-    sq_off: [u64; 5],
-    cq_off: [u64; 5],
-}
-
-// The crate's `Parameters` is a newtype over the same kernel struct; from_fd needs one.
-const _: () = assert!(mem::size_of::<RawParams>() == 120);
-const _: () = assert!(mem::size_of::<io_uring::Parameters>() == mem::size_of::<RawParams>());
-const _: () = assert!(mem::align_of::<io_uring::Parameters>() == mem::align_of::<RawParams>());
 
 /// A real io_uring ring behind the [`Queue`] trait.
 pub struct UringQueue {
@@ -133,6 +100,7 @@ pub struct UringQueue {
     in_flight: usize,
     sqpoll: bool,
     poll_needs_enter: bool,
+    features: Features,
     c: QueueCounters,
 }
 
@@ -144,61 +112,21 @@ impl UringQueue {
         files: &[RawFd],
         register_files: bool,
     ) -> Result<Self, SetupError> {
-        let flags = opts.flags();
-        let names = || {
-            if flags.is_empty() {
-                "no flags".to_string()
-            } else {
-                flags.iter().map(|f| f.1).collect::<Vec<_>>().join("|")
-            }
-        };
-        let mut p = RawParams {
-            flags: flags.iter().fold(0, |a, f| a | f.0),
-            sq_thread_idle: opts.sqpoll_idle_ms.unwrap_or(0),
-            sq_thread_cpu: opts.sqpoll_cpu.unwrap_or(0),
+        let flags = opts.setup_flags();
+        let ring = sys::setup(&SetupParams {
+            entries: opts.entries,
+            flags,
             cq_entries: opts.cq_entries.unwrap_or(0),
-            wq_fd: opts.attach_wq.unwrap_or(0) as u32,
-            ..Default::default()
-        };
-        let entries = if opts.entries == 0 { 128 } else { opts.entries };
-        // SAFETY: io_uring_setup reads and writes exactly one struct io_uring_params, which
-        // RawParams is (size checked above); the returned fd is owned by us from here on.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_setup,
-                entries as libc::c_long,
-                &mut p as *mut RawParams,
-            )
-        };
-        if fd < 0 {
-            let source = io::Error::last_os_error();
-            let hint = setup_hint(opts, &source);
-            return Err(SetupError {
-                flags: names(),
-                source,
-                hint,
-            });
-        }
-        // SAFETY: Parameters wraps the kernel's io_uring_params and nothing else; size and
-        // alignment are asserted equal at compile time, and `p` holds what the kernel filled in
-        // for the ring `fd`, which from_fd takes ownership of.
-        let params: io_uring::Parameters = unsafe { mem::transmute(p) };
-        // SAFETY: fd is a ring we just set up with exactly these parameters.
-        let ring =
-            unsafe { IoUring::from_fd(fd as RawFd, params) }.map_err(|source| SetupError {
-                flags: names(),
-                source,
-                hint: "mapping the ring failed; check memlock limits (ulimit -l)".into(),
-            })?;
+            sq_thread_cpu: opts.sqpoll_cpu.unwrap_or(0),
+            sq_thread_idle_ms: opts.sqpoll_idle_ms.unwrap_or(0),
+            wq_fd: opts.attach_wq.unwrap_or(0),
+        })?;
         if register_files {
             ring.submitter()
                 .register_files(files)
-                .map_err(|source| SetupError {
-                    flags: names() + " + registered files",
-                    source,
-                    hint: "run without --registerfiles".into(),
-                })?;
+                .map_err(|source| SetupError::register_files(flags, source))?;
         }
+        let features = Features::of(&ring);
         let sqpoll = ring.params().is_setup_sqpoll();
         let poll_needs_enter = opts.defer_taskrun || (ring.params().is_setup_iopoll() && !sqpoll);
         Ok(UringQueue {
@@ -209,6 +137,7 @@ impl UringQueue {
             in_flight: 0,
             sqpoll,
             poll_needs_enter,
+            features,
             c: QueueCounters::default(),
         })
     }
@@ -234,7 +163,21 @@ impl UringQueue {
         self.ring.params().sq_entries()
     }
 
+    /// The features the kernel reported when the ring was set up.
+    pub fn features(&self) -> Features {
+        self.features
+    }
+
+    /// The operations the kernel supports on this ring.
+    pub fn probe(&self) -> io::Result<Opcodes> {
+        sys::probe_opcodes(&self.ring)
+    }
+
     fn enter_getevents(&mut self, min: u32, timeout: Option<Duration>) -> io::Result<usize> {
+        if timeout.is_some() {
+            // A timed enter needs EXT_ARG; without it the kernel would refuse the argument.
+            self.features.check_timed_wait()?;
+        }
         self.c.enters += 1;
         let r = match timeout {
             None => self.ring.submit_and_wait(min as usize),
@@ -246,26 +189,6 @@ impl UringQueue {
         };
         r
     }
-}
-
-fn setup_hint(opts: &UringOptions, e: &io::Error) -> String {
-    let errno = e.raw_os_error().unwrap_or(0);
-    if opts.hybrid_iopoll && errno == libc::EINVAL {
-        return "this kernel has no HYBRID_IOPOLL (Linux 6.13 or later); run without --hybrid_iopoll".into();
-    }
-    if (opts.sqpoll_idle_ms.is_some() || opts.sqpoll_cpu.is_some()) && errno == libc::EINVAL {
-        return "check --sqthread_poll_cpu names an online CPU; run without --sqthread_poll otherwise".into();
-    }
-    if errno == libc::EPERM || errno == libc::EACCES {
-        return "io_uring is disabled here (sysctl kernel.io_uring_disabled); enable it or run as root".into();
-    }
-    if errno == libc::ENOMEM {
-        return "raise the locked-memory limit (ulimit -l) or use a smaller --iodepth".into();
-    }
-    if opts.defer_taskrun && errno == libc::EINVAL {
-        return "this kernel has no DEFER_TASKRUN (Linux 6.1 or later); run without it".into();
-    }
-    "run with fewer setup options".into()
 }
 
 impl Queue for UringQueue {
@@ -496,6 +419,45 @@ mod tests {
             q.wait(1, Some(Duration::from_millis(1))).unwrap(),
             WaitOutcome::Ready
         );
+    }
+
+    #[test]
+    fn a_timed_wait_without_ext_arg_is_a_structured_error() {
+        let mut q = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
+        assert!(q.features().ext_arg, "this kernel reports EXT_ARG");
+        assert!(q.probe().unwrap().is_supported(opcode::Nop::CODE));
+        // As a kernel before 5.11 would report it.
+        q.features.ext_arg = false;
+        let op = Op::nop(3);
+        // SAFETY: a nop touches no buffer.
+        unsafe { q.push(&op) }.unwrap();
+        let e = q.wait(1, Some(Duration::from_millis(1))).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        let m = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<crate::sys::uring::MissingFeature>())
+            .expect("a MissingFeature inside");
+        assert_eq!(m.feature, "EXT_ARG");
+        // An untimed wait needs no EXT_ARG: the nop still completes.
+        assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
+        assert_eq!(q.poll(&mut |c| assert_eq!(c.user_data, 3)).unwrap(), 1);
+    }
+
+    #[test]
+    fn setup_errors_name_the_feature_not_an_option() {
+        let opts = UringOptions {
+            sqpoll_idle_ms: Some(10),
+            sqpoll_cpu: Some(libc::CPU_SETSIZE as u32 + 7),
+            ..Default::default()
+        };
+        let Err(e) = UringQueue::new(&opts, &[0], false) else {
+            panic!("an SQPOLL thread on a CPU that does not exist was accepted");
+        };
+        assert_eq!(e.errno(), Some(libc::EINVAL));
+        assert_eq!(e.feature, Some("SQ_AFF"));
+        let m = e.to_string();
+        assert!(m.contains("SQPOLL|SQ_AFF"), "{m}");
+        assert!(!m.contains("--"), "{m}");
     }
 
     #[test]

@@ -1,77 +1,32 @@
 //! The channel source: a virtqueue in miniature.
 //!
-//! A client and the reactor share two [`spsc`](crate::spsc) rings (requests in, responses out)
-//! and an eventfd doorbell. Ringing the doorbell is a system call on the client's side and a
-//! wake-up plus an eventfd read on the reactor's, so, as virtio does with `VRING_USED_F_NO_NOTIFY`
-//! (or event-idx), the reactor tells the client when it need not ring: while the loop is polling
-//! this channel, it clears the [`Notify`] flag ([`Source::poll_begin`](super::Source::poll_begin))
-//! and the client only pushes.
+//! A client and the reactor share two [`sync::spsc`](crate::sync::spsc) rings (requests in,
+//! responses out) and an eventfd doorbell. Ringing the doorbell is a system call on the client's
+//! side and a wake-up plus an eventfd read on the reactor's, so, as virtio does with
+//! `VRING_USED_F_NO_NOTIFY` (or event-idx), the reactor tells the client when it need not ring:
+//! while the loop is polling this channel, it lowers the channel's [`Doorbell`] flag
+//! ([`Source::poll_begin`]) and the client only pushes.
 //!
 //! The race to close is the classic one: the reactor stops polling and sets the flag just as the
 //! client pushes a request and reads the flag as still clear; nobody rings, and the request waits
 //! forever. Both sides therefore do *store, full fence, load*: the client stores the request
 //! (the ring's tail), fences, then loads the flag; the reactor stores the flag, fences, then
-//! looks at the ring once more ([`Notify::enable`], then the reactor's final `ready()` check).
-//! With both fences sequentially consistent, at least one side sees the other's store: either
-//! the client rings or the reactor finds the request. The loom model below checks exactly this.
+//! looks at the ring once more ([`Requests::poll_end`], then the reactor's final `ready()`
+//! check). With both fences sequentially consistent, at least one side sees the other's store:
+//! either the client rings or the reactor finds the request. This is the crate's one doorbell
+//! protocol ([`crate::sync::doorbell`]), checked by its loom model
+//! (`no_lost_wakeup_when_polling_stops` is this very moment).
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-#[cfg(loom)]
-use loom::sync::atomic::{fence, AtomicBool, Ordering};
-#[cfg(not(loom))]
-use std::sync::atomic::{fence, AtomicBool, Ordering};
-
 use super::{Ctx, EventFd, Source};
-use crate::spsc::{self, Consumer, Producer};
-
-/// The notification-suppression flag: whether the reactor wants the doorbell rung.
-#[derive(Debug)]
-pub struct Notify {
-    wanted: AtomicBool,
-}
-
-impl Default for Notify {
-    fn default() -> Self {
-        Notify::new()
-    }
-}
-
-impl Notify {
-    /// A flag that wants notifications (a channel starts outside the polling set).
-    pub fn new() -> Self {
-        Notify {
-            wanted: AtomicBool::new(true),
-        }
-    }
-
-    /// Reactor, entering poll mode: the client need not ring.
-    pub fn suppress(&self) {
-        self.wanted.store(false, Ordering::Relaxed);
-    }
-
-    /// Reactor, leaving poll mode: ring from now on. Store, then a full fence; the caller must
-    /// look at the ring once more afterwards.
-    pub fn enable(&self) {
-        self.wanted.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-    }
-
-    /// Client, after publishing work: whether to ring. A full fence, then the load.
-    pub fn should_ring(&self) -> bool {
-        fence(Ordering::SeqCst);
-        self.wanted.load(Ordering::Relaxed)
-    }
-
-    /// Whether the reactor wants notifications now (for tests and reports).
-    pub fn wanted(&self) -> bool {
-        self.wanted.load(Ordering::Relaxed)
-    }
-}
+use crate::sync::doorbell::Doorbell;
+use crate::sync::spsc::{self, Consumer, Producer};
 
 struct Shared {
-    notify: Notify,
+    /// Up while the reactor wants the doorbell rung (a channel starts outside the polling set).
+    notify: Doorbell,
     doorbell: EventFd,
 }
 
@@ -80,7 +35,7 @@ pub fn channel<Req: Send, Resp: Send>(
     capacity: usize,
 ) -> std::io::Result<(ChannelClient<Req, Resp>, ChannelServer<Req, Resp>)> {
     let shared = Arc::new(Shared {
-        notify: Notify::new(),
+        notify: Doorbell::new(true),
         doorbell: EventFd::new()?,
     });
     let (req_p, req_c) = spsc::channel(capacity);
@@ -134,7 +89,7 @@ impl<Req: Send, Resp: Send> ChannelClient<Req, Resp> {
 
     /// Whether the reactor wants doorbells now.
     pub fn notifications_wanted(&self) -> bool {
-        self.shared.notify.wanted()
+        self.shared.notify.is_armed()
     }
 }
 
@@ -180,17 +135,18 @@ impl<Req: Send> Requests<Req> {
 
     /// Poll mode begins: suppress doorbells.
     pub fn poll_begin(&self) {
-        self.shared.notify.suppress();
+        self.shared.notify.disarm();
     }
 
-    /// Poll mode ends: doorbells wanted again (store, full fence).
+    /// Poll mode ends: doorbells wanted again (store, full fence); the caller must look at
+    /// the ring once more afterwards.
     pub fn poll_end(&self) {
-        self.shared.notify.enable();
+        self.shared.notify.arm();
     }
 
     /// Whether the client is asked to ring.
     pub fn notifications_wanted(&self) -> bool {
-        self.shared.notify.wanted()
+        self.shared.notify.is_armed()
     }
 }
 
@@ -272,40 +228,5 @@ mod tests {
         rs.reply(9).unwrap();
         assert_eq!(c.recv(), Some(9));
         assert_eq!(c.recv(), None);
-    }
-}
-
-#[cfg(all(test, loom))]
-mod loom_tests {
-    use super::*;
-    use loom::sync::atomic::AtomicUsize;
-
-    /// A client pushes while the reactor leaves poll mode: either the client rings or the
-    /// reactor's final check finds the request. Never neither.
-    #[test]
-    fn no_lost_wakeup_when_polling_stops() {
-        loom::model(|| {
-            let notify = loom::sync::Arc::new(Notify::new());
-            notify.suppress(); // the reactor is polling
-            let rung = loom::sync::Arc::new(AtomicUsize::new(0));
-            let (mut p, c) = spsc::channel::<u32>(2);
-            let client = {
-                let (notify, rung) = (notify.clone(), rung.clone());
-                loom::thread::spawn(move || {
-                    p.push(7).unwrap();
-                    if notify.should_ring() {
-                        rung.fetch_add(1, Ordering::Relaxed);
-                    }
-                })
-            };
-            // The reactor stops polling: notifications on, then one more look.
-            notify.enable();
-            let seen = !c.is_empty();
-            client.join().unwrap();
-            assert!(
-                seen || rung.load(Ordering::Relaxed) == 1,
-                "request neither seen by the final check nor announced by the doorbell"
-            );
-        });
     }
 }

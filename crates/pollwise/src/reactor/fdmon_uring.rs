@@ -6,7 +6,8 @@
 //! call ([`FdMonitor::need_wait`]). That is what makes idle pruning safe: a pruned source's
 //! doorbell shows up in the completion ring and stops the polling loop at once. Registrations
 //! and removals are queued as SQEs and go to the kernel with the next wait, one system call for
-//! all of them; a timed wait is one `io_uring_enter` with a nanosecond timeout (`EXT_ARG`).
+//! all of them; a timed wait is one `io_uring_enter` with a nanosecond timeout (`EXT_ARG`, probed at setup:
+//! without it a timed wait fails with a [`MissingFeature`](crate::sys::uring::MissingFeature)).
 //!
 //! Unlike QEMU, which re-arms a one-shot `POLL_ADD` after every event (an SQE to submit, so the
 //! next iteration has to enter the kernel), this monitor uses *multishot* polls
@@ -29,12 +30,13 @@ use std::time::Duration;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::{EventFd, FdEvent, FdMonCounters, FdMonitor};
+use crate::sys::uring::Features;
+use crate::sys::uring::IORING_ENTER_GETEVENTS;
 
 /// `user_data` of the monitor's own requests (removals, the probe); never a source token.
 const INTERNAL: u64 = u64::MAX;
 /// `user_data` of the multishot probe.
 const PROBE: u64 = u64::MAX - 1;
-const IORING_ENTER_GETEVENTS: u32 = 1;
 
 /// Fd monitoring through io_uring `POLL_ADD`. See the module docs.
 pub struct UringFdMonitor {
@@ -47,6 +49,8 @@ pub struct UringFdMonitor {
     /// Re-arms pushed but left for the next kernel entry (see `reap`).
     deferred: usize,
     rearm: Vec<u64>,
+    /// Probed at setup: a timed wait needs EXT_ARG.
+    features: Features,
     c: FdMonCounters,
 }
 
@@ -56,8 +60,10 @@ impl UringFdMonitor {
         let ring = IoUring::builder()
             .setup_cqsize(entries.saturating_mul(16).max(4096))
             .build(entries)?;
+        let features = Features::of(&ring);
         let mut m = UringFdMonitor {
             ring,
+            features,
             armed: HashMap::new(),
             multishot: false,
             unsubmitted: 0,
@@ -231,6 +237,7 @@ impl FdMonitor for UringFdMonitor {
         self.c.syscalls += 1;
         let r = match timeout {
             Some(t) if block => {
+                self.features.check_timed_wait()?;
                 let ts = types::Timespec::from(t);
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)

@@ -8,7 +8,7 @@
 //! loop, with the three refinements the seed's commits describe:
 //!
 //! - **Per-source adaptive windows.** Each poll source keeps its own
-//!   [`AdaptiveWindow`](crate::policy::adaptive::AdaptiveWindow) (QEMU since 2025); the loop polls
+//!   [`AdaptiveWindow`] (QEMU since 2025); the loop polls
 //!   up to the largest window in the polling set. After each iteration, every source that became
 //!   ready has its window adjusted with the iteration's *block time*: from the start of the
 //!   iteration to the moment its event was found. The time a source's [`Source::run`] takes is
@@ -42,7 +42,7 @@ pub mod fdmon_uring;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,52 +177,7 @@ impl FromStr for FdMonKind {
 // Eventfd
 // ---------------------------------------------------------------------------------------------
 
-/// A non-blocking eventfd: the doorbell of channels and of the reactor's own notifier.
-#[derive(Debug)]
-pub struct EventFd {
-    fd: OwnedFd,
-}
-
-impl EventFd {
-    /// A new eventfd with count 0 (non-blocking, close-on-exec).
-    pub fn new() -> io::Result<Self> {
-        // SAFETY: eventfd takes two integers and returns a new fd or -1.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a new descriptor nobody else owns.
-        Ok(EventFd {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
-    }
-
-    /// Adds 1 to the count, waking whoever monitors it.
-    pub fn ring(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to our own fd. It can only fail with EAGAIN
-        // when the count is at its maximum, and then the fd is readable anyway.
-        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
-    }
-
-    /// Reads and clears the count (0 if it was not rung).
-    pub fn drain(&self) -> u64 {
-        let mut v: u64 = 0;
-        // SAFETY: reads at most 8 bytes into a live u64 from our own non-blocking fd.
-        let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
-        if r == 8 {
-            v
-        } else {
-            0
-        }
-    }
-}
-
-impl AsRawFd for EventFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
+pub use crate::sys::eventfd::EventFd;
 
 /// Wakes a reactor from another thread (QEMU's `aio_notify`).
 #[derive(Debug, Clone)]

@@ -9,20 +9,14 @@
 //! (acquire), reads the slot, then stores the head (release) so the producer may reuse it. Head
 //! and tail are free-running `usize` counters, so full is `tail - head == capacity`.
 //!
-//! Under `--cfg loom` the atomics come from loom and the protocol is model-checked
-//! (`RUSTFLAGS="--cfg loom" cargo test -p pollwise --lib spsc::loom_tests --release`).
+//! Under `--cfg loom` the atomics come from loom (through the [`sync`](super) facade) and the
+//! protocol is model-checked
+//! (`RUSTFLAGS="--cfg loom" cargo test -p pollwise --lib sync::spsc::loom_tests --release`).
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(loom)]
-use loom::sync::Arc;
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicUsize, Ordering};
-#[cfg(not(loom))]
-use std::sync::Arc;
+use super::{Arc, AtomicUsize, Ordering};
 
 /// Keeps head and tail on separate cache lines so producer and consumer do not false-share.
 #[repr(align(128))]

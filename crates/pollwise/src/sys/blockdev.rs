@@ -1,0 +1,92 @@
+//! Block devices and direct I/O: a device's size, its logical block size, and a file's direct
+//! I/O alignment (`statx` with `STATX_DIOALIGN`, Linux 6.1).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// `BLKGETSIZE64 = _IOR(0x12, 114, size_t)`.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+/// `BLKSSZGET = _IO(0x12, 104)`.
+const BLKSSZGET: libc::c_ulong = 0x1268;
+/// `STATX_DIOALIGN`.
+const STATX_DIOALIGN: u32 = 0x0000_2000;
+
+/// The size in bytes of the block device open as `f` (`BLKGETSIZE64`).
+pub fn size(f: &File) -> io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer we pass, which is live.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(size)
+}
+
+/// The logical block size of the block device open as `f` (`BLKSSZGET`).
+pub fn sector_size(f: &File) -> io::Result<u32> {
+    let mut bs: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer we pass, which is live.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut bs as *mut libc::c_int) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if bs <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok(bs as u32)
+}
+
+/// The direct I/O offset alignment of the file open as `f`, if the kernel and filesystem say
+/// (`statx` `STATX_DIOALIGN`); `None` when they do not.
+pub fn dio_offset_align(f: &File) -> io::Result<Option<u32>> {
+    // SAFETY: struct statx is plain C data for which all-zero bytes are valid.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: statx fills the struct we provide; an empty (NUL-terminated, static) path with
+    // AT_EMPTY_PATH names the fd itself.
+    let r = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if stx.stx_mask & STATX_DIOALIGN != 0 && stx.stx_dio_offset_align > 0 {
+        Ok(Some(stx.stx_dio_offset_align))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The alignment direct I/O on `f` needs: the device's logical block size for a block device,
+/// the file's `STATX_DIOALIGN` offset alignment otherwise; 512 when neither can be learned.
+pub fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
+    let got = if is_blockdev {
+        sector_size(f).ok()
+    } else {
+        dio_offset_align(f).ok().flatten()
+    };
+    got.unwrap_or(512)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_is_not_a_block_device() {
+        let f = tempfile::tempfile().unwrap();
+        let e = size(&f).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTTY));
+        let a = logical_block_size(&f, false);
+        assert!(a.is_power_of_two() && a >= 1, "{a}");
+        if let Some(a) = dio_offset_align(&f).unwrap() {
+            assert_eq!(logical_block_size(&f, false), a);
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Every raw system call the crate makes, each behind a small safe wrapper.
+//!
+//! The `unsafe` blocks of the crate's system calls live here, each with its `// SAFETY:`
+//! argument; the layers above call these functions and never `libc` directly.
+//!
+//! - [`eventfd`]: the eventfd doorbell (reactor channels and notifier, the shared poller);
+//! - [`futex`]: wait on and wake a 32-bit word;
+//! - [`affinity`]: the CPUs a thread may run on, and pinning;
+//! - [`timerslack`]: 1 ns timer slack for threads that sleep for microseconds, checked;
+//! - [`rusage`]: CPU time of the process, a thread, and `CLOCK_THREAD_CPUTIME_ID`;
+//! - [`epoll`]: an epoll instance (the reactor's portable fd monitor);
+//! - [`uring`]: io_uring setup with any flag, and probing of its features and opcodes;
+//! - [`blockdev`]: block device size, logical block size and direct-I/O alignment;
+//! - [`sysconf`]: physical memory and online CPUs.
+
+pub mod affinity;
+pub mod blockdev;
+pub mod epoll;
+pub mod eventfd;
+pub mod futex;
+pub mod rusage;
+pub mod sysconf;
+pub mod timerslack;
+pub mod uring;
