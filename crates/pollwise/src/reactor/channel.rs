@@ -24,6 +24,8 @@ use loom::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use super::{Ctx, EventFd, Source};
+use crate::queue::channel::{ChannelOp, Link};
+use crate::queue::Completion;
 use crate::spsc::{self, Consumer, Producer};
 
 /// The notification-suppression flag: whether the reactor wants the doorbell rung.
@@ -135,6 +137,20 @@ impl<Req: Send, Resp: Send> ChannelClient<Req, Resp> {
     /// Whether the reactor wants doorbells now.
     pub fn notifications_wanted(&self) -> bool {
         self.shared.notify.wanted()
+    }
+}
+
+/// A client end carrying [`ChannelOp`]s and [`Completion`]s is a
+/// [`ChannelQueue`](crate::queue::channel::ChannelQueue)'s link, so the engine can drive it.
+impl Link for ChannelClient<ChannelOp, Completion> {
+    fn send(&mut self, op: ChannelOp) -> Result<(), ChannelOp> {
+        ChannelClient::send(self, op)
+    }
+    fn recv(&mut self) -> Option<Completion> {
+        ChannelClient::recv(self)
+    }
+    fn doorbells(&self) -> u64 {
+        self.rings()
     }
 }
 
