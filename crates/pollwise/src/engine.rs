@@ -410,7 +410,7 @@ impl Engine {
                         if cfg.verify
                             && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
                         {
-                            verify::check(buf.as_slice(), meta.offset).map_err(Error::Verify)?;
+                            verify::check(buf.as_slice(), meta.offset).map_err(verify_error)?;
                         }
                         read.record(lat, meta.len as u64);
                     }
@@ -734,6 +734,20 @@ fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
         };
     }
     Error::os(op_name(cfg, meta), source)
+}
+
+/// A block that fails its check is a verify error; one that was never written with
+/// verification on is the caller's mistake, named by its field.
+fn verify_error(m: verify::Mismatch) -> Error {
+    match m {
+        verify::Mismatch::NoHeader { offset } => Error::config(
+            "verify",
+            format!(
+                "found no verify header in the block at offset {offset}: the file was not written with verification on"
+            ),
+        ),
+        m => Error::Verify(m.to_string()),
+    }
 }
 
 /// `a - b`, counter by counter.

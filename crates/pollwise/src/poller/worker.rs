@@ -20,6 +20,7 @@ use super::client::{Client, ClientOptions, ClientShared, PollerEnds};
 use super::drr::{Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::wake::{self, sys::EventFd};
+use super::RING_SETUP_OP;
 use super::{pin_to_cpu, PollerConfig, PollerCounters, SendOp, ShutdownReport};
 use crate::clock::{self, Clock};
 use crate::queue::{Completion, OpKind};
@@ -296,19 +297,19 @@ impl Worker {
     fn new(cfg: &PollerConfig, shared: Arc<PollerShared>, clock: Arc<dyn Clock>) -> Result<Self> {
         if let Some(cpu) = cfg.cpu {
             pin_to_cpu(cpu).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot pin the poller to --poller_cpu={cpu}: {e}; name a CPU this process may use"
-                ))
+                Error::config(
+                    "cpu",
+                    format!(
+                        "={cpu}: cannot pin the poller there: {e}; name a CPU this process may use"
+                    ),
+                )
             })?;
         }
         crate::set_timer_slack_1ns();
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
-        let ring = build_ring(entries).map_err(|e| {
-            Error::Io(format!(
-                "cannot set up the poller's io_uring ({entries} entries): {e}; raise ulimit -l or lower --poller_depth"
-            ))
-        })?;
+        let ring = build_ring(entries)
+            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e))?;
         let cap = cfg.depth as usize;
         Ok(Worker {
             shared,
