@@ -138,6 +138,30 @@ pub struct EngineConfig {
     pub target: String,
 }
 
+impl Default for EngineConfig {
+    /// Random 4 KiB reads over 1 GiB at depth 1, one at a time: nothing verified, no think time.
+    fn default() -> Self {
+        EngineConfig {
+            rw: Rw::RandRead,
+            rwmixread: 50,
+            bs: 4096,
+            size: 1 << 30,
+            iodepth: 1,
+            batch_submit: 1,
+            batch_complete_min: 1,
+            fixedbufs: false,
+            verify: false,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            seed: 7,
+            align: 4096,
+            hipri: false,
+            target: String::new(),
+        }
+    }
+}
+
 /// One thread's I/O loop over any queue and any policy. See the module docs.
 pub struct Engine {
     // Declared first so it drops first: a queue drains its in-flight operations on drop, and
@@ -787,22 +811,9 @@ mod tests {
 
     fn cfg(iodepth: u32) -> EngineConfig {
         EngineConfig {
-            rw: Rw::RandRead,
-            rwmixread: 50,
-            bs: 4096,
-            size: 1 << 30,
             iodepth,
-            batch_submit: 1,
-            batch_complete_min: 1,
-            fixedbufs: false,
-            verify: false,
-            thinktime: Duration::ZERO,
-            thinktime_spin: Duration::ZERO,
-            thinktime_blocks: 1,
-            seed: 7,
-            align: 4096,
-            hipri: false,
             target: "sim".into(),
+            ..EngineConfig::default()
         }
     }
 

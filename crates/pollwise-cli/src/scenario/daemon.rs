@@ -278,28 +278,22 @@ struct ReactorOut {
     polling_set_end: usize,
 }
 
+/// `a - b` for every named counter of a `$t`.
+macro_rules! minus {
+    ($t:ident, $a:expr, $b:expr, $($f:ident),+) => {
+        $t { $($f: $a.$f - $b.$f),+ }
+    };
+}
+
 fn sub_reactor(a: ReactorCounters, b: ReactorCounters) -> ReactorCounters {
-    ReactorCounters {
-        iterations: a.iterations - b.iterations,
-        poll_rounds: a.poll_rounds - b.poll_rounds,
-        poll_hits: a.poll_hits - b.poll_hits,
-        fdmon_waits: a.fdmon_waits - b.fdmon_waits,
-        fdmon_blocking_waits: a.fdmon_blocking_waits - b.fdmon_blocking_waits,
-        fd_dispatches: a.fd_dispatches - b.fd_dispatches,
-        poll_dispatches: a.poll_dispatches - b.poll_dispatches,
-        pruned: a.pruned - b.pruned,
-        poll_added: a.poll_added - b.poll_added,
-        timers: a.timers - b.timers,
-    }
+    #[rustfmt::skip]
+    let d = minus!(ReactorCounters, a, b, iterations, poll_rounds, poll_hits, fdmon_waits,
+        fdmon_blocking_waits, fd_dispatches, poll_dispatches, pruned, poll_added, timers);
+    d
 }
 
 fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
-    FdMonCounters {
-        waits: a.waits - b.waits,
-        syscalls: a.syscalls - b.syscalls,
-        events: a.events - b.events,
-        rearms: a.rearms - b.rearms,
-    }
+    minus!(FdMonCounters, a, b, waits, syscalls, events, rearms)
 }
 
 struct Setup {
@@ -424,21 +418,12 @@ fn client_engine(c: Client, cfg: &DaemonConfig, depth: usize, seed: u64) -> Resu
     let clock = clock::monotonic();
     let ec = EngineConfig {
         rw: Rw::RandRead,
-        rwmixread: 100,
         bs: cfg.block_size,
         size: cfg.size,
         iodepth: depth as u32,
-        batch_submit: 1,
-        batch_complete_min: 1,
-        fixedbufs: false,
-        verify: false,
-        thinktime: Duration::ZERO,
-        thinktime_spin: Duration::ZERO,
-        thinktime_blocks: 1,
         seed,
-        align: 4096,
-        hipri: false,
         target: cfg.filename.display().to_string(),
+        ..EngineConfig::default()
     };
     // The queue's wait spins on the response ring: "interrupt" only says to wait there.
     let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());

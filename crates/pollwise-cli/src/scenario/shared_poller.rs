@@ -277,18 +277,9 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
             (Box::new(h), Box::new(s))
         }
     };
-    let heavy = Engine::new(
-        hq,
-        spec.policy.build(clock.clone()),
-        clock.clone(),
-        heavy_cfg,
-    )?;
-    let sparse = Engine::new(
-        sq,
-        spec.policy.build(clock.clone()),
-        clock.clone(),
-        sparse_cfg,
-    )?;
+    let engine = |q, cfg| Engine::new(q, spec.policy.build(clock.clone()), clock.clone(), cfg);
+    let heavy = engine(hq, heavy_cfg)?;
+    let sparse = engine(sq, sparse_cfg)?;
     let barrier = Arc::new(Barrier::new(2));
     let start = clock.now_ns() + 20_000_000;
     let measure_from = start + spec.ramp_time.as_nanos() as u64;

@@ -128,11 +128,9 @@ impl<L: Link> Queue for ChannelQueue<L> {
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
         self.take();
         let n = self.ready.len();
-        for c in self.ready.drain(..) {
-            sink(c);
-        }
         self.in_flight -= n;
         self.c.completed += n as u64;
+        self.ready.drain(..).for_each(sink);
         Ok(n)
     }
 
