@@ -45,6 +45,8 @@ pub fn option_for_field(field: &str) -> &str {
         "poll_max_ns" => "poll_max_ns",
         "depth" => "poller_depth",
         "quantum" => "poller_quantum",
+        "batch" => "poller_batch",
+        "cpu" => "poller_cpu",
         other => other,
     }
 }
@@ -61,8 +63,16 @@ fn errno_hint(e: &io::Error) -> &'static str {
 impl From<LibError> for Error {
     fn from(e: LibError) -> Self {
         match e {
+            LibError::Config {
+                field: "verify",
+                reason,
+            } => Error::Usage(format!(
+                "--verify=crc32c {reason} (write it first with --rw=write --verify=crc32c)"
+            )),
             LibError::Config { field, reason } => {
-                Error::Usage(format!("--{} {reason}", option_for_field(field)))
+                // A reason may begin with the value: "=4095 names no CPU ...".
+                let sep = if reason.starts_with('=') { "" } else { " " };
+                Error::Usage(format!("--{}{sep}{reason}", option_for_field(field)))
             }
             LibError::Unsupported {
                 feature: "IOPOLL",
@@ -81,6 +91,8 @@ impl From<LibError> for Error {
             LibError::Os { op, source } => {
                 let hint = if op.starts_with("read at") || op.starts_with("write at") {
                     errno_hint(&source)
+                } else if op.starts_with(pollwise::poller::RING_SETUP_OP) {
+                    "; raise ulimit -l or lower --poller_depth"
                 } else {
                     ""
                 };
@@ -94,5 +106,44 @@ impl From<LibError> for Error {
             LibError::Unavailable(m) => Error::Unsupported(m),
             LibError::Io(m) => Error::Io(m),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(e: LibError) -> String {
+        match Error::from(e) {
+            Error::Usage(m) => m,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn config_errors_name_the_flag() {
+        let m = usage(LibError::config(
+            "cpu",
+            "=4095 names no CPU: use one of 0-1",
+        ));
+        assert_eq!(m, "--poller_cpu=4095 names no CPU: use one of 0-1");
+        let m = usage(LibError::config("batch", "must be at least 1"));
+        assert_eq!(m, "--poller_batch must be at least 1");
+        let m = usage(LibError::config("verify", "found no verify header"));
+        assert!(
+            m.starts_with("--verify=crc32c found no verify header"),
+            "{m}"
+        );
+        assert!(m.contains("--rw=write"), "{m}");
+    }
+
+    #[test]
+    fn a_poller_ring_that_cannot_be_set_up_names_the_fix() {
+        let e = Error::from(LibError::os(
+            format!("{} (512 entries)", pollwise::poller::RING_SETUP_OP),
+            io::Error::from_raw_os_error(libc::ENOMEM),
+        ));
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("--poller_depth"), "{e}");
     }
 }

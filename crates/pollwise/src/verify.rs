@@ -1,4 +1,4 @@
-//! Block verification: `--verify=crc32c`, in fio's spirit.
+//! Block verification (crc32c), in fio's spirit.
 //!
 //! Every written block carries a header (a magic, a CRC32C and its own file offset) and a body
 //! that is a pure function of the offset and a seed. Because the content depends only on the
@@ -27,25 +27,72 @@ pub fn fill(block: &mut [u8], offset: u64, seed: u64) {
     block[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Checks a block read from file offset `offset`; the error says what is wrong.
-pub fn check(block: &[u8], offset: u64) -> Result<(), String> {
-    if block.len() < HEADER || &block[0..4] != MAGIC {
-        return Err(format!(
-            "verify: block at offset {offset} has no verify header: it was not written with --verify=crc32c (write it first with --rw=write --verify=crc32c)"
-        ));
+/// Why a block failed its check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The block has no verify header: it was never written with verification on.
+    NoHeader {
+        /// Where it was read.
+        offset: u64,
+    },
+    /// The block holds the one written for another offset (a misplaced write or read).
+    Misplaced {
+        /// Where it was read.
+        offset: u64,
+        /// The offset its header names.
+        found: u64,
+    },
+    /// The checksum does not match: the data is corrupt.
+    Corrupt {
+        /// Where it was read.
+        offset: u64,
+        /// The checksum in the header.
+        stored: u32,
+        /// The checksum of the data read.
+        computed: u32,
+    },
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Mismatch::NoHeader { offset } => write!(
+                f,
+                "verify: block at offset {offset} has no verify header: it was not written with verification on"
+            ),
+            Mismatch::Misplaced { offset, found } => write!(
+                f,
+                "verify: block at offset {offset} holds the block written for offset {found} (misplaced write or read)"
+            ),
+            Mismatch::Corrupt {
+                offset,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "verify: crc32c mismatch in block at offset {offset}: stored {stored:#010x}, computed {computed:#010x} (the data is corrupt)"
+            ),
+        }
     }
-    let stored_off = u64::from_le_bytes(block[8..16].try_into().unwrap());
-    if stored_off != offset {
-        return Err(format!(
-            "verify: block at offset {offset} holds the block written for offset {stored_off} (misplaced write or read)"
-        ));
+}
+
+/// Checks a block read from file offset `offset`; the error says what is wrong.
+pub fn check(block: &[u8], offset: u64) -> Result<(), Mismatch> {
+    if block.len() < HEADER || &block[0..4] != MAGIC {
+        return Err(Mismatch::NoHeader { offset });
+    }
+    let found = u64::from_le_bytes(block[8..16].try_into().unwrap());
+    if found != offset {
+        return Err(Mismatch::Misplaced { offset, found });
     }
     let stored = u32::from_le_bytes(block[4..8].try_into().unwrap());
     let computed = crc32c::crc32c(&block[8..]);
     if stored != computed {
-        return Err(format!(
-            "verify: crc32c mismatch in block at offset {offset}: stored {stored:#010x}, computed {computed:#010x} (the data is corrupt)"
-        ));
+        return Err(Mismatch::Corrupt {
+            offset,
+            stored,
+            computed,
+        });
     }
     Ok(())
 }
@@ -59,10 +106,22 @@ mod tests {
         let mut b = vec![0u8; 4096];
         fill(&mut b, 8192, 1);
         check(&b, 8192).unwrap();
-        assert!(check(&b, 4096).unwrap_err().contains("offset 8192"));
+        let e = check(&b, 4096).unwrap_err();
+        assert_eq!(
+            e,
+            Mismatch::Misplaced {
+                offset: 4096,
+                found: 8192
+            }
+        );
+        assert!(e.to_string().contains("offset 8192"));
         b[100] ^= 1;
-        assert!(check(&b, 8192).unwrap_err().contains("crc32c mismatch"));
+        let e = check(&b, 8192).unwrap_err();
+        assert!(matches!(e, Mismatch::Corrupt { offset: 8192, .. }), "{e}");
+        assert!(e.to_string().contains("crc32c mismatch"));
         let z = vec![0u8; 4096];
-        assert!(check(&z, 0).unwrap_err().contains("no verify header"));
+        let e = check(&z, 0).unwrap_err();
+        assert_eq!(e, Mismatch::NoHeader { offset: 0 });
+        assert!(e.to_string().contains("no verify header"));
     }
 }

@@ -15,10 +15,11 @@
 //! [`DaemonConfig::handler_ns`] of CPU on each first (the slow-handler scenario: QEMU's
 //! `io_submit` could take tens of microseconds), and submits it as a read at once.
 //!
-//! Clients keep `iodepth` requests in flight and spin on their response rings (they are the
-//! "guest": no response doorbell), yielding the CPU between looks after 50 µs so that a reactor
-//! sharing their core is not starved. Every request gets exactly one response;
-//! a client that does not get one within seconds of the end fails the run instead of hanging.
+//! Each client is an [`Engine`] over a [`ChannelQueue`]: it keeps `iodepth` requests in flight
+//! and spins on its response ring (it is the "guest": no response doorbell), yielding the CPU
+//! between looks after 50 µs so that a reactor sharing its core is not starved. Every request
+//! gets exactly one response; a client that gets none for seconds fails the run instead of
+//! hanging.
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -30,33 +31,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use pollwise::clock::{Clock, MonotonicClock};
+use pollwise::clock::{self, Clock, MonotonicClock};
+use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
+use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::queue::channel::{ChannelOp, ChannelQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, Op, OpKind, Queue};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
-use pollwise::request::{Handle, ReqMeta, Slab};
+use pollwise::request::{Dir, Handle, ReqMeta, Slab};
 use pollwise::stats::DirStats;
 
 use crate::{Error, Result};
-
-/// A read request on a channel: the client's tag and the file offset.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadReq {
-    /// Returned in the response.
-    pub tag: u64,
-    /// Byte offset, a multiple of the block size.
-    pub offset: u64,
-}
-
-/// The response: the tag and the read's result (bytes, or `-errno`).
-#[derive(Debug, Clone, Copy)]
-pub struct ReadResp {
-    /// The request's tag.
-    pub tag: u64,
-    /// Bytes read, or a negated errno.
-    pub result: i32,
-}
 
 /// One daemon run.
 #[derive(Debug, Clone)]
@@ -134,9 +120,9 @@ impl DaemonReport {
 struct Storage {
     q: UringQueue,
     slab: Slab,
-    /// By slab slot: (channel, tag).
+    /// By slab slot: (channel, the request's user_data).
     owner: Vec<(usize, u64)>,
-    responses: Vec<Responses<ReadResp>>,
+    responses: Vec<Responses<Completion>>,
     done: Vec<Completion>,
     block: u32,
     clock: MonotonicClock,
@@ -150,9 +136,9 @@ impl Storage {
         }
     }
 
-    fn reply(&mut self, chan: usize, tag: u64, result: i32) {
+    fn reply(&mut self, chan: usize, user_data: u64, result: i32) {
         if self.responses[chan]
-            .reply(ReadResp { tag, result })
+            .reply(Completion { user_data, result })
             .is_err()
         {
             self.fail(format!(
@@ -161,8 +147,12 @@ impl Storage {
         }
     }
 
-    /// Spends `handler_ns`, then queues the read.
-    fn queue_read(&mut self, chan: usize, r: ReadReq, handler_ns: u64) {
+    /// Spends `handler_ns`, then queues the read (only reads of one block are served).
+    fn queue_read(&mut self, chan: usize, r: ChannelOp, handler_ns: u64) {
+        if r.kind != OpKind::Read || r.len != self.block {
+            self.reply(chan, r.user_data, -libc::EINVAL);
+            return;
+        }
         if handler_ns > 0 {
             let t = self.clock.now_ns();
             while self.clock.now_ns() - t < handler_ns {
@@ -176,15 +166,15 @@ impl Storage {
         };
         let Some(h) = self.slab.alloc(meta) else {
             self.fail("more reads in flight than buffers: an internal sizing error".into());
-            self.reply(chan, r.tag, -libc::ENOMEM);
+            self.reply(chan, r.user_data, -libc::ENOMEM);
             return;
         };
-        self.owner[h.index()] = (chan, r.tag);
+        self.owner[h.index()] = (chan, r.user_data);
         let buf = match self.slab.buf_mut(h) {
             Ok(b) => b.as_mut_ptr(),
             Err(e) => {
                 self.fail(e.to_string());
-                self.abandon(h, chan, r.tag, -libc::EIO);
+                self.abandon(h, chan, r.user_data, -libc::EIO);
                 return;
             }
         };
@@ -206,13 +196,13 @@ impl Storage {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Err(e) = self.q.submit() {
                         self.fail(format!("io_uring submit: {e}"));
-                        self.abandon(h, chan, r.tag, -e.raw_os_error().unwrap_or(libc::EIO));
+                        self.abandon(h, chan, r.user_data, -e.raw_os_error().unwrap_or(libc::EIO));
                         return;
                     }
                 }
                 Err(e) => {
                     self.fail(format!("io_uring push: {e}"));
-                    self.abandon(h, chan, r.tag, -e.raw_os_error().unwrap_or(libc::EIO));
+                    self.abandon(h, chan, r.user_data, -e.raw_os_error().unwrap_or(libc::EIO));
                     return;
                 }
             }
@@ -288,35 +278,29 @@ struct ReactorOut {
     polling_set_end: usize,
 }
 
+/// `a - b` for every named counter of a `$t`.
+macro_rules! minus {
+    ($t:ident, $a:expr, $b:expr, $($f:ident),+) => {
+        $t { $($f: $a.$f - $b.$f),+ }
+    };
+}
+
 fn sub_reactor(a: ReactorCounters, b: ReactorCounters) -> ReactorCounters {
-    ReactorCounters {
-        iterations: a.iterations - b.iterations,
-        poll_rounds: a.poll_rounds - b.poll_rounds,
-        poll_hits: a.poll_hits - b.poll_hits,
-        fdmon_waits: a.fdmon_waits - b.fdmon_waits,
-        fdmon_blocking_waits: a.fdmon_blocking_waits - b.fdmon_blocking_waits,
-        fd_dispatches: a.fd_dispatches - b.fd_dispatches,
-        poll_dispatches: a.poll_dispatches - b.poll_dispatches,
-        pruned: a.pruned - b.pruned,
-        poll_added: a.poll_added - b.poll_added,
-        timers: a.timers - b.timers,
-    }
+    #[rustfmt::skip]
+    let d = minus!(ReactorCounters, a, b, iterations, poll_rounds, poll_hits, fdmon_waits,
+        fdmon_blocking_waits, fd_dispatches, poll_dispatches, pruned, poll_added, timers);
+    d
 }
 
 fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
-    FdMonCounters {
-        waits: a.waits - b.waits,
-        syscalls: a.syscalls - b.syscalls,
-        events: a.events - b.events,
-        rearms: a.rearms - b.rearms,
-    }
+    minus!(FdMonCounters, a, b, waits, syscalls, events, rearms)
 }
 
 struct Setup {
     file: File,
     cfg: DaemonConfig,
-    requests: Vec<Requests<ReadReq>>,
-    responses: Vec<Responses<ReadResp>>,
+    requests: Vec<Requests<ChannelOp>>,
+    responses: Vec<Responses<Completion>>,
     stop: Arc<AtomicBool>,
     t_measure: u64,
     t_end: u64,
@@ -366,7 +350,7 @@ fn reactor_thread(
             let st = st.clone();
             // Takes every waiting request; each is submitted as soon as its handler is done
             // (a slow handler delays only the requests behind it, not those before).
-            let serve = move |rq: &mut Requests<ReadReq>, _: &mut Ctx<'_>| {
+            let serve = move |rq: &mut Requests<ChannelOp>, _: &mut Ctx<'_>| {
                 let mut st = st.borrow_mut();
                 while let Some(r) = rq.pop() {
                     st.queue_read(chan, r, handler_ns);
@@ -421,122 +405,61 @@ fn reactor_thread(
     ))
 }
 
-fn next_offset(x: &mut u64, blocks: u64, block: u32) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    (*x % blocks) * block as u64
-}
-
-/// How long a client spins for a response before it starts yielding its CPU between looks.
-const SPIN_NS: u64 = 50_000;
-
-/// How long a client waits for a response past the end before it calls the run failed.
-const GIVE_UP_NS: u64 = 5_000_000_000;
+/// A client's channel end.
+type Client = ChannelClient<ChannelOp, Completion>;
 
 struct ClientOut {
     lat: DirStats,
     doorbells: u64,
 }
 
-/// An active client: `iodepth` reads in flight until `t_end`, then drains.
-fn client_thread(
-    mut c: ChannelClient<ReadReq, ReadResp>,
-    cfg: &DaemonConfig,
-    seed: u64,
-    t_measure: u64,
-    t_end: u64,
-) -> Result<ClientOut> {
-    let clock = MonotonicClock;
-    let blocks = (cfg.size / cfg.block_size as u64).max(1);
-    let mut x = seed | 1;
-    let mut sent_at = vec![0u64; cfg.iodepth];
-    let mut lat = DirStats::default();
-    for (tag, at) in sent_at.iter_mut().enumerate() {
-        *at = clock.now_ns();
-        let offset = next_offset(&mut x, blocks, cfg.block_size);
-        if c.send(ReadReq {
-            tag: tag as u64,
-            offset,
-        })
-        .is_err()
-        {
-            return Err(Error::Io("a channel ring is smaller than --iodepth".into()));
-        }
-    }
-    let mut outstanding = cfg.iodepth;
-    // Doorbells rung during the measured period.
-    let mut rings_at = [None, None];
-    let mut last = clock.now_ns();
-    while outstanding > 0 {
-        let Some(r) = c.recv() else {
-            std::hint::spin_loop();
-            let now = clock.now_ns();
-            if now > last + SPIN_NS {
-                // Waiting long: let the reactor have the CPU if it shares ours.
-                std::thread::yield_now();
-            }
-            if now > last + GIVE_UP_NS && now > t_end {
-                return Err(Error::Io(format!(
-                    "{outstanding} reads got no response within 5 s: the reactor stopped serving"
-                )));
-            }
-            continue;
-        };
-        let now = clock.now_ns();
-        last = now;
-        for (i, t) in [t_measure, t_end].into_iter().enumerate() {
-            if rings_at[i].is_none() && now >= t {
-                rings_at[i] = Some(c.rings());
-            }
-        }
-        if r.result != cfg.block_size as i32 {
-            return Err(Error::Io(format!(
-                "a read returned {} instead of {} bytes{}",
-                r.result,
-                cfg.block_size,
-                if r.result < 0 {
-                    format!(" ({})", std::io::Error::from_raw_os_error(-r.result))
-                } else {
-                    String::new()
-                }
-            )));
-        }
-        let tag = r.tag as usize;
-        if now >= t_measure && now <= t_end {
-            lat.record(now - sent_at[tag], cfg.block_size as u64);
-        }
-        if now < t_end {
-            sent_at[tag] = now;
-            let offset = next_offset(&mut x, blocks, cfg.block_size);
-            // The ring holds at least iodepth entries and this tag's slot was just freed.
-            let _ = c.send(ReadReq { tag: r.tag, offset });
-        } else {
-            outstanding -= 1;
-        }
-    }
-    let end = rings_at[1].unwrap_or(c.rings());
+/// A client: an engine keeping `depth` reads in flight on its channel.
+fn client_engine(c: Client, cfg: &DaemonConfig, depth: usize, seed: u64) -> Result<Engine> {
+    let clock = clock::monotonic();
+    let ec = EngineConfig {
+        rw: Rw::RandRead,
+        bs: cfg.block_size,
+        size: cfg.size,
+        iodepth: depth as u32,
+        seed,
+        target: cfg.filename.display().to_string(),
+        ..EngineConfig::default()
+    };
+    // The queue's wait spins on the response ring: "interrupt" only says to wait there.
+    let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+    Ok(Engine::new(
+        Box::new(ChannelQueue::new(c)),
+        policy,
+        clock,
+        ec,
+    )?)
+}
+
+/// An active client: reads in flight until `t_end`, then drains; latency (send to receipt) and
+/// doorbells are counted from `t_measure` to `t_end`.
+fn client_thread(mut e: Engine, t_measure: u64, t_end: u64) -> Result<ClientOut> {
+    e.run_until(Stop::At(t_measure))?;
+    e.reset_stats();
+    let rings0 = e.stats().2.enters;
+    e.run_until(Stop::At(t_end))?;
+    let (lat, _, q, _) = e.stats();
+    e.drain()?;
     Ok(ClientOut {
         lat,
-        doorbells: end - rings_at[0].unwrap_or(end),
+        doorbells: q.enters - rings0,
     })
 }
 
-/// Waits for one response on `c` (warm-up of an idle channel).
-fn await_one(c: &mut ChannelClient<ReadReq, ReadResp>) -> Result<ReadResp> {
-    let clock = MonotonicClock;
-    let t = clock.now_ns();
-    loop {
-        if let Some(r) = c.recv() {
-            return Ok(r);
-        }
-        if clock.now_ns() - t > GIVE_UP_NS {
-            return Err(Error::Io(
-                "an idle channel's warm-up read got no response within 5 s".into(),
-            ));
-        }
-        std::hint::spin_loop();
+/// Each idle channel reads once, so it joins the polling set; the reads go out together.
+fn warm_up(idle: &mut [Engine]) -> Result<()> {
+    let mut hs = Vec::with_capacity(idle.len());
+    for e in idle.iter_mut() {
+        hs.push(e.submit_one(Dir::Read, 0)?);
     }
+    for (e, h) in idle.iter_mut().zip(hs) {
+        e.wait_for(h)?;
+    }
+    Ok(())
 }
 
 fn check(cfg: &DaemonConfig) -> Result<()> {
@@ -603,7 +526,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     let mut requests = Vec::with_capacity(cfg.sources);
     let mut responses = Vec::with_capacity(cfg.sources);
     for _ in 0..cfg.sources {
-        let (c, s) = channel::channel::<ReadReq, ReadResp>(cap)
+        let (c, s) = channel::channel::<ChannelOp, Completion>(cap)
             .map_err(|e| Error::Io(format!("cannot create a channel's eventfd: {e}")))?;
         let (rq, rs) = s.split();
         clients.push(c);
@@ -648,38 +571,36 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         stop.store(true, Ordering::Release);
         notifier.notify();
     };
+    let engines = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let active = i < cfg.active;
+            let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            client_engine(c, cfg, if active { cfg.iodepth } else { 1 }, seed)
+        })
+        .collect::<Result<Vec<_>>>();
+    let mut engines = match engines {
+        Ok(e) => e,
+        Err(e) => {
+            finish(&stop);
+            let _ = reactor.join();
+            return Err(e);
+        }
+    };
     // Warm-up: each idle channel reads once, so it joins the polling set, then stays quiet.
-    let mut idle = clients.split_off(cfg.active);
+    let mut idle = engines.split_off(cfg.active);
     if cfg.warm_idle {
-        let mut warm = || -> Result<()> {
-            for c in idle.iter_mut() {
-                let _ = c.send(ReadReq { tag: 0, offset: 0 });
-            }
-            for c in idle.iter_mut() {
-                let r = await_one(c)?;
-                if r.result < 0 {
-                    return Err(Error::Io(format!(
-                        "warm-up read failed: {}",
-                        std::io::Error::from_raw_os_error(-r.result)
-                    )));
-                }
-            }
-            Ok(())
-        };
-        if let Err(e) = warm() {
+        if let Err(e) = warm_up(&mut idle) {
             finish(&stop);
             let _ = reactor.join();
             return Err(e);
         }
     }
     let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
-        let hs: Vec<_> = clients
+        let hs: Vec<_> = engines
             .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                sc.spawn(move || client_thread(c, cfg, seed, t_measure, t_end))
-            })
+            .map(|e| sc.spawn(move || client_thread(e, t_measure, t_end)))
             .collect();
         hs.into_iter()
             .map(|h| {

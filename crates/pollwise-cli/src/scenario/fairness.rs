@@ -16,24 +16,22 @@
 //! Jain's fairness index over the heavy clients, and the sensitive client's latency p50/p99
 //! before the burst ("idle") and while the burst is outstanding ("burst").
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 use crate::job::JobSpec;
 use crate::{Error, Result};
-use pollwise::clock::{self, Clock};
-use pollwise::policy::WaitPolicy;
-use pollwise::poller::{cpu_list, pin_to_cpus, Client, ClientOptions, PollerConfig, SharedPoller};
-use pollwise::queue::{Op, OpKind, Queue};
-use pollwise::request::AlignedBuf;
+use pollwise::clock;
+use pollwise::engine::{Done, Engine, Stop};
+use pollwise::poller::{cpu_list, ClientOptions, PollerConfig, SharedPoller};
+use pollwise::request::Slab;
 use pollwise::stats::DirStats;
-use pollwise::sys::timerslack::set_timer_slack_1ns;
 use serde_json::json;
 
-use super::shared_poller::{
-    client_cpus, jain, joined, next_offset, open_file, prepare_file, take_poller_config,
-};
+use super::shared_poller::{client_cpus, jain, open_file, prepare_file, take_poller_config};
+use super::{client_config, joined, spawn_client};
 use crate::options::Opts;
 use crate::report::{table, us, Output};
 
@@ -69,15 +67,14 @@ struct ClientOut {
     lat: [DirStats; 3],
     /// When the burst's last request completed, if it did.
     burst_done_ns: Option<u64>,
+    /// The burst's requests still in flight, by `user_data`.
+    burst: HashSet<u64>,
 }
 
 struct Shared {
-    spec: JobSpec,
-    blocks: u64,
     measure_from: u64,
     until: u64,
     phase: AtomicU8,
-    clock: Arc<dyn Clock>,
 }
 
 /// Runs the scenario with the options in `o`.
@@ -99,6 +96,9 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ..JobSpec::default()
     })?;
     o.finish()?;
+    // The clients only read, and back to back.
+    spec.verify = false;
+    spec.thinktime = Duration::ZERO;
     let (_temp, size) = prepare_file(&mut spec, "fairness")?;
     let cpus = client_cpus(pcfg.cpu);
     let file = open_file(&spec)?;
@@ -109,12 +109,9 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let until = measure_from + spec.runtime.as_nanos() as u64;
     let burst_at = measure_from + spec.runtime.as_nanos() as u64 / 2;
     let shared = Arc::new(Shared {
-        blocks: (size / spec.bs as u64).max(1),
-        spec: spec.clone(),
         measure_from,
         until,
         phase: AtomicU8::new(IDLE),
-        clock: clock.clone(),
     });
     let barrier = Arc::new(Barrier::new(HEAVY + 1));
     let mut threads = Vec::new();
@@ -132,22 +129,26 @@ pub fn run(o: &mut Opts) -> Result<Output> {
                 record: true,
             }
         };
+        let slots = role.depth + role.burst.map_or(0, |b| b.1 as usize);
         let q = poller.client(ClientOptions {
-            depth: role.depth + role.burst.map_or(0, |b| b.1 as usize),
+            depth: slots,
             files: vec![std::os::fd::AsRawFd::as_raw_fd(&file)],
         })?;
-        let policy = spec.policy.build(clock.clone());
-        let (sh, b, cpus) = (shared.clone(), barrier.clone(), cpus.clone());
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("pollwise-client{i}"))
-                .spawn(move || {
-                    let _ = set_timer_slack_1ns();
-                    let _ = pin_to_cpus(&cpus);
-                    client_loop(q, policy, role, &sh, &b, i as u64)
-                })
-                .map_err(|e| Error::Io(format!("cannot start a client thread: {e}")))?,
-        );
+        let seed = spec.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let depth = role.depth as u32;
+        let engine = Engine::with_slab(
+            Box::new(q),
+            spec.policy.build(clock.clone()),
+            clock.clone(),
+            client_config(&spec, size, depth, depth, seed),
+            Slab::new(slots, spec.bs as usize, 4096),
+        )?;
+        let (sh, b) = (shared.clone(), barrier.clone());
+        threads.push(spawn_client(
+            format!("pollwise-client{i}"),
+            &cpus,
+            move || client(engine, role, sh, &b),
+        )?);
     }
     let mut outs = Vec::new();
     let mut first_err = None;
@@ -175,120 +176,53 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     ))
 }
 
-fn client_loop(
-    q: Client,
-    mut policy: Box<dyn WaitPolicy>,
-    role: Role,
-    sh: &Shared,
-    barrier: &Barrier,
-    id: u64,
-) -> Result<ClientOut> {
-    let bs = sh.spec.bs;
-    let extra = role.burst.map_or(0, |b| b.1 as usize);
-    let n = role.depth + extra;
-    let mut bufs: Vec<AlignedBuf> = (0..n).map(|_| AlignedBuf::new(bs as usize, 4096)).collect();
-    // Declared after the buffers so it drops before them on every return: dropping a client
-    // waits for its requests still in the kernel, which may be writing into these buffers.
-    let mut q = q;
-    let mut submit_ns = vec![0u64; n];
-    let mut free: Vec<usize> = (0..role.depth).rev().collect();
-    let mut rng = sh.spec.seed ^ (id.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
-    let mut out = ClientOut::default();
-    let mut burst_left = 0u64;
-    let mut burst_pending = role.burst;
-    let io = |e: std::io::Error| Error::Io(format!("shared-poller client: {e}"));
+/// One client: its engine keeps `role.depth` reads in flight until the end of the run (with a
+/// burst on top, for heavy client 0), and its completion hook counts what the scenario reports.
+fn client(mut e: Engine, role: Role, sh: Arc<Shared>, barrier: &Barrier) -> Result<ClientOut> {
+    let out = Arc::new(Mutex::new(ClientOut::default()));
+    let (o, s) = (out.clone(), sh.clone());
+    e.set_on_done(Box::new(move |d: &Done| {
+        tally(
+            &mut o.lock().unwrap_or_else(|p| p.into_inner()),
+            &s,
+            role.record,
+            d,
+        )
+    }));
     barrier.wait();
-    let mut err = None;
-    loop {
-        let now = sh.clock.now_ns();
-        if now >= sh.until {
-            break;
-        }
-        if let Some((at, count)) = burst_pending {
-            if now >= at {
-                burst_pending = None;
-                burst_left = count;
-                sh.phase.store(BURST, Ordering::Release);
-                for b in role.depth..n {
-                    let off = next_offset(&mut rng, sh.blocks, bs);
-                    push(&mut q, &mut bufs[b], off, bs, b as u64).map_err(io)?;
-                    submit_ns[b] = now;
-                }
-            }
-        }
-        while let Some(b) = free.pop() {
-            let off = next_offset(&mut rng, sh.blocks, bs);
-            submit_ns[b] = sh.clock.now_ns();
-            push(&mut q, &mut bufs[b], off, bs, b as u64).map_err(io)?;
-        }
-        q.submit().map_err(io)?;
-        let r = policy.wait(&mut q, 1, &mut |c| {
-            let now = sh.clock.now_ns();
-            let b = c.user_data as usize;
-            if c.result != bs as i32 {
-                err.get_or_insert(Error::Io(format!(
-                    "a read of {bs} bytes returned {}",
-                    c.result
-                )));
-            }
-            if now >= sh.measure_from && now < sh.until {
-                out.ios += 1;
-            }
-            if role.record && submit_ns[b] >= sh.measure_from {
-                let phase = sh.phase.load(Ordering::Acquire) as usize;
-                out.lat[phase].record(now - submit_ns[b], bs as u64);
-            }
-            if b >= role.depth {
-                burst_left -= 1;
-                if burst_left == 0 {
-                    out.burst_done_ns = Some(now);
-                    sh.phase.store(AFTER, Ordering::Release);
-                }
-            } else {
-                free.push(b);
-            }
-        });
-        r.map_err(io)?;
-        if let Some(e) = err.take() {
-            return Err(e);
-        }
+    if let Some((at, count)) = role.burst {
+        e.run_until(Stop::At(at))?;
+        sh.phase.store(BURST, Ordering::Release);
+        let hs = e.push_extra(count as usize)?;
+        // The hook runs only inside the engine's calls: none of the burst is counted yet.
+        out.lock().unwrap_or_else(|p| p.into_inner()).burst =
+            hs.iter().map(|h| h.user_data()).collect();
     }
-    // Every request completes before the buffers go.
-    while q.in_flight() > 0 {
-        policy
-            .wait(&mut q, 1, &mut |c| {
-                if c.user_data as usize >= role.depth {
-                    burst_left -= 1;
-                }
-            })
-            .map_err(io)?;
-    }
-    if burst_left > 0 {
-        sh.phase.store(AFTER, Ordering::Release);
-    }
-    Ok(out)
+    e.run(Stop::At(sh.until))?;
+    let o = std::mem::take(&mut *out.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(o)
 }
 
-fn push(
-    q: &mut Client,
-    buf: &mut AlignedBuf,
-    offset: u64,
-    len: u32,
-    ud: u64,
-) -> std::io::Result<()> {
-    let op = Op {
-        kind: OpKind::Read,
-        file: 0,
-        buf: buf.as_mut_ptr(),
-        len,
-        offset,
-        buf_index: None,
-        user_data: ud,
-    };
-    // SAFETY: each buffer serves one request at a time (its index is the user_data, and it
-    // goes back on the free list only when that completion is handled); the buffers live
-    // until the loop has drained every request.
-    unsafe { q.push(&op) }
+/// Counts one completion: in the measured window, by phase for the sensitive client, and the
+/// burst's end. Completions after the run (its drain) only finish the burst.
+fn tally(o: &mut ClientOut, sh: &Shared, record: bool, d: &Done) {
+    let now = d.done_ns;
+    if o.burst.remove(&d.handle.user_data()) && o.burst.is_empty() {
+        if now < sh.until {
+            o.burst_done_ns = Some(now);
+        }
+        sh.phase.store(AFTER, Ordering::Release);
+    }
+    if now >= sh.until {
+        return;
+    }
+    if now >= sh.measure_from {
+        o.ios += 1;
+    }
+    if record && d.submit_ns >= sh.measure_from {
+        let phase = sh.phase.load(Ordering::Acquire) as usize;
+        o.lat[phase].record(now - d.submit_ns, d.len as u64);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -21,17 +21,17 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use crate::job::{engine_config, prepare_target, uring_for, IoEngine, JobSpec};
+use crate::job::{prepare_target, uring_for, IoEngine, JobSpec};
 use crate::{Error, Result};
 use pollwise::clock;
-use pollwise::engine::{Engine, EngineConfig, Stop};
+use pollwise::engine::{Engine, Stop};
 use pollwise::poller::{
-    allowed_cpus, cpu_list, pin_to_cpus, ClientOptions, PollerConfig, PollerCounters, SharedPoller,
+    allowed_cpus, cpu_list, ClientOptions, PollerConfig, PollerCounters, SharedPoller,
 };
 use pollwise::queue::Queue;
-use pollwise::request::Dir;
 use pollwise::stats::DirStats;
-use pollwise::sys::timerslack::set_timer_slack_1ns;
+
+use super::{client_config, joined, spawn_client};
 use serde_json::json;
 
 use crate::options::Opts;
@@ -121,14 +121,6 @@ pub fn open_file(spec: &JobSpec) -> Result<File> {
     }
     o.open(&spec.filename)
         .map_err(|e| Error::Io(format!("cannot open {}: {e}", spec.filename.display())))
-}
-
-/// A random block offset, xorshift.
-pub fn next_offset(rng: &mut u64, blocks: u64, bs: u32) -> u64 {
-    *rng ^= *rng << 13;
-    *rng ^= *rng >> 7;
-    *rng ^= *rng << 17;
-    (*rng % blocks.max(1)) * bs as u64
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one has all.
@@ -222,21 +214,14 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     Ok(render(&results, &setup))
 }
 
-fn engine_cfg(spec: &JobSpec, size: u64, depth: u32, seed: u64) -> EngineConfig {
-    let mut s = spec.clone();
-    s.iodepth = depth;
-    s.iodepth_batch_submit = 1;
-    s.iodepth_batch_complete_min = 1;
-    s.seed = seed;
-    engine_config(&s, size)
-}
-
 fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
     let spec = &st.spec;
     let file = open_file(spec)?;
     let clock = clock::monotonic();
-    let heavy_cfg = engine_cfg(spec, st.size, spec.iodepth, spec.seed);
-    let sparse_cfg = engine_cfg(spec, st.size, 1, spec.seed ^ 0x5a5a);
+    let heavy_cfg = client_config(spec, st.size, spec.iodepth, 1, spec.seed);
+    let mut sparse_cfg = client_config(spec, st.size, 1, 1, spec.seed ^ 0x5a5a);
+    // Paced reads, nothing else between them.
+    sparse_cfg.thinktime = Duration::ZERO;
     let mut poller = None;
     let (hq, sq): (Box<dyn Queue + Send>, Box<dyn Queue + Send>) = match variant {
         "separate" | "attach_wq" => {
@@ -259,76 +244,34 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
             (Box::new(h), Box::new(s))
         }
     };
-    let heavy = Engine::new(
-        hq,
-        spec.policy.build(clock.clone()),
-        clock.clone(),
-        heavy_cfg,
-    )?;
-    let sparse = Engine::new(
-        sq,
-        spec.policy.build(clock.clone()),
-        clock.clone(),
-        sparse_cfg,
-    )?;
+    let engine = |q, cfg| Engine::new(q, spec.policy.build(clock.clone()), clock.clone(), cfg);
+    let heavy = engine(hq, heavy_cfg)?;
+    let sparse = engine(sq, sparse_cfg)?;
     let barrier = Arc::new(Barrier::new(2));
     let start = clock.now_ns() + 20_000_000;
     let measure_from = start + spec.ramp_time.as_nanos() as u64;
     let until = measure_from + spec.runtime.as_nanos() as u64;
-    let cpus = st.cpus.clone();
     let b = barrier.clone();
     let c2 = clock.clone();
-    let heavy_t = std::thread::Builder::new()
-        .name("pollwise-heavy".into())
-        .spawn(move || -> Result<(DirStats, u64)> {
-            let _ = set_timer_slack_1ns();
-            let _ = pin_to_cpus(&cpus);
-            let mut e = heavy;
-            b.wait();
-            e.run(Stop::At(measure_from))?;
-            e.reset_stats();
-            let t0 = c2.now_ns();
-            e.run(Stop::At(until))?;
-            let t1 = c2.now_ns();
-            Ok((e.stats().0, t1 - t0))
-        })
-        .map_err(|e| Error::Io(format!("cannot start a client thread: {e}")))?;
-    let cpus = st.cpus.clone();
+    let heavy_t = spawn_client("pollwise-heavy".into(), &st.cpus, move || {
+        let mut e = heavy;
+        b.wait();
+        e.run(Stop::At(measure_from))?;
+        e.reset_stats();
+        let t0 = c2.now_ns();
+        e.run(Stop::At(until))?;
+        let t1 = c2.now_ns();
+        Ok((e.stats().0, t1 - t0))
+    })?;
     let interval = st.interval;
-    let blocks = (st.size / spec.bs as u64).max(1);
-    let (bs, seed) = (spec.bs, spec.seed);
-    let c3 = clock.clone();
-    let sparse_t = std::thread::Builder::new()
-        .name("pollwise-sparse".into())
-        .spawn(move || -> Result<DirStats> {
-            let _ = set_timer_slack_1ns();
-            let _ = pin_to_cpus(&cpus);
-            let mut e = sparse;
-            let mut rng = seed ^ 0xdead_beef | 1;
-            barrier.wait();
-            // First read after the ramp; then one every interval.
-            let mut next = measure_from;
-            let mut measured = false;
-            loop {
-                let now = c3.now_ns();
-                if now < next {
-                    std::thread::sleep(Duration::from_nanos(next - now));
-                    continue;
-                }
-                if next >= until {
-                    break;
-                }
-                if !measured {
-                    e.reset_stats();
-                    measured = true;
-                }
-                let h = e.submit_one(Dir::Read, next_offset(&mut rng, blocks, bs))?;
-                e.wait_for(h)?;
-                next += interval.as_nanos() as u64;
-            }
-            Ok(e.stats().0)
-        })
-        .map_err(|e| Error::Io(format!("cannot start a client thread: {e}")))?;
+    let sparse_t = spawn_client("pollwise-sparse".into(), &st.cpus, move || {
+        let mut e = sparse;
+        // The first read after the ramp; then one every interval.
+        e.set_pace(measure_from, interval);
+        barrier.wait();
+        e.run(Stop::At(until))?;
+        Ok(e.stats().0)
+    })?;
     let h = joined(heavy_t.join());
     let s = joined(sparse_t.join());
     let counters = poller
@@ -343,11 +286,6 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
         sparse: s?,
         poller: counters,
     })
-}
-
-/// A client thread's result; a panic becomes an error.
-pub fn joined<T>(r: std::thread::Result<Result<T>>) -> Result<T> {
-    r.unwrap_or_else(|_| Err(Error::Io("a client thread panicked".into())))
 }
 
 fn render(rs: &[VariantResult], st: &Setup) -> Output {

@@ -84,36 +84,49 @@ impl Default for PollerConfig {
     }
 }
 
+/// The operation an [`Error::Os`] names when the poller's own io_uring cannot be set up (the
+/// usual cause: locked-memory limits against a large `depth`).
+pub const RING_SETUP_OP: &str = "setting up the shared poller's io_uring";
+
 /// The largest `--poller_depth`: the poller's ring holds depth + 1 entries (the doorbell's poll),
 /// rounded up to a power of two, and the kernel's largest ring is 32768.
 pub const MAX_POLLER_DEPTH: u32 = 32767;
 
 impl PollerConfig {
-    /// Checks the options; errors are [`Error::Usage`] naming the option and the fix.
+    /// Checks the configuration; errors are [`Error::Config`] naming the field (a reason that
+    /// starts with `=` begins with the value).
     pub fn check(&self) -> Result<()> {
         if self.batch == 0 {
-            return Err(Error::Usage(
-                "--poller_batch must be at least 1: it is how many requests the poller takes from each client per turn (default 8)".into(),
+            return Err(Error::config(
+                "batch",
+                "must be at least 1: it is how many requests the poller takes from each client per turn (default 8)",
             ));
         }
         if self.quantum == 0 {
-            return Err(Error::Usage(
-                "--poller_quantum must be at least 1 byte: use e.g. --poller_quantum=32k".into(),
+            return Err(Error::config(
+                "quantum",
+                "must be at least 1 byte: use e.g. 32k",
             ));
         }
         if self.depth == 0 || self.depth > MAX_POLLER_DEPTH {
-            return Err(Error::Usage(format!(
-                "--poller_depth={} is out of range: use 1 to {MAX_POLLER_DEPTH}",
-                self.depth
-            )));
+            return Err(Error::config(
+                "depth",
+                format!(
+                    "={} is out of range: use 1 to {MAX_POLLER_DEPTH}",
+                    self.depth
+                ),
+            ));
         }
         if let Some(cpu) = self.cpu {
             let allowed = allowed_cpus();
             if !allowed.contains(&cpu) {
-                return Err(Error::Usage(format!(
-                    "--poller_cpu={cpu} names no CPU this process may run on: use one of {}",
-                    cpu_list(&allowed)
-                )));
+                return Err(Error::config(
+                    "cpu",
+                    format!(
+                        "={cpu} names no CPU this process may run on: use one of {}",
+                        cpu_list(&allowed)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -173,26 +186,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bad_options_are_usage_errors() {
+    fn bad_options_are_config_errors_naming_the_field() {
         let bad = |c: PollerConfig| match c.check() {
-            Err(Error::Usage(m)) => m,
-            other => panic!("expected a usage error, got {other:?}"),
+            Err(e @ Error::Config { .. }) => {
+                assert!(e.is_usage());
+                match e {
+                    Error::Config { field, reason } => (field, reason),
+                    _ => unreachable!(),
+                }
+            }
+            other => panic!("expected a configuration error, got {other:?}"),
         };
-        let m = bad(PollerConfig {
+        let (f, _) = bad(PollerConfig {
             batch: 0,
             ..Default::default()
         });
-        assert!(m.contains("--poller_batch"), "{m}");
-        let m = bad(PollerConfig {
+        assert_eq!(f, "batch");
+        let (f, m) = bad(PollerConfig {
             cpu: Some(100_000),
             ..Default::default()
         });
-        assert!(m.contains("--poller_cpu=100000"), "{m}");
-        let m = bad(PollerConfig {
+        assert_eq!(f, "cpu");
+        assert!(m.starts_with("=100000"), "{m}");
+        let (f, _) = bad(PollerConfig {
             depth: 0,
             ..Default::default()
         });
-        assert!(m.contains("--poller_depth"), "{m}");
+        assert_eq!(f, "depth");
+        let (f, _) = bad(PollerConfig {
+            quantum: 0,
+            ..Default::default()
+        });
+        assert_eq!(f, "quantum");
         assert!(PollerConfig::default().check().is_ok());
     }
 }

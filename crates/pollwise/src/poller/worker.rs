@@ -21,6 +21,7 @@ use super::client::{Client, ClientOptions};
 use super::drr::{Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::shared::{ClientShared, PollerEnds, PollerShared};
+use super::RING_SETUP_OP;
 use super::{PollerConfig, PollerCounters, SendOp, ShutdownReport};
 use crate::clock::{self, Clock};
 use crate::queue::{Completion, OpKind};
@@ -229,9 +230,12 @@ impl Worker {
     fn new(cfg: &PollerConfig, shared: Arc<PollerShared>, clock: Arc<dyn Clock>) -> Result<Self> {
         if let Some(cpu) = cfg.cpu {
             pin_to_cpu(cpu).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot pin the poller to --poller_cpu={cpu}: {e}; name a CPU this process may use"
-                ))
+                Error::config(
+                    "cpu",
+                    format!(
+                        "={cpu}: cannot pin the poller there: {e}; name a CPU this process may use"
+                    ),
+                )
             })?;
         }
         timerslack::set_timer_slack_1ns().map_err(|e| {
@@ -241,11 +245,8 @@ impl Worker {
         })?;
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
-        let ring = build_ring(entries).map_err(|e| {
-            Error::Io(format!(
-                "cannot set up the poller's io_uring ({entries} entries): {e}; raise ulimit -l or lower --poller_depth"
-            ))
-        })?;
+        let ring = build_ring(entries)
+            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e))?;
         let cap = cfg.depth as usize;
         Ok(Worker {
             shared,

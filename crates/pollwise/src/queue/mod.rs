@@ -4,9 +4,10 @@
 //! without blocking ([`Queue::poll`]) and blocks until completions are ready or a timeout passes
 //! ([`Queue::wait`]). It knows nothing of *how* the program wants to wait: that is the
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
-//! kind. Kinds: [`uring`] (a real io_uring ring), and in later modules a user-space channel and a
-//! simulated device.
+//! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device) and [`channel`]
+//! (requests to a server thread over shared-memory rings).
 
+pub mod channel;
 pub mod sim;
 pub mod uring;
 

@@ -21,6 +21,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
 use super::{Ctx, EventFd, Source};
+use crate::queue::channel::{ChannelOp, Link};
+use crate::queue::Completion;
 use crate::sync::doorbell::Doorbell;
 use crate::sync::spsc::{self, Consumer, Producer};
 
@@ -90,6 +92,20 @@ impl<Req: Send, Resp: Send> ChannelClient<Req, Resp> {
     /// Whether the reactor wants doorbells now.
     pub fn notifications_wanted(&self) -> bool {
         self.shared.notify.is_armed()
+    }
+}
+
+/// A client end carrying [`ChannelOp`]s and [`Completion`]s is a
+/// [`ChannelQueue`](crate::queue::channel::ChannelQueue)'s link, so the engine can drive it.
+impl Link for ChannelClient<ChannelOp, Completion> {
+    fn send(&mut self, op: ChannelOp) -> Result<(), ChannelOp> {
+        ChannelClient::send(self, op)
+    }
+    fn recv(&mut self) -> Option<Completion> {
+        ChannelClient::recv(self)
+    }
+    fn doorbells(&self) -> u64 {
+        self.rings()
     }
 }
 
