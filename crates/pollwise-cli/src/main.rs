@@ -5,8 +5,7 @@
 use std::process::ExitCode;
 
 use pollwise::policy::Mode;
-use pollwise_cli::job::run_job;
-use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
+use pollwise_cli::report::{self, facts::Facts, Output, ReportFor, ReportOpts};
 use pollwise_cli::{compare, opts, scenario, Error, Result};
 
 const HELP: &str = "\
@@ -30,7 +29,8 @@ job options (fio's names; --name=value or --name value; a bare flag means 1):
   --hipri  --hybrid_iopoll  --coop_taskrun  --defer_taskrun  --single_issuer  --verify=crc32c
   --thinktime=T  --thinktime_spin=T  --thinktime_blocks=N  --randseed=N  --ioengine=io_uring|sim
   --sim_latency=fixed:10us|uniform:8us,12us|normal:10us,1us|lognormal:10us,0.5|bimodal:10us,100us,0.1
-  --output-format=normal|json
+  --output-format=normal|json|json+|terse (json+ and terse: run only)  --output=FILE
+  --percentile_list=1:50:99  --clat_percentiles=1  --lat_percentiles=0  --slat_percentiles=0
   pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.
 wait modes (--mode / --modes):
 ";
@@ -47,31 +47,27 @@ fn help() -> String {
     h
 }
 
-fn cmd_run(o: &mut opts::Opts) -> Result<Output> {
+fn cmd_run(o: &mut opts::Opts, ro: &ReportOpts) -> Result<Output> {
     if o.has("modes") {
         return Err(Error::Usage(
             "`pollwise run` takes one --mode; use `pollwise compare --modes=...` for several"
                 .into(),
         ));
     }
+    let given = o.given();
     let spec = o.job_spec()?;
     o.finish()?;
-    let stats = run_job(&spec)?;
-    let f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), &stats);
-    Ok(Output {
-        text: run_text(&f),
-        json: jobs_json(vec![f.json()]),
-    })
+    report::run_and_report(&spec, &given, ro)
 }
 
-/// Runs the command in `args`; returns the report and whether to print it as JSON.
-fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
+/// Runs the command in `args`; returns the report and how to print it.
+fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     let Some(cmd) = args.first() else {
         print!("{}", help());
         return Ok(None);
     };
     let rest = &args[1..];
-    let (o, out, json) = match cmd.as_str() {
+    let (o, out, ro) = match cmd.as_str() {
         "help" | "--help" | "-h" => {
             print!("{}", help());
             return Ok(None);
@@ -82,15 +78,17 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
         }
         "run" => {
             let mut o = opts::parse("run", rest)?;
-            let json = o.take_json()?;
-            let out = cmd_run(&mut o)?;
-            (o, out, json)
+            let ro = ReportOpts::take(&mut o, ReportFor::Run)?;
+            let out = cmd_run(&mut o, &ro)?;
+            (o, out, ro)
         }
         "compare" => {
             let mut o = opts::parse("compare", rest)?;
-            let json = o.take_json()?;
-            let out = compare::run(&mut o, json)?;
-            (o, out, json)
+            let ro = ReportOpts::take(&mut o, ReportFor::Other)?;
+            let target = report::facts_target(&o.given());
+            let mut out = compare::run(&mut o, ro.is_json())?;
+            report::add_facts(&mut out, &Facts::gather(&target));
+            (o, out, ro)
         }
         "scenario" => {
             let Some(name) = rest.first().filter(|n| !n.starts_with("--")) else {
@@ -99,9 +97,9 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
                 ));
             };
             let mut o = opts::parse(&format!("scenario {name}"), &rest[1..])?;
-            let json = o.take_json()?;
+            let ro = ReportOpts::take(&mut o, ReportFor::Other)?;
             let out = scenario::run(name, &mut o)?;
-            (o, out, json)
+            (o, out, ro)
         }
         other => {
             return Err(Error::Usage(format!(
@@ -110,24 +108,20 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
         }
     };
     o.finish()?;
-    Ok(Some((out, json)))
+    Ok(Some((out, ro)))
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match real_main(&args) {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some((out, json))) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&out.json).expect("JSON serialises")
-                );
-            } else {
-                print!("{}", out.text);
+        Ok(Some((out, ro))) => match ro.emit(&out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pollwise: {e}");
+                ExitCode::from(e.exit_code() as u8)
             }
-            ExitCode::SUCCESS
-        }
+        },
         Err(e) => {
             eprintln!("pollwise: {e}");
             ExitCode::from(e.exit_code() as u8)

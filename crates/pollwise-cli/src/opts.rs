@@ -72,6 +72,14 @@ impl Opts {
         self.items.iter().any(|(n, _)| n == name)
     }
 
+    /// The options not yet taken, as given (a bare flag as an empty value), in order.
+    pub fn given(&self) -> Vec<(String, String)> {
+        self.items
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone().unwrap_or_default()))
+            .collect()
+    }
+
     fn take(&mut self, name: &str) -> Option<Option<String>> {
         let i = self.items.iter().position(|(n, _)| n == name)?;
         Some(self.items.remove(i).1)

@@ -504,7 +504,7 @@ fn client_thread(
         }
         let tag = r.tag as usize;
         if now >= t_measure && now <= t_end {
-            lat.record(now - sent_at[tag], cfg.block_size as u64);
+            lat.record_lat(now - sent_at[tag], cfg.block_size as u64);
         }
         if now < t_end {
             sent_at[tag] = now;

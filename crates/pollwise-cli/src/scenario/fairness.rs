@@ -240,7 +240,7 @@ fn client_loop(
             }
             if role.record && submit_ns[b] >= sh.measure_from {
                 let phase = sh.phase.load(Ordering::Acquire) as usize;
-                out.lat[phase].record(now - submit_ns[b], bs as u64);
+                out.lat[phase].record_lat(now - submit_ns[b], bs as u64);
             }
             if b >= role.depth {
                 burst_left -= 1;
