@@ -47,17 +47,16 @@ fn help() -> String {
     h
 }
 
-fn cmd_run(o: &mut opts::Opts, ro: &ReportOpts) -> Result<Output> {
+fn cmd_run(o: &mut opts::Opts, ro: &ReportOpts, given: &[(String, String)]) -> Result<Output> {
     if o.has("modes") {
         return Err(Error::Usage(
             "`pollwise run` takes one --mode; use `pollwise compare --modes=...` for several"
                 .into(),
         ));
     }
-    let given = o.given();
     let spec = o.job_spec()?;
     o.finish()?;
-    report::run_and_report(&spec, &given, ro)
+    report::run_and_report(&spec, given, ro)
 }
 
 /// Runs the command in `args`; returns the report and how to print it.
@@ -78,8 +77,9 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         }
         "run" => {
             let mut o = opts::parse("run", rest)?;
+            let given = o.given();
             let ro = ReportOpts::take(&mut o, ReportFor::Run)?;
-            let out = cmd_run(&mut o, &ro)?;
+            let out = cmd_run(&mut o, &ro, &given)?;
             (o, out, ro)
         }
         "compare" => {

@@ -1,7 +1,7 @@
 //! fio's terse format, version 3: one line of `;`-separated fields per job.
 //!
 //! Field for field as fio 3.33's `show_thread_status_terse_all` with `terse_version=3`: version,
-//! fio version, job name, group, error; then for read, write and trim: KiB, KiB/s, IOPS, runtime
+//! fio version, job name, group, error; then for read and write (trim joined in v4): KiB, KiB/s, IOPS, runtime
 //! (ms), slat, clat (min, max, mean, stddev in µs), 20 percentile fields, lat, bandwidth (min,
 //! max, % of aggregate, mean, stddev); then CPU (usr%, sys%, ctx, majf, minf), the 7 I/O depth
 //! levels, 10 µs and 12 ms latency buckets, and the disk's utilisation when known.
@@ -85,7 +85,6 @@ pub fn terse_line(f: &JobFigures) -> String {
     );
     dir_fields(&mut t, f, &s.read);
     dir_fields(&mut t, f, &s.write);
-    dir_fields(&mut t, f, &DirStats::default());
     let _ = write!(
         t,
         ";{:.6}%;{:.6}%;{};{};{}",
