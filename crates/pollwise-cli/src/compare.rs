@@ -174,8 +174,7 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
 fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     let mut merged = Stats::default();
     for s in &m.rounds {
-        merged.merge_thread(s);
-        merged.process.add(&s.process);
+        merged.append_run(s);
     }
     // Medians over rounds for the headline figures; min/max/mean/stddev from all rounds merged.
     let dir_pcts = |read: bool| -> Vec<(f64, u64)> {

@@ -19,7 +19,7 @@ use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::request::Slab;
-use pollwise::stats::{thread_cpu_ns, Rusage, Stats};
+use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::verify;
 
 use crate::{Error, Result};
@@ -688,12 +688,15 @@ fn job_thread(
             };
             Stop::Either(until, (io_size / spec.bs as u64).max(1))
         };
-        let r = engine.run(stop).map_err(Error::from);
+        let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
+        let r = crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler)
+            .map_err(Error::from);
         let t1 = clock.now_ns();
         let c1 = thread_cpu_ns();
         let r1 = Rusage::thread();
         r.map(|_| {
-            let (read, write, q1, p1) = engine.stats();
+            let (mut read, mut write, q1, p1) = engine.stats();
+            sampler.finish(&mut read, &mut write);
             let stats = Stats {
                 read,
                 write,
@@ -703,6 +706,8 @@ fn job_thread(
                     usr_ns: r1.usr_ns.saturating_sub(r0.usr_ns),
                     sys_ns: (c1 - c0).saturating_sub(r1.usr_ns.saturating_sub(r0.usr_ns)),
                     ctx: r1.ctx.saturating_sub(r0.ctx),
+                    majf: r1.majf.saturating_sub(r0.majf),
+                    minf: r1.minf.saturating_sub(r0.minf),
                 },
                 queue: sub_queue(q1, q0),
                 policy: sub_policy(p1, p0),

@@ -5,31 +5,21 @@
 
 use std::process::ExitCode;
 
-use serde_json::{json, Map, Value};
-
-use pollwise_cli::job::run_job;
 use pollwise_cli::options::table::{self, CommandSpec};
 use pollwise_cli::options::{self, cmdline, help, Opts};
-use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
+use pollwise_cli::report::{self, facts::Facts, Output, ReportFor, ReportOpts};
 use pollwise_cli::{compare, scenario, Error, Result};
 
-fn cmd_run(o: &mut Opts) -> Result<Output> {
-    let given = o.job_options();
+fn cmd_run(o: &mut Opts, ro: &ReportOpts) -> Result<Output> {
+    // fio's "job options": the options the user gave, as written.
+    let given: Vec<(String, String)> = o
+        .job_options()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     let spec = o.job_spec()?;
     o.finish()?;
-    let stats = run_job(&spec)?;
-    let f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), &stats);
-    let mut job = f.json();
-    // fio's "job options": the options the user gave, as written.
-    let opts: Map<String, Value> = given
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    job["job options"] = Value::Object(opts);
-    Ok(Output {
-        text: run_text(&f),
-        json: jobs_json(vec![job]),
-    })
+    report::run_and_report(&spec, &given, ro)
 }
 
 /// `pollwise help [TOPIC...]`.
@@ -84,7 +74,7 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
 
 /// Runs the command in `args`; returns the report and whether to print it as JSON, or `None`
 /// when it printed help.
-fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
+fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     let Some(cmd) = args.first() else {
         emit(&help::general());
         return Ok(None);
@@ -140,14 +130,24 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
         }
         Parsed::Run(o) => o,
     };
-    let json = o.take_json()?;
+    let for_cmd = if spec.name == "run" {
+        ReportFor::Run
+    } else {
+        ReportFor::Other
+    };
+    let ro = ReportOpts::take(&mut o, for_cmd)?;
     let out = match spec.name {
-        "run" => cmd_run(&mut o)?,
-        "compare" => compare::run(&mut o, json)?,
+        "run" => cmd_run(&mut o, &ro)?,
+        "compare" => {
+            let target = report::facts_target(&o.given());
+            let mut out = compare::run(&mut o, ro.is_json())?;
+            report::add_facts(&mut out, &Facts::gather(&target));
+            out
+        }
         name => scenario::run(name, &mut o)?,
     };
     o.finish()?;
-    Ok(Some((out, json)))
+    Ok(Some((out, ro)))
 }
 
 /// Writes to stdout; a closed pipe (`pollwise ... | head`) is not an error worth a panic.
@@ -161,20 +161,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match real_main(&args) {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some((out, json))) => {
-            if json {
-                match serde_json::to_string_pretty(&out.json) {
-                    Ok(j) => emit(&format!("{j}\n")),
-                    Err(e) => {
-                        eprintln!("pollwise: cannot write the JSON report: {e}");
-                        return ExitCode::from(1);
-                    }
-                }
-            } else {
-                emit(&out.text);
+        Ok(Some((out, ro))) => match ro.emit(&out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pollwise: {e}");
+                ExitCode::from(e.exit_code() as u8)
             }
-            ExitCode::SUCCESS
-        }
+        },
         Err(e) => {
             eprintln!("pollwise: {e}");
             ExitCode::from(e.exit_code() as u8)

@@ -436,13 +436,13 @@ impl Engine {
                         {
                             verify::check(buf.as_slice(), meta.offset).map_err(verify_error)?;
                         }
-                        read.record(lat, meta.len as u64);
+                        read.record_lat(lat, meta.len as u64);
                     }
                     Dir::Write => {
                         if cfg.verify {
                             written[block / 64] |= 1 << (block % 64);
                         }
-                        write.record(lat, meta.len as u64);
+                        write.record_lat(lat, meta.len as u64);
                     }
                 }
                 if let Some(f) = on_done {

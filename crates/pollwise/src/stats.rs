@@ -1,12 +1,14 @@
 //! Measurement: latency histograms, CPU time and counters.
 //!
-//! Latency is submit-to-reap, recorded in an HdrHistogram per direction whose range is fixed up
-//! front (1 ns to 60 s, 3 significant digits), so recording never allocates. CPU is read two
+//! Latency is recorded as fio defines it (`slat`, `clat` and their sum `lat`), each in an
+//! HdrHistogram per direction whose range is fixed up front (1 ns to 60 s, 3 significant
+//! digits), so recording never allocates; per-interval throughput samples come from a
+//! [`Sampler`] the job thread ticks. CPU is read two
 //! ways, because they answer different questions: `RUSAGE_SELF` is the whole process *including
 //! the kernel's io_uring threads* (SQPOLL, io-wq), and `CLOCK_THREAD_CPUTIME_ID` is the waiting
 //! thread alone.
 
-use hdrhistogram::Histogram;
+pub use hdrhistogram::Histogram;
 
 use crate::policy::PolicyCounters;
 use crate::queue::QueueCounters;
@@ -17,62 +19,319 @@ pub const PERCENTILES: &[f64] = &[
     99.99,
 ];
 
+/// The largest latency a histogram holds (60 s); longer ones are recorded as 60 s.
+pub const MAX_LAT_NS: u64 = 60_000_000_000;
+
 /// A latency histogram in nanoseconds that never allocates on record.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
+    Histogram::new_with_bounds(1, MAX_LAT_NS, 3).expect("valid histogram bounds")
+}
+
+/// Summary of one histogram: fio's `min`, `max`, `mean`, `stddev` and `N`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatSummary {
+    /// Smallest, ns (0 with no samples).
+    pub min: u64,
+    /// Largest, ns.
+    pub max: u64,
+    /// Mean, ns.
+    pub mean: f64,
+    /// Standard deviation, ns.
+    pub stddev: f64,
+    /// Samples.
+    pub n: u64,
+}
+
+impl LatSummary {
+    /// Summarises `h`.
+    pub fn of(h: &Histogram<u64>) -> LatSummary {
+        if h.is_empty() {
+            return LatSummary::default();
+        }
+        LatSummary {
+            min: h.min(),
+            max: h.max(),
+            mean: h.mean(),
+            stddev: h.stdev(),
+            n: h.len(),
+        }
+    }
+}
+
+/// One interval of a job's throughput (fio's bandwidth and IOPS samples, every `avg_msec`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// End of the interval, ms since the measured period began.
+    pub end_ms: u64,
+    /// Length of the interval, ns.
+    pub dur_ns: u64,
+    /// Operations completed in the interval.
+    pub ios: u64,
+    /// Bytes completed in the interval.
+    pub bytes: u64,
+    /// Sum of the total latencies (`lat`) completed in the interval, ns.
+    pub lat_sum_ns: u64,
+}
+
+impl Sample {
+    /// Bandwidth in KiB/s, as fio's `bw` samples.
+    pub fn bw_kib(&self) -> u64 {
+        if self.dur_ns == 0 {
+            0
+        } else {
+            (self.bytes as u128 * 1_000_000_000 / self.dur_ns as u128 / 1024) as u64
+        }
+    }
+
+    /// Operations per second, as fio's `iops` samples.
+    pub fn iops(&self) -> u64 {
+        if self.dur_ns == 0 {
+            0
+        } else {
+            (self.ios as u128 * 1_000_000_000 / self.dur_ns as u128) as u64
+        }
+    }
+}
+
+/// min, max, mean, sample standard deviation and count of a series (fio's `bw_min`, `bw_max`,
+/// `bw_mean`, `bw_dev`, `bw_samples`; the same for iops).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SeriesSummary {
+    /// Smallest.
+    pub min: u64,
+    /// Largest.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation (n - 1 in the denominator, as fio; 0 for one sample).
+    pub stddev: f64,
+    /// Samples.
+    pub n: u64,
+}
+
+impl SeriesSummary {
+    /// Summarises `v`.
+    pub fn of(v: impl Iterator<Item = u64> + Clone) -> SeriesSummary {
+        let n = v.clone().count() as u64;
+        if n == 0 {
+            return SeriesSummary::default();
+        }
+        let mean = v.clone().map(|x| x as f64).sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            v.clone().map(|x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        SeriesSummary {
+            min: v.clone().min().unwrap_or(0),
+            max: v.max().unwrap_or(0),
+            mean,
+            stddev: var.sqrt(),
+            n,
+        }
+    }
 }
 
 /// Per-direction results.
+///
+/// Times are fio's: `slat` from queueing a request to the return of the submission that passed
+/// it to the device, `clat` from there to the reaping of its completion, `lat` both. A caller
+/// that knows only the total records with [`DirStats::record_lat`]; `slat` and `clat` then stay
+/// empty and [`DirStats::split_measured`] says so.
 #[derive(Clone)]
 pub struct DirStats {
-    /// Completion latency, submit to reap, in nanoseconds.
+    /// Total latency (fio's `lat`), queued to reaped, in nanoseconds.
     pub lat: Histogram<u64>,
+    /// Submission latency (fio's `slat`), queued to submitted, in nanoseconds.
+    pub slat: Histogram<u64>,
+    /// Completion latency (fio's `clat`), submitted to reaped, in nanoseconds.
+    pub clat: Histogram<u64>,
     /// Completed operations.
     pub ios: u64,
     /// Bytes transferred.
     pub bytes: u64,
+    /// Sum of the total latencies, ns (for per-interval mean latency).
+    pub lat_sum_ns: u64,
+    /// Per-interval throughput samples (see [`Sampler`]).
+    pub samples: Vec<Sample>,
 }
 
 impl Default for DirStats {
     fn default() -> Self {
         DirStats {
             lat: new_histogram(),
+            slat: new_histogram(),
+            clat: new_histogram(),
             ios: 0,
             bytes: 0,
+            lat_sum_ns: 0,
+            samples: Vec::new(),
         }
     }
 }
 
 impl DirStats {
-    /// Records one completion of `bytes` that took `lat_ns`.
+    /// Records one completion of `bytes` whose submission took `slat_ns` and whose completion
+    /// took `clat_ns` after that; its total latency is their sum.
     #[inline]
-    pub fn record(&mut self, lat_ns: u64, bytes: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        // In range by construction (clamped), so this cannot fail or allocate.
-        let _ = self.lat.record(lat_ns.clamp(1, 60_000_000_000));
+    pub fn record(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64) {
+        // In range by construction (clamped), so these cannot fail or allocate.
+        let _ = self.slat.record(slat_ns.clamp(1, MAX_LAT_NS));
+        let _ = self.clat.record(clat_ns.clamp(1, MAX_LAT_NS));
+        self.record_lat(slat_ns.saturating_add(clat_ns), bytes);
     }
 
-    /// Adds `o` into `self`.
+    /// Records one completion of `bytes` whose total latency alone is known: `slat` and `clat`
+    /// are left unmeasured.
+    #[inline]
+    pub fn record_lat(&mut self, lat_ns: u64, bytes: u64) {
+        self.ios += 1;
+        self.bytes += bytes;
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns);
+        let _ = self.lat.record(lat_ns.clamp(1, MAX_LAT_NS));
+    }
+
+    /// Whether every completion's `slat` and `clat` were measured (and there was at least one).
+    pub fn split_measured(&self) -> bool {
+        self.ios > 0 && self.clat.len() == self.ios && self.slat.len() == self.ios
+    }
+
+    /// Adds `o` into `self`, as another thread of the same job: samples of the same interval
+    /// are added together.
     pub fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(o.lat_sum_ns);
         let _ = self.lat.add(&o.lat);
+        let _ = self.slat.add(&o.slat);
+        let _ = self.clat.add(&o.clat);
+        for (i, s) in o.samples.iter().enumerate() {
+            match self.samples.get_mut(i) {
+                Some(m) => {
+                    m.ios += s.ios;
+                    m.bytes += s.bytes;
+                    m.lat_sum_ns = m.lat_sum_ns.saturating_add(s.lat_sum_ns);
+                    m.dur_ns = m.dur_ns.max(s.dur_ns);
+                    m.end_ms = m.end_ms.max(s.end_ms);
+                }
+                None => self.samples.push(*s),
+            }
+        }
+    }
+
+    /// Adds `o` into `self`, as a later run (a `compare` round): its samples follow.
+    pub fn append(&mut self, o: &DirStats) {
+        let samples = std::mem::take(&mut self.samples);
+        let offset = samples.last().map_or(0, |s| s.end_ms);
+        let mut other = o.clone();
+        other.samples.clear();
+        self.merge(&other);
+        self.samples = samples;
+        self.samples.extend(o.samples.iter().map(|s| Sample {
+            end_ms: s.end_ms + offset,
+            ..*s
+        }));
     }
 
     /// Forgets everything (after a ramp).
     pub fn reset(&mut self) {
         self.ios = 0;
         self.bytes = 0;
+        self.lat_sum_ns = 0;
         self.lat.reset();
+        self.slat.reset();
+        self.clat.reset();
+        self.samples.clear();
     }
 
-    /// The latency at percentile `p` (0..100), in nanoseconds.
+    /// The total latency at percentile `p` (0..100), in nanoseconds.
     pub fn pct(&self, p: f64) -> u64 {
-        if self.ios == 0 {
-            0
-        } else {
-            self.lat.value_at_quantile(p / 100.0)
+        pct_of(&self.lat, p)
+    }
+
+    /// Bandwidth samples (KiB/s) summarised.
+    pub fn bw_summary(&self) -> SeriesSummary {
+        SeriesSummary::of(self.samples.iter().map(Sample::bw_kib))
+    }
+
+    /// IOPS samples summarised.
+    pub fn iops_summary(&self) -> SeriesSummary {
+        SeriesSummary::of(self.samples.iter().map(Sample::iops))
+    }
+}
+
+/// The value at percentile `p` (0..100) of `h`, 0 when it is empty.
+pub fn pct_of(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(p / 100.0)
+    }
+}
+
+/// Cuts a job thread's measured period into intervals of `interval_ns` (fio's `avg_msec`,
+/// 500 ms by default) and keeps each interval's throughput.
+///
+/// The caller ticks it with the counts so far ([`Sampler::tick`]) whenever
+/// [`Sampler::next_tick_ns`] has passed, and hands the samples over at the end
+/// ([`Sampler::finish`]). Only whole intervals make samples, as in fio: a run shorter than one
+/// interval has none.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    interval_ns: u64,
+    origin_ns: u64,
+    last_ns: u64,
+    last: [(u64, u64, u64); 2],
+    out: [Vec<Sample>; 2],
+}
+
+impl Sampler {
+    /// A sampler whose first interval starts at `origin_ns`. An `interval_ns` of 0 is taken as 1.
+    pub fn new(origin_ns: u64, interval_ns: u64) -> Sampler {
+        Sampler {
+            interval_ns: interval_ns.max(1),
+            origin_ns,
+            last_ns: origin_ns,
+            last: [(0, 0, 0); 2],
+            out: [Vec::new(), Vec::new()],
+        }
+    }
+
+    /// When the current interval ends.
+    pub fn next_tick_ns(&self) -> u64 {
+        self.last_ns.saturating_add(self.interval_ns)
+    }
+
+    /// Ends the current interval at `now_ns` if it is whole, given the directions' counts so
+    /// far; returns whether a sample was taken. A partial interval keeps running.
+    pub fn tick(&mut self, now_ns: u64, read: &DirStats, write: &DirStats) -> bool {
+        // A tick that comes a little early (timer granularity) still ends the interval.
+        if now_ns.saturating_sub(self.last_ns) < self.interval_ns - self.interval_ns / 100 {
+            return false;
+        }
+        for (i, d) in [read, write].into_iter().enumerate() {
+            let (ios, bytes, lat) = self.last[i];
+            self.out[i].push(Sample {
+                end_ms: (now_ns - self.origin_ns) / 1_000_000,
+                dur_ns: now_ns - self.last_ns,
+                ios: d.ios.saturating_sub(ios),
+                bytes: d.bytes.saturating_sub(bytes),
+                lat_sum_ns: d.lat_sum_ns.saturating_sub(lat),
+            });
+            self.last[i] = (d.ios, d.bytes, d.lat_sum_ns);
+        }
+        self.last_ns = now_ns;
+        true
+    }
+
+    /// Hands the samples to the directions' results. A direction with no I/O at all gets none.
+    pub fn finish(self, read: &mut DirStats, write: &mut DirStats) {
+        let [r, w] = self.out;
+        if read.ios > 0 {
+            read.samples = r;
+        }
+        if write.ios > 0 {
+            write.samples = w;
         }
     }
 }
@@ -152,6 +411,18 @@ impl Stats {
             self.beliefs = o.beliefs.clone();
         }
     }
+
+    /// Adds a later run of the same job (a `compare` round): counts and CPU add up, samples
+    /// follow one another. The caller sets `elapsed_ns` as it sees fit.
+    pub fn append_run(&mut self, o: &Stats) {
+        let (r, w) = (self.read.clone(), self.write.clone());
+        self.merge_thread(o);
+        self.read = r;
+        self.read.append(&o.read);
+        self.write = w;
+        self.write.append(&o.write);
+        self.process.add(&o.process);
+    }
 }
 
 fn per_sec(n: u64, ns: u64) -> f64 {
@@ -178,15 +449,96 @@ mod tests {
     fn histogram_percentiles_and_merge() {
         let mut a = DirStats::default();
         for v in 1..=100u64 {
-            a.record(v * 1000, 4096);
+            a.record_lat(v * 1000, 4096);
         }
         assert_eq!(a.ios, 100);
         let p50 = a.pct(50.0);
         assert!((49_000..=51_000).contains(&p50), "{p50}");
         let mut b = DirStats::default();
-        b.record(1_000_000, 4096);
+        b.record_lat(1_000_000, 4096);
         a.merge(&b);
         assert_eq!(a.ios, 101);
         assert!(a.pct(100.0) >= 999_000);
+    }
+
+    #[test]
+    fn slat_clat_and_lat_are_fios_times() {
+        let mut d = DirStats::default();
+        assert!(!d.split_measured(), "no I/O: nothing measured");
+        // Values under 2048 ns are held exactly.
+        for i in 1..=10u64 {
+            d.record(i * 10, i * 100, 4096);
+        }
+        assert!(d.split_measured());
+        assert_eq!(LatSummary::of(&d.slat).n, 10);
+        assert_eq!(LatSummary::of(&d.slat).max, 100);
+        assert_eq!(LatSummary::of(&d.clat).min, 100);
+        // lat = slat + clat, per request.
+        assert_eq!(LatSummary::of(&d.lat).min, 110);
+        assert_eq!(LatSummary::of(&d.lat).max, 1100);
+        assert!((LatSummary::of(&d.lat).mean - 605.0).abs() < 1e-9);
+        assert_eq!(d.lat_sum_ns, 6050);
+        // A caller that knows only the total leaves slat and clat empty, and says so.
+        let mut t = DirStats::default();
+        t.record_lat(5_000, 4096);
+        assert!(!t.split_measured());
+        assert_eq!(LatSummary::of(&t.clat), LatSummary::default());
+        assert_eq!(LatSummary::of(&t.lat).n, 1);
+        d.merge(&t);
+        assert!(
+            !d.split_measured(),
+            "one request without a split spoils the split"
+        );
+    }
+
+    #[test]
+    fn sampler_makes_whole_intervals_only() {
+        let mut r = DirStats::default();
+        let w = DirStats::default();
+        let mut s = Sampler::new(1_000, 500_000_000);
+        assert_eq!(s.next_tick_ns(), 500_001_000);
+        for _ in 0..100 {
+            r.record_lat(10_000, 4096);
+        }
+        assert!(
+            !s.tick(250_000_000, &r, &w),
+            "half an interval makes no sample"
+        );
+        assert!(s.tick(500_001_000, &r, &w));
+        for _ in 0..300 {
+            r.record_lat(20_000, 4096);
+        }
+        assert!(s.tick(1_000_001_000, &r, &w));
+        for _ in 0..7 {
+            r.record_lat(20_000, 4096);
+        }
+        let (mut r2, mut w2) = (r.clone(), w.clone());
+        s.finish(&mut r2, &mut w2);
+        assert_eq!(
+            r2.samples.len(),
+            2,
+            "the trailing 7 I/Os are no whole interval"
+        );
+        assert!(w2.samples.is_empty(), "no writes, no write samples");
+        assert_eq!(r2.samples[0].ios, 100);
+        assert_eq!(r2.samples[0].end_ms, 500);
+        assert_eq!(r2.samples[1].ios, 300);
+        assert_eq!(r2.samples[1].lat_sum_ns, 300 * 20_000);
+        let iops = r2.iops_summary();
+        assert_eq!((iops.min, iops.max, iops.n), (200, 600, 2));
+        assert!((iops.mean - 400.0).abs() < 1e-9);
+        // Sample standard deviation, as fio: sqrt(((200-400)^2 + (600-400)^2) / 1).
+        assert!((iops.stddev - 282.842_712).abs() < 1e-3, "{}", iops.stddev);
+        assert_eq!(r2.bw_summary().max, 600 * 4);
+        // Threads of one job add up interval by interval; runs of compare follow each other.
+        let mut m = r2.clone();
+        m.merge(&r2);
+        assert_eq!(m.samples.len(), 2);
+        assert_eq!(m.samples[1].ios, 600);
+        let mut a = r2.clone();
+        a.append(&r2);
+        assert_eq!(a.samples.len(), 4);
+        assert_eq!(a.samples[3].end_ms, 2000);
+        assert_eq!(a.ios, 2 * r2.ios);
     }
 }

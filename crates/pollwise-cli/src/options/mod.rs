@@ -128,6 +128,22 @@ impl Opts {
             .collect()
     }
 
+    /// Every option given, by canonical name, with its value as written (a bare flag as its
+    /// bare value), in the order given.
+    pub fn given(&self) -> Vec<(String, String)> {
+        self.items
+            .iter()
+            .map(|i| {
+                let v = i
+                    .raw
+                    .clone()
+                    .or_else(|| i.opt.kind.bare().map(String::from))
+                    .unwrap_or_default();
+                (i.opt.name.to_string(), v)
+            })
+            .collect()
+    }
+
     fn take(&mut self, name: &str) -> Option<&Item> {
         debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
         let item = self.items.iter_mut().find(|i| i.opt.name == name)?;

@@ -376,7 +376,12 @@ pub const OPTIONS: &[Opt] = &[
     opt("poll_idle_ms", int(0, u64::MAX), val("100"), C::Reactor, Only(&["idle-sources"]), "idle time after which a source leaves the polling set (QEMU: 7000)"),
     opt("handler_us", int(0, u64::MAX), val("40"), C::Reactor, Only(&["slow-handler"]), "CPU each request's handler spins, in us"),
     // output and help
-    opt("output_format", Kind::Enum { choices: &["normal", "json"], noun: None }, val("normal"), C::Output, All, "the report: a table, or fio-shaped JSON"),
+    opt("output_format", Kind::Enum { choices: &["normal", "json", "json+", "terse"], noun: None }, val("normal"), C::Output, All, "the report: a table, fio-shaped JSON, JSON with latency bins (json+), or fio's terse v3 line (json+ and terse: run only)"),
+    opt("output", Kind::Str { bare: None }, NONE, C::Output, All, "write the report to this file instead of standard output"),
+    opt("percentile_list", Kind::Str { bare: None }, NONE, C::Output, Only(&["run"]), "the latency percentiles to report, ':'-separated (fio's default list otherwise)"),
+    opt("slat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of submission latency (fio's slat)"),
+    opt("clat_percentiles", BOOL, val("1"), C::Output, Only(&["run"]), "report percentiles of completion latency (fio's clat)"),
+    opt("lat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of total latency (fio's lat)"),
     opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
     opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
 ];

@@ -268,7 +268,7 @@ mod tests {
             ("fdmon", "kqueue", &["--fdmon=epoll"]),
             ("ioengine", "spdk", &["--ioengine=sim"]),
             ("hybrid_stat", "max", &["mean, min or p10"]),
-            ("output_format", "xml", &["normal or json"]),
+            ("output_format", "xml", &["normal, json, json+ or terse"]),
             ("modes", "poll,spin", &["unknown mode 'spin'"]),
             (
                 "variants",

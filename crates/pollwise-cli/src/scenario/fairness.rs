@@ -221,7 +221,7 @@ fn tally(o: &mut ClientOut, sh: &Shared, record: bool, d: &Done) {
     }
     if record && d.submit_ns >= sh.measure_from {
         let phase = sh.phase.load(Ordering::Acquire) as usize;
-        o.lat[phase].record(now - d.submit_ns, d.len as u64);
+        o.lat[phase].record_lat(now - d.submit_ns, d.len as u64);
     }
 }
 

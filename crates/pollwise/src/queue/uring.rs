@@ -158,6 +158,32 @@ impl UringQueue {
         self.ring.as_raw_fd()
     }
 
+    /// The kernel's IORING_FEAT_* features of this ring, by name (`"EXT_ARG"`, ...).
+    pub fn feature_names(&self) -> Vec<&'static str> {
+        let p = self.ring.params();
+        [
+            (p.is_feature_single_mmap(), "SINGLE_MMAP"),
+            (p.is_feature_nodrop(), "NODROP"),
+            (p.is_feature_submit_stable(), "SUBMIT_STABLE"),
+            (p.is_feature_rw_cur_pos(), "RW_CUR_POS"),
+            (p.is_feature_cur_personality(), "CUR_PERSONALITY"),
+            (p.is_feature_fast_poll(), "FAST_POLL"),
+            (p.is_feature_poll_32bits(), "POLL_32BITS"),
+            (p.is_feature_sqpoll_nonfixed(), "SQPOLL_NONFIXED"),
+            (p.is_feature_ext_arg(), "EXT_ARG"),
+            (p.is_feature_native_workers(), "NATIVE_WORKERS"),
+            (p.is_feature_resource_tagging(), "RSRC_TAGS"),
+            (p.is_feature_skip_cqe_on_success(), "CQE_SKIP"),
+            (p.is_feature_linked_file(), "LINKED_FILE"),
+            (p.is_feature_recvsend_bundle(), "RECVSEND_BUNDLE"),
+            (p.is_feature_min_timeout(), "MIN_TIMEOUT"),
+            (p.is_feature_no_iowait(), "NO_IOWAIT"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+
     /// Entries in the submission queue.
     pub fn sq_entries(&self) -> u32 {
         self.ring.params().sq_entries()

@@ -10,6 +10,10 @@ pub struct Rusage {
     pub sys_ns: u64,
     /// Voluntary plus involuntary context switches.
     pub ctx: u64,
+    /// Major page faults (fio's `majf`).
+    pub majf: u64,
+    /// Minor page faults (fio's `minf`).
+    pub minf: u64,
 }
 
 impl Rusage {
@@ -23,6 +27,8 @@ impl Rusage {
             usr_ns: ns(ru.ru_utime),
             sys_ns: ns(ru.ru_stime),
             ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+            majf: ru.ru_majflt as u64,
+            minf: ru.ru_minflt as u64,
         }
     }
 
@@ -42,6 +48,8 @@ impl Rusage {
             usr_ns: self.usr_ns.saturating_sub(earlier.usr_ns),
             sys_ns: self.sys_ns.saturating_sub(earlier.sys_ns),
             ctx: self.ctx.saturating_sub(earlier.ctx),
+            majf: self.majf.saturating_sub(earlier.majf),
+            minf: self.minf.saturating_sub(earlier.minf),
         }
     }
 
@@ -55,6 +63,8 @@ impl Rusage {
         self.usr_ns += o.usr_ns;
         self.sys_ns += o.sys_ns;
         self.ctx += o.ctx;
+        self.majf += o.majf;
+        self.minf += o.minf;
     }
 }
 
@@ -92,11 +102,15 @@ mod tests {
             usr_ns: 10,
             sys_ns: 20,
             ctx: 3,
+            majf: 2,
+            minf: 9,
         };
         let b = Rusage {
             usr_ns: 4,
             sys_ns: 5,
             ctx: 1,
+            majf: 1,
+            minf: 4,
         };
         let mut d = a.since(&b);
         assert_eq!(d.cpu_ns(), 21);

@@ -1,0 +1,516 @@
+//! Reports: fio's text, JSON, json+ and terse shapes, plus the facts of the machine.
+//!
+//! JSON uses fio 3.33's keys for the same job (`fio version`, `jobs[].read.clat_ns.percentile`,
+//! `usr_cpu`, `disk_util`, ...), so scripts written for `fio --output-format=json` read
+//! pollwise's output too; what fio has no name for goes under `jobs[].pollwise` and the
+//! top-level `pollwise` (its `facts`). Latency times are fio's (see `DESIGN.md`, "Times"): a
+//! time pollwise did not measure is reported as not measured (`N: 0`, named in
+//! `jobs[].pollwise.not_measured`), never filled with another.
+
+pub mod facts;
+pub mod json;
+pub mod sample;
+pub mod terse;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use pollwise::stats::{DirStats, Stats};
+use serde_json::{json, Map, Value};
+
+pub use json::{clat_json, jobs_json, pct_key, to_pretty, PctOpts};
+pub use text::{run_text, table, us};
+
+use crate::job::{run_job, IoEngine, JobSpec};
+use crate::options::Opts;
+use crate::{Error, Result};
+use facts::Facts;
+
+/// What a command prints: text for `--output-format normal` (or terse), JSON for `json`.
+pub struct Output {
+    /// The human report (or the terse line).
+    pub text: String,
+    /// The machine report.
+    pub json: Value,
+}
+
+/// fio's `--output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// fio's human report.
+    Normal,
+    /// fio's JSON.
+    Json,
+    /// fio's JSON with latency `bins`.
+    JsonPlus,
+    /// fio's terse v3 line.
+    Terse,
+}
+
+/// How to report: format, file, percentiles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportOpts {
+    /// `--output-format`.
+    pub format: OutputFormat,
+    /// `--output=FILE`: write the report there instead of standard output.
+    pub output: Option<PathBuf>,
+    /// `--percentile_list`, `--slat_percentiles`, `--clat_percentiles`, `--lat_percentiles`.
+    pub pct: PctOpts,
+}
+
+impl Default for ReportOpts {
+    fn default() -> Self {
+        ReportOpts {
+            format: OutputFormat::Normal,
+            output: None,
+            pct: PctOpts::default(),
+        }
+    }
+}
+
+/// Which command the report options are for: what each accepts differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFor {
+    /// `pollwise run`: every format and the percentile options.
+    Run,
+    /// `compare` and the scenarios: normal or json, and `--output`.
+    Other,
+}
+
+/// Parses fio's `percentile_list`: numbers in (0, 100] separated by `:` (or `,`), at most 20;
+/// returned ascending, as fio reports them.
+pub fn parse_percentile_list(v: &str) -> Result<Vec<f64>> {
+    let bad = |why: &str| {
+        Error::Usage(format!(
+            "--percentile_list={v}: {why}; write numbers in (0, 100] separated by ':', e.g. --percentile_list=50:99:99.9"
+        ))
+    };
+    let mut list = Vec::new();
+    for x in v.split([':', ',']) {
+        let q: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| bad(&format!("'{x}' is not a number")))?;
+        if !(q > 0.0 && q <= 100.0) {
+            return Err(bad(&format!("{x} is outside (0, 100]")));
+        }
+        list.push(q);
+    }
+    if list.len() > 20 {
+        return Err(bad("more than 20 percentiles"));
+    }
+    list.sort_by(f64::total_cmp);
+    list.dedup();
+    Ok(list)
+}
+
+impl ReportOpts {
+    /// Takes `--output-format`, `--output` and (for `run`) `--percentile_list`,
+    /// `--slat_percentiles`, `--clat_percentiles`, `--lat_percentiles` from `o`.
+    pub fn take(o: &mut Opts, cmd: ReportFor) -> Result<ReportOpts> {
+        let format = match o.take_str("output_format")?.as_deref() {
+            None | Some("normal") => OutputFormat::Normal,
+            Some("json") => OutputFormat::Json,
+            Some("json+") if cmd == ReportFor::Run => OutputFormat::JsonPlus,
+            Some("terse") if cmd == ReportFor::Run => OutputFormat::Terse,
+            Some(v @ ("json+" | "terse")) => {
+                return Err(Error::Usage(format!(
+                    "--output-format={v} is for `pollwise run`: use normal or json here"
+                )))
+            }
+            Some(v) => {
+                return Err(Error::Usage(format!(
+                "--output-format={v} is not a format: use normal or json (or json+, terse as fio)"
+            )))
+            }
+        };
+        let mut r = ReportOpts {
+            format,
+            ..ReportOpts::default()
+        };
+        if let Some(p) = o.take_str("output")? {
+            if p.is_empty() {
+                return Err(Error::Usage(
+                    "--output needs a file name: write --output=FILE".into(),
+                ));
+            }
+            r.output = Some(p.into());
+        }
+        r.pct.bins = r.format == OutputFormat::JsonPlus;
+        if cmd != ReportFor::Run {
+            return Ok(r);
+        }
+        if let Some(v) = o.take_str("percentile_list")? {
+            r.pct.list = parse_percentile_list(&v)?;
+        }
+        if let Some(v) = o.take_bool("slat_percentiles")? {
+            r.pct.slat = v;
+        }
+        if let Some(v) = o.take_bool("clat_percentiles")? {
+            r.pct.clat = v;
+        }
+        if let Some(v) = o.take_bool("lat_percentiles")? {
+            r.pct.lat = v;
+        }
+        Ok(r)
+    }
+
+    /// Whether the report is JSON (json or json+).
+    pub fn is_json(&self) -> bool {
+        matches!(self.format, OutputFormat::Json | OutputFormat::JsonPlus)
+    }
+
+    /// The report as it is printed.
+    pub fn render(&self, out: &Output) -> String {
+        if self.is_json() {
+            let mut s = to_pretty(&out.json);
+            s.push('\n');
+            s
+        } else {
+            out.text.clone()
+        }
+    }
+
+    /// Prints the report to standard output, or writes it to `--output`.
+    pub fn emit(&self, out: &Output) -> Result<()> {
+        let s = self.render(out);
+        match &self.output {
+            None => {
+                print!("{s}");
+                Ok(())
+            }
+            Some(p) => std::fs::write(p, s).map_err(|e| {
+                Error::Io(format!(
+                    "cannot write --output={}: {e}; choose a file in a directory you may write",
+                    p.display()
+                ))
+            }),
+        }
+    }
+}
+
+/// Percentiles as (percentile, nanoseconds).
+pub type Percentiles = Vec<(f64, u64)>;
+
+/// Figures one job (or one mode in `compare`) is reported with.
+pub struct JobFigures<'a> {
+    /// `jobname`.
+    pub name: &'a str,
+    /// The mode.
+    pub mode: &'a str,
+    /// Merged measurements.
+    pub stats: &'a Stats,
+    /// IOPS per direction (read, write).
+    pub iops: (f64, f64),
+    /// Total-latency (`lat_ns`) percentiles per direction, if not from `stats`.
+    pub pcts: (Option<Percentiles>, Option<Percentiles>),
+    /// usr and sys CPU percentages.
+    pub cpu: (f64, f64),
+    /// CPU µs per I/O (process).
+    pub cpu_us_per_io: f64,
+    /// Kernel entries per I/O.
+    pub enters_per_io: f64,
+    /// Extra `pollwise` fields (rounds, ...).
+    pub extra: Map<String, Value>,
+    /// Which latencies carry percentiles, and json+ bins.
+    pub pct: PctOpts,
+    /// fio's `job options`: the options given for the job, as given.
+    pub job_options: Vec<(String, String)>,
+    /// fio's `groupid`.
+    pub groupid: u32,
+    /// Requests kept in flight per thread (fio's `iodepth`).
+    pub iodepth: u32,
+    /// Requests per submission (fio's `iodepth_batch_submit`).
+    pub batch_submit: u32,
+    /// Wall seconds of the whole job, setup included (fio's `elapsed`).
+    pub elapsed_s: u64,
+    /// fio's `disk_util` entry for the target's disk, if known (terse prints it).
+    pub disk_util: Option<Value>,
+}
+
+impl<'a> JobFigures<'a> {
+    /// Figures straight from one run's stats.
+    pub fn from_stats(name: &'a str, mode: &'a str, s: &'a Stats) -> Self {
+        let secs = s.elapsed_ns as f64 / 1e9;
+        let per = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let pct = |ns: u64| {
+            if s.elapsed_ns == 0 {
+                0.0
+            } else {
+                ns as f64 * 100.0 / s.elapsed_ns as f64
+            }
+        };
+        JobFigures {
+            name,
+            mode,
+            stats: s,
+            iops: (per(s.read.ios), per(s.write.ios)),
+            pcts: (None, None),
+            cpu: (pct(s.process.usr_ns), pct(s.process.sys_ns)),
+            cpu_us_per_io: s.cpu_us_per_io(),
+            enters_per_io: s.enters_per_io(),
+            extra: Map::new(),
+            pct: PctOpts::default(),
+            job_options: Vec::new(),
+            groupid: 0,
+            iodepth: 1,
+            batch_submit: 1,
+            elapsed_s: s.elapsed_ns.div_ceil(1_000_000_000),
+            disk_util: None,
+        }
+    }
+
+    /// The job's aggregate bandwidth in one direction, KiB/s (fio's group `agg`).
+    pub fn agg_kib(&self, d: &DirStats) -> f64 {
+        let secs = self.stats.elapsed_ns as f64 / 1e9;
+        if secs > 0.0 {
+            d.bytes as f64 / secs / 1024.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The job in fio's JSON shape.
+    pub fn json(&self) -> Value {
+        let s = self.stats;
+        let mut pw = Map::new();
+        pw.insert("mode".into(), json!(self.mode));
+        pw.insert("cpu_us_per_io".into(), json!(self.cpu_us_per_io));
+        pw.insert(
+            "thread_cpu_us_per_io".into(),
+            json!(s.thread_cpu_us_per_io()),
+        );
+        pw.insert("enters_per_io".into(), json!(self.enters_per_io));
+        pw.insert("enters".into(), json!(s.queue.enters));
+        pw.insert("thread_ctx".into(), json!(s.threads.ctx));
+        for (k, v) in s.policy.fields() {
+            pw.insert(k.into(), json!(v));
+        }
+        if !s.beliefs.is_empty() {
+            let b: Map<String, Value> = s
+                .beliefs
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            pw.insert("beliefs".into(), Value::Object(b));
+        }
+        let unsplit = [("read", &s.read), ("write", &s.write)]
+            .iter()
+            .any(|(_, d)| d.ios > 0 && !d.split_measured());
+        if unsplit {
+            pw.insert("not_measured".into(), json!(["slat_ns", "clat_ns"]));
+            pw.insert(
+                "latency_note".into(),
+                json!("this job's engine measured total latency only: slat_ns and clat_ns have N=0, and the percentiles asked of clat are under lat_ns"),
+            );
+        }
+        let (bucket_h, bucket_of) = json::bucket_source(s);
+        pw.insert("latency_buckets_of".into(), json!(bucket_of));
+        pw.insert(
+            "from_options".into(),
+            json!(["iodepth_level", "iodepth_submit", "iodepth_complete"]),
+        );
+        pw.insert("sample_msec".into(), json!(sample::AVG_MSEC));
+        for (k, v) in &self.extra {
+            pw.insert(k.clone(), v.clone());
+        }
+        let (lat_n, lat_u, lat_m) = json::lat_buckets(&bucket_h);
+        let opts: Map<String, Value> = self
+            .job_options
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        let any = s.total_ios() > 0;
+        json!({
+            "jobname": self.name,
+            "groupid": self.groupid,
+            "error": 0,
+            "eta": 2147483647u64,
+            "elapsed": self.elapsed_s,
+            "job options": opts,
+            "read": json::dir_json(&s.read, s.elapsed_ns, self.iops.0, &self.pct, self.pcts.0.as_deref(), self.agg_kib(&s.read)),
+            "write": json::dir_json(&s.write, s.elapsed_ns, self.iops.1, &self.pct, self.pcts.1.as_deref(), self.agg_kib(&s.write)),
+            "trim": json::empty_dir_json(&self.pct),
+            "sync": json::sync_json(),
+            "job_runtime": s.elapsed_ns / 1_000_000,
+            "usr_cpu": self.cpu.0,
+            "sys_cpu": self.cpu.1,
+            "ctx": s.process.ctx,
+            "majf": s.process.majf,
+            "minf": s.process.minf,
+            "iodepth_level": if any { json::iodepth_level(self.iodepth) } else { json::iodepth_batches(0, false) },
+            "iodepth_submit": json::iodepth_batches(self.batch_submit, any),
+            "iodepth_complete": json::iodepth_batches(1, any),
+            "latency_ns": lat_n,
+            "latency_us": lat_u,
+            "latency_ms": lat_m,
+            "latency_depth": self.iodepth,
+            "latency_target": 0,
+            "latency_percentile": 100.0,
+            "latency_window": 0,
+            "pollwise": Value::Object(pw),
+        })
+    }
+}
+
+/// The path whose device the facts describe: the target, or the temp directory a command
+/// creates its own file in when none is named.
+pub fn facts_target(given: &[(String, String)]) -> PathBuf {
+    given
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "filename")
+        .map(|(_, v)| PathBuf::from(v))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Adds the facts to a report: the text's last lines and the JSON's top-level `pollwise`.
+pub fn add_facts(out: &mut Output, f: &Facts) {
+    out.text.push('\n');
+    out.text.push_str(&f.text());
+    if let Value::Object(m) = &mut out.json {
+        let pw = m.entry("pollwise").or_insert_with(|| json!({}));
+        pw["version"] = json!(env!("CARGO_PKG_VERSION"));
+        pw["facts"] = f.json();
+    }
+}
+
+/// Options that say how to report, not what the job is: kept out of fio's `job options`.
+const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output"];
+
+/// Runs `spec` and reports it as `ro` asks: `given` are the options as the user wrote them (for
+/// fio's `job options`).
+pub fn run_and_report(
+    spec: &JobSpec,
+    given: &[(String, String)],
+    ro: &ReportOpts,
+) -> Result<Output> {
+    let sim = matches!(spec.ioengine, IoEngine::Sim(_));
+    let mut facts = Facts::gather(if sim { Path::new(".") } else { &spec.filename });
+    if sim {
+        facts.device = Err("simulated device (--ioengine=sim): no disk involved".into());
+    }
+    let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
+    let d0 = disk.as_deref().and_then(facts::diskstat);
+    let t0 = Instant::now();
+    let stats = run_job(spec)?;
+    let wall = t0.elapsed();
+    let d1 = disk.as_deref().and_then(facts::diskstat);
+    let disk_util = match (&disk, d0, d1) {
+        (Some(n), Some(a), Some(b)) => {
+            Some(facts::disk_util_json(n, &a, &b, wall.as_millis() as u64))
+        }
+        _ => None,
+    };
+    let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), &stats);
+    f.pct = ro.pct.clone();
+    f.job_options = given
+        .iter()
+        .filter(|(k, _)| !NOT_JOB_OPTIONS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    f.iodepth = spec.iodepth;
+    f.batch_submit = spec.iodepth_batch_submit.max(1);
+    f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
+    f.disk_util = disk_util.clone();
+    if ro.format == OutputFormat::Terse {
+        return Ok(Output {
+            text: terse::terse_line(&f),
+            json: Value::Null,
+        });
+    }
+    let mut top = jobs_json(vec![f.json()]);
+    top["disk_util"] = json!(disk_util.into_iter().collect::<Vec<_>>());
+    let mut out = Output {
+        text: run_text(&f),
+        json: top,
+    };
+    add_facts(&mut out, &facts);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_shaped_json() {
+        let mut s = Stats::default();
+        for i in 1..=1000 {
+            s.read.record_lat(i * 1000, 4096);
+        }
+        s.elapsed_ns = 1_000_000_000;
+        let f = JobFigures::from_stats("j", "poll", &s);
+        let v = f.json();
+        assert_eq!(v["read"]["total_ios"], 1000);
+        assert_eq!(v["read"]["iops"], 1000.0);
+        assert_eq!(v["read"]["bw_bytes"], 4_096_000);
+        // Total latency only: it is lat_ns that carries the percentiles, never clat_ns.
+        let p50 = v["read"]["lat_ns"]["percentile"]["50.000000"]
+            .as_u64()
+            .unwrap();
+        assert!((495_000..=505_000).contains(&p50), "{p50}");
+        assert_eq!(v["read"]["clat_ns"]["N"], 0);
+        assert_eq!(v["pollwise"]["not_measured"], json!(["slat_ns", "clat_ns"]));
+        assert_eq!(v["pollwise"]["mode"], "poll");
+        assert_eq!(v["write"]["total_ios"], 0);
+        assert_eq!(v["trim"]["total_ios"], 0);
+        // 1..1000 µs evenly: a quarter in 750..999 µs, one in 1..2 µs. A value right at a
+        // boundary (750 µs, 1 ms) sits in a histogram bucket that straddles it, so it may count
+        // on either side.
+        let top =
+            v["latency_us"]["1000"].as_f64().unwrap() + v["latency_ms"]["2"].as_f64().unwrap();
+        assert!((24.9..=25.2).contains(&top), "{v}");
+        assert_eq!(v["latency_us"]["2"], 0.1, "{v}");
+        let total: f64 = ["latency_ns", "latency_us", "latency_ms"]
+            .iter()
+            .flat_map(|k| v[k].as_object().unwrap().values())
+            .map(|x| x.as_f64().unwrap())
+            .sum();
+        assert!((total - 100.0).abs() < 1e-6, "{total}");
+    }
+
+    #[test]
+    fn percentile_lists_parse_as_fio() {
+        assert_eq!(
+            parse_percentile_list("99.9:50:1").unwrap(),
+            vec![1.0, 50.0, 99.9]
+        );
+        for bad in ["0", "101", "x", "50::99"] {
+            let e = parse_percentile_list(bad).unwrap_err();
+            assert!(e.to_string().contains("--percentile_list"), "{e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let long = vec!["1"; 21].join(":");
+        assert!(parse_percentile_list(&long).is_err());
+    }
+
+    #[test]
+    fn chosen_percentiles_and_carriers() {
+        let mut s = Stats::default();
+        for i in 1..=100u64 {
+            s.read.record(i * 100, i * 1000, 4096);
+        }
+        s.elapsed_ns = 1_000_000_000;
+        let mut f = JobFigures::from_stats("j", "poll", &s);
+        f.pct.list = vec![50.0, 99.0];
+        f.pct.lat = true;
+        f.pct.clat = false;
+        let v = f.json();
+        let keys: Vec<&String> = v["read"]["lat_ns"]["percentile"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(keys, ["50.000000", "99.000000"]);
+        assert!(v["read"]["clat_ns"].get("percentile").is_none());
+        assert!(v["read"]["lat_ns"].get("bins").is_none(), "bins are json+");
+        f.pct.bins = true;
+        let v = f.json();
+        let bins = v["read"]["lat_ns"]["bins"].as_object().unwrap();
+        assert_eq!(bins.values().map(|c| c.as_u64().unwrap()).sum::<u64>(), 100);
+        assert!(v.get("pollwise").is_none() || v["pollwise"].get("not_measured").is_none());
+        assert_eq!(v["pollwise"]["latency_buckets_of"], "clat");
+    }
+}
