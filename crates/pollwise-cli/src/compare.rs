@@ -81,7 +81,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     let mut spec = o.job_spec()?;
     o.finish()?;
 
-    let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE);
+    let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE)?;
     if !runtime_given {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);

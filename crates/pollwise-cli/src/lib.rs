@@ -4,7 +4,9 @@
 //! options, jobs and their threads, laying out files, the scenarios and the reports. The binary
 //! (`main.rs`) only dispatches; the parts are a library so the integration tests can drive them.
 
+pub mod cleanup;
 pub mod compare;
+pub mod errno;
 pub mod error;
 pub mod job;
 pub mod opts;
