@@ -102,6 +102,11 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         w.policy.mode = modes[0];
         run_job(&w)?;
     }
+    if crate::signals::interrupted() {
+        return Err(Error::interrupted(
+            "during the warm-up, before any measurement",
+        ));
+    }
     let mut runs: Vec<ModeRuns> = modes
         .iter()
         .map(|&mode| ModeRuns {
@@ -109,7 +114,9 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
             rounds: Vec::new(),
         })
         .collect();
-    for r in 0..rounds as usize {
+    // On a signal, the run in progress stops early and counts as its mode's last round; the
+    // report then says over how many rounds each mode stands.
+    'rounds: for r in 0..rounds as usize {
         for i in 0..runs.len() {
             let k = (i + r) % runs.len();
             let mut s = spec.clone();
@@ -117,6 +124,9 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
             s.policy.mode = runs[k].mode;
             let stats = run_job(&s)?;
             runs[k].rounds.push(stats);
+            if crate::signals::interrupted() {
+                break 'rounds;
+            }
         }
     }
     Ok(render(&spec, rounds, slice, &runs, json))
@@ -125,7 +135,8 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
 fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json: bool) -> Output {
     let mut rows = Vec::new();
     let mut jobs = Vec::new();
-    for m in runs {
+    let interrupted = runs.iter().any(|m| m.rounds.len() < rounds as usize);
+    for m in runs.iter().filter(|m| !m.rounds.is_empty()) {
         let p = |q: f64| m.med(|s| s.all_lat().pct(q) as f64) as u64;
         rows.push(vec![
             m.mode.name().to_string(),
@@ -150,10 +161,22 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
         spec.numjobs,
         spec.filename.display()
     );
-    text.push_str(&format!(
-        "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
-        slice.as_secs_f64()
-    ));
+    if interrupted {
+        let done: Vec<String> = runs
+            .iter()
+            .map(|m| format!("{} {}", m.mode.name(), m.rounds.len()))
+            .collect();
+        text.push_str(&format!(
+            "interrupted: medians over the rounds done of {rounds} planned ({}; the last may be partial) of {:.2}s per mode\n\n",
+            done.join(", "),
+            slice.as_secs_f64()
+        ));
+    } else {
+        text.push_str(&format!(
+            "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
+            slice.as_secs_f64()
+        ));
+    }
     text.push_str(&table(
         &[
             "mode",

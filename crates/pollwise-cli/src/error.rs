@@ -22,6 +22,9 @@ pub enum Error {
     /// Data read back did not match what was written (exit status 1).
     #[error("{0}")]
     Verify(String),
+    /// A signal stopped the run before it had anything to report (exit status 128 + signal).
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl Error {
@@ -30,7 +33,21 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Unsupported(_) => 2,
             Error::Io(_) | Error::Verify(_) => 1,
+            Error::Interrupted(_) => {
+                crate::signals::exit_code(crate::signals::received().unwrap_or(libc::SIGINT))
+            }
         }
+    }
+}
+
+impl Error {
+    /// The error for a run a signal stopped before `what`.
+    pub fn interrupted(what: &str) -> Self {
+        let sig = crate::signals::received().unwrap_or(libc::SIGINT);
+        Error::Interrupted(format!(
+            "interrupted by {} {what}: no results to report",
+            crate::signals::name(sig)
+        ))
     }
 }
 

@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -376,13 +377,37 @@ fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
                 path.display(),
                 if writable { "write" } else { "read" }
             ))
+        } else if let Some(hint) = e
+            .raw_os_error()
+            .and_then(|n| crate::errno::hint(n, errno_op(writable)))
+        {
+            // A system limit or a read-only target: the path is fine.
+            let msg = format!(
+                "cannot open {}: {}; {hint}",
+                path.display(),
+                crate::errno::plain(&e)
+            );
+            match e.raw_os_error() {
+                Some(libc::EROFS) => Error::Usage(msg),
+                _ => Error::Io(msg),
+            }
         } else {
             Error::Usage(format!(
-                "cannot open {}: {e}; check the path",
-                path.display()
+                "cannot open {}: {}; check the path",
+                path.display(),
+                crate::errno::plain(&e)
             ))
         }
     })
+}
+
+/// The errno table's operation for opening the target.
+fn errno_op(writable: bool) -> crate::errno::Op {
+    if writable {
+        crate::errno::Op::Write
+    } else {
+        crate::errno::Op::Open
+    }
 }
 
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
@@ -478,6 +503,9 @@ fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
             x ^= x >> 7;
             x ^= x << 17;
             w.copy_from_slice(&x.to_le_bytes()[..w.len()]);
+        }
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted("while laying out the file"));
         }
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n]).map_err(io)?;
@@ -588,6 +616,8 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
     let barrier = Arc::new(Barrier::new(n + 1));
+    // Set by the first thread that fails: the others stop at once rather than run their time.
+    let failed = Arc::new(AtomicBool::new(false));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -599,10 +629,17 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
         let barrier = barrier.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
+        let failed = failed.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("pollwise-job{i}"))
-                .spawn(move || job_thread(i, &spec, target, &barrier, fd_tx, fd_rx))
+                .spawn(move || {
+                    let r = job_thread(i, &spec, target, &barrier, fd_tx, fd_rx, &failed);
+                    if r.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    r
+                })
                 .map_err(|e| Error::Io(format!("cannot start a job thread: {e}")))?,
         );
     }
@@ -638,11 +675,17 @@ fn job_thread(
     barrier: &Barrier,
     fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+    failed: &Arc<AtomicBool>,
 ) -> Result<ThreadOut> {
     pollwise::set_timer_slack_1ns();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
+        // Stop early on a signal or when another thread of the job failed.
+        let failed = failed.clone();
+        engine.set_stop_check(move || {
+            crate::signals::interrupted() || failed.load(Ordering::Relaxed)
+        });
         if !spec.ramp_time.is_zero() {
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
             engine.run(Stop::At(until))?;
@@ -699,6 +742,9 @@ fn job_thread(
         let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
         Ok((ramp(engine)?, Some(file)))
     })();
+    if setup.is_err() {
+        failed.store(true, Ordering::SeqCst);
+    }
     barrier.wait();
     barrier.wait();
     let measured = setup.and_then(|(mut engine, file)| {
@@ -718,6 +764,9 @@ fn job_thread(
             Stop::Either(until, (io_size / spec.bs as u64).max(1))
         };
         let r = engine.run(stop).map_err(Error::from);
+        if r.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
         let t1 = clock.now_ns();
         let c1 = thread_cpu_ns();
         let r1 = Rusage::thread();
@@ -742,7 +791,8 @@ fn job_thread(
     });
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
-    if spec.verify && spec.rw.writes() {
+    // An interrupted run exits promptly: reading everything back could take long.
+    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })

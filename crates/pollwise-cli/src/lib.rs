@@ -12,6 +12,7 @@ pub mod job;
 pub mod opts;
 pub mod report;
 pub mod scenario;
+pub mod signals;
 pub mod target;
 
 pub use error::{Error, Result};

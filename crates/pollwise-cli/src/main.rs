@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use pollwise::policy::Mode;
 use pollwise_cli::job::run_job;
 use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
-use pollwise_cli::{compare, opts, scenario, Error, Result};
+use pollwise_cli::{compare, opts, scenario, signals, Error, Result};
 
 const HELP: &str = "\
 pollwise: how to wait for I/O completions, and what each way costs.
@@ -115,18 +115,42 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
+    // anything else exits at once (files pollwise made are removed either way).
+    signals::set_graceful(matches!(
+        args.first().map(String::as_str),
+        Some("run" | "compare")
+    ));
+    if let Err(e) = signals::install() {
+        eprintln!("pollwise: cannot watch for signals: {e}");
+        return ExitCode::from(1);
+    }
     match real_main(&args) {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some((out, json))) => {
+        Ok(Some((mut out, json))) => {
+            let sig = signals::received();
             if json {
+                if let (Some(sig), Some(o)) = (sig, out.json.as_object_mut()) {
+                    o.insert("interrupted".into(), signals::name(sig).into());
+                }
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&out.json).expect("JSON serialises")
                 );
             } else {
+                if let Some(sig) = sig {
+                    out.text = format!(
+                        "pollwise: interrupted by {}: results so far\n{}",
+                        signals::name(sig),
+                        out.text
+                    );
+                }
                 print!("{}", out.text);
             }
-            ExitCode::SUCCESS
+            match sig {
+                Some(sig) => ExitCode::from(signals::exit_code(sig) as u8),
+                None => ExitCode::SUCCESS,
+            }
         }
         Err(e) => {
             eprintln!("pollwise: {e}");

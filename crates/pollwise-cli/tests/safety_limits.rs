@@ -1,0 +1,50 @@
+//! Limits: `--runtime` bounds the whole run, a failing job thread stops the others, and system
+//! limits (open files, threads, memory) become one clear line.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Runs pollwise under `sh -c "LIMITS; exec pollwise ARGS"`: (exit code, stdout, stderr, time).
+fn limited(limits: &str, args: &[&str]) -> (i32, String, String, Duration) {
+    let mut script = format!("{limits}; exec \"$0\"");
+    for i in 0..args.len() {
+        script.push_str(&format!(" \"${}\"", i + 1));
+    }
+    let t0 = Instant::now();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t0.elapsed(),
+    )
+}
+
+#[test]
+fn one_failing_job_thread_stops_the_others_at_once() {
+    let dir = common::tempdir();
+    let f = format!("--filename={}", dir.path().join("f").display());
+    let (rc, _out, err, took) = limited(
+        "ulimit -n 30",
+        &[
+            "run",
+            &f,
+            "--size=1M",
+            "--numjobs=20",
+            "--runtime=3",
+            "--time_based",
+        ],
+    );
+    assert_eq!(rc, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("ulimit -n"), "{err}");
+    assert!(took < Duration::from_millis(1500), "took {took:?}: {err}");
+}
