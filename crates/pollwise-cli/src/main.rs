@@ -2,6 +2,7 @@
 //!
 //! Thin by design: parse the options, build a job, call the library, print the report.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use pollwise::policy::Mode;
@@ -66,19 +67,23 @@ fn cmd_run(o: &mut opts::Opts) -> Result<Output> {
 
 /// Runs the command in `args`; returns the report and whether to print it as JSON.
 fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
+    let text = |t: String| {
+        Ok(Some((
+            Output {
+                text: t,
+                json: serde_json::Value::Null,
+            },
+            false,
+        )))
+    };
     let Some(cmd) = args.first() else {
-        print!("{}", help());
-        return Ok(None);
+        return text(help());
     };
     let rest = &args[1..];
     let (o, out, json) = match cmd.as_str() {
-        "help" | "--help" | "-h" => {
-            print!("{}", help());
-            return Ok(None);
-        }
+        "help" | "--help" | "-h" => return text(help()),
         "--version" | "version" => {
-            println!("pollwise {}", env!("CARGO_PKG_VERSION"));
-            return Ok(None);
+            return text(format!("pollwise {}\n", env!("CARGO_PKG_VERSION")));
         }
         "run" => {
             let mut o = opts::parse("run", rest)?;
@@ -113,6 +118,26 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
     Ok(Some((out, json)))
 }
 
+/// Writes the report to stdout. A reader that went away (`| head`) ends the command quietly,
+/// as the usual tools do (128 + SIGPIPE); any other failure (a full disk) is one line, exit 1.
+fn emit(text: &str) -> Result<(), ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Err(ExitCode::from(signals::exit_code(libc::SIGPIPE) as u8))
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: cannot write the report: {}",
+                pollwise_cli::errno::plain(&e)
+            );
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
@@ -122,7 +147,7 @@ fn main() -> ExitCode {
         Some("run" | "compare")
     ));
     if let Err(e) = signals::install() {
-        eprintln!("pollwise: cannot watch for signals: {e}");
+        let _ = writeln!(std::io::stderr(), "pollwise: cannot watch for signals: {e}");
         return ExitCode::from(1);
     }
     match real_main(&args) {
@@ -133,10 +158,11 @@ fn main() -> ExitCode {
                 if let (Some(sig), Some(o)) = (sig, out.json.as_object_mut()) {
                     o.insert("interrupted".into(), signals::name(sig).into());
                 }
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&out.json).expect("JSON serialises")
-                );
+                let mut s = serde_json::to_string_pretty(&out.json).expect("JSON serialises");
+                s.push('\n');
+                if let Err(code) = emit(&s) {
+                    return code;
+                }
             } else {
                 if let Some(sig) = sig {
                     out.text = format!(
@@ -145,7 +171,9 @@ fn main() -> ExitCode {
                         out.text
                     );
                 }
-                print!("{}", out.text);
+                if let Err(code) = emit(&out.text) {
+                    return code;
+                }
             }
             match sig {
                 Some(sig) => ExitCode::from(signals::exit_code(sig) as u8),
@@ -153,7 +181,8 @@ fn main() -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("pollwise: {e}");
+            // Nothing more can be said if stderr is gone too.
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -48,3 +48,24 @@ fn one_failing_job_thread_stops_the_others_at_once() {
     assert!(err.contains("ulimit -n"), "{err}");
     assert!(took < Duration::from_millis(1500), "took {took:?}: {err}");
 }
+
+#[test]
+fn runtime_bounds_think_time() {
+    for think in ["3s", "1h"] {
+        let t = format!("--thinktime={think}");
+        let (rc, out, err, took) = limited(
+            "true",
+            &[
+                "run",
+                "--ioengine=sim",
+                "--sim_latency=fixed:10us",
+                &t,
+                "--runtime=0.3",
+                "--time_based",
+            ],
+        );
+        assert_eq!(rc, 0, "{think}: {err}");
+        assert!(out.contains("IOPS"), "{out}");
+        assert!(took < Duration::from_millis(1300), "{think}: took {took:?}");
+    }
+}
