@@ -260,6 +260,32 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than half this machine's memory ({half_ram} bytes): lower one of them"
         ));
     }
+    // Address space: the buffers and the job threads' stacks must fit under ulimit -v.
+    if let Some(avail) = address_space_left() {
+        let need = buffers + spec.numjobs as u128 * (JOB_STACK as u128 + (256 << 10));
+        if need > avail as u128 {
+            return u(format!(
+                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers (and {} job thread stacks), more than the address space this process may still map under its limit ({avail} bytes, ulimit -v): lower one of them or raise ulimit -v",
+                spec.numjobs
+            ));
+        }
+    }
+    if let Some((limit, used)) = cgroup_memory() {
+        let avail = limit.saturating_sub(used);
+        if buffers > avail as u128 {
+            return u(format!(
+                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than this control group's memory limit leaves ({avail} of {limit} bytes, memory.max): lower one of them"
+            ));
+        }
+    }
+    if let Some(max) = max_threads(if sim { 4 } else { 7 }) {
+        if spec.numjobs as u64 > max {
+            return u(format!(
+                "--numjobs={} is more threads than this system lets the process start (about {max}: vm.max_map_count, kernel.threads-max, ulimit -u): lower --numjobs",
+                spec.numjobs
+            ));
+        }
+    }
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -351,6 +377,98 @@ fn physical_memory() -> u64 {
         )
     };
     (pages.max(0) as u64).saturating_mul(size.max(0) as u64)
+}
+
+/// Stack size of a job thread: the engine needs little, and many threads must fit.
+pub const JOB_STACK: usize = 512 << 10;
+
+/// Bytes this process may still map under RLIMIT_AS (`ulimit -v`), if it has a limit.
+fn address_space_left() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through the pointer we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let vm_kb = status_kb(&status, "VmSize:")?;
+    Some(r.rlim_cur.saturating_sub(vm_kb * 1024))
+}
+
+/// A `Key:   N kB` line of /proc/self/status.
+fn status_kb(status: &str, key: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The memory limit of this process's control group and what the group uses now, in bytes
+/// (cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
+/// memory.usage_in_bytes), if there is a limit.
+pub fn cgroup_memory() -> Option<(u64, u64)> {
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroup_memory_in(&cg, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`cgroup_memory`] for a /proc/self/cgroup text and a cgroup mount point.
+pub fn cgroup_memory_in(proc_cgroup: &str, root: &Path) -> Option<(u64, u64)> {
+    let read = |p: PathBuf| -> Option<u64> {
+        let s = std::fs::read_to_string(p).ok()?;
+        s.trim().parse().ok()
+    };
+    for line in proc_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+        let rel = path.trim_start_matches('/');
+        if ctrl.is_empty() {
+            // v2: "max" means none.
+            let d = root.join(rel);
+            if let Some(limit) = read(d.join("memory.max")) {
+                return Some((limit, read(d.join("memory.current")).unwrap_or(0)));
+            }
+        } else if ctrl.split(',').any(|c| c == "memory") {
+            let d = root.join("memory").join(rel);
+            if let Some(limit) = read(d.join("memory.limit_in_bytes")) {
+                // v1 says "no limit" with a huge number.
+                if limit < (1 << 60) {
+                    return Some((limit, read(d.join("memory.usage_in_bytes")).unwrap_or(0)));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// About how many more threads this process can start: each needs `maps_per_thread` memory
+/// mappings (stack and guard, signal stack and guard, its ring) out of vm.max_map_count, and a
+/// task out of kernel.threads-max (and of ulimit -u, unless root).
+fn max_threads(maps_per_thread: u64) -> Option<u64> {
+    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let maps = read("/proc/sys/vm/max_map_count")?;
+    let used = std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().count() as u64)
+        .unwrap_or(0);
+    let by_maps = maps.saturating_sub(used) / maps_per_thread;
+    let by_tasks = read("/proc/sys/kernel/threads-max").unwrap_or(u64::MAX);
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through the pointer we pass; geteuid has no effects.
+    let by_nproc = if unsafe { libc::geteuid() } != 0
+        && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut r) } == 0
+        && r.rlim_cur != libc::RLIM_INFINITY
+    {
+        r.rlim_cur
+    } else {
+        u64::MAX
+    };
+    Some(by_maps.min(by_tasks).min(by_nproc))
 }
 
 fn online_cpus() -> usize {
@@ -629,18 +747,27 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
         let barrier = barrier.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
-        let failed = failed.clone();
+        let failed_t = failed.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("pollwise-job{i}"))
+                .stack_size(JOB_STACK)
                 .spawn(move || {
-                    let r = job_thread(i, &spec, target, &barrier, fd_tx, fd_rx, &failed);
+                    let r = job_thread(i, &spec, target, &barrier, fd_tx, fd_rx, &failed_t);
                     if r.is_err() {
-                        failed.store(true, Ordering::SeqCst);
+                        failed_t.store(true, Ordering::SeqCst);
                     }
                     r
                 })
-                .map_err(|e| Error::Io(format!("cannot start a job thread: {e}")))?,
+                .map_err(|e| {
+                    // The threads already started stay at the barrier, not joined: the
+                    // command ends with this error.
+                    Error::Io(format!(
+                        "cannot start job thread {} of {n}: {}",
+                        i + 1,
+                        crate::errno::explain(&e, crate::errno::Op::Thread)
+                    ))
+                })?,
         );
     }
     barrier.wait();
@@ -796,4 +923,34 @@ fn job_thread(
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_v1_and_v2_limits() {
+        let root = tempfile::tempdir().unwrap();
+        let v2 = root.path().join("a/b");
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(v2.join("memory.max"), "1048576\n").unwrap();
+        std::fs::write(v2.join("memory.current"), "4096\n").unwrap();
+        assert_eq!(
+            cgroup_memory_in("0::/a/b\n", root.path()),
+            Some((1_048_576, 4096))
+        );
+        std::fs::write(v2.join("memory.max"), "max\n").unwrap();
+        assert_eq!(cgroup_memory_in("0::/a/b\n", root.path()), None);
+        let v1 = root.path().join("memory/c");
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("memory.limit_in_bytes"), "2097152\n").unwrap();
+        std::fs::write(v1.join("memory.usage_in_bytes"), "1024\n").unwrap();
+        assert_eq!(
+            cgroup_memory_in("4:memory:/c\n0::/\n", root.path()),
+            Some((2_097_152, 1024))
+        );
+        std::fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
+        assert_eq!(cgroup_memory_in("4:memory:/c\n", root.path()), None);
+    }
 }

@@ -69,3 +69,57 @@ fn runtime_bounds_think_time() {
         assert!(took < Duration::from_millis(1300), "{think}: took {took:?}");
     }
 }
+
+#[test]
+fn too_many_threads_is_one_line_naming_numjobs() {
+    let (rc, _out, err, _) = limited(
+        "true",
+        &[
+            "run",
+            "--ioengine=sim",
+            "--numjobs=1000000",
+            "--runtime=0.2",
+            "--time_based",
+        ],
+    );
+    assert_eq!(rc, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("--numjobs"), "{err}");
+}
+
+#[test]
+fn threads_that_cannot_get_memory_are_one_line() {
+    // Under ulimit -v the stacks of 10000 threads do not fit.
+    let (rc, _out, err, _) = limited(
+        "ulimit -v 3000000",
+        &[
+            "run",
+            "--ioengine=sim",
+            "--numjobs=10000",
+            "--runtime=0.2",
+            "--time_based",
+        ],
+    );
+    assert_ne!(rc, 0, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("--numjobs"), "{err}");
+}
+
+#[test]
+fn buffers_are_checked_against_ulimit_v() {
+    let (rc, _out, err, _) = limited(
+        "ulimit -v 1000000",
+        &[
+            "run",
+            "--ioengine=sim",
+            "--iodepth=1024",
+            "--bs=1M",
+            "--direct=0",
+        ],
+    );
+    assert_eq!(rc, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("ulimit -v"), "{err}");
+}
