@@ -136,4 +136,15 @@ mod tests {
         assert!(h(libc::EPERM, Op::Write).contains("read-only"));
         assert!(hint(libc::ENOMEM, Op::Read).is_none());
     }
+
+    #[test]
+    fn io_uring_refusal_names_the_sysctl_and_its_value() {
+        let Some(v) = io_uring_disabled() else {
+            return; // a kernel without the sysctl: nothing to name
+        };
+        for errno in [libc::EPERM, libc::ENOSYS] {
+            let h = hint(errno, Op::RingSetup).unwrap();
+            assert!(h.contains(&format!("kernel.io_uring_disabled={v}")), "{h}");
+        }
+    }
 }

@@ -66,12 +66,19 @@ pub fn option_for_field(field: &str) -> &str {
     }
 }
 
-fn errno_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => {
-            " (O_DIRECT needs --bs and offsets aligned to the device's block size)"
-        }
-        _ => "",
+/// The errno table's cause and fix for an I/O operation named `op` ("read at ...", "write at
+/// ..."), as "; ..." to append, or "".
+fn errno_hint(op: &str, e: &io::Error) -> String {
+    let kind = if op.starts_with("write at") {
+        crate::errno::Op::Write
+    } else if op.starts_with("read at") {
+        crate::errno::Op::Read
+    } else {
+        crate::errno::Op::Other
+    };
+    match e.raw_os_error().and_then(|n| crate::errno::hint(n, kind)) {
+        Some(h) => format!("; {h}"),
+        None => String::new(),
     }
 }
 
@@ -96,12 +103,15 @@ impl From<LibError> for Error {
                 "{feature} is not supported for {target}: the kernel answered {source}"
             )),
             LibError::Os { op, source } => {
-                let hint = if op.starts_with("read at") || op.starts_with("write at") {
-                    errno_hint(&source)
-                } else {
-                    ""
-                };
-                Error::Io(format!("{op} failed: {source}{hint}"))
+                let hint = errno_hint(&op, &source);
+                let msg = format!("{op} failed: {}{hint}", crate::errno::plain(&source));
+                match source.raw_os_error() {
+                    // A read-only target asked to write: the user's choice to change.
+                    Some(libc::EROFS | libc::EPERM) if op.starts_with("write at") => {
+                        Error::Usage(msg)
+                    }
+                    _ => Error::Io(msg),
+                }
             }
             LibError::Short { op, done, len } => Error::Io(format!(
                 "short {op}: {done} of {len} bytes (is the file shorter than --size?)"

@@ -166,6 +166,9 @@ impl Default for JobSpec {
 /// The largest ring (and so `iodepth`) the kernel allows.
 pub const MAX_IODEPTH: u32 = 32768;
 
+/// The most buffers the kernel registers with one ring (`IORING_MAX_REG_BUFFERS`, 16384).
+pub const MAX_FIXED_BUFFERS: u32 = 16384;
+
 /// What [`check_job`] learned about the target.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -246,6 +249,11 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     }
     if spec.defer_taskrun && spec.numjobs > 1 && spec.sqthread_share {
         return u("--defer_taskrun rings cannot share a poller".into());
+    }
+    if spec.fixedbufs && spec.iodepth > MAX_FIXED_BUFFERS {
+        return u(format!(
+            "--fixedbufs registers one buffer per --iodepth slot, and the kernel registers at most {MAX_FIXED_BUFFERS} buffers per ring: use --iodepth={MAX_FIXED_BUFFERS} or less, or run without --fixedbufs"
+        ));
     }
     if spec.verify && (spec.bs as usize) < verify::HEADER {
         return u(format!(
@@ -563,7 +571,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         )));
     }
     if !is_blockdev && existing < size {
-        lay_out(path, existing, size)?;
+        lay_out(path, existing, size, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
     let block_size = if spec.direct {
@@ -592,22 +600,92 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     })
 }
 
-fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "cannot create {}: {e}; check the directory's permissions",
-                path.display()
-            ))
-        })?;
+/// Bytes free for an unprivileged user on the filesystem that holds (or will hold) `path`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = if path.exists() {
+        path.to_path_buf()
+    } else {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct we provide from a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The error for a file that cannot be created: its cause and fix from the errno table.
+fn create_error(path: &Path, e: &std::io::Error) -> Error {
+    let msg = match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "cannot create {}: {}; choose a --filename in a directory you may write",
+            path.display(),
+            crate::errno::plain(e)
+        ),
+        _ => format!(
+            "cannot create {}: {}",
+            path.display(),
+            crate::errno::explain(e, crate::errno::Op::Open)
+        ),
+    };
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOSPC | libc::EIO) => Error::Io(msg),
+        _ => Error::Usage(msg),
+    }
+}
+
+/// Extends `path` from `from` to `to` bytes of pseudo-random data (creating it if needed).
+/// Checks first that the filesystem has the room and, for `direct`, that it opens the file
+/// with O_DIRECT; on any failure (a signal included) a file it created is removed and one it
+/// extended is cut back to its old length.
+fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
+    if let Some(free) = free_bytes(path) {
+        if free < to - from {
+            return Err(Error::Usage(format!(
+                "laying out {} needs {} more bytes but its filesystem has {free} free: give a smaller --size, free space (df -h) or choose another --filename",
+                path.display(),
+                to - from
+            )));
+        }
+    }
+    let (f, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| create_error(path, &e))?;
+            (f, false)
+        }
+        Err(e) => return Err(create_error(path, &e)),
+    };
+    let r = fill(path, f, from, to, direct);
+    if r.is_err() {
+        if created {
+            let _ = std::fs::remove_file(path);
+        } else if let Ok(f) = OpenOptions::new().write(true).open(path) {
+            let _ = f.set_len(from);
+        }
+    }
+    r
+}
+
+fn fill(path: &Path, mut f: File, from: u64, to: u64, direct: bool) -> Result<()> {
+    if direct {
+        // The capability first: no point writing a file the job cannot open.
+        open_target(path, true, false)?;
+    }
     let io = |e: std::io::Error| {
         Error::Io(format!(
-            "laying out {}: {e}; check free space (df -h)",
-            path.display()
+            "laying out {}: {}",
+            path.display(),
+            crate::errno::explain(&e, crate::errno::Op::Write)
         ))
     };
     use std::io::{Seek, SeekFrom};
@@ -715,14 +793,33 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
         defer_taskrun: spec.defer_taskrun || fio_flags,
         single_issuer: spec.single_issuer || fio_flags,
     };
-    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
-        let errno = e.source.raw_os_error().unwrap_or(0);
-        if errno == libc::EINVAL || errno == libc::EOPNOTSUPP {
-            Error::Unsupported(e.to_string())
-        } else {
-            Error::Io(e.to_string())
+    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(ring_setup_error)
+}
+
+/// A ring the kernel would not set up, as one line: the errno table's cause and fix where it
+/// has one (open-file and locked-memory limits, io_uring disabled), else the ring's own hint.
+pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
+    use crate::errno::{hint, plain, Op};
+    let errno = e.source.raw_os_error().unwrap_or(0);
+    let msg = match hint(errno, Op::RingSetup) {
+        Some(h) => format!(
+            "io_uring setup with {} failed: {}; {h}",
+            e.flags,
+            plain(&e.source)
+        ),
+        None => format!(
+            "io_uring setup with {} failed: {}; {}",
+            e.flags,
+            plain(&e.source),
+            e.hint
+        ),
+    };
+    match errno {
+        libc::EINVAL | libc::EOPNOTSUPP | libc::EPERM | libc::ENOSYS | libc::EACCES => {
+            Error::Unsupported(msg)
         }
-    })
+        _ => Error::Io(msg),
+    }
 }
 
 struct ThreadOut {
@@ -861,8 +958,11 @@ fn job_thread(
             // that do not move when the slab does; the engine owns both and drops the queue
             // (draining it) before the slab.
             unsafe { q.register_buffers(&iov) }.map_err(|e| {
+                let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
+                    .unwrap_or_default();
                 Error::Io(format!(
-                    "cannot register fixed buffers: {e}; raise ulimit -l or run without --fixedbufs"
+                    "cannot register fixed buffers: {}; {fix}",
+                    crate::errno::plain(&e)
                 ))
             })?;
         }

@@ -147,7 +147,11 @@ fn main() -> ExitCode {
         Some("run" | "compare")
     ));
     if let Err(e) = signals::install() {
-        let _ = writeln!(std::io::stderr(), "pollwise: cannot watch for signals: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "pollwise: cannot watch for signals: {}",
+            pollwise_cli::errno::explain(&e, pollwise_cli::errno::Op::Other)
+        );
         return ExitCode::from(1);
     }
     match real_main(&args) {
