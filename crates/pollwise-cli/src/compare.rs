@@ -76,7 +76,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     let mut spec = o.job_spec()?;
     o.finish()?;
 
-    let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE);
+    let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE)?;
     if !runtime_given {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);
@@ -97,6 +97,11 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         w.policy.mode = modes[0];
         run_job(&w)?;
     }
+    if crate::signals::interrupted() {
+        return Err(Error::interrupted(
+            "during the warm-up, before any measurement",
+        ));
+    }
     let mut runs: Vec<ModeRuns> = modes
         .iter()
         .map(|&mode| ModeRuns {
@@ -104,7 +109,9 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
             rounds: Vec::new(),
         })
         .collect();
-    for r in 0..rounds as usize {
+    // On a signal, the run in progress stops early and counts as its mode's last round; the
+    // report then says over how many rounds each mode stands.
+    'rounds: for r in 0..rounds as usize {
         for i in 0..runs.len() {
             let k = (i + r) % runs.len();
             let mut s = spec.clone();
@@ -112,6 +119,9 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
             s.policy.mode = runs[k].mode;
             let stats = run_job(&s)?;
             runs[k].rounds.push(stats);
+            if crate::signals::interrupted() {
+                break 'rounds;
+            }
         }
     }
     Ok(render(&spec, rounds, slice, &runs, json))
@@ -120,7 +130,8 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
 fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json: bool) -> Output {
     let mut rows = Vec::new();
     let mut jobs = Vec::new();
-    for m in runs {
+    let interrupted = runs.iter().any(|m| m.rounds.len() < rounds as usize);
+    for m in runs.iter().filter(|m| !m.rounds.is_empty()) {
         let p = |q: f64| m.med(|s| s.all_lat().pct(q) as f64) as u64;
         rows.push(vec![
             m.mode.name().to_string(),
@@ -145,10 +156,22 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
         spec.numjobs,
         spec.filename.display()
     );
-    text.push_str(&format!(
-        "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
-        slice.as_secs_f64()
-    ));
+    if interrupted {
+        let done: Vec<String> = runs
+            .iter()
+            .map(|m| format!("{} {}", m.mode.name(), m.rounds.len()))
+            .collect();
+        text.push_str(&format!(
+            "interrupted: medians over the rounds done of {rounds} planned ({}; the last may be partial) of {:.2}s per mode\n\n",
+            done.join(", "),
+            slice.as_secs_f64()
+        ));
+    } else {
+        text.push_str(&format!(
+            "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
+            slice.as_secs_f64()
+        ));
+    }
     text.push_str(&table(
         &[
             "mode",

@@ -22,6 +22,9 @@ pub enum Error {
     /// Data read back did not match what was written (exit status 1).
     #[error("{0}")]
     Verify(String),
+    /// A signal stopped the run before it had anything to report (exit status 128 + signal).
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl Error {
@@ -30,7 +33,21 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Unsupported(_) => 2,
             Error::Io(_) | Error::Verify(_) => 1,
+            Error::Interrupted(_) => {
+                crate::signals::exit_code(crate::signals::received().unwrap_or(libc::SIGINT))
+            }
         }
+    }
+}
+
+impl Error {
+    /// The error for a run a signal stopped before `what`.
+    pub fn interrupted(what: &str) -> Self {
+        let sig = crate::signals::received().unwrap_or(libc::SIGINT);
+        Error::Interrupted(format!(
+            "interrupted by {} {what}: no results to report",
+            crate::signals::name(sig)
+        ))
     }
 }
 
@@ -51,12 +68,19 @@ pub fn option_for_field(field: &str) -> &str {
     }
 }
 
-fn errno_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => {
-            " (O_DIRECT needs --bs and offsets aligned to the device's block size)"
-        }
-        _ => "",
+/// The errno table's cause and fix for an I/O operation named `op` ("read at ...", "write at
+/// ..."), as "; ..." to append, or "".
+fn errno_hint(op: &str, e: &io::Error) -> String {
+    let kind = if op.starts_with("write at") {
+        crate::errno::Op::Write
+    } else if op.starts_with("read at") {
+        crate::errno::Op::Read
+    } else {
+        crate::errno::Op::Other
+    };
+    match e.raw_os_error().and_then(|n| crate::errno::hint(n, kind)) {
+        Some(h) => format!("; {h}"),
+        None => String::new(),
     }
 }
 
@@ -89,14 +113,19 @@ impl From<LibError> for Error {
                 "{feature} is not supported for {target}: the kernel answered {source}"
             )),
             LibError::Os { op, source } => {
-                let hint = if op.starts_with("read at") || op.starts_with("write at") {
-                    errno_hint(&source)
-                } else if op.starts_with(pollwise::poller::RING_SETUP_OP) {
-                    "; raise ulimit -l or lower --poller_depth"
+                let hint = if op.starts_with(pollwise::poller::RING_SETUP_OP) {
+                    "; raise ulimit -l or lower --poller_depth".to_string()
                 } else {
-                    ""
+                    errno_hint(&op, &source)
                 };
-                Error::Io(format!("{op} failed: {source}{hint}"))
+                let msg = format!("{op} failed: {}{hint}", crate::errno::plain(&source));
+                match source.raw_os_error() {
+                    // A read-only target asked to write: the user's choice to change.
+                    Some(libc::EROFS | libc::EPERM) if op.starts_with("write at") => {
+                        Error::Usage(msg)
+                    }
+                    _ => Error::Io(msg),
+                }
             }
             LibError::Short { op, done, len } => Error::Io(format!(
                 "short {op}: {done} of {len} bytes (is the file shorter than --size?)"

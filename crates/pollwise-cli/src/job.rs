@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -165,6 +166,9 @@ impl Default for JobSpec {
 /// The largest ring (and so `iodepth`) the kernel allows.
 pub const MAX_IODEPTH: u32 = 32768;
 
+/// The most buffers the kernel registers with one ring (`IORING_MAX_REG_BUFFERS`, 16384).
+pub const MAX_FIXED_BUFFERS: u32 = 16384;
+
 /// What [`check_job`] learned about the target.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -246,6 +250,11 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     if spec.defer_taskrun && spec.numjobs > 1 && spec.sqthread_share {
         return u("--defer_taskrun rings cannot share a poller".into());
     }
+    if spec.fixedbufs && spec.iodepth > MAX_FIXED_BUFFERS {
+        return u(format!(
+            "--fixedbufs registers one buffer per --iodepth slot, and the kernel registers at most {MAX_FIXED_BUFFERS} buffers per ring: use --iodepth={MAX_FIXED_BUFFERS} or less, or run without --fixedbufs"
+        ));
+    }
     if spec.verify && (spec.bs as usize) < verify::HEADER {
         return u(format!(
             "--verify needs --bs of at least {} bytes",
@@ -258,6 +267,32 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
         return u(format!(
             "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than half this machine's memory ({half_ram} bytes): lower one of them"
         ));
+    }
+    // Address space: the buffers and the job threads' stacks must fit under ulimit -v.
+    if let Some(avail) = address_space_left() {
+        let need = buffers + spec.numjobs as u128 * (JOB_STACK as u128 + (256 << 10));
+        if need > avail as u128 {
+            return u(format!(
+                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers (and {} job thread stacks), more than the address space this process may still map under its limit ({avail} bytes, ulimit -v): lower one of them or raise ulimit -v",
+                spec.numjobs
+            ));
+        }
+    }
+    if let Some((limit, used)) = cgroup_memory() {
+        let avail = limit.saturating_sub(used);
+        if buffers > avail as u128 {
+            return u(format!(
+                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than this control group's memory limit leaves ({avail} of {limit} bytes, memory.max): lower one of them"
+            ));
+        }
+    }
+    if let Some(max) = max_threads(if sim { 4 } else { 7 }) {
+        if spec.numjobs as u64 > max {
+            return u(format!(
+                "--numjobs={} is more threads than this system lets the process start (about {max}: vm.max_map_count, kernel.threads-max, ulimit -u): lower --numjobs",
+                spec.numjobs
+            ));
+        }
     }
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
@@ -345,6 +380,98 @@ fn physical_memory() -> u64 {
     pollwise::sys::sysconf::physical_memory()
 }
 
+/// Stack size of a job thread: the engine needs little, and many threads must fit.
+pub const JOB_STACK: usize = 512 << 10;
+
+/// Bytes this process may still map under RLIMIT_AS (`ulimit -v`), if it has a limit.
+fn address_space_left() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through the pointer we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let vm_kb = status_kb(&status, "VmSize:")?;
+    Some(r.rlim_cur.saturating_sub(vm_kb * 1024))
+}
+
+/// A `Key:   N kB` line of /proc/self/status.
+fn status_kb(status: &str, key: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The memory limit of this process's control group and what the group uses now, in bytes
+/// (cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
+/// memory.usage_in_bytes), if there is a limit.
+pub fn cgroup_memory() -> Option<(u64, u64)> {
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroup_memory_in(&cg, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`cgroup_memory`] for a /proc/self/cgroup text and a cgroup mount point.
+pub fn cgroup_memory_in(proc_cgroup: &str, root: &Path) -> Option<(u64, u64)> {
+    let read = |p: PathBuf| -> Option<u64> {
+        let s = std::fs::read_to_string(p).ok()?;
+        s.trim().parse().ok()
+    };
+    for line in proc_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+        let rel = path.trim_start_matches('/');
+        if ctrl.is_empty() {
+            // v2: "max" means none.
+            let d = root.join(rel);
+            if let Some(limit) = read(d.join("memory.max")) {
+                return Some((limit, read(d.join("memory.current")).unwrap_or(0)));
+            }
+        } else if ctrl.split(',').any(|c| c == "memory") {
+            let d = root.join("memory").join(rel);
+            if let Some(limit) = read(d.join("memory.limit_in_bytes")) {
+                // v1 says "no limit" with a huge number.
+                if limit < (1 << 60) {
+                    return Some((limit, read(d.join("memory.usage_in_bytes")).unwrap_or(0)));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// About how many more threads this process can start: each needs `maps_per_thread` memory
+/// mappings (stack and guard, signal stack and guard, its ring) out of vm.max_map_count, and a
+/// task out of kernel.threads-max (and of ulimit -u, unless root).
+fn max_threads(maps_per_thread: u64) -> Option<u64> {
+    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let maps = read("/proc/sys/vm/max_map_count")?;
+    let used = std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().count() as u64)
+        .unwrap_or(0);
+    let by_maps = maps.saturating_sub(used) / maps_per_thread;
+    let by_tasks = read("/proc/sys/kernel/threads-max").unwrap_or(u64::MAX);
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through the pointer we pass; geteuid has no effects.
+    let by_nproc = if unsafe { libc::geteuid() } != 0
+        && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut r) } == 0
+        && r.rlim_cur != libc::RLIM_INFINITY
+    {
+        r.rlim_cur
+    } else {
+        u64::MAX
+    };
+    Some(by_maps.min(by_tasks).min(by_nproc))
+}
+
 fn online_cpus() -> usize {
     pollwise::sys::sysconf::online_cpus()
 }
@@ -367,13 +494,37 @@ fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
                 path.display(),
                 if writable { "write" } else { "read" }
             ))
+        } else if let Some(hint) = e
+            .raw_os_error()
+            .and_then(|n| crate::errno::hint(n, errno_op(writable)))
+        {
+            // A system limit or a read-only target: the path is fine.
+            let msg = format!(
+                "cannot open {}: {}; {hint}",
+                path.display(),
+                crate::errno::plain(&e)
+            );
+            match e.raw_os_error() {
+                Some(libc::EROFS) => Error::Usage(msg),
+                _ => Error::Io(msg),
+            }
         } else {
             Error::Usage(format!(
-                "cannot open {}: {e}; check the path",
-                path.display()
+                "cannot open {}: {}; check the path",
+                path.display(),
+                crate::errno::plain(&e)
             ))
         }
     })
+}
+
+/// The errno table's operation for opening the target.
+fn errno_op(writable: bool) -> crate::errno::Op {
+    if writable {
+        crate::errno::Op::Write
+    } else {
+        crate::errno::Op::Open
+    }
 }
 
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
@@ -411,7 +562,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         )));
     }
     if !is_blockdev && existing < size {
-        lay_out(path, existing, size)?;
+        lay_out(path, existing, size, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
     let block_size = if spec.direct {
@@ -440,22 +591,92 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     })
 }
 
-fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "cannot create {}: {e}; check the directory's permissions",
-                path.display()
-            ))
-        })?;
+/// Bytes free for an unprivileged user on the filesystem that holds (or will hold) `path`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = if path.exists() {
+        path.to_path_buf()
+    } else {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct we provide from a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The error for a file that cannot be created: its cause and fix from the errno table.
+fn create_error(path: &Path, e: &std::io::Error) -> Error {
+    let msg = match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "cannot create {}: {}; choose a --filename in a directory you may write",
+            path.display(),
+            crate::errno::plain(e)
+        ),
+        _ => format!(
+            "cannot create {}: {}",
+            path.display(),
+            crate::errno::explain(e, crate::errno::Op::Open)
+        ),
+    };
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOSPC | libc::EIO) => Error::Io(msg),
+        _ => Error::Usage(msg),
+    }
+}
+
+/// Extends `path` from `from` to `to` bytes of pseudo-random data (creating it if needed).
+/// Checks first that the filesystem has the room and, for `direct`, that it opens the file
+/// with O_DIRECT; on any failure (a signal included) a file it created is removed and one it
+/// extended is cut back to its old length.
+fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
+    if let Some(free) = free_bytes(path) {
+        if free < to - from {
+            return Err(Error::Usage(format!(
+                "laying out {} needs {} more bytes but its filesystem has {free} free: give a smaller --size, free space (df -h) or choose another --filename",
+                path.display(),
+                to - from
+            )));
+        }
+    }
+    let (f, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| create_error(path, &e))?;
+            (f, false)
+        }
+        Err(e) => return Err(create_error(path, &e)),
+    };
+    let r = fill(path, f, from, to, direct);
+    if r.is_err() {
+        if created {
+            let _ = std::fs::remove_file(path);
+        } else if let Ok(f) = OpenOptions::new().write(true).open(path) {
+            let _ = f.set_len(from);
+        }
+    }
+    r
+}
+
+fn fill(path: &Path, mut f: File, from: u64, to: u64, direct: bool) -> Result<()> {
+    if direct {
+        // The capability first: no point writing a file the job cannot open.
+        open_target(path, true, false)?;
+    }
     let io = |e: std::io::Error| {
         Error::Io(format!(
-            "laying out {}: {e}; check free space (df -h)",
-            path.display()
+            "laying out {}: {}",
+            path.display(),
+            crate::errno::explain(&e, crate::errno::Op::Write)
         ))
     };
     use std::io::{Seek, SeekFrom};
@@ -469,6 +690,9 @@ fn lay_out(path: &Path, from: u64, to: u64) -> Result<()> {
             x ^= x >> 7;
             x ^= x << 17;
             w.copy_from_slice(&x.to_le_bytes()[..w.len()]);
+        }
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted("while laying out the file"));
         }
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n]).map_err(io)?;
@@ -524,30 +748,47 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
         defer_taskrun: spec.defer_taskrun || fio_flags,
         single_issuer: spec.single_issuer || fio_flags,
     };
-    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(|e| {
-        let errno = e.source.raw_os_error().unwrap_or(0);
-        if errno == libc::EINVAL || errno == libc::EOPNOTSUPP {
-            Error::Unsupported(setup_error_message(&e))
-        } else {
-            Error::Io(setup_error_message(&e))
+    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(ring_setup_error)
+}
+
+/// A ring the kernel would not set up, as one line: the errno table's cause and fix where it
+/// has one (open-file and locked-memory limits, io_uring disabled), else the ring's own hint.
+pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
+    use crate::errno::{hint, plain, Op};
+    let errno = e.source.raw_os_error().unwrap_or(0);
+    let msg = match hint(errno, Op::RingSetup) {
+        Some(h) => format!(
+            "io_uring setup with {} failed: {}; {h}",
+            e.flags,
+            plain(&e.source)
+        ),
+        None => format!(
+            "io_uring setup with {} failed: {}; {}",
+            e.flags,
+            plain(&e.source),
+            setup_fix(&e)
+        ),
+    };
+    match errno {
+        libc::EINVAL | libc::EOPNOTSUPP | libc::EPERM | libc::ENOSYS | libc::EACCES => {
+            Error::Unsupported(msg)
         }
-    })
+        _ => Error::Io(msg),
+    }
 }
 
 /// The library's [`SetupError`](pollwise::queue::uring::SetupError) names kernel features; this
-/// adds the command-line option to change. (Command-line mapping: it moves to the CLI with
-/// `uring_for`.)
-fn setup_error_message(e: &pollwise::queue::uring::SetupError) -> String {
-    let fix = match e.feature {
+/// is the command-line option to change for each.
+fn setup_fix(e: &pollwise::queue::uring::SetupError) -> &str {
+    match e.feature {
         Some("HYBRID_IOPOLL") => "run without --hybrid_iopoll",
         Some("DEFER_TASKRUN") => "run without --defer_taskrun",
         Some("SQ_AFF") => "check --sqthread_poll_cpu names an online CPU",
         Some("SQPOLL") => "run without --sqthread_poll",
         Some("registered files") => "run without --registerfiles",
         Some("locked memory") => "lower --iodepth",
-        _ => return e.to_string(),
-    };
-    format!("{e}; {fix}")
+        _ => &e.hint,
+    }
 }
 
 struct ThreadOut {
@@ -559,6 +800,8 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
     let barrier = Arc::new(Barrier::new(n + 1));
+    // Set by the first thread that fails: the others stop at once rather than run their time.
+    let failed = Arc::new(AtomicBool::new(false));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -570,11 +813,27 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
         let barrier = barrier.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
+        let failed_t = failed.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("pollwise-job{i}"))
-                .spawn(move || job_thread(i, &spec, target, &barrier, fd_tx, fd_rx))
-                .map_err(|e| Error::Io(format!("cannot start a job thread: {e}")))?,
+                .stack_size(JOB_STACK)
+                .spawn(move || {
+                    let r = job_thread(i, &spec, target, &barrier, fd_tx, fd_rx, &failed_t);
+                    if r.is_err() {
+                        failed_t.store(true, Ordering::SeqCst);
+                    }
+                    r
+                })
+                .map_err(|e| {
+                    // The threads already started stay at the barrier, not joined: the
+                    // command ends with this error.
+                    Error::Io(format!(
+                        "cannot start job thread {} of {n}: {}",
+                        i + 1,
+                        crate::errno::explain(&e, crate::errno::Op::Thread)
+                    ))
+                })?,
         );
     }
     barrier.wait();
@@ -609,11 +868,17 @@ fn job_thread(
     barrier: &Barrier,
     fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+    failed: &Arc<AtomicBool>,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
+        // Stop early on a signal or when another thread of the job failed.
+        let failed = failed.clone();
+        engine.set_stop_check(move || {
+            crate::signals::interrupted() || failed.load(Ordering::Relaxed)
+        });
         if !spec.ramp_time.is_zero() {
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
             engine.run(Stop::At(until))?;
@@ -662,14 +927,20 @@ fn job_thread(
             // that do not move when the slab does; the engine owns both and drops the queue
             // (draining it) before the slab.
             unsafe { q.register_buffers(&iov) }.map_err(|e| {
+                let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
+                    .unwrap_or_default();
                 Error::Io(format!(
-                    "cannot register fixed buffers: {e}; raise ulimit -l or run without --fixedbufs"
+                    "cannot register fixed buffers: {}; {fix}",
+                    crate::errno::plain(&e)
                 ))
             })?;
         }
         let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
         Ok((ramp(engine)?, Some(file)))
     })();
+    if setup.is_err() {
+        failed.store(true, Ordering::SeqCst);
+    }
     barrier.wait();
     barrier.wait();
     let measured = setup.and_then(|(mut engine, file)| {
@@ -691,6 +962,9 @@ fn job_thread(
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
         let r = crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler)
             .map_err(Error::from);
+        if r.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
         let t1 = clock.now_ns();
         let c1 = thread_cpu_ns();
         let r1 = Rusage::thread();
@@ -718,8 +992,39 @@ fn job_thread(
     });
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
-    if spec.verify && spec.rw.writes() {
+    // An interrupted run exits promptly: reading everything back could take long.
+    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_v1_and_v2_limits() {
+        let root = tempfile::tempdir().unwrap();
+        let v2 = root.path().join("a/b");
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(v2.join("memory.max"), "1048576\n").unwrap();
+        std::fs::write(v2.join("memory.current"), "4096\n").unwrap();
+        assert_eq!(
+            cgroup_memory_in("0::/a/b\n", root.path()),
+            Some((1_048_576, 4096))
+        );
+        std::fs::write(v2.join("memory.max"), "max\n").unwrap();
+        assert_eq!(cgroup_memory_in("0::/a/b\n", root.path()), None);
+        let v1 = root.path().join("memory/c");
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("memory.limit_in_bytes"), "2097152\n").unwrap();
+        std::fs::write(v1.join("memory.usage_in_bytes"), "1024\n").unwrap();
+        assert_eq!(
+            cgroup_memory_in("4:memory:/c\n0::/\n", root.path()),
+            Some((2_097_152, 1024))
+        );
+        std::fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
+        assert_eq!(cgroup_memory_in("4:memory:/c\n", root.path()), None);
+    }
 }

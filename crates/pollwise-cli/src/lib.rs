@@ -6,12 +6,15 @@
 
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 
+pub mod cleanup;
 pub mod compare;
+pub mod errno;
 pub mod error;
 pub mod job;
 pub mod options;
 pub mod report;
 pub mod scenario;
+pub mod signals;
 pub mod target;
 
 pub use error::{Error, Result};

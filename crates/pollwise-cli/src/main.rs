@@ -3,19 +3,21 @@
 //! Thin by design: parse the options against the table, build a job, call the library, print the
 //! report.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use pollwise_cli::options::table::{self, CommandSpec};
 use pollwise_cli::options::{self, cmdline, help, Opts};
 use pollwise_cli::report::{self, facts::Facts, Output, ReportFor, ReportOpts};
-use pollwise_cli::{compare, scenario, Error, Result};
+use pollwise_cli::{compare, scenario, signals, Error, Result};
 
 fn cmd_run(o: &mut Opts, ro: &ReportOpts) -> Result<Output> {
     // fio's "job options": the options the user gave, as written.
+    // fio lists the job's options and the report's percentile options, not where it writes.
     let given: Vec<(String, String)> = o
-        .job_options()
+        .given()
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
+        .filter(|(k, _)| !matches!(k.as_str(), "output_format" | "output"))
         .collect();
     let spec = o.job_spec()?;
     o.finish()?;
@@ -76,8 +78,7 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
 /// when it printed help.
 fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     let Some(cmd) = args.first() else {
-        emit(&help::general());
-        return Ok(None);
+        return Ok(Some(text_only(&help::general())));
     };
     let rest = &args[1..];
     if let Some(what) = cmd.strip_prefix("--cmdhelp") {
@@ -86,17 +87,17 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             None if what.is_empty() => rest.first().cloned().unwrap_or_else(|| "all".into()),
             None => return Err(Error::Usage(options::unknown_option(&cmd[2..], None))),
         };
-        emit(&help::cmdhelp(&what, None)?);
-        return Ok(None);
+        return Ok(Some(text_only(&help::cmdhelp(&what, None)?)));
     }
     let (spec, rest) = match cmd.as_str() {
         "help" | "--help" | "-h" => {
-            emit(&help_topic(rest)?);
-            return Ok(None);
+            return Ok(Some(text_only(&help_topic(rest)?)));
         }
         "--version" | "version" => {
-            emit(&format!("pollwise {}\n", env!("CARGO_PKG_VERSION")));
-            return Ok(None);
+            return Ok(Some(text_only(&format!(
+                "pollwise {}\n",
+                env!("CARGO_PKG_VERSION")
+            ))));
         }
         "run" | "compare" => (
             table::command(cmd).expect("run and compare are in the table"),
@@ -105,8 +106,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         "scenario" => {
             let Some(name) = rest.first().filter(|n| !n.starts_with('-')) else {
                 if rest.iter().any(|a| a == "--help" || a == "-h") {
-                    emit(&help::scenarios_help());
-                    return Ok(None);
+                    return Ok(Some(text_only(&help::scenarios_help())));
                 }
                 return Err(Error::Usage(
                     "`pollwise scenario` needs a NAME: see `pollwise scenario --help`".into(),
@@ -125,8 +125,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     };
     let mut o = match parse_for(spec, rest)? {
         Parsed::Help(h) => {
-            emit(&h);
-            return Ok(None);
+            return Ok(Some(text_only(&h)));
         }
         Parsed::Run(o) => o,
     };
@@ -150,26 +149,84 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     Ok(Some((out, ro)))
 }
 
-/// Writes to stdout; a closed pipe (`pollwise ... | head`) is not an error worth a panic.
-fn emit(s: &str) {
-    use std::io::Write as _;
+/// Help or a version line, printed as a report (so a closed pipe or a full disk is handled
+/// the same way).
+fn text_only(t: &str) -> (Output, ReportOpts) {
+    (
+        Output {
+            text: t.to_string(),
+            json: serde_json::Value::Null,
+        },
+        ReportOpts::default(),
+    )
+}
+
+/// Writes the report to stdout. A reader that went away (`| head`) ends the command quietly,
+/// as the usual tools do (128 + SIGPIPE); any other failure (a full disk) is one line, exit 1.
+fn emit_report(text: &str) -> Result<(), ExitCode> {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Err(ExitCode::from(signals::exit_code(libc::SIGPIPE) as u8))
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: cannot write the report: {}",
+                pollwise_cli::errno::plain(&e)
+            );
+            Err(ExitCode::from(1))
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
+    // anything else exits at once (files pollwise made are removed either way).
+    signals::set_graceful(matches!(
+        args.first().map(String::as_str),
+        Some("run" | "compare")
+    ));
+    if let Err(e) = signals::install() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "pollwise: cannot watch for signals: {}",
+            pollwise_cli::errno::explain(&e, pollwise_cli::errno::Op::Other)
+        );
+        return ExitCode::from(1);
+    }
     match real_main(&args) {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some((out, ro))) => match ro.emit(&out) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("pollwise: {e}");
-                ExitCode::from(e.exit_code() as u8)
+        Ok(Some((mut out, ro))) => {
+            let sig = signals::received();
+            if let Some(sig) = sig {
+                if let Some(o) = out.json.as_object_mut() {
+                    o.insert("interrupted".into(), signals::name(sig).into());
+                }
+                out.text = format!(
+                    "pollwise: interrupted by {}: results so far\n{}",
+                    signals::name(sig),
+                    out.text
+                );
             }
-        },
+            if ro.output.is_some() {
+                if let Err(e) = ro.emit(&out) {
+                    let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+                    return ExitCode::from(e.exit_code() as u8);
+                }
+            } else if let Err(code) = emit_report(&ro.render(&out)) {
+                return code;
+            }
+            match sig {
+                Some(sig) => ExitCode::from(signals::exit_code(sig) as u8),
+                None => ExitCode::SUCCESS,
+            }
+        }
         Err(e) => {
-            eprintln!("pollwise: {e}");
+            // Nothing more can be said if stderr is gone too.
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }

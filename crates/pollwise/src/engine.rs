@@ -182,6 +182,8 @@ pub struct Engine {
     error: Option<Error>,
     on_done: Option<OnDone>,
     pace: Option<Pace>,
+    /// Asked before every submission and during think time: `true` stops the run early.
+    stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
 }
 
 impl Engine {
@@ -244,7 +246,12 @@ impl Engine {
             policy,
             clock,
             blocks,
-            rng: cfg.seed | 1,
+            // xorshift needs a non-zero state; `seed | 1` made seeds 2 and 3 one stream.
+            rng: if cfg.seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                cfg.seed
+            },
             seq_next: 0,
             submitted: 0,
             since_think: 0,
@@ -254,8 +261,20 @@ impl Engine {
             error: None,
             on_done: None,
             pace: None,
+            stop_check: None,
             cfg,
         })
+    }
+
+    /// Makes [`Engine::run`] stop early, as if its stop time had come, once `check` returns
+    /// true: it is asked before every submission and while thinking (an interrupted or failed
+    /// job). What is in flight is still drained.
+    pub fn set_stop_check(&mut self, check: impl Fn() -> bool + Send + Sync + 'static) {
+        self.stop_check = Some(Box::new(check));
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop_check.as_ref().is_some_and(|f| f())
     }
 
     /// The queue.
@@ -502,6 +521,9 @@ impl Engine {
     }
 
     fn stopped(&self, stop: Stop) -> bool {
+        if self.stop_requested() {
+            return true;
+        }
         match stop {
             Stop::At(t) => self.clock.now_ns() >= t,
             Stop::Ios(n) => self.submitted >= n,
@@ -623,7 +645,7 @@ impl Engine {
                 self.since_think += n as u32;
                 if self.since_think >= self.cfg.thinktime_blocks {
                     self.since_think = 0;
-                    self.think();
+                    self.think(stop);
                 }
             }
         }
@@ -636,20 +658,42 @@ impl Engine {
             .map_err(|e| Error::os("submitting requests", e))
     }
 
-    fn think(&mut self) {
+    /// Thinks for `thinktime` (spinning `thinktime_spin` of it), but never past the stop time
+    /// of `stop` nor after the stop check says stop: the run's time bounds its think time.
+    fn think(&mut self, stop: Stop) {
+        let deadline = match stop {
+            Stop::At(t) | Stop::Either(t, _) => t,
+            Stop::Ios(_) => u64::MAX,
+        };
         let spin = self.cfg.thinktime_spin.as_nanos() as u64;
         let t0 = self.clock.now_ns();
         // Spend CPU "on the data", as a database would, not just time.
         let mut x = self.rng;
-        while self.clock.now_ns() - t0 < spin {
+        loop {
+            let now = self.clock.now_ns();
+            if now - t0 >= spin || now >= deadline || self.stop_requested() {
+                break;
+            }
             for _ in 0..64 {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
             }
             std::hint::black_box(x);
         }
         let rest = self.cfg.thinktime.saturating_sub(self.cfg.thinktime_spin);
-        if !rest.is_zero() {
-            std::thread::sleep(rest);
+        let left = Duration::from_nanos(deadline.saturating_sub(self.clock.now_ns()));
+        let rest = rest.min(left);
+        if rest.is_zero() {
+            return;
+        }
+        // Sleep in slices, so a stop request ends a long think time within one slice.
+        const SLICE: Duration = Duration::from_millis(20);
+        let start = std::time::Instant::now();
+        loop {
+            let slept = start.elapsed();
+            if slept >= rest || self.stop_requested() {
+                break;
+            }
+            std::thread::sleep((rest - slept).min(SLICE));
         }
     }
 

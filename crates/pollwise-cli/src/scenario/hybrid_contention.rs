@@ -84,7 +84,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     spec.thinktime_blocks = batch;
     spec.time_based = true;
     let _temp = if spec.ioengine == IoEngine::IoUring {
-        default_target(&mut spec, "hybrid-contention", DEFAULT_SIZE)
+        default_target(&mut spec, "hybrid-contention", DEFAULT_SIZE)?
     } else {
         TempFile(None)
     };

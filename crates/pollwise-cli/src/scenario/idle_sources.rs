@@ -97,7 +97,7 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             spec.runtime
         )));
     }
-    let temp = default_target(&mut spec, scenario, DEFAULT_SIZE);
+    let temp = default_target(&mut spec, scenario, DEFAULT_SIZE)?;
     let target = prepare_target(&spec)?;
     let base = DaemonConfig {
         filename: spec.filename.clone(),

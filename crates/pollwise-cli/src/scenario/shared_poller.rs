@@ -107,7 +107,7 @@ pub fn prepare_file(spec: &mut JobSpec, name: &str) -> Result<(TempFile, u64)> {
             "scenario {name} runs on real io_uring only: drop --ioengine"
         )));
     }
-    let temp = default_target(spec, name, DEFAULT_SIZE);
+    let temp = default_target(spec, name, DEFAULT_SIZE)?;
     let t = prepare_target(spec)?;
     Ok((temp, t.size))
 }
