@@ -25,7 +25,7 @@ use crate::{Error, Result};
 use pollwise::clock::{self, Clock};
 use pollwise::policy::WaitPolicy;
 use pollwise::poller::{cpu_list, pin_to_cpus, Client, ClientOptions, PollerConfig, SharedPoller};
-use pollwise::queue::{Op, OpKind, Queue};
+use pollwise::queue::{Op, OpKind, Tracked};
 use pollwise::request::AlignedBuf;
 use pollwise::set_timer_slack_1ns;
 use pollwise::stats::DirStats;
@@ -193,7 +193,7 @@ fn client_loop(
     let mut bufs: Vec<AlignedBuf> = (0..n).map(|_| AlignedBuf::new(bs as usize, 4096)).collect();
     // Declared after the buffers so it drops before them on every return: dropping a client
     // waits for its requests still in the kernel, which may be writing into these buffers.
-    let mut q = q;
+    let mut q = Tracked::new(q, sh.clock.clone(), n)?;
     let mut submit_ns = vec![0u64; n];
     let mut free: Vec<usize> = (0..role.depth).rev().collect();
     let mut rng = sh.spec.seed ^ (id.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
@@ -274,7 +274,7 @@ fn client_loop(
 }
 
 fn push(
-    q: &mut Client,
+    q: &mut Tracked<Client>,
     buf: &mut AlignedBuf,
     offset: u64,
     len: u32,
