@@ -594,3 +594,74 @@ impl<Q: Queue + ?Sized> Drop for Tracked<Q> {
         // (after this, in either order with the device: neither frees what the kernel holds).
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sim::{LatencyModel, SimQueue, SimTime};
+    use super::*;
+    use crate::clock::FakeClock;
+
+    #[test]
+    fn records_keep_the_callers_user_data_and_time_the_submission() {
+        let clock = FakeClock::new(1_000);
+        let dev = SimQueue::new(
+            LatencyModel::Fixed(10_000),
+            1,
+            8,
+            SimTime::Virtual {
+                clock: clock.clone(),
+                poll_cost_ns: 0,
+            },
+        );
+        let mut q = Tracked::new(dev, Arc::new(clock.clone()), 2).unwrap();
+        let op = Op {
+            kind: OpKind::Write,
+            len: 512,
+            ..Op::nop(0xdead_beef_0000_0001)
+        };
+        // SAFETY: the simulated device touches no buffer.
+        unsafe { q.push(&op) }.unwrap();
+        // SAFETY: as above.
+        unsafe { q.push(&Op::nop(7)) }.unwrap();
+        // SAFETY: as above.
+        let full = unsafe { q.push(&Op::nop(8)) }.unwrap_err();
+        assert_eq!(full.kind(), io::ErrorKind::WouldBlock);
+        clock.advance(3_000);
+        assert_eq!(q.submit().unwrap(), 2);
+        let infos: Vec<OpInfo> = q.ops().copied().collect();
+        assert_eq!(infos.len(), 2);
+        assert_eq!(infos[0].user_data, 0xdead_beef_0000_0001);
+        assert_ne!(
+            infos[0].token, infos[0].user_data,
+            "the device carries the queue's token"
+        );
+        assert_eq!(
+            infos[0].class,
+            ReqClass {
+                dir: Dir::Write,
+                len: 512
+            }
+        );
+        assert_eq!(
+            (infos[0].queued_ns, infos[0].submitted_ns),
+            (1_000, Some(4_000))
+        );
+        clock.advance(10_000);
+        let mut got = Vec::new();
+        q.poll_with(&mut |i, c| got.push((i.slot, i.clat_start_ns(), c.user_data)))
+            .unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [(0, 4_000, 0xdead_beef_0000_0001), (1, 4_000, 7)],
+            "completions come back with the caller's user_data"
+        );
+        assert_eq!(q.in_flight(), 0);
+        assert!(Tracked::new(
+            SimQueue::new(LatencyModel::Fixed(1), 0, 1, SimTime::Real),
+            Arc::new(clock),
+            0
+        )
+        .is_err());
+    }
+}
