@@ -320,7 +320,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     }
 
     /// The requests, mutably: buffers of requests in flight stay out of reach (see
-    /// [`Slab`](crate::request::Slab)).
+    /// [`Slab`]).
     pub fn requests_mut(&mut self) -> Option<&mut Slab> {
         self.requests.as_mut()
     }
