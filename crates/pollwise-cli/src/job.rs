@@ -920,12 +920,12 @@ fn job_thread(
         let mut q = q?;
         let cfg = engine_config(spec, target.size);
         let policy = spec.policy.build(clock.clone());
-        let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align);
+        let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align)?;
         if spec.fixedbufs {
             let iov = slab.iovecs();
             // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
-            // that do not move when the slab does; the engine owns both and drops the queue
-            // (draining it) before the slab.
+            // that do not move when the slab does; the engine's queue owns both, and a buffer
+            // an operation may still use is leaked by the slab, never freed.
             unsafe { q.register_buffers(&iov) }.map_err(|e| {
                 let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
                     .unwrap_or_default();

@@ -7,14 +7,20 @@
 //!
 //! Latency is measured from the moment a request is pushed to the moment its completion is
 //! handled (fio's `lat`, which includes submission).
+//!
+//! The engine's queue is a [`Tracked`] one that owns the engine's [`Slab`]: the queue tells the
+//! policy of every submission itself, and is the one owner of every buffer in flight. Dropping an
+//! engine with requests in flight cancels them and waits for the kernel, for at most
+//! [`DROP_BOUND`](crate::queue::DROP_BOUND); buffers the kernel has not given back by then are
+//! leaked, never freed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::policy::{PolicyCounters, ReqClass, WaitPolicy};
-use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters};
-use crate::request::{Dir, Handle, ReqMeta, Slab};
+use crate::policy::{PolicyCounters, WaitPolicy};
+use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Tracked};
+use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::stats::DirStats;
 use crate::{verify, Error, Result};
 
@@ -164,11 +170,11 @@ impl Default for EngineConfig {
 
 /// One thread's I/O loop over any queue and any policy. See the module docs.
 pub struct Engine {
-    // Declared first so it drops first: a queue drains its in-flight operations on drop, and
-    // only then may the slab's buffers go.
-    q: Box<dyn Queue + Send>,
+    /// The queue, owning the slab: the one owner of every request and buffer.
+    q: Tracked<Box<dyn Queue + Send>>,
     policy: Box<dyn WaitPolicy>,
-    slab: Slab,
+    /// Completions of the current wait with the time each was reaped; handled after the wait.
+    done: Vec<(Completion, u64)>,
     clock: Arc<dyn Clock>,
     cfg: EngineConfig,
     blocks: u64,
@@ -194,7 +200,8 @@ impl Engine {
         clock: Arc<dyn Clock>,
         cfg: EngineConfig,
     ) -> Result<Self> {
-        let slab = Slab::new(cfg.iodepth as usize, cfg.bs as usize, cfg.align);
+        check(&cfg)?;
+        let slab = Slab::new(cfg.iodepth as usize, cfg.bs as usize, cfg.align)?;
         Engine::with_slab(q, policy, clock, cfg, slab)
     }
 
@@ -207,12 +214,7 @@ impl Engine {
         cfg: EngineConfig,
         slab: Slab,
     ) -> Result<Self> {
-        if cfg.iodepth == 0 {
-            return Err(Error::config("iodepth", "must be at least 1"));
-        }
-        if cfg.bs == 0 {
-            return Err(Error::config("bs", "must be greater than 0"));
-        }
+        check(&cfg)?;
         if slab.capacity() < cfg.iodepth as usize {
             return Err(Error::config(
                 "iodepth",
@@ -240,10 +242,11 @@ impl Engine {
         } else {
             Vec::new()
         };
+        let depth = cfg.iodepth as usize;
         Ok(Engine {
-            slab,
-            q,
+            q: Tracked::with_requests(q, clock.clone(), slab),
             policy,
+            done: Vec::with_capacity(depth),
             clock,
             blocks,
             // xorshift needs a non-zero state; `seed | 1` made seeds 2 and 3 one stream.
@@ -277,19 +280,48 @@ impl Engine {
         self.stop_check.as_ref().is_some_and(|f| f())
     }
 
-    /// The queue.
-    pub fn queue_mut(&mut self) -> &mut (dyn Queue + Send) {
-        &mut *self.q
+    /// The queue (its records, its counters, the device).
+    pub fn queue(&self) -> &Tracked<Box<dyn Queue + Send>> {
+        &self.q
+    }
+
+    fn slab(&self) -> &Slab {
+        self.q.requests().expect("an engine's queue owns its slab")
+    }
+
+    fn slab_mut(&mut self) -> &mut Slab {
+        self.q
+            .requests_mut()
+            .expect("an engine's queue owns its slab")
     }
 
     /// Whether the request `h` is still in flight.
     pub fn is_in_flight(&self, h: Handle) -> bool {
-        self.slab.is_live(h)
+        self.slab().is_live(h)
     }
 
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
-        self.slab.live()
+        self.slab().live()
+    }
+
+    /// Cancels every request in flight and waits for the kernel to give their buffers back, for
+    /// at most `bound`. Returns how many it did not give back: those stay in flight (their
+    /// buffers are leaked, not freed, if the engine is dropped).
+    pub fn cancel(&mut self, bound: Duration) -> Result<usize> {
+        let left = self
+            .q
+            .cancel_and_drain(bound, &mut |_, _| {})
+            .map_err(|e| Error::os("cancelling requests", e))?;
+        let slab = self.slab_mut();
+        for i in 0..slab.capacity() {
+            if let Some(h) = slab.handle_at(i) {
+                if matches!(slab.state(h), Ok(State::Completed | State::Prepared)) {
+                    let _ = slab.free(h);
+                }
+            }
+        }
+        Ok(left)
     }
 
     #[inline]
@@ -341,32 +373,28 @@ impl Engine {
             offset,
             len: self.cfg.bs,
             submit_ns: now,
+            issued_ns: None,
         };
-        let h = self
-            .slab
+        let (verify, seed) = (self.cfg.verify, self.cfg.seed);
+        let slab = self.slab_mut();
+        let h = slab
             .alloc(meta)
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
-        let buf = self.slab.buf_mut(h).expect("fresh handle is live");
-        if dir == Dir::Write && self.cfg.verify {
-            verify::fill(buf.as_mut_slice(), offset, self.cfg.seed);
+        if dir == Dir::Write && verify {
+            let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
+            verify::fill(buf, offset, seed);
         }
-        let op = Op {
+        let spec = RequestOp {
             kind: match dir {
                 Dir::Read => OpKind::Read,
                 Dir::Write => OpKind::Write,
             },
             file: 0,
-            buf: buf.as_mut_ptr(),
-            len: self.cfg.bs,
             offset,
-            buf_index: self.cfg.fixedbufs.then_some(h.index() as u16),
-            user_data: h.user_data(),
+            len: self.cfg.bs,
+            fixed: self.cfg.fixedbufs,
         };
-        // SAFETY: the buffer belongs to the slot, which stays allocated (and is not handed to
-        // anyone else) until this request's completion is handled and the slot freed; the slab
-        // outlives the queue's in-flight operations because the engine drains before dropping.
-        let r = unsafe { self.q.push(&op) };
-        if let Err(e) = r {
+        if let Err(e) = self.q.push_request(h, spec) {
             let mut e = e;
             let mut pushed = false;
             // Submission queue full: submit what is there and push again. On an SQPOLL ring
@@ -380,8 +408,7 @@ impl Engine {
                     e = se;
                     break;
                 }
-                // SAFETY: as above.
-                match unsafe { self.q.push(&op) } {
+                match self.q.push_request(h, spec) {
                     Ok(()) => {
                         pushed = true;
                         break;
@@ -393,37 +420,50 @@ impl Engine {
                 }
             }
             if !pushed {
-                // The slot must not stay live: nothing would ever complete it.
-                let _ = self.slab.complete(h, |_, _| ());
+                // The slot must not stay live: nothing would ever complete it. A refused push
+                // leaves the request prepared, the caller's to free.
+                let _ = self.slab_mut().free(h);
                 return Err(Error::os("queueing a request", e));
             }
         }
-        self.policy.on_submit(
-            h.user_data(),
-            ReqClass {
-                dir,
-                len: self.cfg.bs,
-            },
-            now,
-        );
         self.submitted += 1;
         Ok(h)
     }
 
     /// Lets the policy reap at least `min` completions and handles each.
     pub fn reap(&mut self, min: usize) -> Result<usize> {
-        if min > 0 && self.q.in_flight() == 0 && self.slab.live() > 0 {
+        if min > 0 && self.q.in_flight() == 0 && self.slab().live() > 0 {
             // Nothing can complete the live slots: say so rather than spin for ever.
             return Err(Error::Io(format!(
                 "{} requests are live but the queue has none in flight: they were lost (a pollwise bug; please report it)",
-                self.slab.live()
+                self.slab().live()
             )));
         }
         let Engine {
             q,
             policy,
-            slab,
             clock,
+            done,
+            ..
+        } = self;
+        done.clear();
+        let n = policy
+            .wait(q, min, &mut |c| done.push((c, clock.now_ns())))
+            .map_err(|e| Error::os("waiting for completions", e))?;
+        for i in 0..self.done.len() {
+            let (c, now) = self.done[i];
+            self.handle(c, now);
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// Handles one completion reaped at `now`: checks it, records it, frees its slot.
+    fn handle(&mut self, c: Completion, now: u64) {
+        let Engine {
+            q,
             cfg,
             written,
             read,
@@ -432,72 +472,77 @@ impl Engine {
             on_done,
             ..
         } = self;
-        let mut sink = |c: Completion| {
-            let now = clock.now_ns();
-            let h = Handle::from_user_data(c.user_data);
-            let r = slab.complete(h, |meta, buf| {
-                if c.result < 0 {
-                    return Err(io_error(cfg, meta, -c.result));
-                }
-                if c.result as u32 != meta.len {
-                    return Err(Error::Short {
-                        op: op_name(cfg, meta),
-                        done: c.result as u32,
-                        len: meta.len,
-                    });
-                }
-                let lat = now.saturating_sub(meta.submit_ns);
-                let block = (meta.offset / cfg.bs as u64) as usize;
-                match meta.dir {
-                    Dir::Read => {
-                        if cfg.verify
-                            && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
-                        {
-                            verify::check(buf.as_slice(), meta.offset).map_err(verify_error)?;
-                        }
-                        read.record_lat(lat, meta.len as u64);
-                    }
-                    Dir::Write => {
-                        if cfg.verify {
-                            written[block / 64] |= 1 << (block % 64);
-                        }
-                        write.record_lat(lat, meta.len as u64);
-                    }
-                }
-                if let Some(f) = on_done {
-                    f(&Done {
-                        handle: h,
-                        dir: meta.dir,
-                        offset: meta.offset,
-                        len: meta.len,
-                        submit_ns: meta.submit_ns,
-                        done_ns: now,
-                    });
-                }
-                Ok(())
-            });
-            let r = match r {
-                Ok(r) => r,
-                Err(stale) => Err(Error::Io(format!(
-                    "a completion arrived for a request that is not in flight ({stale})"
-                ))),
-            };
-            if let Err(e) = r {
-                error.get_or_insert(e);
-            }
+        let Some(slab) = q.requests_mut() else {
+            return;
         };
-        let n = policy
-            .wait(&mut **q, min, &mut sink)
-            .map_err(|e| Error::os("waiting for completions", e))?;
-        match self.error.take() {
-            Some(e) => Err(e),
-            None => Ok(n),
+        let h = Handle::from_user_data(c.user_data);
+        let r = slab.complete(h, |meta, buf| {
+            if c.result < 0 {
+                return Err(io_error(cfg, meta, -c.result));
+            }
+            if c.result as u32 != meta.len {
+                return Err(Error::Short {
+                    op: op_name(cfg, meta),
+                    done: c.result as u32,
+                    len: meta.len,
+                });
+            }
+            // fio's times: slat from queueing to the submission's return, clat from there to
+            // the reap. A queue that never said when it submitted leaves only the total.
+            let split = meta.issued_ns.map(|issued| {
+                (
+                    issued.saturating_sub(meta.submit_ns),
+                    now.saturating_sub(issued),
+                )
+            });
+            let lat = now.saturating_sub(meta.submit_ns);
+            let block = (meta.offset / cfg.bs as u64) as usize;
+            let stats = match meta.dir {
+                Dir::Read => {
+                    if cfg.verify
+                        && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
+                    {
+                        verify::check(buf, meta.offset).map_err(verify_error)?;
+                    }
+                    &mut *read
+                }
+                Dir::Write => {
+                    if cfg.verify {
+                        written[block / 64] |= 1 << (block % 64);
+                    }
+                    &mut *write
+                }
+            };
+            match split {
+                Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
+                None => stats.record_lat(lat, meta.len as u64),
+            }
+            if let Some(f) = on_done {
+                f(&Done {
+                    handle: h,
+                    dir: meta.dir,
+                    offset: meta.offset,
+                    len: meta.len,
+                    submit_ns: meta.submit_ns,
+                    done_ns: now,
+                });
+            }
+            Ok(())
+        });
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => Err(Error::Io(format!(
+                "a completion arrived for a request that is not in flight ({e})"
+            ))),
+        };
+        if let Err(e) = r {
+            error.get_or_insert(e);
         }
     }
 
     /// Waits until the request `h` has completed (handling any others that complete first).
     pub fn wait_for(&mut self, h: Handle) -> Result<()> {
-        if !self.slab.is_live(h) {
+        if !self.slab().is_live(h) {
             return Err(Error::Usage(format!(
                 "{}",
                 crate::request::StaleHandle {
@@ -506,7 +551,7 @@ impl Engine {
                 }
             )));
         }
-        while self.slab.is_live(h) {
+        while self.slab().is_live(h) {
             self.reap(1)?;
         }
         Ok(())
@@ -612,13 +657,14 @@ impl Engine {
         let batch = self.cfg.batch_submit as usize;
         loop {
             let mut queued = 0;
-            while self.slab.live() < depth && !self.stopped(stop) && self.take_slot() {
+            while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
                 queued += 1;
                 // A full batch is submitted now, unless it is the last of this fill: that one
-                // goes below, where a blocking policy can fold it into its wait.
-                if queued == batch && self.slab.live() < depth {
+                // goes to the policy, which submits it first thing (a blocking policy in the
+                // same enter as its wait, liburing's `io_uring_submit_and_wait`).
+                if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
                 }
@@ -629,17 +675,13 @@ impl Engine {
                 }
                 return Ok(());
             }
-            if self.slab.live() == 0 {
+            if self.slab().live() == 0 {
                 if self.sleep_to_slot(stop) {
                     continue;
                 }
                 return Ok(());
             }
-            // A policy that blocks at once submits the last batch in the same enter.
-            if queued > 0 && !self.policy.submits_in_wait() {
-                self.submit()?;
-            }
-            let min = (self.cfg.batch_complete_min as usize).min(self.slab.live());
+            let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
             if !self.cfg.thinktime.is_zero() {
                 self.since_think += n as u32;
@@ -701,16 +743,16 @@ impl Engine {
     pub fn drain(&mut self) -> Result<()> {
         let mut first = None;
         let mut failures = 0u32;
-        while self.slab.live() > 0 {
+        while self.slab().live() > 0 {
             if let Err(e) = self.submit() {
                 first.get_or_insert(e);
             }
-            let live = self.slab.live();
+            let live = self.slab().live();
             if let Err(e) = self.reap(1) {
                 // A failed completion still consumed its slot, so draining goes on; a queue
                 // with nothing left in flight (lost requests), a usage error, or a wait that
-                // keeps failing without progress stops it (the queue's drop then waits).
-                failures = if self.slab.live() < live {
+                // keeps failing without progress stops it (the queue's drop then cancels).
+                failures = if self.slab().live() < live {
                     0
                 } else {
                     failures + 1
@@ -741,7 +783,7 @@ impl Engine {
                 let b = bits.trailing_zeros() as u64;
                 bits &= bits - 1;
                 let block = w as u64 * 64 + b;
-                if self.slab.live() == self.cfg.iodepth as usize {
+                if self.slab().live() == self.cfg.iodepth as usize {
                     self.reap(1)?;
                 }
                 self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
@@ -774,6 +816,23 @@ impl Engine {
     pub fn beliefs(&self) -> Vec<(String, f64)> {
         self.policy.beliefs()
     }
+}
+
+/// The checks every engine configuration passes before anything is allocated.
+fn check(cfg: &EngineConfig) -> Result<()> {
+    if cfg.iodepth == 0 {
+        return Err(Error::config("iodepth", "must be at least 1"));
+    }
+    if cfg.bs == 0 {
+        return Err(Error::config("bs", "must be greater than 0"));
+    }
+    if !cfg.align.is_power_of_two() {
+        return Err(Error::config(
+            "align",
+            format!("is {}: use a power of two, e.g. 4096", cfg.align),
+        ));
+    }
+    Ok(())
 }
 
 fn dir_name(d: Dir) -> &'static str {
@@ -875,7 +934,7 @@ mod tests {
         );
         let clock: Arc<dyn Clock> = Arc::new(fake.clone());
         let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());
-        let slab = Slab::new(slots, 4096, 4096);
+        let slab = Slab::new(slots, 4096, 4096).unwrap();
         let e = Engine::with_slab(Box::new(q), policy, clock, cfg(iodepth), slab).unwrap();
         (e, fake)
     }

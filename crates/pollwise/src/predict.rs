@@ -18,8 +18,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::policy::ReqClass;
-use crate::request::Dir;
+use crate::request::{Dir, ReqClass};
 
 /// Size buckets per direction: 512 B << 0 .. 512 B << 15 (and larger).
 pub const SIZE_BUCKETS: usize = 16;

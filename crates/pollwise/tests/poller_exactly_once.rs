@@ -10,7 +10,7 @@ use poller_common::*;
 use pollwise::clock;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::poller::{ClientOptions, PollerConfig, SharedPoller};
-use pollwise::queue::{Op, OpKind, Queue};
+use pollwise::queue::{Op, OpKind, Tracked};
 use pollwise::request::AlignedBuf;
 
 const FILE_SIZE: usize = 8 << 20;
@@ -19,7 +19,7 @@ const OPS_PER_CLIENT: u64 = 1500;
 
 fn client_run(poller: &SharedPoller, file: &std::fs::File, id: u64) -> (u64, u64) {
     let depth = 16;
-    let mut q = poller
+    let q = poller
         .client(ClientOptions {
             depth,
             files: vec![fd(file)],
@@ -35,6 +35,9 @@ fn client_run(poller: &SharedPoller, file: &std::fs::File, id: u64) -> (u64, u64
     let mut bufs: Vec<AlignedBuf> = (0..depth)
         .map(|_| AlignedBuf::new(64 << 10, 4096))
         .collect();
+    // The queue's records translate completions back to our user_data; declared after the
+    // buffers, so it drops (waiting for what is in flight) before them.
+    let mut q = Tracked::new(q, clock::monotonic(), depth).unwrap();
     let mut free: Vec<usize> = (0..depth).collect();
     // user_data -> (buffer, kind, offset, len)
     let mut live: HashMap<u64, (usize, OpKind, u64, u32)> = HashMap::new();

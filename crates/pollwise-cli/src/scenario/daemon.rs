@@ -39,7 +39,7 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, Op, OpKind, Queue};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
-use pollwise::request::{Dir, Handle, ReqMeta, Slab};
+use pollwise::request::{Dir, Handle, ReqMeta, Slab, State};
 use pollwise::stats::DirStats;
 
 use crate::{Error, Result};
@@ -170,8 +170,9 @@ impl Storage {
             return;
         };
         self.owner[h.index()] = (chan, r.user_data);
-        let buf = match self.slab.buf_mut(h) {
-            Ok(b) => b.as_mut_ptr(),
+        // The buffer is the ring's from here until complete_all reaps the read.
+        let buf = match self.slab.start(h) {
+            Ok(raw) => raw.ptr,
             Err(e) => {
                 self.fail(e.to_string());
                 self.abandon(h, chan, r.user_data, -libc::EIO);
@@ -188,9 +189,9 @@ impl Storage {
             user_data: h.user_data(),
         };
         loop {
-            // SAFETY: the buffer is the slab slot's, which stays allocated and untouched until
-            // the completion is reaped in `complete_all`; the slab and the queue live together in
-            // this Storage, and the queue is dropped first (field order), waiting for the I/O.
+            // SAFETY: the buffer is the slab slot's, in flight (no safe method reaches it) until
+            // the completion is reaped in `complete_all`; a slab dropped first leaks it, and the
+            // queue's drop cancels and waits for the I/O, so no drop order frees it early.
             match unsafe { self.q.push(&op) } {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -212,6 +213,10 @@ impl Storage {
     /// A read that never reached the ring: free its slot and answer the client with `res`, so
     /// the request still completes exactly once.
     fn abandon(&mut self, h: Handle, chan: usize, tag: u64, res: i32) {
+        if self.slab.state(h) == Ok(State::InFlight) {
+            // SAFETY: the push failed: no ring holds the buffer.
+            let _ = unsafe { self.slab.unstart(h) };
+        }
         let _ = self.slab.complete(h, |_, _| ());
         self.reply(chan, tag, res);
     }
@@ -235,6 +240,9 @@ impl Storage {
         let mut done = std::mem::take(&mut self.done);
         for c in done.drain(..) {
             let h = Handle::from_user_data(c.user_data);
+            // SAFETY: the ring handed back this read's completion: the kernel is done with
+            // its buffer.
+            let _ = unsafe { self.slab.finish(h) };
             match self.slab.complete(h, |_, _| ()) {
                 Ok(()) => {
                     let (chan, tag) = self.owner[h.index()];
@@ -330,7 +338,7 @@ fn reactor_thread(
         let slots = inflight.max(1);
         let st = Rc::new(RefCell::new(Storage {
             q,
-            slab: Slab::new(slots, s.cfg.block_size as usize, 4096),
+            slab: Slab::new(slots, s.cfg.block_size as usize, 4096)?,
             owner: vec![(0, 0); slots],
             responses: s.responses,
             done: Vec::new(),

@@ -141,7 +141,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             spec.policy.build(clock.clone()),
             clock.clone(),
             client_config(&spec, size, depth, depth, seed),
-            Slab::new(slots, spec.bs as usize, 4096),
+            Slab::new(slots, spec.bs as usize, 4096)?,
         )?;
         let (sh, b) = (shared.clone(), barrier.clone());
         threads.push(spawn_client(

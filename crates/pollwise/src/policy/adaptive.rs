@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::{PolicyCounters, WaitPolicy};
 use crate::clock::Clock;
-use crate::queue::{Completion, Queue};
+use crate::queue::{Completion, Queue, Tracked};
 
 /// The first window when growing from zero (QEMU starts at 4 µs).
 pub const INITIAL_WINDOW_NS: u64 = 4_000;
@@ -130,7 +130,7 @@ impl Adaptive {
     /// One poll; the sink's run time is added to `handler_ns`.
     fn poll_once(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         sink: &mut dyn FnMut(Completion),
         handler_ns: &mut u64,
     ) -> io::Result<usize> {
@@ -155,7 +155,7 @@ impl WaitPolicy for Adaptive {
 
     fn wait(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize> {
@@ -228,7 +228,7 @@ mod tests {
 
     struct Rig {
         clock: FakeClock,
-        q: SimQueue,
+        q: Tracked<SimQueue>,
         p: Adaptive,
         next: u64,
     }
@@ -245,6 +245,7 @@ mod tests {
                     poll_cost_ns,
                 },
             );
+            let q = Tracked::new(q, Arc::new(clock.clone()), 64).unwrap();
             let p = Adaptive::new(Arc::new(clock.clone()), max_ns, 0, 0);
             Rig {
                 clock,
@@ -299,11 +300,11 @@ mod tests {
         assert_eq!((c.grows, c.shrinks, c.blocks), (5, 0, 5));
         assert_eq!(c.window_ns, 50_000);
         // The device stalls for 1 ms: polling could not have paid; the window resets.
-        r.q.set_model(LatencyModel::Fixed(1_000_000));
+        r.q.inner_mut().set_model(LatencyModel::Fixed(1_000_000));
         assert_eq!(r.one(0), 0);
         assert_eq!(r.p.counters().shrinks, 1);
         // And grows again from 4 µs.
-        r.q.set_model(LatencyModel::Fixed(40_000));
+        r.q.inner_mut().set_model(LatencyModel::Fixed(40_000));
         assert_eq!(r.one(0), 4_000);
     }
 

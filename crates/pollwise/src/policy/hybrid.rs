@@ -6,8 +6,11 @@
 //! a part of the expected completion time and then polls: the sleep gives the CPU away while the
 //! device works, the poll keeps the wake-up off the critical path.
 //!
-//! Here each request is given a deadline when it is submitted: its submit time plus
-//! `fraction` x its class's predicted latency ([`Predictor`]). When a wait finds nothing ready:
+//! Here each request is given a deadline from its submission: the time its submission returned
+//! (clat starts there, as the kernel's `iopoll_start` is taken after issue) plus `fraction` x its
+//! class's predicted latency ([`Predictor`]). The queue says what is in flight, of which class and
+//! since when ([`Tracked::ops`]): no caller has to tell the policy. When a wait finds nothing
+//! ready:
 //!
 //! - a request in flight is *due* when its deadline passed, it has slept already, or its class
 //!   has no prediction yet: its completion is expected any moment;
@@ -29,22 +32,22 @@
 //! times out there is no lateness to see; a sleep that ends after its deadline grows the lead by
 //! [`LEAD_STEP_NS`] so the search starts. On a fake clock nothing is late and the lead stays 0.
 //!
-//! Every completion's latency (submit to reap) feeds the predictor. The counters say how it
-//! went: sleeps, time asked to sleep, oversleeps (the completion came during the sleep: the sleep
-//! was too long) and the time spun after waking (the sleep was too short).
+//! Every completion's clat (submission returned to reap) feeds the predictor. The counters say how
+//! it went: sleeps, time asked to sleep, oversleeps (the completion came during the sleep: the
+//! sleep was too long) and the time spun after waking (the sleep was too short).
 //!
-//! Per-request state lives in a table indexed by the slot index in the low 32 bits of
-//! `user_data` (the [`Handle`](crate::request::Handle) layout); it grows to the highest slot seen
-//! and then never allocates again.
+//! Per-operation state (deadline, slept) lives in a table indexed by the queue's slot for the
+//! operation ([`OpInfo::slot`]), tagged with the queue's token so a reused slot starts afresh; it
+//! is sized to the queue's capacity on the first wait and never allocates again.
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{PolicyCounters, ReqClass, WaitPolicy};
+use super::{PolicyCounters, WaitPolicy};
 use crate::clock::Clock;
 use crate::predict::{Predictor, Statistic};
-use crate::queue::{Completion, Queue, WaitOutcome};
+use crate::queue::{Completion, OpInfo, Queue, Tracked, WaitOutcome};
 
 /// Sleeps shorter than this (1 µs) cost more than they save: poll instead.
 pub const MIN_SLEEP_NS: u64 = 1_000;
@@ -53,15 +56,24 @@ pub const LATE_WINDOW: u32 = 32;
 /// How much the timer lead grows when a sleep ended after the deadline it was for.
 pub const LEAD_STEP_NS: u64 = 1_000;
 
+/// A token no operation carries: the slot has not been seen yet.
+const NO_TOKEN: u64 = u64::MAX;
+
 #[derive(Debug, Clone, Copy)]
 struct Slot {
-    live: bool,
+    /// The queue's token of the operation this state is for.
+    token: u64,
     slept: bool,
-    class: ReqClass,
-    submit_ns: u64,
-    /// Submit time plus fraction x prediction; `submit_ns` when nothing was predicted.
+    /// Submission time plus fraction x prediction; the submission time when nothing was
+    /// predicted.
     deadline_ns: u64,
 }
+
+const FRESH: Slot = Slot {
+    token: NO_TOKEN,
+    slept: false,
+    deadline_ns: 0,
+};
 
 /// The hybrid policy. See the module docs.
 pub struct Hybrid {
@@ -115,15 +127,48 @@ impl Hybrid {
         &self.pred
     }
 
+    /// Sizes the table to the queue (once), and gives every operation submitted since the last
+    /// look its deadline.
+    fn refresh(&mut self, q: &Tracked<dyn Queue + '_>) {
+        if self.slots.len() < q.capacity() {
+            // Once per queue capacity; steady state allocates nothing.
+            self.slots.resize(q.capacity(), FRESH);
+            self.scratch.reserve(q.capacity());
+        }
+        for op in q.ops() {
+            let (Some(sub), Some(s)) = (op.submitted_ns, self.slots.get_mut(op.slot)) else {
+                continue;
+            };
+            if s.token != op.token {
+                let predicted = self.pred.predict(op.class, self.stat);
+                *s = Slot {
+                    token: op.token,
+                    slept: false,
+                    deadline_ns: predicted
+                        .map_or(sub, |p| sub + (p as f64 * self.fraction).round() as u64),
+                };
+            }
+        }
+    }
+
+    /// The state of `op`, if it was submitted and seen by [`refresh`](Hybrid::refresh).
+    fn slot_of(slots: &[Slot], op: &OpInfo) -> Option<Slot> {
+        slots
+            .get(op.slot)
+            .copied()
+            .filter(|s| s.token == op.token && op.submitted_ns.is_some())
+    }
+
     /// What to do when a poll found nothing and `need` completions are still wanted.
-    fn plan(&mut self, now: u64, need: usize) -> Plan {
+    fn plan(&mut self, q: &Tracked<dyn Queue + '_>, now: u64, need: usize) -> Plan {
+        self.refresh(q);
         let mut due = 0;
         self.scratch.clear();
-        for s in self.slots.iter().filter(|s| s.live) {
-            if s.slept || s.deadline_ns <= now {
-                due += 1;
-            } else {
-                self.scratch.push(s.deadline_ns);
+        for op in q.ops() {
+            match Hybrid::slot_of(&self.slots, op) {
+                Some(s) if !s.slept && s.deadline_ns > now => self.scratch.push(s.deadline_ns),
+                // Slept already, past its deadline, or not submitted yet: due any moment.
+                _ => due += 1,
             }
         }
         if due >= need || self.scratch.is_empty() {
@@ -157,23 +202,18 @@ impl Hybrid {
     /// One poll of `q`; feeds the predictor. Returns (reaped, time of the first completion).
     fn poll_once(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<(usize, u64)> {
-        let Hybrid {
-            clock, pred, slots, ..
-        } = self;
+        let Hybrid { clock, pred, .. } = self;
         let mut first = 0;
-        let n = q.poll(&mut |c: Completion| {
+        let n = q.poll_with(&mut |op: &OpInfo, c: Completion| {
             let now = clock.now_ns();
             if first == 0 {
                 first = now;
             }
-            if let Some(s) = slots.get_mut((c.user_data & 0xffff_ffff) as usize) {
-                if s.live {
-                    s.live = false;
-                    pred.record(s.class, now.saturating_sub(s.submit_ns), now);
-                }
+            if op.submitted_ns.is_some() {
+                pred.record(op.class, now.saturating_sub(op.clat_start_ns()), now);
             }
             sink(c);
         })?;
@@ -190,36 +230,9 @@ impl WaitPolicy for Hybrid {
         "hybrid"
     }
 
-    fn on_submit(&mut self, user_data: u64, class: ReqClass, now_ns: u64) {
-        let i = (user_data & 0xffff_ffff) as usize;
-        if i >= self.slots.len() {
-            // Grows to the highest slot index once; steady state allocates nothing.
-            let fresh = Slot {
-                live: false,
-                slept: false,
-                class,
-                submit_ns: 0,
-                deadline_ns: 0,
-            };
-            let n = (i + 1).next_power_of_two().max(8);
-            self.slots.resize(n, fresh);
-            self.scratch.reserve(n);
-        }
-        let predicted = self.pred.predict(class, self.stat);
-        self.slots[i] = Slot {
-            live: true,
-            slept: false,
-            class,
-            submit_ns: now_ns,
-            deadline_ns: predicted.map_or(now_ns, |p| {
-                now_ns + (p as f64 * self.fraction).round() as u64
-            }),
-        };
-    }
-
     fn wait(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize> {
@@ -241,13 +254,15 @@ impl WaitPolicy for Hybrid {
                 continue;
             }
             let now = self.clock.now_ns();
-            match self.plan(now, min - got) {
+            match self.plan(q, now, min - got) {
                 Plan::Poll => std::hint::spin_loop(),
                 Plan::Sleep { until_ns } => {
                     // Every request this sleep is for has had its sleep.
-                    for s in self.slots.iter_mut() {
-                        if s.live && s.deadline_ns <= until_ns {
-                            s.slept = true;
+                    for op in q.ops() {
+                        if let Some(s) = self.slots.get_mut(op.slot) {
+                            if s.token == op.token && s.deadline_ns <= until_ns {
+                                s.slept = true;
+                            }
                         }
                     }
                     // The timer is set early by the lead, so the wake-up lands on the deadline.
@@ -301,7 +316,7 @@ mod tests {
     use crate::predict::BOOTSTRAP_SAMPLES;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
     use crate::queue::{Op, OpKind};
-    use crate::request::Dir;
+    use crate::request::{Dir, ReqClass};
 
     const POLL_COST: u64 = 100;
     const CLASS: ReqClass = ReqClass {
@@ -321,15 +336,26 @@ mod tests {
         }
     }
 
-    struct Rig {
+    struct Rig<Q: Queue = SimQueue> {
         clock: FakeClock,
-        q: SimQueue,
+        q: Tracked<Q>,
         p: Hybrid,
         gen: u64,
     }
 
     impl Rig {
         fn new(fraction: f64, stat: Statistic) -> Rig {
+            Rig::with(fraction, stat, |q, _| q)
+        }
+    }
+
+    impl<Q: Queue> Rig<Q> {
+        /// A rig over the simulated device as `wrap` wraps it.
+        fn with(
+            fraction: f64,
+            stat: Statistic,
+            wrap: impl FnOnce(SimQueue, FakeClock) -> Q,
+        ) -> Rig<Q> {
             let clock = FakeClock::new(1_000_000);
             let q = SimQueue::new(
                 LatencyModel::Fixed(10_000),
@@ -340,6 +366,7 @@ mod tests {
                     poll_cost_ns: POLL_COST,
                 },
             );
+            let q = Tracked::new(wrap(q, clock.clone()), Arc::new(clock.clone()), 64).unwrap();
             let p = Hybrid::with_predictor(
                 Arc::new(clock.clone()),
                 fraction,
@@ -354,6 +381,7 @@ mod tests {
             }
         }
 
+        /// Pushes and submits one read; the policy is told nothing (the queue tells it).
         fn submit(&mut self, slot: u64) -> u64 {
             self.gen += 1;
             let ud = (self.gen << 32) | slot;
@@ -361,7 +389,6 @@ mod tests {
             // SAFETY: the simulated device touches no buffer.
             unsafe { self.q.push(&op) }.unwrap();
             self.q.submit().unwrap();
-            self.p.on_submit(ud, CLASS, self.clock.now_ns());
             ud
         }
 
@@ -428,7 +455,7 @@ mod tests {
             r.one();
         }
         // The device slows to 50 µs: the sleep ends at 5 µs and must not be taken again.
-        r.q.set_model(LatencyModel::Fixed(50_000));
+        r.q.inner_mut().set_model(LatencyModel::Fixed(50_000));
         let t = r.one();
         let c = r.p.counters();
         assert_eq!(c.sleeps, 1);
@@ -443,7 +470,7 @@ mod tests {
         for _ in 0..BOOTSTRAP_SAMPLES {
             r.one();
         }
-        r.q.set_model(LatencyModel::Fixed(2_000));
+        r.q.inner_mut().set_model(LatencyModel::Fixed(2_000));
         let t = r.one();
         let c = r.p.counters();
         assert_eq!((c.sleeps, c.oversleeps), (1, 1));
@@ -458,7 +485,8 @@ mod tests {
         for _ in 0..BOOTSTRAP_SAMPLES {
             r.one();
         }
-        r.q.set_model(LatencyModel::Uniform(5_000, 40_000));
+        r.q.inner_mut()
+            .set_model(LatencyModel::Uniform(5_000, 40_000));
         for _ in 0..50 {
             let mut want: Vec<u64> = (0..8).map(|s| r.submit(s)).collect();
             let mut seen = Vec::new();
@@ -473,7 +501,7 @@ mod tests {
         let c = r.p.counters();
         // Submitted together, the eight share one deadline: one sleep per batch, then polls.
         assert_eq!(c.sleeps, 50, "{c:?}");
-        assert!(r.p.slots.iter().all(|s| !s.live));
+        assert_eq!(r.q.ops().count(), 0);
     }
 
     /// A simulated device whose timed-out waits wake `late` ns after their timer, as real
@@ -484,7 +512,8 @@ mod tests {
         late: u64,
     }
 
-    impl Queue for LateQueue {
+    // SAFETY: forwards to the simulated device, which touches no buffer.
+    unsafe impl Queue for LateQueue {
         fn kind(&self) -> &'static str {
             "late-sim"
         }
@@ -515,37 +544,30 @@ mod tests {
 
     #[test]
     fn the_timer_is_set_early_by_the_least_lateness_seen() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
+        let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| LateQueue {
+            inner,
+            clock,
+            late: 2_000,
+        });
+        // No sleep while bootstrapping, so no wait times out and nothing is late yet.
         for _ in 0..BOOTSTRAP_SAMPLES {
             r.one();
         }
         // Requests now take 50 µs, so every 5 µs sleep times out, and wakes 2 µs late.
-        r.q.set_model(LatencyModel::Fixed(50_000));
-        let Rig {
-            clock, q, mut p, ..
-        } = r;
-        let mut q = LateQueue {
-            inner: q,
-            clock: clock.clone(),
-            late: 2_000,
-        };
-        let mut run = |p: &mut Hybrid, slot: u64| {
-            let op = read_op(slot);
-            // SAFETY: the simulated device touches no buffer.
-            unsafe { q.push(&op) }.unwrap();
-            q.submit().unwrap();
-            p.on_submit(slot, CLASS, clock.now_ns());
-            let before = p.counters().spin_after_wake_ns;
-            assert_eq!(p.wait(&mut q, 1, &mut |_| {}).unwrap(), 1);
-            p.counters().spin_after_wake_ns - before
+        r.q.inner_mut().inner.set_model(LatencyModel::Fixed(50_000));
+        let run = |r: &mut Rig<LateQueue>| {
+            let before = r.p.counters().spin_after_wake_ns;
+            r.submit(0);
+            assert_eq!(r.p.wait(&mut r.q, 1, &mut |_| {}).unwrap(), 1);
+            r.p.counters().spin_after_wake_ns - before
         };
         for _ in 0..LATE_WINDOW {
             // No lead yet: the wake-up lands 2 µs after the 5 µs deadline.
-            assert_eq!(run(&mut p, 0), 50_000 - 5_000 - 2_000);
+            assert_eq!(run(&mut r), 50_000 - 5_000 - 2_000);
         }
-        assert_eq!(p.lead_ns(), 2_000);
+        assert_eq!(r.p.lead_ns(), 2_000);
         // With the lead the wake-up lands on the deadline.
-        assert_eq!(run(&mut p, 0), 50_000 - 5_000);
+        assert_eq!(run(&mut r), 50_000 - 5_000);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::io;
 
 use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, Queue};
+use crate::queue::{Completion, Queue, Tracked};
 
 /// The interrupt policy. See the module docs.
 #[derive(Debug, Default)]
@@ -23,7 +23,7 @@ impl WaitPolicy for Interrupt {
 
     fn wait(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize> {
@@ -46,9 +46,5 @@ impl WaitPolicy for Interrupt {
 
     fn counters(&self) -> PolicyCounters {
         self.c
-    }
-
-    fn submits_in_wait(&self) -> bool {
-        true
     }
 }

@@ -1,7 +1,10 @@
 //! Wait policies: how a thread waits for its completions.
 //!
-//! A [`WaitPolicy`] reaps completions from any [`Queue`]; it knows nothing of the queue's kind, and
-//! the queue knows nothing of the policy. Each policy counts what it did in [`PolicyCounters`], so
+//! A [`WaitPolicy`] reaps completions from any [`Queue`] behind its records ([`Tracked`]); it
+//! knows nothing of the queue's kind, and the queue knows nothing of the policy. The queue tells
+//! the policy of every operation it holds (slot, class, when it was submitted: [`Tracked::ops`],
+//! [`Tracked::poll_with`]), and submits whatever was pushed before any policy polls or waits, so a
+//! policy never misses a submission and never spins on one that was never made. Each policy counts what it did in [`PolicyCounters`], so
 //! a report can say not only how fast a policy was but why: how often it polled in vain, how often
 //! it blocked, how long it slept.
 //!
@@ -21,17 +24,9 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::predict::Statistic;
-use crate::queue::{Completion, Queue};
-use crate::request::Dir;
+use crate::queue::{Completion, Queue, Tracked};
 
-/// The class of a request, as predictors group them: direction and size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReqClass {
-    /// Read or write.
-    pub dir: Dir,
-    /// Size in bytes.
-    pub len: u32,
-}
+pub use crate::request::ReqClass;
 
 /// What a policy did, counted by the policy. Fields a policy has no use for stay zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,27 +90,17 @@ pub trait WaitPolicy: Send {
     /// The mode's name, as on the command line.
     fn name(&self) -> &'static str;
 
-    /// Tells the policy that a request was submitted at `now_ns`.
-    fn on_submit(&mut self, _user_data: u64, _class: ReqClass, _now_ns: u64) {}
-
     /// Reaps at least `min` completions from `q` (at most as many as are in flight), handing each
-    /// to `sink`. Returns how many were reaped.
+    /// to `sink`, submitting first whatever was pushed. Returns how many were reaped.
     fn wait(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize>;
 
     /// What the policy did so far.
     fn counters(&self) -> PolicyCounters;
-
-    /// True when [`wait`](WaitPolicy::wait) always enters [`Queue::wait`] before anything else,
-    /// which submits whatever is pushed: the caller may then leave its last batch unsubmitted
-    /// and save a system call (liburing's `io_uring_submit_and_wait`).
-    fn submits_in_wait(&self) -> bool {
-        false
-    }
 
     /// What the policy believes (predictions, windows), as (name, value) pairs for reports.
     fn beliefs(&self) -> Vec<(String, f64)> {

@@ -9,7 +9,7 @@ use std::hint;
 use std::io;
 
 use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, Queue};
+use crate::queue::{Completion, Queue, Tracked};
 
 /// The polling policy. See the module docs.
 #[derive(Debug, Default)]
@@ -24,7 +24,7 @@ impl WaitPolicy for Poll {
 
     fn wait(
         &mut self,
-        q: &mut dyn Queue,
+        q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize> {

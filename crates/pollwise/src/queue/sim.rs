@@ -355,7 +355,8 @@ impl SimQueue {
     }
 }
 
-impl Queue for SimQueue {
+// SAFETY: the simulated device never touches a buffer, and hands each operation back once.
+unsafe impl Queue for SimQueue {
     fn kind(&self) -> &'static str {
         "sim"
     }
@@ -434,6 +435,21 @@ impl Queue for SimQueue {
 
     fn in_flight(&self) -> usize {
         self.pending.len() + self.flying.len()
+    }
+
+    /// Every operation submitted and not yet handed back completes now, with `-ECANCELED`.
+    fn cancel_all(&mut self) -> io::Result<()> {
+        self.submit()?;
+        let now = self.clock.now_ns();
+        let mut v = std::mem::take(&mut self.flying).into_vec();
+        for Reverse((due, _, _, result)) in v.iter_mut() {
+            if *due > now {
+                *due = now;
+                *result = -libc::ECANCELED;
+            }
+        }
+        self.flying = BinaryHeap::from(v);
+        Ok(())
     }
 
     fn counters(&self) -> QueueCounters {

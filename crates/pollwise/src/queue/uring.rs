@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use super::{
+    Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome, DROP_BOUND, RESERVED_USER_DATA,
+};
 
 use crate::sys::uring::{
     self as sys, Features, Opcodes, SetupParams, IORING_ENTER_GETEVENTS, IORING_SETUP_ATTACH_WQ,
@@ -97,7 +99,10 @@ pub struct UringQueue {
     files: Vec<RawFd>,
     fixed_files: bool,
     pending: usize,
+    /// Operations in the kernel, the ring's own cancellations included.
     in_flight: usize,
+    /// The ring's own cancellations in the kernel.
+    cancels: usize,
     sqpoll: bool,
     poll_needs_enter: bool,
     features: Features,
@@ -135,6 +140,7 @@ impl UringQueue {
             fixed_files: register_files,
             pending: 0,
             in_flight: 0,
+            cancels: 0,
             sqpoll,
             poll_needs_enter,
             features,
@@ -217,12 +223,22 @@ impl UringQueue {
     }
 }
 
-impl Queue for UringQueue {
+// SAFETY: completions are handed back only from the ring's completion queue (or the overflow list
+// the kernel flushes into it), and the kernel posts an operation's CQE once, after it is done
+// with the operation's buffer. The ring's own cancellations (RESERVED_USER_DATA) are never
+// handed back.
+unsafe impl Queue for UringQueue {
     fn kind(&self) -> &'static str {
         "io_uring"
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        if op.user_data == RESERVED_USER_DATA {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "user_data u64::MAX is reserved for the ring's own operations",
+            ));
+        }
         let fd = self.files.get(op.file).copied().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -294,7 +310,7 @@ impl Queue for UringQueue {
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        let mut n = reap(&mut self.ring, sink);
+        let mut n = self.reap(sink);
         // Completions that overflowed the CQ wait in the kernel until a GETEVENTS enter.
         let overflow = self.ring.submission().cq_overflow();
         if (n == 0 && self.poll_needs_enter && self.in_flight > 0) || overflow {
@@ -310,15 +326,14 @@ impl Queue for UringQueue {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) => return Err(e),
             }
-            n += reap(&mut self.ring, sink);
+            n += self.reap(sink);
         }
-        self.in_flight -= n;
         self.c.completed += n as u64;
         Ok(n)
     }
 
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-        let min = min.min(self.in_flight) as u32;
+        let min = min.min(self.in_flight - self.cancels) as u32;
         let had_pending = self.pending;
         let r = self.enter_getevents(min, timeout);
         match r {
@@ -353,8 +368,33 @@ impl Queue for UringQueue {
         self.poll_needs_enter
     }
 
+    fn cancel_all(&mut self) -> io::Result<()> {
+        if self.in_flight == self.cancels {
+            return Ok(());
+        }
+        // IORING_OP_ASYNC_CANCEL matching every request of the ring (Linux 5.19). Its own
+        // completion carries RESERVED_USER_DATA and is dropped by reap.
+        let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(RESERVED_USER_DATA);
+        for _ in 0..2 {
+            // SAFETY: a cancellation names no buffer.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                self.pending += 1;
+                // Counted as in flight until reap drops its completion.
+                self.in_flight += 1;
+                self.cancels += 1;
+                self.submit()?;
+                return Ok(());
+            }
+            // The submission queue is full: submit it, then there is room.
+            self.submit()?;
+        }
+        Err(io::Error::from(io::ErrorKind::WouldBlock))
+    }
+
     fn in_flight(&self) -> usize {
-        self.in_flight
+        self.in_flight - self.cancels
     }
 
     fn counters(&self) -> QueueCounters {
@@ -362,44 +402,59 @@ impl Queue for UringQueue {
     }
 }
 
-fn reap(ring: &mut IoUring, sink: &mut dyn FnMut(Completion)) -> usize {
-    let mut n = 0;
-    for cqe in ring.completion() {
-        n += 1;
-        sink(Completion {
-            user_data: cqe.user_data(),
-            result: cqe.result(),
-        });
+impl UringQueue {
+    /// Hands every completion in the CQ to `sink`, dropping the ring's own cancellations;
+    /// returns how many were handed.
+    fn reap(&mut self, sink: &mut dyn FnMut(Completion)) -> usize {
+        let mut n = 0;
+        let mut cancels = 0;
+        for cqe in self.ring.completion() {
+            if cqe.user_data() == RESERVED_USER_DATA {
+                cancels += 1;
+                continue;
+            }
+            n += 1;
+            sink(Completion {
+                user_data: cqe.user_data(),
+                result: cqe.result(),
+            });
+        }
+        self.cancels -= cancels.min(self.cancels);
+        self.in_flight -= (n + cancels).min(self.in_flight);
+        n
     }
-    n
 }
 
 impl Drop for UringQueue {
     fn drop(&mut self) {
         // Buffers of in-flight operations belong to the caller and may be freed right after
-        // us: wait for every operation before the ring goes, so no DMA lands in freed memory.
-        // Reads and writes on files and block devices always complete, so this ends; if the
-        // kernel refuses to let us wait at all, freeing the buffers would be unsound: abort.
+        // us: cancel every operation, then wait for the kernel to answer, for DROP_BOUND at
+        // most (a read on an empty pipe never ends by itself; a cancellation ends it at once).
+        if self.in_flight == self.cancels {
+            return;
+        }
         let _ = self.submit();
-        let mut refused = 0u32;
-        while self.in_flight > 0 {
-            self.c.enters += 1;
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => refused = 0,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) => {
-                    refused += 1;
-                    if refused > 1000 {
-                        eprintln!(
-                            "pollwise: cannot wait for {} in-flight io_uring operations ({e}); aborting rather than free their buffers",
-                            self.in_flight
-                        );
-                        std::process::abort();
-                    }
-                }
+        if let Err(e) = self.cancel_all() {
+            eprintln!("pollwise: cancelling io_uring operations at drop failed: {e}");
+        }
+        let deadline = std::time::Instant::now() + DROP_BOUND;
+        while self.in_flight > self.cancels {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
             }
-            let n = reap(&mut self.ring, &mut |_| {});
-            self.in_flight -= n.min(self.in_flight);
+            match self.enter_getevents(1, Some(left)) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
+                Err(_) => std::thread::yield_now(),
+            }
+            self.reap(&mut |_| {});
+        }
+        if self.in_flight > self.cancels {
+            eprintln!(
+                "pollwise: {} io_uring operations did not answer cancellation within {DROP_BOUND:?}; whoever owns their buffers must not free them",
+                self.in_flight - self.cancels
+            );
         }
     }
 }

@@ -1,0 +1,138 @@
+//! Aligned, zeroed, owned heap buffers (O_DIRECT wants 512- or 4096-byte alignment).
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+
+/// A buffer that cannot be made as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BufError {
+    /// A zero-byte buffer: nothing could be read into it.
+    #[error("a buffer must hold at least 1 byte")]
+    Empty,
+    /// The alignment is not a power of two.
+    #[error("alignment {0} is not a power of two")]
+    Align(usize),
+    /// Length and alignment together overflow the address space.
+    #[error("{len} bytes aligned to {align} is too large")]
+    TooLarge {
+        /// Bytes asked for.
+        len: usize,
+        /// Alignment asked for.
+        align: usize,
+    },
+    /// The allocator had no memory for it.
+    #[error("out of memory for a buffer of {0} bytes")]
+    NoMemory(usize),
+}
+
+/// A heap buffer with a given alignment (4096 for O_DIRECT), zero-filled, owned.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like a Box<[u8]>.
+unsafe impl Send for AlignedBuf {}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.layout.size())
+            .field("align", &self.layout.align())
+            .finish()
+    }
+}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes aligned to `align`, or why there can be none.
+    pub fn try_new(len: usize, align: usize) -> Result<Self, BufError> {
+        if len == 0 {
+            return Err(BufError::Empty);
+        }
+        if !align.is_power_of_two() {
+            return Err(BufError::Align(align));
+        }
+        let layout =
+            Layout::from_size_align(len, align).map_err(|_| BufError::TooLarge { len, align })?;
+        // SAFETY: layout has a non-zero size (len >= 1).
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or(BufError::NoMemory(len))?;
+        Ok(AlignedBuf { ptr, layout })
+    }
+
+    /// A zeroed buffer of `len` bytes aligned to `align`, for sizes fixed in the program.
+    ///
+    /// # Panics
+    ///
+    /// When [`try_new`](AlignedBuf::try_new) fails; use that for sizes that come from input.
+    pub fn new(len: usize, align: usize) -> Self {
+        match AlignedBuf::try_new(len, align) {
+            Ok(b) => b,
+            Err(BufError::NoMemory(_)) => alloc::handle_alloc_error(
+                Layout::from_size_align(len, align).unwrap_or(Layout::new::<u8>()),
+            ),
+            Err(e) => panic!("AlignedBuf::new({len}, {align}): {e}"),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Whether the buffer is empty (never: the minimum is one byte).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The start of the buffer, for the kernel. Taking the pointer borrows the buffer only for
+    /// the call: keeping the memory untouched while the kernel uses it is the caller's part.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The buffer's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for layout.size() initialised (zeroed) bytes, owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
+    }
+
+    /// The buffer's bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: ptr was allocated with exactly this layout and is freed once.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_buffers_are_errors_not_panics() {
+        assert_eq!(AlignedBuf::try_new(0, 4096).unwrap_err(), BufError::Empty);
+        assert_eq!(
+            AlignedBuf::try_new(4096, 3).unwrap_err(),
+            BufError::Align(3)
+        );
+        assert_eq!(
+            AlignedBuf::try_new(4096, 0).unwrap_err(),
+            BufError::Align(0)
+        );
+        assert!(matches!(
+            AlignedBuf::try_new(usize::MAX - 10, 4096).unwrap_err(),
+            BufError::TooLarge { .. }
+        ));
+        let mut b = AlignedBuf::try_new(100, 512).unwrap();
+        assert_eq!(b.len(), 100);
+        assert_eq!(b.as_mut_ptr() as usize % 512, 0);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+    }
+}
