@@ -31,14 +31,27 @@ pub enum Rw {
     RandWrite,
     /// Random mixed reads and writes (`rwmixread` percent reads).
     RandRw,
+    /// Sequential mixed reads and writes (fio's `rw` or `readwrite`), each direction with its
+    /// own sequential position, as fio keeps one per direction.
+    ReadWrite,
 }
 
 impl Rw {
     /// Every pattern, in fio's order.
-    pub const ALL: &'static [Rw] = &[Rw::Read, Rw::Write, Rw::RandRead, Rw::RandWrite, Rw::RandRw];
+    pub const ALL: &'static [Rw] = &[
+        Rw::Read,
+        Rw::Write,
+        Rw::RandRead,
+        Rw::RandWrite,
+        Rw::RandRw,
+        Rw::ReadWrite,
+    ];
 
     /// The pattern fio calls `s`, if any.
     pub fn from_name(s: &str) -> Option<Rw> {
+        if s == "readwrite" {
+            return Some(Rw::ReadWrite);
+        }
         Rw::ALL.iter().copied().find(|r| r.name() == s)
     }
     /// fio's name.
@@ -49,6 +62,7 @@ impl Rw {
             Rw::RandRead => "randread",
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
+            Rw::ReadWrite => "rw",
         }
     }
     /// Whether offsets are random.
@@ -57,7 +71,7 @@ impl Rw {
     }
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::ReadWrite)
     }
 }
 
@@ -120,13 +134,13 @@ pub struct Engine {
     cfg: EngineConfig,
     blocks: u64,
     rng: u64,
-    seq_next: u64,
     submitted: u64,
     since_think: u32,
     written: Vec<u64>,
     read: DirStats,
     write: DirStats,
     error: Option<Error>,
+    extra: Extras,
 }
 
 impl Engine {
@@ -190,13 +204,13 @@ impl Engine {
             clock,
             blocks,
             rng: cfg.seed | 1,
-            seq_next: 0,
             submitted: 0,
             since_think: 0,
             written,
             read: DirStats::default(),
             write: DirStats::default(),
             error: None,
+            extra: Extras::default(),
             cfg,
         })
     }
@@ -209,6 +223,11 @@ impl Engine {
     /// Whether the request `h` is still in flight.
     pub fn is_in_flight(&self, h: Handle) -> bool {
         self.slab.is_live(h)
+    }
+
+    /// Requests submitted since the engine was made (ramp included).
+    pub fn submitted(&self) -> u64 {
+        self.submitted
     }
 
     /// Requests in flight.
@@ -231,7 +250,7 @@ impl Engine {
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
-            Rw::RandRw => {
+            Rw::RandRw | Rw::ReadWrite => {
                 if self.next_rand() % 100 < self.cfg.rwmixread as u64 {
                     Dir::Read
                 } else {
@@ -239,14 +258,26 @@ impl Engine {
                 }
             }
         };
-        let block = if self.cfg.rw.random() {
-            self.next_rand() % self.blocks
+        let bs = self.bs_of(dir) as u64;
+        let (base, len) = self.region();
+        let off = if self.cfg.rw.random() {
+            let blocks = (len / bs).max(1);
+            if bs == self.cfg.bs as u64 && len == self.cfg.size {
+                // The common case keeps its precomputed block count.
+                (self.next_rand() % self.blocks) * bs
+            } else {
+                (self.next_rand() % blocks) * bs
+            }
         } else {
-            let b = self.seq_next;
-            self.seq_next = (self.seq_next + 1) % self.blocks;
-            b
+            let pos = &mut self.extra.seq_pos[dir_index(dir)];
+            if *pos + bs > len {
+                *pos = 0;
+            }
+            let o = *pos;
+            *pos += bs;
+            o
         };
-        (dir, block * self.cfg.bs as u64)
+        (dir, base + off)
     }
 
     /// Submits one request of `dir` at `offset` and returns its handle.
@@ -260,10 +291,11 @@ impl Engine {
 
     fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
         let now = self.clock.now_ns();
+        let len = self.bs_of(dir);
         let meta = ReqMeta {
             dir,
             offset,
-            len: self.cfg.bs,
+            len,
             submit_ns: now,
         };
         let h = self
@@ -281,7 +313,7 @@ impl Engine {
             },
             file: 0,
             buf: buf.as_mut_ptr(),
-            len: self.cfg.bs,
+            len,
             offset,
             buf_index: self.cfg.fixedbufs.then_some(h.index() as u16),
             user_data: h.user_data(),
@@ -322,14 +354,8 @@ impl Engine {
                 return Err(Error::os("queueing a request", e));
             }
         }
-        self.policy.on_submit(
-            h.user_data(),
-            ReqClass {
-                dir,
-                len: self.cfg.bs,
-            },
-            now,
-        );
+        self.policy
+            .on_submit(h.user_data(), ReqClass { dir, len }, now);
         self.submitted += 1;
         Ok(h)
     }
@@ -446,10 +472,15 @@ impl Engine {
         let batch = self.cfg.batch_submit as usize;
         loop {
             let mut queued = 0;
-            while self.slab.live() < depth && !self.stopped(stop) {
+            while self.slab.live() < depth && !self.stopped(stop) && self.rate_ready() {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
+                self.rate_issued();
                 queued += 1;
+                if self.extra.reap_each {
+                    // fio's iodepth_batch_complete_min=0: reap after every request queued.
+                    break;
+                }
                 // A full batch is submitted now, unless it is the last of this fill: that one
                 // goes below, where a blocking policy can fold it into its wait.
                 if queued == batch && self.slab.live() < depth {
@@ -458,6 +489,9 @@ impl Engine {
                 }
             }
             if self.slab.live() == 0 {
+                if self.rate_sleep(stop) {
+                    continue;
+                }
                 return Ok(());
             }
             // A policy that blocks at once submits the last batch in the same enter.
@@ -576,6 +610,166 @@ impl Engine {
     /// What the policy believes.
     pub fn beliefs(&self) -> Vec<(String, f64)> {
         self.policy.beliefs()
+    }
+}
+
+/// A request rate for [`Engine::set_rate`] (fio's `rate_iops` with `rate_process`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Requests per second (mean, for Poisson arrivals).
+    pub iops: f64,
+    /// Exponential gaps between requests (fio's `rate_process=poisson`) instead of even ones
+    /// (`linear`).
+    pub poisson: bool,
+}
+
+/// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
+#[derive(Debug, Clone, Default)]
+struct Extras {
+    /// The byte range requests fall in: (start, length); `None` is `0..cfg.size`.
+    region: Option<(u64, u64)>,
+    /// Block size of writes when it differs from reads' `cfg.bs`.
+    write_bs: Option<u32>,
+    /// Request rate, and when the next request may be issued.
+    rate: Option<RateLimit>,
+    next_issue_ns: Option<u64>,
+    rate_rng: u64,
+    /// Reap (waiting for one) after every request queued.
+    reap_each: bool,
+    /// Sequential position per direction (bytes into the region).
+    seq_pos: [u64; 2],
+}
+
+fn dir_index(d: Dir) -> usize {
+    match d {
+        Dir::Read => 0,
+        Dir::Write => 1,
+    }
+}
+
+// Optional behaviour: fio's offset/size ranges, per-direction block sizes, rate limits and
+// reap-after-every-request. Each is off unless its setter is called.
+impl Engine {
+    /// Requests fall in `offset .. offset + len` (fio's `offset` and `size`); the range must
+    /// lie within the configured size and hold at least one block.
+    pub fn set_region(&mut self, offset: u64, len: u64) -> Result<()> {
+        let bs = self.cfg.bs.max(self.extra.write_bs.unwrap_or(0)) as u64;
+        let end = offset.checked_add(len);
+        if len < bs || end.map_or(true, |e| e > self.cfg.size) {
+            return Err(Error::config(
+                "offset",
+                format!(
+                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
+                    self.cfg.size
+                ),
+            ));
+        }
+        self.extra.region = Some((offset, len));
+        self.extra.seq_pos = [0; 2];
+        Ok(())
+    }
+
+    /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The
+    /// slab's buffers must hold `bs` bytes.
+    pub fn set_write_bs(&mut self, bs: u32) -> Result<()> {
+        if bs == 0 || bs as usize > self.slab.buf_len() {
+            return Err(Error::config(
+                "bs",
+                format!(
+                    "write block size {bs} does not fit the {}-byte buffers",
+                    self.slab.buf_len()
+                ),
+            ));
+        }
+        if self.cfg.verify && bs != self.cfg.bs {
+            return Err(Error::config(
+                "bs",
+                "must be one size for reads and writes when verifying",
+            ));
+        }
+        self.extra.write_bs = Some(bs);
+        Ok(())
+    }
+
+    /// Issues requests at `rate` at most (`None`: as fast as the depth allows).
+    pub fn set_rate(&mut self, rate: Option<RateLimit>) -> Result<()> {
+        if let Some(r) = rate {
+            if !(r.iops.is_finite() && r.iops > 0.0) {
+                return Err(Error::config("rate_iops", "must be greater than 0"));
+            }
+        }
+        self.extra.rate = rate;
+        self.extra.next_issue_ns = None;
+        self.extra.rate_rng = self.cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1;
+        Ok(())
+    }
+
+    /// After every request queued, submit and wait for at least one completion (fio's
+    /// `iodepth_batch_complete_min=0`, which in fio 3.x keeps about one request in flight).
+    pub fn set_reap_each(&mut self, on: bool) {
+        self.extra.reap_each = on;
+    }
+
+    fn bs_of(&self, dir: Dir) -> u32 {
+        match (dir, self.extra.write_bs) {
+            (Dir::Write, Some(bs)) => bs,
+            _ => self.cfg.bs,
+        }
+    }
+
+    fn region(&self) -> (u64, u64) {
+        self.extra.region.unwrap_or((0, self.cfg.size))
+    }
+
+    /// Whether the rate allows a request now.
+    fn rate_ready(&mut self) -> bool {
+        if self.extra.rate.is_none() {
+            return true;
+        }
+        let now = self.clock.now_ns();
+        let next = *self.extra.next_issue_ns.get_or_insert(now);
+        now >= next
+    }
+
+    /// Moves the next issue time on by one gap.
+    fn rate_issued(&mut self) {
+        let Some(r) = self.extra.rate else { return };
+        let mean_ns = 1e9 / r.iops;
+        let gap = if r.poisson {
+            // xorshift64 uniform in (0, 1], then an exponential gap.
+            let mut x = self.extra.rate_rng;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.extra.rate_rng = x;
+            let u = ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            -u.ln() * mean_ns
+        } else {
+            mean_ns
+        };
+        if let Some(n) = self.extra.next_issue_ns.as_mut() {
+            *n += gap as u64;
+        }
+    }
+
+    /// With nothing in flight and the rate holding the next request back, sleeps until it may
+    /// go (or until `stop`'s time). Returns whether the run goes on.
+    fn rate_sleep(&mut self, stop: Stop) -> bool {
+        if self.extra.rate.is_none() || self.stopped(stop) {
+            return false;
+        }
+        let Some(next) = self.extra.next_issue_ns else {
+            return false;
+        };
+        let until = match stop {
+            Stop::At(t) | Stop::Either(t, _) => next.min(t),
+            Stop::Ios(_) => next,
+        };
+        let now = self.clock.now_ns();
+        if until > now {
+            std::thread::sleep(Duration::from_nanos(until - now));
+        }
+        true
     }
 }
 
