@@ -119,6 +119,8 @@ pub struct JobSpec {
     pub policy: PolicyConfig,
     /// What the requests go to (fio's `ioengine`).
     pub ioengine: IoEngine,
+    /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
+    pub extra: crate::jobs::JobExtras,
 }
 
 impl Default for JobSpec {
@@ -158,6 +160,7 @@ impl Default for JobSpec {
             seed: 0x5eed_5eed,
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
+            extra: crate::jobs::JobExtras::default(),
         }
     }
 }
@@ -640,6 +643,7 @@ fn job_thread(
     fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
 ) -> Result<ThreadOut> {
     pollwise::set_timer_slack_1ns();
+    let pinned = spec.extra.pin();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -654,12 +658,16 @@ fn job_thread(
         // Owned by this closure, so the sender is gone (and waiting threads told) however
         // setup ends.
         let fd_tx = fd_tx;
+        pinned?;
+        let buf_len = spec.extra.buf_len(spec.bs);
         if let IoEngine::Sim(model) = spec.ioengine {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
             let cfg = engine_config(spec, target.size);
             let policy = spec.policy.build(clock.clone());
-            let engine = Engine::new(Box::new(q), policy, clock.clone(), cfg)?;
+            let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align);
+            let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+            spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
         let writable = spec.rw.writes();
@@ -684,7 +692,7 @@ fn job_thread(
         let mut q = q?;
         let cfg = engine_config(spec, target.size);
         let policy = spec.policy.build(clock.clone());
-        let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align);
+        let mut slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align);
         if spec.fixedbufs {
             let iov = slab.iovecs();
             // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
@@ -696,7 +704,8 @@ fn job_thread(
                 ))
             })?;
         }
-        let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })();
     barrier.wait();
@@ -715,7 +724,9 @@ fn job_thread(
             } else {
                 spec.io_size
             };
-            Stop::Either(until, (io_size / spec.bs as u64).max(1))
+            // Counted from now: the ramp's requests do not count (fio resets them too).
+            let n = (io_size / spec.bs as u64).max(1);
+            Stop::Either(until, engine.submitted() + n)
         };
         let r = engine.run(stop).map_err(Error::from);
         let t1 = clock.now_ns();

@@ -9,6 +9,7 @@
 pub mod compare;
 pub mod error;
 pub mod job;
+pub mod jobs;
 pub mod options;
 pub mod report;
 pub mod scenario;

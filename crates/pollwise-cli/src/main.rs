@@ -8,11 +8,44 @@ use std::process::ExitCode;
 use serde_json::{json, Map, Value};
 
 use pollwise_cli::job::run_job;
+use pollwise_cli::jobs::{check_compare, parse_only_text, run_planned, Planned};
 use pollwise_cli::options::table::{self, CommandSpec};
-use pollwise_cli::options::{self, cmdline, help, Opts};
+use pollwise_cli::options::{self, cmdline, help, jobfile, Opts};
 use pollwise_cli::report::{jobs_json, run_text, JobFigures, Output};
 use pollwise_cli::{compare, scenario, Error, Result};
 
+/// `pollwise run` with its jobs (job files, `--name` sections, or one job): each job's
+/// options checked on their own; `--parse-only` prints the jobs and runs nothing.
+fn cmd_run_jobs(jobs: Vec<Opts>) -> Result<(Output, bool)> {
+    let mut planned = Vec::new();
+    let (mut json, mut parse_only) = (false, false);
+    // Output options are the run's, not a job's: the last value given anywhere wins.
+    for mut o in jobs {
+        if let Some(f) = o.take_str("output_format")? {
+            json = f == "json";
+        }
+        if let Some(p) = o.take_bool("parse_only")? {
+            parse_only = p;
+        }
+        let given = o.job_options();
+        let spec = o.job_spec()?;
+        o.finish()?;
+        planned.push(Planned { spec, given });
+    }
+    if parse_only {
+        let text = parse_only_text(&planned);
+        return Ok((
+            Output {
+                text,
+                json: Value::Null,
+            },
+            false,
+        ));
+    }
+    Ok((run_planned(planned)?, json))
+}
+
+#[allow(dead_code)] // kept for reference: `run` goes through cmd_run_jobs
 fn cmd_run(o: &mut Opts) -> Result<Output> {
     let given = o.job_options();
     let spec = o.job_spec()?;
@@ -67,6 +100,7 @@ fn unknown_scenario(name: &str) -> Error {
 enum Parsed {
     Help(String),
     Run(Opts),
+    Jobs(Vec<Opts>),
 }
 
 /// Parses `rest` for `cmd`: `--help`/`-h` anywhere and `--cmdhelp` answer at once.
@@ -78,6 +112,25 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
     if let Some(s) = line.last("cmdhelp") {
         let what = s.value.as_deref().unwrap_or("all");
         return help::cmdhelp(what, Some(cmd)).map(Parsed::Help);
+    }
+    if matches!(cmd.name, "run" | "compare") {
+        // Job files and `--name` sections: one set of settings per job.
+        let jobs = jobfile::job_settings(&line)?;
+        if cmd.name == "compare" {
+            let [one] = jobs.as_slice() else {
+                return Err(Error::Usage(format!(
+                    "`pollwise compare` runs one job under every mode, and these options define {}: keep one job",
+                    jobs.len()
+                )));
+            };
+            check_compare(one)?;
+            return Opts::resolve_settings(cmd, one).map(Parsed::Run);
+        }
+        return jobs
+            .iter()
+            .map(|j| Opts::resolve_settings(cmd, j))
+            .collect::<Result<Vec<_>>>()
+            .map(Parsed::Jobs);
     }
     Opts::resolve(cmd, &line).map(Parsed::Run)
 }
@@ -139,6 +192,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, bool)>> {
             return Ok(None);
         }
         Parsed::Run(o) => o,
+        Parsed::Jobs(jobs) => return cmd_run_jobs(jobs).map(Some),
     };
     let json = o.take_json()?;
     let out = match spec.name {
