@@ -29,7 +29,16 @@ impl Opts {
             s.name = v;
         }
         if let Some(v) = self.take_str("filename")? {
-            s.filename = v.into();
+            let files = split_filenames(&v);
+            if files.len() > 1 {
+                return Err(usage(format!(
+                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name",
+                    files.len(),
+                    files[0],
+                    files[1]
+                )));
+            }
+            s.filename = files.into_iter().next().unwrap_or_default().into();
         }
         let latency = self.take_str("sim_latency")?;
         match (self.take_str("ioengine")?.as_deref(), latency) {
@@ -265,6 +274,24 @@ impl Opts {
     }
 }
 
+/// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.
+pub fn split_filenames(v: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                out.last_mut().expect("never empty").push(':');
+            }
+            ':' => out.push(String::new()),
+            c => out.last_mut().expect("never empty").push(c),
+        }
+    }
+    out.retain(|f| !f.is_empty());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +345,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(format!("{from_table:?}"), format!("{d:?}"));
+    }
+
+    #[test]
+    fn filenames_split_on_colons_unless_escaped() {
+        assert_eq!(split_filenames("a:b"), ["a", "b"]);
+        assert_eq!(split_filenames(r"a\:b"), ["a:b"]);
+        assert_eq!(split_filenames("/x/y"), ["/x/y"]);
     }
 
     #[test]

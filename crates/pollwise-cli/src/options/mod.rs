@@ -73,7 +73,7 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
     let v = s.value.as_deref()?.trim();
     match name {
         "ioengine" => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it measures io_uring (or its simulated device); use --ioengine=io_uring",
+            "fio's --{}={v} is not implemented by pollwise: it measures io_uring: use --ioengine=io_uring, or --ioengine=sim for the simulated device",
             s.given
         )),
         "rw" if v.contains(':') => Some(format!(
