@@ -77,6 +77,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     o.finish()?;
 
     let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE)?;
+    crate::jobs::resolve(&mut spec)?;
     if !runtime_given {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);

@@ -120,6 +120,8 @@ pub struct JobSpec {
     pub policy: PolicyConfig,
     /// What the requests go to (fio's `ioengine`).
     pub ioengine: IoEngine,
+    /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
+    pub extra: crate::jobs::JobExtras,
 }
 
 impl Default for JobSpec {
@@ -159,6 +161,7 @@ impl Default for JobSpec {
             seed: 0x5eed_5eed,
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
+            extra: crate::jobs::JobExtras::default(),
         }
     }
 }
@@ -711,6 +714,14 @@ fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     pollwise::sys::blockdev::logical_block_size(f, is_blockdev)
 }
 
+/// The engine part of thread `i` of `spec`: thread 0 keeps the job's seed, the others get
+/// seeds of their own (fio's clones do not read the same offsets in step).
+pub fn engine_config_for(spec: &JobSpec, size: u64, i: usize) -> EngineConfig {
+    let mut cfg = engine_config(spec, size);
+    cfg.seed ^= (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    cfg
+}
+
 /// The engine part of `spec` on a target of `size` bytes.
 pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
     EngineConfig {
@@ -797,6 +808,19 @@ struct ThreadOut {
 
 /// Runs `spec` (all its threads) and returns the merged measurements of the measured period.
 pub fn run_job(spec: &JobSpec) -> Result<Stats> {
+    let (threads, process) = run_job_threads(spec)?;
+    let mut total = Stats::default();
+    for t in &threads {
+        total.merge_thread(t);
+    }
+    total.process = process;
+    Ok(total)
+}
+
+/// Runs `spec` (all its threads) and returns each thread's measurements (each with its own
+/// thread's CPU as its `process` figure, as fio reports a job's CPU), and the process's CPU over
+/// the measured period.
+pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
     let barrier = Arc::new(Barrier::new(n + 1));
@@ -841,11 +865,14 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     barrier.wait();
     barrier.wait();
     let p1 = Rusage::process();
-    let mut total = Stats::default();
+    let mut threads = Vec::with_capacity(n);
     let mut first_err = None;
     for h in handles {
         match h.join() {
-            Ok(Ok(out)) => total.merge_thread(&out.stats),
+            Ok(Ok(mut out)) => {
+                out.stats.process = out.stats.threads;
+                threads.push(out.stats);
+            }
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);
             }
@@ -857,8 +884,7 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     if let Some(e) = first_err {
         return Err(e);
     }
-    total.process = p1.since(&p0);
-    Ok(total)
+    Ok((threads, p1.since(&p0)))
 }
 
 fn job_thread(
@@ -871,6 +897,7 @@ fn job_thread(
     failed: &Arc<AtomicBool>,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
+    let pinned = spec.extra.pin();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -890,12 +917,16 @@ fn job_thread(
         // Owned by this closure, so the sender is gone (and waiting threads told) however
         // setup ends.
         let fd_tx = fd_tx;
+        pinned?;
+        let buf_len = spec.extra.buf_len(spec.bs);
         if let IoEngine::Sim(model) = spec.ioengine {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
-            let cfg = engine_config(spec, target.size);
+            let cfg = engine_config_for(spec, target.size, i);
             let policy = spec.policy.build(clock.clone());
-            let engine = Engine::new(Box::new(q), policy, clock.clone(), cfg)?;
+            let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
+            let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+            spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
         let writable = spec.rw.writes();
@@ -918,9 +949,9 @@ fn job_thread(
             }
         }
         let mut q = q?;
-        let cfg = engine_config(spec, target.size);
+        let cfg = engine_config_for(spec, target.size, i);
         let policy = spec.policy.build(clock.clone());
-        let mut slab = Slab::new(spec.iodepth as usize, spec.bs as usize, cfg.align)?;
+        let mut slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
         if spec.fixedbufs {
             let iov = slab.iovecs();
             // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
@@ -935,7 +966,8 @@ fn job_thread(
                 ))
             })?;
         }
-        let engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })();
     if setup.is_err() {
@@ -957,7 +989,9 @@ fn job_thread(
             } else {
                 spec.io_size
             };
-            Stop::Either(until, (io_size / spec.bs as u64).max(1))
+            // Counted from now: the ramp's requests do not count (fio resets them too).
+            let n = (io_size / spec.bs as u64).max(1);
+            Stop::Either(until, engine.submitted() + n)
         };
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
         let r = crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler)

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod errno;
 pub mod error;
 pub mod job;
+pub mod jobs;
 pub mod options;
 pub mod report;
 pub mod scenario;

@@ -6,22 +6,47 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use pollwise_cli::jobs::{check_compare, parse_only_text, plan, Planned};
 use pollwise_cli::options::table::{self, CommandSpec};
-use pollwise_cli::options::{self, cmdline, help, Opts};
+use pollwise_cli::options::{self, cmdline, help, jobfile, Opts};
 use pollwise_cli::report::{self, facts::Facts, Output, ReportFor, ReportOpts};
 use pollwise_cli::{compare, scenario, signals, Error, Result};
 
-fn cmd_run(o: &mut Opts, ro: &ReportOpts) -> Result<Output> {
-    // fio's "job options": the options the user gave, as written.
-    // fio lists the job's options and the report's percentile options, not where it writes.
-    let given: Vec<(String, String)> = o
-        .given()
-        .into_iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "output_format" | "output"))
-        .collect();
-    let spec = o.job_spec()?;
-    o.finish()?;
-    report::run_and_report(&spec, &given, ro)
+/// `pollwise run` with its jobs (job files, `--name` sections, or one job): each job's
+/// options checked on their own; `--parse-only` prints the jobs and runs nothing.
+fn cmd_run_jobs(jobs: Vec<Opts>) -> Result<(Output, ReportOpts)> {
+    let mut planned = Vec::new();
+    let mut parse_only = false;
+    // Output options are the run's, not a job's: every job carries the command line's, and
+    // the last job's win.
+    let mut ro = ReportOpts::default();
+    for mut o in jobs {
+        // fio lists the job's options and the report's percentile options, not where it writes.
+        let given: Vec<(String, String)> = o
+            .given()
+            .into_iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "output_format" | "output" | "parse_only"))
+            .collect();
+        ro = ReportOpts::take(&mut o, ReportFor::Run)?;
+        if let Some(p) = o.take_bool("parse_only")? {
+            parse_only = p;
+        }
+        let spec = o.job_spec()?;
+        o.finish()?;
+        planned.push(Planned { spec, given });
+    }
+    if parse_only {
+        let text = parse_only_text(&planned);
+        return Ok((
+            Output {
+                text,
+                json: serde_json::Value::Null,
+            },
+            ReportOpts::default(),
+        ));
+    }
+    let (specs, given) = plan(planned)?;
+    Ok((report::run_and_report(&specs, &given, &ro)?, ro))
 }
 
 /// `pollwise help [TOPIC...]`.
@@ -59,6 +84,7 @@ fn unknown_scenario(name: &str) -> Error {
 enum Parsed {
     Help(String),
     Run(Opts),
+    Jobs(Vec<Opts>),
 }
 
 /// Parses `rest` for `cmd`: `--help`/`-h` anywhere and `--cmdhelp` answer at once.
@@ -70,6 +96,25 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
     if let Some(s) = line.last("cmdhelp") {
         let what = s.value.as_deref().unwrap_or("all");
         return help::cmdhelp(what, Some(cmd)).map(Parsed::Help);
+    }
+    if matches!(cmd.name, "run" | "compare") {
+        // Job files and `--name` sections: one set of settings per job.
+        let jobs = jobfile::job_settings(&line)?;
+        if cmd.name == "compare" {
+            let [one] = jobs.as_slice() else {
+                return Err(Error::Usage(format!(
+                    "`pollwise compare` runs one job under every mode, and these options define {}: keep one job",
+                    jobs.len()
+                )));
+            };
+            check_compare(one)?;
+            return Opts::resolve_settings(cmd, one).map(Parsed::Run);
+        }
+        return jobs
+            .iter()
+            .map(|j| Opts::resolve_settings(cmd, j))
+            .collect::<Result<Vec<_>>>()
+            .map(Parsed::Jobs);
     }
     Opts::resolve(cmd, &line).map(Parsed::Run)
 }
@@ -128,15 +173,13 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             return Ok(Some(text_only(&h)));
         }
         Parsed::Run(o) => o,
+        Parsed::Jobs(jobs) => return cmd_run_jobs(jobs).map(Some),
     };
-    let for_cmd = if spec.name == "run" {
-        ReportFor::Run
-    } else {
-        ReportFor::Other
-    };
-    let ro = ReportOpts::take(&mut o, for_cmd)?;
+    if spec.name == "run" {
+        return cmd_run_jobs(vec![o]).map(Some);
+    }
+    let ro = ReportOpts::take(&mut o, ReportFor::Other)?;
     let out = match spec.name {
-        "run" => cmd_run(&mut o, &ro)?,
         "compare" => {
             let target = report::facts_target(&o.given());
             let mut out = compare::run(&mut o, ro.is_json())?;

@@ -37,14 +37,27 @@ pub enum Rw {
     RandWrite,
     /// Random mixed reads and writes (`rwmixread` percent reads).
     RandRw,
+    /// Sequential mixed reads and writes (fio's `rw` or `readwrite`), each direction with its
+    /// own sequential position, as fio keeps one per direction.
+    ReadWrite,
 }
 
 impl Rw {
     /// Every pattern, in fio's order.
-    pub const ALL: &'static [Rw] = &[Rw::Read, Rw::Write, Rw::RandRead, Rw::RandWrite, Rw::RandRw];
+    pub const ALL: &'static [Rw] = &[
+        Rw::Read,
+        Rw::Write,
+        Rw::RandRead,
+        Rw::RandWrite,
+        Rw::RandRw,
+        Rw::ReadWrite,
+    ];
 
     /// The pattern fio calls `s`, if any.
     pub fn from_name(s: &str) -> Option<Rw> {
+        if s == "readwrite" {
+            return Some(Rw::ReadWrite);
+        }
         Rw::ALL.iter().copied().find(|r| r.name() == s)
     }
     /// fio's name.
@@ -55,6 +68,7 @@ impl Rw {
             Rw::RandRead => "randread",
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
+            Rw::ReadWrite => "rw",
         }
     }
     /// Whether offsets are random.
@@ -63,7 +77,7 @@ impl Rw {
     }
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw)
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::ReadWrite)
     }
 }
 
@@ -105,6 +119,8 @@ pub type OnDone = Box<dyn FnMut(&Done) + Send>;
 struct Pace {
     next_ns: u64,
     interval_ns: u64,
+    /// Exponential gaps of mean `interval_ns` (Poisson arrivals), from this xorshift state.
+    poisson: Option<u64>,
 }
 
 /// What one engine does: the per-thread part of a job.
@@ -179,7 +195,6 @@ pub struct Engine {
     cfg: EngineConfig,
     blocks: u64,
     rng: u64,
-    seq_next: u64,
     submitted: u64,
     since_think: u32,
     written: Vec<u64>,
@@ -190,6 +205,7 @@ pub struct Engine {
     pace: Option<Pace>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
+    extra: Extras,
 }
 
 impl Engine {
@@ -255,7 +271,6 @@ impl Engine {
             } else {
                 cfg.seed
             },
-            seq_next: 0,
             submitted: 0,
             since_think: 0,
             written,
@@ -265,6 +280,7 @@ impl Engine {
             on_done: None,
             pace: None,
             stop_check: None,
+            extra: Extras::default(),
             cfg,
         })
     }
@@ -298,6 +314,11 @@ impl Engine {
     /// Whether the request `h` is still in flight.
     pub fn is_in_flight(&self, h: Handle) -> bool {
         self.slab().is_live(h)
+    }
+
+    /// Requests submitted since the engine was made (ramp included).
+    pub fn submitted(&self) -> u64 {
+        self.submitted
     }
 
     /// Requests in flight.
@@ -339,7 +360,7 @@ impl Engine {
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
-            Rw::RandRw => {
+            Rw::RandRw | Rw::ReadWrite => {
                 if self.next_rand() % 100 < self.cfg.rwmixread as u64 {
                     Dir::Read
                 } else {
@@ -347,14 +368,26 @@ impl Engine {
                 }
             }
         };
-        let block = if self.cfg.rw.random() {
-            self.next_rand() % self.blocks
+        let bs = self.bs_of(dir) as u64;
+        let (base, len) = self.region();
+        let off = if self.cfg.rw.random() {
+            let blocks = (len / bs).max(1);
+            if bs == self.cfg.bs as u64 && len == self.cfg.size {
+                // The common case keeps its precomputed block count.
+                (self.next_rand() % self.blocks) * bs
+            } else {
+                (self.next_rand() % blocks) * bs
+            }
         } else {
-            let b = self.seq_next;
-            self.seq_next = (self.seq_next + 1) % self.blocks;
-            b
+            let pos = &mut self.extra.seq_pos[dir_index(dir)];
+            if *pos + bs > len {
+                *pos = 0;
+            }
+            let o = *pos;
+            *pos += bs;
+            o
         };
-        (dir, block * self.cfg.bs as u64)
+        (dir, base + off)
     }
 
     /// Submits one request of `dir` at `offset` and returns its handle.
@@ -368,10 +401,11 @@ impl Engine {
 
     fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
         let now = self.clock.now_ns();
+        let len = self.bs_of(dir);
         let meta = ReqMeta {
             dir,
             offset,
-            len: self.cfg.bs,
+            len,
             submit_ns: now,
             issued_ns: None,
         };
@@ -391,7 +425,7 @@ impl Engine {
             },
             file: 0,
             offset,
-            len: self.cfg.bs,
+            len,
             fixed: self.cfg.fixedbufs,
         };
         if let Err(e) = self.q.push_request(h, spec) {
@@ -599,6 +633,7 @@ impl Engine {
         self.pace = Some(Pace {
             next_ns: first_ns,
             interval_ns: (interval.as_nanos() as u64).max(1),
+            poisson: None,
         });
     }
 
@@ -608,7 +643,17 @@ impl Engine {
         match &mut self.pace {
             None => true,
             Some(p) if now >= p.next_ns => {
-                p.next_ns += p.interval_ns;
+                p.next_ns += match p.poisson.as_mut() {
+                    None => p.interval_ns,
+                    Some(x) => {
+                        // xorshift64, uniform in (0, 1], then an exponential gap.
+                        *x ^= *x << 13;
+                        *x ^= *x >> 7;
+                        *x ^= *x << 17;
+                        let u = ((*x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+                        (-u.ln() * p.interval_ns as f64) as u64
+                    }
+                };
                 true
             }
             Some(_) => false,
@@ -661,6 +706,10 @@ impl Engine {
                 let (dir, off) = self.next_io();
                 self.push_one(dir, off)?;
                 queued += 1;
+                if self.extra.reap_each {
+                    // fio's iodepth_batch_complete_min=0: reap after every request queued.
+                    break;
+                }
                 // A full batch is submitted now, unless it is the last of this fill: that one
                 // goes to the policy, which submits it first thing (a blocking policy in the
                 // same enter as its wait, liburing's `io_uring_submit_and_wait`).
@@ -833,6 +882,119 @@ fn check(cfg: &EngineConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A request rate for [`Engine::set_rate`] (fio's `rate_iops` with `rate_process`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Requests per second (mean, for Poisson arrivals).
+    pub iops: f64,
+    /// Exponential gaps between requests (fio's `rate_process=poisson`) instead of even ones
+    /// (`linear`).
+    pub poisson: bool,
+}
+
+/// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
+#[derive(Debug, Clone, Default)]
+struct Extras {
+    /// The byte range requests fall in: (start, length); `None` is `0..cfg.size`.
+    region: Option<(u64, u64)>,
+    /// Block size of writes when it differs from reads' `cfg.bs`.
+    write_bs: Option<u32>,
+    /// Reap (waiting for one) after every request queued.
+    reap_each: bool,
+    /// Sequential position per direction (bytes into the region).
+    seq_pos: [u64; 2],
+}
+
+fn dir_index(d: Dir) -> usize {
+    match d {
+        Dir::Read => 0,
+        Dir::Write => 1,
+    }
+}
+
+// Optional behaviour: fio's offset/size ranges, per-direction block sizes, rate limits and
+// reap-after-every-request. Each is off unless its setter is called.
+impl Engine {
+    /// Requests fall in `offset .. offset + len` (fio's `offset` and `size`); the range must
+    /// lie within the configured size and hold at least one block.
+    pub fn set_region(&mut self, offset: u64, len: u64) -> Result<()> {
+        let bs = self.cfg.bs.max(self.extra.write_bs.unwrap_or(0)) as u64;
+        let end = offset.checked_add(len);
+        if len < bs || end.map_or(true, |e| e > self.cfg.size) {
+            return Err(Error::config(
+                "offset",
+                format!(
+                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
+                    self.cfg.size
+                ),
+            ));
+        }
+        self.extra.region = Some((offset, len));
+        self.extra.seq_pos = [0; 2];
+        Ok(())
+    }
+
+    /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The
+    /// slab's buffers must hold `bs` bytes.
+    pub fn set_write_bs(&mut self, bs: u32) -> Result<()> {
+        if bs == 0 || bs as usize > self.slab().buf_len() {
+            return Err(Error::config(
+                "bs",
+                format!(
+                    "write block size {bs} does not fit the {}-byte buffers",
+                    self.slab().buf_len()
+                ),
+            ));
+        }
+        if self.cfg.verify && bs != self.cfg.bs {
+            return Err(Error::config(
+                "bs",
+                "must be one size for reads and writes when verifying",
+            ));
+        }
+        self.extra.write_bs = Some(bs);
+        Ok(())
+    }
+
+    /// Issues requests at `rate` at most (`None`: as fast as the depth allows), the first at
+    /// once: [`set_pace`](Engine::set_pace) with fio's `rate_iops`, evenly spaced or with
+    /// exponential gaps (`rate_process=poisson`).
+    pub fn set_rate(&mut self, rate: Option<RateLimit>) -> Result<()> {
+        let Some(r) = rate else {
+            self.pace = None;
+            return Ok(());
+        };
+        if !(r.iops.is_finite() && r.iops > 0.0) {
+            return Err(Error::config("rate_iops", "must be greater than 0"));
+        }
+        self.pace = Some(Pace {
+            next_ns: self.clock.now_ns(),
+            interval_ns: ((1e9 / r.iops) as u64).max(1),
+            poisson: r
+                .poisson
+                .then_some(self.cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1),
+        });
+        Ok(())
+    }
+
+    /// After every request queued, submit and wait for at least one completion (fio's
+    /// `iodepth_batch_complete_min=0`, which in fio 3.x keeps about one request in flight).
+    pub fn set_reap_each(&mut self, on: bool) {
+        self.extra.reap_each = on;
+    }
+
+    fn bs_of(&self, dir: Dir) -> u32 {
+        match (dir, self.extra.write_bs) {
+            (Dir::Write, Some(bs)) => bs,
+            _ => self.cfg.bs,
+        }
+    }
+
+    fn region(&self) -> (u64, u64) {
+        self.extra.region.unwrap_or((0, self.cfg.size))
+    }
 }
 
 fn dir_name(d: Dir) -> &'static str {

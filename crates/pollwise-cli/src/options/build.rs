@@ -8,7 +8,8 @@ use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
 
-use super::Opts;
+use super::{Opts, SizeOrPercent};
+use crate::jobs::{parse_cpus, Rate};
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
@@ -28,7 +29,16 @@ impl Opts {
             s.name = v;
         }
         if let Some(v) = self.take_str("filename")? {
-            s.filename = v.into();
+            let files = split_filenames(&v);
+            if files.len() > 1 {
+                return Err(usage(format!(
+                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name",
+                    files.len(),
+                    files[0],
+                    files[1]
+                )));
+            }
+            s.filename = files.into_iter().next().unwrap_or_default().into();
         }
         let latency = self.take_str("sim_latency")?;
         match (self.take_str("ioengine")?.as_deref(), latency) {
@@ -49,8 +59,10 @@ impl Opts {
                 )))
             }
         }
-        if let Some(v) = self.take_size("size")? {
-            s.size = v;
+        match self.take_size_or_percent("size")? {
+            Some(SizeOrPercent::Bytes(v)) => s.size = v,
+            Some(SizeOrPercent::Percent(p)) => s.extra.size_percent = Some(p),
+            None => {}
         }
         if let Some(v) = self.take_size("io_size")? {
             s.io_size = v;
@@ -61,8 +73,30 @@ impl Opts {
         if let Some(v) = self.take_u32("rwmixread")? {
             s.rwmixread = v;
         }
-        if let Some(v) = self.take_size("bs")? {
-            s.bs = u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")))?;
+        if let Some(v) = self.take_sizes("bs")? {
+            let fit =
+                |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));
+            match v.as_slice() {
+                [Some(one)] => s.bs = fit(*one)?,
+                [r, w, ..] => {
+                    if let Some(r) = r {
+                        s.bs = fit(*r)?;
+                    }
+                    if let Some(w) = w {
+                        let w = fit(*w)?;
+                        if w != s.bs {
+                            if !matches!(self.command().name, "run" | "compare") {
+                                return Err(usage(format!(
+                                    "--bs with READ,WRITE sizes is not used by `{}`: give one size",
+                                    self.command().invocation()
+                                )));
+                            }
+                            s.extra.write_bs = Some(w);
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
         if let Some(v) = self.take_u32("iodepth")? {
             s.iodepth = v;
@@ -87,6 +121,9 @@ impl Opts {
         }
         if let Some(v) = self.take_u32("iodepth_batch_complete_min")? {
             s.iodepth_batch_complete_min = v;
+            // fio 3.x: 0 (with iodepth_batch_complete_max unset) reaps, waiting for one, after
+            // every request queued (backend.c's io_in_polling): about one request in flight.
+            s.extra.reap_each = v == 0;
         }
         if let Some(v) = self.take_bool("registerfiles")? {
             s.registerfiles = v;
@@ -152,12 +189,67 @@ impl Opts {
         if let Some(v) = self.take_u64("randseed")? {
             s.seed = v;
         }
+        self.take_job_file_options(&mut s)?;
         let mode = match self.take_str("mode")? {
             Some(m) => Mode::from_str(&m).map_err(usage)?,
             None => s.policy.mode,
         };
         s.policy = self.policy_config(mode)?;
         Ok(s)
+    }
+
+    /// Takes the options job files bring (fio's meaning): grouping, ranges, rates, CPUs. Only
+    /// `run` and `compare` take them (the table says so).
+    fn take_job_file_options(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(d) = self.take_str("description")? {
+            s.extra.description = Some(d);
+        }
+        if let Some(v) = self.take_bool("group_reporting")? {
+            s.extra.group_reporting = v;
+        }
+        // pollwise's jobs are always threads; new_group only groups reports, and pollwise
+        // reports every job on its own.
+        self.take_bool("thread")?;
+        self.take_bool("new_group")?;
+        if let Some(v) = self.take_bool("stonewall")? {
+            s.extra.stonewall = v;
+        }
+        if let Some(v) = self.take_bool("buffered")? {
+            if self.has_later("direct", "buffered") {
+                // --direct given after --buffered wins; it was taken above.
+            } else {
+                s.direct = !v;
+            }
+        }
+        if let Some(v) = self.take_u32("rwmixwrite")? {
+            if !self.has_later("rwmixread", "rwmixwrite") {
+                s.rwmixread = 100 - v;
+            }
+        }
+        s.extra.offset = self.take_size_or_percent("offset")?;
+        s.extra.offset_increment = self.take_size_or_percent("offset_increment")?;
+        if let Some(v) = self.take_u32("loops")? {
+            s.extra.loops = v;
+        }
+        let iops = self.take_u64("rate_iops")?;
+        let bytes = self.take_size("rate")?;
+        let process = self.take_str("rate_process")?;
+        if iops.is_some() || bytes.is_some() {
+            s.extra.rate = Some(Rate {
+                iops,
+                bytes,
+                poisson: process.as_deref() == Some("poisson"),
+            });
+        } else if process.is_some() {
+            return Err(usage(
+                "--rate_process needs --rate_iops or --rate: it shapes the gaps of a rate limit"
+                    .into(),
+            ));
+        }
+        if let Some(c) = self.take_str("cpus_allowed")? {
+            s.extra.cpus = Some(parse_cpus(&c)?);
+        }
+        Ok(())
     }
 
     /// Takes the policy knobs for `mode`.
@@ -180,6 +272,24 @@ impl Opts {
         }
         Ok(p)
     }
+}
+
+/// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.
+pub fn split_filenames(v: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                out.last_mut().expect("never empty").push(':');
+            }
+            ':' => out.push(String::new()),
+            c => out.last_mut().expect("never empty").push(c),
+        }
+    }
+    out.retain(|f| !f.is_empty());
+    out
 }
 
 #[cfg(test)]
@@ -235,6 +345,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(format!("{from_table:?}"), format!("{d:?}"));
+    }
+
+    #[test]
+    fn filenames_split_on_colons_unless_escaped() {
+        assert_eq!(split_filenames("a:b"), ["a", "b"]);
+        assert_eq!(split_filenames(r"a\:b"), ["a:b"]);
+        assert_eq!(split_filenames("/x/y"), ["/x/y"]);
     }
 
     #[test]

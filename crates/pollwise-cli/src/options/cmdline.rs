@@ -22,7 +22,6 @@ pub enum Origin {
         arg: usize,
     },
     /// A job file, 1-based line.
-    #[allow(dead_code)] // job files (the next issue) make these
     JobFile {
         /// The file.
         path: PathBuf,
@@ -86,7 +85,6 @@ impl CmdLine {
 
     /// The jobs fio would run: each job section after `global`'s settings (or `global` alone when
     /// no `--name` was given).
-    #[allow(dead_code)] // several jobs per run (the next issue) read this
     pub fn jobs(&self) -> Vec<Vec<&Setting>> {
         let global = &self.sections[0];
         if self.sections.len() == 1 {

@@ -10,6 +10,7 @@
 pub mod build;
 pub mod cmdline;
 pub mod help;
+pub mod jobfile;
 pub mod table;
 pub mod value;
 
@@ -20,6 +21,15 @@ use crate::{Error, Result};
 pub use cmdline::{CmdLine, Origin};
 use table::{lookup, suggest, CommandSpec, Opt, Scope};
 use value::{parse_value, Value};
+
+/// A size in bytes, or a percentage of the target's size (fio's `size=50%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeOrPercent {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent of the file or device, in (0, 100].
+    Percent(f64),
+}
 
 /// One accepted, checked setting.
 #[derive(Debug, Clone)]
@@ -58,6 +68,28 @@ pub fn unknown_option(given: &str, cmd: Option<&CommandSpec>) -> String {
     }
 }
 
+/// For a value fio has and pollwise does not (an ioengine, rw's `:N` modifier), the message.
+fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
+    let v = s.value.as_deref()?.trim();
+    match name {
+        "ioengine" => Some(format!(
+            "fio's --{}={v} is not implemented by pollwise: it measures io_uring: use --ioengine=io_uring, or --ioengine=sim for the simulated device",
+            s.given
+        )),
+        "rw" if v.contains(':') => Some(format!(
+            "fio's --{}={v} (the ':' offset modifier) is not implemented by pollwise: use --{}={}",
+            s.given,
+            s.given,
+            v.split(':').next().unwrap_or("read")
+        )),
+        "rw" if matches!(v, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") => Some(format!(
+            "fio's --{}={v} is not implemented by pollwise: it reads and writes",
+            s.given
+        )),
+        _ => None,
+    }
+}
+
 /// Where a setting came from, when it is worth saying (job files; the command line goes unsaid).
 fn from(origin: &Origin) -> String {
     match origin {
@@ -77,9 +109,39 @@ impl Opts {
                 cmd.invocation()
             )));
         }
+        Opts::resolve_settings(cmd, line.merged())
+    }
+
+    /// Checks one job's settings (from the command line or a job file) against the table for
+    /// `cmd`, as [`Opts::resolve`] does. An option fio has and pollwise does not implement is
+    /// refused naming it and where it came from.
+    pub fn resolve_settings<'a>(
+        cmd: &'static CommandSpec,
+        settings: impl IntoIterator<Item = &'a cmdline::Setting>,
+    ) -> Result<Opts> {
+        let settings: Vec<&cmdline::Setting> = settings.into_iter().collect();
+        // Only the value that is used is checked: a command-line --ioengine=io_uring overrides a
+        // job file's ioengine=libaio rather than failing on it.
+        let overridden = |i: usize| {
+            let name = lookup(&settings[i].key).map(|o| o.name);
+            settings[i + 1..]
+                .iter()
+                .any(|l| lookup(&l.key).map(|o| o.name) == name)
+        };
         let mut items: Vec<Item> = Vec::new();
-        for s in line.merged() {
+        for (idx, s) in settings.iter().copied().enumerate() {
             let Some(opt) = lookup(&s.key) else {
+                if jobfile::is_fio_option(&s.key) {
+                    return Err(usage(format!(
+                        "fio's option '{}'{} is not implemented by pollwise: remove it or see `{} --help` for what pollwise implements",
+                        s.given,
+                        match &s.origin {
+                            Origin::CommandLine { .. } => " (on the command line)".to_string(),
+                            o => format!(" at {o}"),
+                        },
+                        cmd.invocation()
+                    )));
+                }
                 return Err(usage(format!(
                     "{}{}",
                     unknown_option(&s.given, Some(cmd)),
@@ -89,8 +151,16 @@ impl Opts {
             if let Some(why) = cmd.refusal(opt, &s.given) {
                 return Err(usage(format!("{why}{}", from(&s.origin))));
             }
-            let value = parse_value(opt, &s.given, s.value.as_deref())
-                .map_err(|m| usage(format!("{m}{}", from(&s.origin))))?;
+            if overridden(idx) {
+                continue;
+            }
+            let value = parse_value(opt, &s.given, s.value.as_deref()).map_err(|m| {
+                usage(format!(
+                    "{}{}",
+                    not_implemented(opt.name, s).unwrap_or(m),
+                    from(&s.origin)
+                ))
+            })?;
             // As in fio, a later value overrides an earlier one, whatever name set it.
             items.retain(|i| i.opt.name != opt.name);
             items.push(Item {
@@ -109,6 +179,12 @@ impl Opts {
     pub fn has(&self, name: &str) -> bool {
         debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
         self.items.iter().any(|i| i.opt.name == name)
+    }
+
+    /// Whether `a` was given after `b` (both canonical names): the later one wins in fio.
+    pub fn has_later(&self, a: &str, b: &str) -> bool {
+        let pos = |n: &str| self.items.iter().position(|i| i.opt.name == n);
+        matches!((pos(a), pos(b)), (Some(x), Some(y)) if x > y)
     }
 
     /// fio's "job options": the job options given, by canonical name, with their values as
@@ -194,6 +270,29 @@ impl Opts {
             Value::Float(x) => Some(*x),
             _ => None,
         })
+    }
+
+    /// A size list (`bs=4k,64k`): one entry per direction, `None` where the default stays.
+    pub fn take_sizes(&mut self, name: &str) -> Result<Option<Vec<Option<u64>>>> {
+        self.take_as(name, |v| match v {
+            Value::Size(n) => Some(vec![Some(*n)]),
+            Value::Sizes(v) => Some(v.clone()),
+            _ => None,
+        })
+    }
+
+    /// A size or a percentage of the target (`Err` side of the inner result: the percentage).
+    pub fn take_size_or_percent(&mut self, name: &str) -> Result<Option<SizeOrPercent>> {
+        self.take_as(name, |v| match v {
+            Value::Size(n) => Some(SizeOrPercent::Bytes(*n)),
+            Value::Percent(p) => Some(SizeOrPercent::Percent(*p)),
+            _ => None,
+        })
+    }
+
+    /// The command these options are for.
+    pub fn command(&self) -> &'static CommandSpec {
+        self.cmd
     }
 
     /// A size in bytes.

@@ -63,6 +63,21 @@ pub enum Kind {
         /// Largest value.
         max: u64,
     },
+    /// Sizes for reads, writes (and trims), comma-separated as fio's `bs=4k,64k`; an empty
+    /// entry keeps the default. One size applies to every direction.
+    SizeList {
+        /// Smallest value.
+        min: u64,
+        /// Largest value.
+        max: u64,
+    },
+    /// A size, or a percentage of the target's size (`50%`), as fio's `size` and `offset`.
+    SizeOrPercent {
+        /// Smallest size.
+        min: u64,
+        /// Largest size.
+        max: u64,
+    },
     /// Any text; `bare` is the value of a bare `--name` (`None`: a value is required).
     Str {
         /// The value of a bare flag.
@@ -96,6 +111,8 @@ impl Kind {
             Kind::Int { .. } => "N".into(),
             Kind::Float { .. } => "X".into(),
             Kind::Size { .. } => "SIZE".into(),
+            Kind::SizeList { .. } => "SIZE[,SIZE]".into(),
+            Kind::SizeOrPercent { .. } => "SIZE|N%".into(),
             Kind::Duration { .. } => "TIME".into(),
             Kind::Enum { choices, .. } => choices.join("|"),
             Kind::EnumList { choices, .. } => format!("{},...", choices.join("|")),
@@ -128,6 +145,14 @@ impl Kind {
             ),
             Kind::Size { min, max } => format!(
                 "size in bytes, k/M/G/T = 1024-based{}",
+                range(*min, *max, &size_text)
+            ),
+            Kind::SizeList { min, max } => format!(
+                "size in bytes, or READ,WRITE sizes (bs=4k,64k; an empty one keeps the default){}",
+                range(*min, *max, &size_text)
+            ),
+            Kind::SizeOrPercent { min, max } => format!(
+                "size in bytes, or a percentage of the file or device (50%){}",
                 range(*min, *max, &size_text)
             ),
             Kind::Duration { plain } => format!(
@@ -173,6 +198,8 @@ pub fn size_text(v: u64) -> String {
 pub enum Category {
     /// What the job reads or writes, and how much.
     Job,
+    /// Job files, several jobs, ranges and rates.
+    Jobs,
     /// How long, and pauses.
     Timing,
     /// The io_uring ring and the device.
@@ -198,6 +225,7 @@ impl Category {
     pub fn title(self) -> &'static str {
         match self {
             Category::Job => "job (fio's names)",
+            Category::Jobs => "job files, several jobs, ranges and rates",
             Category::Timing => "timing",
             Category::IoUring => "io_uring and device",
             Category::Policy => "wait policy",
@@ -297,6 +325,7 @@ pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive"];
 /// The shared-poller scenario's variants (a test checks them against the scenario).
 pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
 
+const RUN_LIKE: &[&str] = &["run", "compare"];
 const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
 const POLLER: &[&str] = &["shared-poller", "fairness"];
 const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
@@ -307,14 +336,14 @@ pub const OPTIONS: &[Opt] = &[
     // job
     opt("name", STR, val("pollwise"), C::Job, Job, "the job's name (fio's jobname), shown in reports"),
     opt("filename", STR, Default::Text("a file the command makes in the temp directory and removes (run: required)"), C::Job, Job, "file or block device to do I/O on"),
-    opt("size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)"),
+    opt("size", Kind::SizeOrPercent { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)"),
     opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops"),
     with_aliases(
-        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw"], noun: None }, val("randread"), C::Job, Job, "I/O pattern (pollwise's default differs from fio's read)"),
+        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed (pollwise's default differs from fio's read)"),
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
-    opt("bs", Kind::Size { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O"),
+    opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
@@ -325,8 +354,30 @@ pub const OPTIONS: &[Opt] = &[
         &["iodepth_batch"],
     ),
     opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait"),
+    // job files and several jobs (fio's meaning; run and compare)
+    opt("description", STR, NONE, C::Jobs, Only(RUN_LIKE), "text describing the job (shown by --parse-only)"),
+    opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report a job's numjobs threads as one job (else one report each, as fio)"),
+    opt("thread", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "use threads, not processes (pollwise always does)"),
+    with_aliases(
+        opt("stonewall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "wait for the jobs before this one to finish before starting it"),
+        &["wait_for_previous"],
+    ),
+    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (pollwise reports every job on its own)"),
+    opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)"),
+    opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)"),
+    opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)"),
+    opt("offset_increment", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "each numjobs clone starts this much further than the one before"),
+    opt("loops", int(1, U32), val("1"), C::Jobs, Only(RUN_LIKE), "go over the file this many times (jobs that are not time-based)"),
+    opt("rate_iops", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many I/O per second (per thread)"),
+    opt("rate", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many bytes per second (per thread)"),
+    opt("rate_process", Kind::Enum { choices: &["linear", "poisson"], noun: None }, val("linear"), C::Jobs, Only(RUN_LIKE), "gaps between rate-limited I/Os: even (linear) or exponential (poisson)"),
+    opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
+    opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     // timing
-    opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time"),
+    with_aliases(
+        opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time (after --ramp_time, as fio)"),
+        &["timeout"],
+    ),
     opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
     opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run"),
     opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)"),

@@ -25,6 +25,10 @@ pub enum Value {
     Words(Vec<String>),
     /// [`Kind::IntList`].
     Ints(Vec<u64>),
+    /// [`Kind::SizeList`] with a comma: one entry per direction (`None`: the default).
+    Sizes(Vec<Option<u64>>),
+    /// [`Kind::SizeOrPercent`] as a percentage, in (0, 100].
+    Percent(f64),
 }
 
 /// An example value for messages: the option's default, else something in range.
@@ -63,6 +67,24 @@ pub fn or_list(choices: &[&str]) -> String {
 
 fn parse_u64(s: &str) -> Option<u64> {
     s.trim().parse::<u64>().ok()
+}
+
+fn check_size(o: &Opt, given: &str, v: &str, min: u64, max: u64) -> Result<u64, String> {
+    let n = parse_size(v).map_err(|why| {
+        format!(
+            "--{given}={v} is not a size ({why}): write bytes with an optional k/M/G suffix, e.g. --{given}={}",
+            example(o)
+        )
+    })?;
+    if n < min || n > max {
+        if n > max && is_type_max(max) {
+            return Err(format!(
+                "--{given}={v} is too large: use at most {max} bytes"
+            ));
+        }
+        return Err(range_error(given, v, min, max, &size_text));
+    }
+    Ok(n)
 }
 
 /// Checks `raw` (None: a bare `--given`) against `o`'s kind. Errors are one line naming the
@@ -118,23 +140,44 @@ pub fn parse_value(o: &Opt, given: &str, raw: Option<&str>) -> Result<Value, Str
             }
             Ok(Value::Float(x))
         }
-        Kind::Size { min, max } => {
-            let n = parse_size(v).map_err(|why| {
-                format!(
-                    "--{given}={v} is not a size ({why}): write bytes with an optional k/M/G suffix, e.g. --{given}={}",
-                    example(o)
-                )
-            })?;
-            if n < min || n > max {
-                if n > max && is_type_max(max) {
-                    return Err(format!(
-                        "--{given}={v} is too large: use at most {max} bytes"
-                    ));
-                }
-                return Err(range_error(given, raw, min, max, &size_text));
+        Kind::Size { min, max } => check_size(o, given, v, min, max).map(Value::Size),
+        Kind::SizeList { min, max } => {
+            if !v.contains(',') {
+                return check_size(o, given, v, min, max).map(Value::Size);
             }
-            Ok(Value::Size(n))
+            let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+            if parts.len() > 3 {
+                return Err(format!(
+                    "--{given}={v} has {} sizes: give READ,WRITE (and TRIM) at most",
+                    parts.len()
+                ));
+            }
+            parts
+                .iter()
+                .map(|p| {
+                    if p.is_empty() {
+                        Ok(None)
+                    } else {
+                        check_size(o, given, p, min, max).map(Some)
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Sizes)
         }
+        Kind::SizeOrPercent { min, max } => match v.trim().strip_suffix('%') {
+            Some(pct) => {
+                let x = pct
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x > 0.0 && *x <= 100.0)
+                    .ok_or_else(|| {
+                        format!("--{given}={v} is not a percentage in (0, 100]: write e.g. --{given}=50%")
+                    })?;
+                Ok(Value::Percent(x))
+            }
+            None => check_size(o, given, v, min, max).map(Value::Size),
+        },
         Kind::Duration { plain } => {
             parse_duration(v, Some(plain))
                 .map(Value::Duration)

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 pub use json::{clat_json, jobs_json, pct_key, to_pretty, PctOpts};
 pub use text::{run_text, table, us};
 
-use crate::job::{run_job, IoEngine, JobSpec};
+use crate::job::{IoEngine, JobSpec};
 use crate::options::Opts;
 use crate::{Error, Result};
 use facts::Facts;
@@ -379,22 +379,26 @@ pub fn add_facts(out: &mut Output, f: &Facts) {
 /// Options that say how to report, not what the job is: kept out of fio's `job options`.
 const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output"];
 
-/// Runs `spec` and reports it as `ro` asks: `given` are the options as the user wrote them (for
-/// fio's `job options`).
+/// Runs `specs` (concurrent groups, `stonewall` between them, as fio) and reports them in
+/// `ro`'s format: one fio job per spec, `given` its "job options", the machine's facts and the
+/// target disk's utilisation over the run.
 pub fn run_and_report(
-    spec: &JobSpec,
-    given: &[(String, String)],
+    specs: &[JobSpec],
+    given: &[Vec<(String, String)>],
     ro: &ReportOpts,
 ) -> Result<Output> {
-    let sim = matches!(spec.ioengine, IoEngine::Sim(_));
-    let mut facts = Facts::gather(if sim { Path::new(".") } else { &spec.filename });
+    let first = specs
+        .first()
+        .ok_or_else(|| Error::Usage("no job to run".into()))?;
+    let sim = matches!(first.ioengine, IoEngine::Sim(_));
+    let mut facts = Facts::gather(if sim { Path::new(".") } else { &first.filename });
     if sim {
         facts.device = Err("simulated device (--ioengine=sim): no disk involved".into());
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
     let d0 = disk.as_deref().and_then(facts::diskstat);
     let t0 = Instant::now();
-    let stats = run_job(spec)?;
+    let stats = crate::jobs::run_jobs(specs)?;
     let wall = t0.elapsed();
     let d1 = disk.as_deref().and_then(facts::diskstat);
     let disk_util = match (&disk, d0, d1) {
@@ -403,29 +407,45 @@ pub fn run_and_report(
         }
         _ => None,
     };
-    let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), &stats);
-    f.pct = ro.pct.clone();
-    f.job_options = given
+    let mut text = String::new();
+    let mut jobs = Vec::new();
+    let entries = specs
         .iter()
-        .filter(|(k, _)| !NOT_JOB_OPTIONS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    f.iodepth = spec.iodepth;
-    f.batch_submit = spec.iodepth_batch_submit.max(1);
-    f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
-    f.disk_util = disk_util.clone();
+        .zip(&stats)
+        .enumerate()
+        .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st)));
+    for (i, (k, spec, st)) in entries.enumerate() {
+        let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
+        f.pct = ro.pct.clone();
+        f.job_options = given
+            .get(k)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !NOT_JOB_OPTIONS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        f.iodepth = spec.iodepth;
+        f.batch_submit = spec.iodepth_batch_submit.max(1);
+        f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
+        f.disk_util = disk_util.clone();
+        if ro.format == OutputFormat::Terse {
+            text.push_str(&terse::terse_line(&f));
+            continue;
+        }
+        text.push_str(&run_text(&f));
+        let mut job = f.json();
+        job["jobnum"] = json!(i);
+        jobs.push(job);
+    }
     if ro.format == OutputFormat::Terse {
         return Ok(Output {
-            text: terse::terse_line(&f),
+            text,
             json: Value::Null,
         });
     }
-    let mut top = jobs_json(vec![f.json()]);
+    let mut top = jobs_json(jobs);
     top["disk_util"] = json!(disk_util.into_iter().collect::<Vec<_>>());
-    let mut out = Output {
-        text: run_text(&f),
-        json: top,
-    };
+    let mut out = Output { text, json: top };
     add_facts(&mut out, &facts);
     Ok(out)
 }

@@ -1,0 +1,348 @@
+//! fio job files, read into the same [`Section`]s as the command line.
+//!
+//! fio's ini format: `[global]` and `[job]` sections; `;` and `#` start comments (at the start
+//! of a line or after a value); `key=value`, `key = value` or a bare `key` (1); `include FILE`
+//! (options only, relative to the including file); `${VAR}` is the environment variable VAR.
+//! Options in a `[global]` section apply to the jobs after it. Each setting keeps its file and
+//! line, so every message about it names them.
+//!
+//! Jobs are then built as fio builds them ([`job_settings`]): the `[global]` settings seen so far,
+//! then the job's own, then the command line's options (which apply to every job and override
+//! the file's values). A second job file's first job waits for the first file's jobs (fio puts a
+//! stonewall between job files).
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+use super::cmdline::{CmdLine, Origin, Section, Setting, GLOBAL};
+use super::table::{lookup, normalize};
+
+/// fio's option names and aliases (fio 3.33's options.c and engines), one a line; see
+/// `scripts/fio-option-names.py`.
+const FIO_OPTIONS: &str = include_str!("fio_options.txt");
+
+/// Whether fio has an option called `name` (dashes and underscores alike).
+pub fn is_fio_option(name: &str) -> bool {
+    let n = normalize(name);
+    FIO_OPTIONS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| l.trim() == n)
+}
+
+fn usage(s: String) -> Error {
+    Error::Usage(s)
+}
+
+/// `${VAR}` replaced by the environment's VAR; an unset variable is an error naming it.
+fn expand(s: &str, at: &Origin) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(j) = after.find('}') else {
+            return Err(usage(format!("{at}: '${{' without a closing '}}'")));
+        };
+        let var = &after[..j];
+        match std::env::var(var) {
+            Ok(v) => out.push_str(&v),
+            Err(_) => {
+                return Err(usage(format!(
+                    "{at}: environment variable {var} (in ${{{var}}}) is not set: export it or write the value"
+                )))
+            }
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The line without its comment and surrounding blanks (fio's `strip_blank_end`).
+fn strip(line: &str) -> &str {
+    let cut = line.find([';', '#']).unwrap_or(line.len());
+    line[..cut].trim()
+}
+
+fn setting(line: &str, at: Origin) -> Result<Setting> {
+    let line = expand(line, &at)?;
+    let (given, value) = match line.split_once('=') {
+        Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+        None => (line.trim().to_string(), None),
+    };
+    if given.is_empty() {
+        return Err(usage(format!("{at}: '{line}' has no option name")));
+    }
+    let key = lookup(&given).map_or_else(|| normalize(&given), |o| o.name.to_string());
+    Ok(Setting {
+        key,
+        given,
+        value,
+        origin: at,
+    })
+}
+
+fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let by = from
+            .map(|o| format!(" (included at {o})"))
+            .unwrap_or_default();
+        usage(format!("cannot read job file {}{by}: {e}", path.display()))
+    })
+}
+
+/// Reads the options of an included file into `into`.
+fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, depth: usize) -> Result<()> {
+    if depth > 16 {
+        return Err(usage(format!(
+            "{at}: includes nest more than 16 deep (does {} include itself?)",
+            path.display()
+        )));
+    }
+    let text = read(path, Some(at))?;
+    for (n, raw) in text.lines().enumerate() {
+        let here = Origin::JobFile {
+            path: path.to_path_buf(),
+            line: n + 1,
+        };
+        let l = strip(raw);
+        if l.is_empty() {
+            continue;
+        }
+        if l.starts_with('[') {
+            return Err(usage(format!(
+                "{here}: an included file holds options only, no [sections] (as in fio)"
+            )));
+        }
+        if let Some(f) = include_target(l) {
+            include(&resolve(path, f), &here, into, depth + 1)?;
+            continue;
+        }
+        into.push(setting(l, here)?);
+    }
+    Ok(())
+}
+
+fn include_target(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("include")?;
+    rest.starts_with([' ', '\t'])
+        .then(|| rest.trim())
+        .filter(|f| !f.is_empty())
+}
+
+/// `name` relative to the directory of `file` unless absolute or present as given (fio).
+fn resolve(file: &Path, name: &str) -> PathBuf {
+    let p = PathBuf::from(name);
+    if p.is_absolute() || p.exists() {
+        return p;
+    }
+    file.parent().map_or(p.clone(), |d| d.join(&p))
+}
+
+/// Reads the job file at `path` into sections, in file order (`[global]` sections included).
+pub fn parse_file(path: &Path) -> Result<Vec<Section>> {
+    let text = read(path, None)?;
+    parse_text(path, &text)
+}
+
+/// As [`parse_file`], over `text` read from `path`.
+pub fn parse_text(path: &Path, text: &str) -> Result<Vec<Section>> {
+    let mut sections: Vec<Section> = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let at = Origin::JobFile {
+            path: path.to_path_buf(),
+            line: n + 1,
+        };
+        let l = strip(raw);
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(head) = l.strip_prefix('[') {
+            let Some(name) = head.strip_suffix(']') else {
+                return Err(usage(format!(
+                    "{at}: section header '{l}' has no closing ']'"
+                )));
+            };
+            let name = expand(name.trim(), &at)?;
+            if name.is_empty() {
+                return Err(usage(format!("{at}: empty section name '[]'")));
+            }
+            sections.push(Section {
+                name,
+                settings: Vec::new(),
+            });
+            continue;
+        }
+        let Some(current) = sections.last_mut() else {
+            return Err(usage(format!(
+                "{at}: option '{l}' outside of a [section]: put it under [global] or a [job]"
+            )));
+        };
+        if let Some(f) = include_target(l) {
+            include(&resolve(path, f), &at, &mut current.settings, 1)?;
+            continue;
+        }
+        current.settings.push(setting(l, at)?);
+    }
+    Ok(sections)
+}
+
+/// Whether a section is fio's `[global]` (fio compares the first six letters).
+fn is_global(name: &str) -> bool {
+    name.starts_with(GLOBAL)
+}
+
+/// The settings of every job to run, each in order (later wins): for job files, the `[global]`
+/// settings before the job, a `name` setting from the section header, the job's own, then the
+/// command line's options; without job files, the command line's jobs (`--name` sections).
+/// A second job file's first job gets a `stonewall`.
+pub fn job_settings(line: &CmdLine) -> Result<Vec<Vec<Setting>>> {
+    if line.positional.is_empty() {
+        return Ok(line
+            .jobs()
+            .into_iter()
+            .map(|j| j.into_iter().cloned().collect())
+            .collect());
+    }
+    if line.sections.len() > 1 {
+        let s = &line.sections[1];
+        return Err(usage(format!(
+            "--name={} with a job file: pollwise takes jobs from the file or from --name, not both; put the job in the file as [{}]",
+            s.name, s.name
+        )));
+    }
+    let cmdline = &line.sections[0].settings;
+    let mut jobs = Vec::new();
+    for (i, (_, file)) in line.positional.iter().enumerate() {
+        let path = PathBuf::from(file);
+        if !path.is_file() {
+            return Err(usage(format!(
+                "job file {file} does not exist (or is not a file): options are written --name=value"
+            )));
+        }
+        let mut global: Vec<Setting> = Vec::new();
+        let mut first = true;
+        for section in parse_file(&path)? {
+            if is_global(&section.name) {
+                global.extend(section.settings);
+                continue;
+            }
+            let at = section.settings.first().map_or_else(
+                || Origin::JobFile {
+                    path: path.clone(),
+                    line: 0,
+                },
+                |s| s.origin.clone(),
+            );
+            let mut s = global.clone();
+            s.push(Setting {
+                key: "name".into(),
+                given: "name".into(),
+                value: Some(section.name.clone()),
+                origin: at.clone(),
+            });
+            if i > 0 && first {
+                s.push(Setting {
+                    key: "stonewall".into(),
+                    given: "stonewall".into(),
+                    value: Some("1".into()),
+                    origin: at,
+                });
+            }
+            first = false;
+            s.extend(section.settings);
+            s.extend(cmdline.iter().cloned());
+            jobs.push(s);
+        }
+    }
+    if jobs.is_empty() {
+        return Err(usage(format!(
+            "{} defines no job: add a [job] section",
+            line.positional
+                .iter()
+                .map(|p| p.1.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(jobs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(s: &Section) -> Vec<(String, Option<String>)> {
+        s.settings
+            .iter()
+            .map(|x| (x.key.clone(), x.value.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn ini_forms() {
+        std::env::set_var("POLLWISE_TEST_BS", "8k");
+        let t = "; a comment\n# another\n[global]\nioengine = io_uring ; trailing\ndirect\n\n[job one]\nbs=${POLLWISE_TEST_BS}\nreadwrite=randread # x\n";
+        let s = parse_text(Path::new("/x/j.fio"), t).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, "global");
+        let p = |k: &str, v: Option<&str>| (k.to_string(), v.map(String::from));
+        assert_eq!(
+            kv(&s[0]),
+            [p("ioengine", Some("io_uring")), p("direct", None)]
+        );
+        assert_eq!(s[1].name, "job one");
+        assert_eq!(kv(&s[1]), [p("bs", Some("8k")), p("rw", Some("randread"))]);
+        assert_eq!(
+            s[1].settings[0].origin,
+            Origin::JobFile {
+                path: "/x/j.fio".into(),
+                line: 8
+            }
+        );
+    }
+
+    #[test]
+    fn bad_files_name_the_line() {
+        let e = parse_text(Path::new("j.fio"), "bs=4k\n").unwrap_err();
+        assert!(
+            e.to_string().contains("j.fio:1") && e.to_string().contains("outside"),
+            "{e}"
+        );
+        let e = parse_text(Path::new("j.fio"), "[a\n").unwrap_err();
+        assert!(e.to_string().contains("j.fio:1"), "{e}");
+        let e = parse_text(Path::new("j.fio"), "[a]\nbs=${POLLWISE_SURELY_UNSET}\n").unwrap_err();
+        assert!(
+            e.to_string().contains("j.fio:2") && e.to_string().contains("POLLWISE_SURELY_UNSET"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn includes_are_relative_and_options_only() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("inc.fio"), "iodepth=4\n").unwrap();
+        std::fs::write(d.path().join("bad.fio"), "[x]\n").unwrap();
+        let s = parse_text(&d.path().join("j.fio"), "[a]\ninclude inc.fio\nbs=8k\n").unwrap();
+        assert_eq!(s[0].settings[0].key, "iodepth");
+        assert_eq!(
+            s[0].settings[0].origin,
+            Origin::JobFile {
+                path: d.path().join("inc.fio"),
+                line: 1
+            }
+        );
+        let e = parse_text(&d.path().join("j.fio"), "[a]\ninclude bad.fio\n").unwrap_err();
+        assert!(e.to_string().contains("options only"), "{e}");
+    }
+
+    #[test]
+    fn fio_names_are_known() {
+        assert!(is_fio_option("bssplit"));
+        assert!(is_fio_option("random_distribution"));
+        assert!(is_fio_option("wait_for_previous"));
+        assert!(!is_fio_option("frobnicate"));
+    }
+}
