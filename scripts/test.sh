@@ -10,6 +10,20 @@ if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != "0" ];
   exit 1
 fi
 
+# fio is the peer the output tests compare with (fio 3.33's JSON keys, fio_jsonplus_clat2csv,
+# its example job files): install it if it is missing, and make those tests fail rather than
+# skip if it still is.
+if ! command -v fio >/dev/null 2>&1 || [ ! -d /usr/share/doc/fio/examples ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing fio and its examples (apt-get)"
+    apt-get update -qq && apt-get install -y -qq fio fio-examples >/dev/null
+  else
+    echo "fio is missing: install it (apt-get install fio fio-examples) and run again" >&2
+    exit 1
+  fi
+fi
+export POLLWISE_REQUIRE_FIO=1
+
 echo "== format, lints, docs"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings -W clippy::undocumented_unsafe_blocks
