@@ -6,9 +6,10 @@
 //! `group_reporting`). [`resolve`] turns percentages and loops into bytes against the target;
 //! [`JobExtras::apply`] sets them on one thread's engine.
 //!
-//! [`expand`] makes `numjobs` clones separate jobs (fio reports each unless `group_reporting`);
-//! [`run_jobs`] runs jobs as fio does: concurrently, except that a job with `stonewall` (fio's
-//! `wait_for_previous`) starts after every job before it has finished.
+//! [`plan`] resolves each job against its target; [`run_jobs`] runs jobs as fio does:
+//! concurrently, except that a job with `stonewall` (fio's `wait_for_previous`) starts after
+//! every job before it has finished. A job's `numjobs` threads (fio's clones) are reported one
+//! by one unless `group_reporting` merges them.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -307,8 +308,9 @@ pub fn parse_only_text(jobs: &[Planned]) -> String {
     t
 }
 
-/// The jobs to run for `planned`: `numjobs` clones expanded, sizes and offsets resolved against
-/// the targets, each with the options it was given (for fio's "job options").
+/// The jobs to run for `planned`: sizes and offsets resolved against the targets (see
+/// [`resolve`]), each with the options it was given (for fio's "job options"). A job's `numjobs`
+/// clones stay one [`JobSpec`]: [`run_jobs`] runs them as threads and reports each.
 #[allow(clippy::type_complexity)]
 pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, String)>>)> {
     let mut specs = Vec::new();

@@ -12,6 +12,63 @@
 //! read through an injected [`clock::Clock`] so policy decisions can be tested exactly, and
 //! [`stats`] records latency histograms, CPU and every policy's counters. [`engine`] drives
 //! requests through all of it.
+//!
+//! # Example
+//!
+//! Random 4 KiB `O_DIRECT` reads of a temp file through a real io_uring ring, waited on under
+//! `hybrid` (sleep part of each read's predicted latency, then poll), and their median latency:
+//!
+//! ```
+//! use std::fs::OpenOptions;
+//! use std::io::Write;
+//! use std::os::fd::AsRawFd;
+//! use std::os::unix::fs::OpenOptionsExt;
+//!
+//! use pollwise::clock::monotonic;
+//! use pollwise::engine::{Engine, EngineConfig, Stop};
+//! use pollwise::policy::{Mode, PolicyConfig};
+//! use pollwise::queue::uring::{UringOptions, UringQueue};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A 4 MiB file in the temp directory (O_DIRECT needs a disk filesystem, or tmpfs on Linux 6.6+).
+//! const SIZE: usize = 4 << 20;
+//! let mut tmp = tempfile::NamedTempFile::new()?;
+//! tmp.write_all(&vec![0x5a; SIZE])?;
+//! tmp.as_file().sync_all()?;
+//! let file = OpenOptions::new()
+//!     .read(true)
+//!     .custom_flags(libc::O_DIRECT)
+//!     .open(tmp.path())?;
+//!
+//! // A plain ring over the file (the ring reads `file`'s fd: `file` outlives `engine`).
+//! let ring = UringQueue::new(
+//!     &UringOptions { entries: 8, ..Default::default() },
+//!     &[file.as_raw_fd()],
+//!     false,
+//! )?;
+//! let clock = monotonic();
+//! let hybrid = PolicyConfig::new(Mode::Hybrid).build(clock.clone());
+//! // Random 4 KiB reads at queue depth 1 over the whole file.
+//! let cfg = EngineConfig { size: SIZE as u64, ..EngineConfig::default() };
+//! let mut engine = Engine::new(Box::new(ring), hybrid, clock, cfg)?;
+//! engine.run(Stop::Ios(2_000))?;
+//!
+//! let (reads, _writes, queue, waits) = engine.stats();
+//! assert_eq!(reads.ios, 2_000);
+//! println!(
+//!     "{} reads, p50 {:.1} us, {} io_uring_enter calls; hybrid slept {} times",
+//!     reads.ios,
+//!     reads.pct(50.0) as f64 / 1e3,
+//!     queue.enters,
+//!     waits.sleeps,
+//! );
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `examples/` has one program per use: `ring_with_policy` (your own ring, requests from a
+//! [`request::Slab`], waited on by a policy you name), `reactor_channel` (a [`reactor`] serving
+//! a channel) and `shared_poller` (a [`poller::SharedPoller`] with two clients).
 
 pub mod clock;
 pub mod engine;

@@ -3,8 +3,8 @@
 //! In seed 003 a QEMU IOThread serves a guest's virtio-blk queues: the guest puts requests in
 //! virtqueues, the IOThread polls them (or waits for their doorbells), submits each request to
 //! the host kernel, and puts the response back when the host completes it. Here clients are
-//! threads, virtqueues are [`channel`](pollwise::reactor::channel)s, and the host I/O is a real io_uring ring
-//! reading the file with `O_DIRECT`.
+//! threads, virtqueues are [`pollwise::reactor::channel`]s, and the host I/O is a real io_uring
+//! ring reading the file with `O_DIRECT`.
 //!
 //! The ring's completions reach the reactor the way QEMU's `block/io_uring.c` does it: the ring
 //! is itself a *poll source* whose cheap check reaps the completion queue (shared memory, a

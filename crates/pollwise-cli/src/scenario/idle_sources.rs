@@ -5,7 +5,7 @@
 //! randread 4k, QD1): polling every idle queue on every round cost the active one dearly, and
 //! pruning handlers idle for a while took it from 10k to 105k IOPS.
 //!
-//! Here the storage daemon ([`pollwise::reactor::daemon`]) serves `--sources` channels; one
+//! Here the storage daemon ([`crate::scenario::daemon`]) serves `--sources` channels; one
 //! client (`--active`) reads 4 KiB at random at QD1 (`--iodepth`) while the others stay idle.
 //! Every idle channel sends one read first, so that it joins the polling set, as a device does
 //! when the guest boots. Three variants:

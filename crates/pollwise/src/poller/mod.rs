@@ -55,20 +55,21 @@ use std::time::Duration;
 use crate::queue::Op;
 use crate::{Error, Result};
 
-/// How the shared poller runs. `Default` is the command line's defaults.
+/// How the shared poller runs. `Default`: not pinned, batches of 8, a 32 KiB quantum, 1 ms of
+/// idle polling before sleeping, a ring of 256.
 #[derive(Debug, Clone)]
 pub struct PollerConfig {
-    /// Pin the poller thread to this CPU (`--poller_cpu`).
+    /// Pin the poller thread to this CPU (default: not pinned).
     pub cpu: Option<usize>,
-    /// At most this many requests per client per turn (`--poller_batch`, default 8 as the
-    /// kernel caps a ring that shares its SQPOLL thread).
+    /// At most this many requests per client per turn (default 8, as the kernel caps a ring
+    /// that shares its SQPOLL thread).
     pub batch: u32,
-    /// Bytes a backlogged client earns per turn (`--poller_quantum`, default 32 KiB: eight
-    /// 4 KiB requests).
+    /// Bytes a backlogged client earns per turn (default 32 KiB: eight 4 KiB requests).
     pub quantum: u32,
-    /// Poll this long without work before sleeping (`--poller_idle_us`).
+    /// Poll this long without work before sleeping (default 1 ms).
     pub idle: Duration,
-    /// The poller's ring size and its cap on requests in the kernel (`--poller_depth`).
+    /// The poller's ring size and its cap on requests in the kernel (default 256, at most
+    /// [`MAX_POLLER_DEPTH`]).
     pub depth: u32,
 }
 
@@ -88,7 +89,7 @@ impl Default for PollerConfig {
 /// usual cause: locked-memory limits against a large `depth`).
 pub const RING_SETUP_OP: &str = "setting up the shared poller's io_uring";
 
-/// The largest `--poller_depth`: the poller's ring holds depth + 1 entries (the doorbell's poll),
+/// The largest [`PollerConfig::depth`]: the poller's ring holds depth + 1 entries (the doorbell's poll),
 /// rounded up to a power of two, and the kernel's largest ring is 32768.
 pub const MAX_POLLER_DEPTH: u32 = 32767;
 

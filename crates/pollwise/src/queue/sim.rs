@@ -64,7 +64,7 @@ pub enum LatencyModel {
     },
 }
 
-/// The forms `--sim_latency` accepts, for messages.
+/// The forms a [`LatencyModel`] is written in, for messages.
 pub const MODEL_FORMS: &str = "fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 (mean, sigma) or bimodal:10us,100us,0.1 (fast, slow, share of slow)";
 
 impl LatencyModel {
@@ -164,7 +164,7 @@ fn parse_fraction(s: &str, what: &str) -> Result<f64> {
 impl FromStr for LatencyModel {
     type Err = Error;
 
-    /// Parses `--sim_latency`'s forms (see [`MODEL_FORMS`]).
+    /// Parses a latency model written in one of the forms of [`MODEL_FORMS`].
     fn from_str(s: &str) -> Result<Self> {
         let what = "--sim_latency";
         let (name, args) = s.split_once(':').ok_or_else(|| {

@@ -121,7 +121,7 @@ pub trait FdMonitor {
     fn counters(&self) -> FdMonCounters;
 }
 
-/// Which [`FdMonitor`] a reactor uses (`--fdmon`).
+/// Which [`FdMonitor`] a reactor uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FdMonKind {
     /// io_uring `POLL_ADD` (multishot where the kernel has it): the default.
