@@ -433,6 +433,13 @@ pub const OPTIONS: &[Opt] = &[
     opt("slat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of submission latency (fio's slat)"),
     opt("clat_percentiles", BOOL, val("1"), C::Output, Only(&["run"]), "report percentiles of completion latency (fio's clat)"),
     opt("lat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of total latency (fio's lat)"),
+    opt("write_lat_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_lat.N.log, NAME_clat.N.log, NAME_slat.N.log (ns; N: the job thread, from 1); a bare flag uses the job's name"),
+    opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)"),
+    opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)"),
+    opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
+    opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
+    opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
+    opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format (bare number: seconds)"),
     opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
     opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
 ];
