@@ -275,12 +275,14 @@ impl ThreadLog {
         for dir in 0..2 {
             let s = std::mem::take(&mut self.sums[dir]);
             let ddir = dir as u8;
-            if s.ios > 0 {
-                self.line(Kind::Lat, ms, s.lat / s.ios, ddir, 0, 0);
+            if let Some(lat) = s.lat.checked_div(s.ios) {
+                self.line(Kind::Lat, ms, lat, ddir, 0, 0);
             }
-            if s.split > 0 {
-                self.line(Kind::Clat, ms, s.clat / s.split, ddir, 0, 0);
-                self.line(Kind::Slat, ms, s.slat / s.split, ddir, 0, 0);
+            if let (Some(clat), Some(slat)) =
+                (s.clat.checked_div(s.split), s.slat.checked_div(s.split))
+            {
+                self.line(Kind::Clat, ms, clat, ddir, 0, 0);
+                self.line(Kind::Slat, ms, slat, ddir, 0, 0);
             }
             if self.dirs[dir] && len_ns > 0 {
                 let bw = (s.bytes as u128 * 1_000_000_000 / len_ns as u128 / 1024) as u64;
@@ -309,11 +311,10 @@ impl ThreadLog {
             // fio: bytes x 10^6 / clat in ns (bytes per ms, about KiB/s); total latency where
             // the queue did not say when it submitted.
             let spent = clat.unwrap_or(lat);
-            let bw = if spent == 0 {
-                0
-            } else {
-                (r.len as u64).saturating_mul(1_000_000) / spent
-            };
+            let bw = (r.len as u64)
+                .saturating_mul(1_000_000)
+                .checked_div(spent)
+                .unwrap_or(0);
             self.line(Kind::Bw, done, bw, ddir, r.len, r.offset);
             self.line(Kind::Iops, done, 1, ddir, r.len, r.offset);
         }

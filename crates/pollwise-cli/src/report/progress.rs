@@ -254,9 +254,8 @@ impl Live {
             }
         }
         for (j, plan) in self.jobs.iter().enumerate() {
-            for _ in seen[j]..plan.threads {
-                letters.push('P');
-            }
+            let missing = plan.threads.saturating_sub(seen[j]) as usize;
+            letters.extend(std::iter::repeat('P').take(missing));
         }
         let secs = since.as_secs_f64().max(1e-3);
         let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / secs;
@@ -440,6 +439,9 @@ fn eta_text(d: Duration) -> String {
     }
 }
 
+/// Renders an interim report from each job's snapshots (`None`: nothing to say yet).
+pub type Render = Box<dyn Fn(&[Vec<Stats>]) -> Option<String> + Send>;
+
 /// What the reporter thread prints.
 pub struct ReporterConfig {
     /// Print the ETA line on standard error.
@@ -447,7 +449,7 @@ pub struct ReporterConfig {
     /// Print an interim report this often.
     pub status_interval: Option<Duration>,
     /// Renders the interim report from each job's snapshots (by job, as [`Live::snapshots`]).
-    pub render: Box<dyn Fn(&[Vec<Stats>]) -> Option<String> + Send>,
+    pub render: Render,
 }
 
 /// The thread that prints the ETA line and interim reports while the jobs run.
