@@ -23,6 +23,8 @@ use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::verify;
 
+use crate::report::logs::ThreadLog;
+use crate::report::progress::{Live, State, ThreadLive};
 use crate::{Error, Result};
 
 /// Parses fio's `rw` names.
@@ -122,6 +124,11 @@ pub struct JobSpec {
     pub ioengine: IoEngine,
     /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
     pub extra: crate::jobs::JobExtras,
+    /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
+    pub logs: crate::report::logs::LogSpec,
+    /// The run's live progress (ETA line, interim reports) and this job's index in it; `None`
+    /// when neither is wanted (the job then counts nothing per I/O).
+    pub live: Option<(Arc<Live>, usize)>,
 }
 
 impl Default for JobSpec {
@@ -162,6 +169,8 @@ impl Default for JobSpec {
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
             extra: crate::jobs::JobExtras::default(),
+            logs: crate::report::logs::LogSpec::default(),
+            live: None,
         }
     }
 }
@@ -841,14 +850,30 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
+        let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
         handles.push(
             std::thread::Builder::new()
                 .name(format!("pollwise-job{i}"))
                 .stack_size(JOB_STACK)
                 .spawn(move || {
-                    let r = job_thread(i, &spec, target, &barrier, fd_tx, fd_rx, &failed_t);
+                    let r = job_thread(
+                        i,
+                        &spec,
+                        target,
+                        &barrier,
+                        (fd_tx, fd_rx),
+                        &failed_t,
+                        live.as_ref(),
+                    );
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
+                    }
+                    if let Some(t) = &live {
+                        t.set(if r.is_ok() {
+                            State::Done
+                        } else {
+                            State::Failed
+                        });
                     }
                     r
                 })
@@ -890,17 +915,59 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     Ok((threads, p1.since(&p0)))
 }
 
+/// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
+type FdChannel = (
+    Option<std::sync::mpsc::Sender<Option<i32>>>,
+    Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+);
+
+/// One job thread's measurements from `t0` (its start figures in `m0`) to now: what the final
+/// report and the interim reports (`--status-interval`) show.
+fn measure(engine: &Engine, sampler: Sampler, m0: &Start, clock: &dyn clock::Clock) -> Stats {
+    let t1 = clock.now_ns();
+    let c1 = thread_cpu_ns();
+    let r1 = Rusage::thread();
+    let (mut read, mut write, q1, p1) = engine.stats();
+    sampler.finish(&mut read, &mut write);
+    let r0 = &m0.rusage;
+    Stats {
+        read,
+        write,
+        elapsed_ns: t1 - m0.t0,
+        process: Rusage::default(),
+        threads: Rusage {
+            usr_ns: r1.usr_ns.saturating_sub(r0.usr_ns),
+            sys_ns: (c1 - m0.cpu_ns).saturating_sub(r1.usr_ns.saturating_sub(r0.usr_ns)),
+            ctx: r1.ctx.saturating_sub(r0.ctx),
+            majf: r1.majf.saturating_sub(r0.majf),
+            minf: r1.minf.saturating_sub(r0.minf),
+        },
+        queue: sub_queue(q1, m0.queue),
+        policy: sub_policy(p1, m0.policy),
+        beliefs: engine.beliefs(),
+    }
+}
+
+/// A job thread's figures at the start of its measured period.
+struct Start {
+    t0: u64,
+    cpu_ns: u64,
+    rusage: Rusage,
+    queue: pollwise::queue::QueueCounters,
+    policy: pollwise::policy::PolicyCounters,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn job_thread(
     i: usize,
     spec: &JobSpec,
     target: Target,
     barrier: &Barrier,
-    fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
-    fd_rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+    (fd_tx, fd_rx): FdChannel,
     failed: &Arc<AtomicBool>,
+    live: Option<&Arc<ThreadLive>>,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
-    let pinned = spec.extra.pin();
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -910,17 +977,131 @@ fn job_thread(
             crate::signals::interrupted() || failed.load(Ordering::Relaxed)
         });
         if !spec.ramp_time.is_zero() {
+            if let Some(t) = live {
+                t.set(State::Ramp);
+            }
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
             engine.run(Stop::At(until))?;
             engine.reset_stats();
         }
         Ok(engine)
     };
-    let setup = (|| -> Result<(Engine, Option<File>)> {
+    let reads = !matches!(spec.rw, Rw::Write | Rw::RandWrite);
+    let log = if spec.logs.any() {
+        ThreadLog::open(&spec.logs, i as u32, [reads, spec.rw.writes()]).map(Some)
+    } else {
+        Ok(None)
+    };
+    let setup = log.and_then(|log| {
+        setup_engine(i, spec, target, fd_tx, &fd_rx, ramp, &clock).map(|(e, f)| (e, f, log))
+    });
+    if setup.is_err() {
+        failed.store(true, Ordering::SeqCst);
+    }
+    barrier.wait();
+    barrier.wait();
+    let measured = setup.and_then(|(mut engine, file, log)| {
+        let m0 = {
+            let t0 = clock.now_ns();
+            let cpu_ns = thread_cpu_ns();
+            let rusage = Rusage::thread();
+            let (_, _, queue, policy) = engine.stats();
+            Start {
+                t0,
+                cpu_ns,
+                rusage,
+                queue,
+                policy,
+            }
+        };
+        let t0 = m0.t0;
+        let log = log.map(|mut l| {
+            l.start(t0);
+            Arc::new(std::sync::Mutex::new(l))
+        });
+        let counters = spec.live.as_ref().zip(live);
+        if log.is_some() || counters.is_some() {
+            let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
+            engine.set_on_done(Box::new(move |d| {
+                if let Some(l) = &hook_log {
+                    if let Ok(mut l) = l.lock() {
+                        l.record(d);
+                    }
+                }
+                if let Some(t) = &hook_live {
+                    t.add(d.dir, d.len);
+                }
+            }));
+        }
+        if let Some(((l, _), t)) = counters {
+            l.measuring(t);
+        }
+        let publish = counters.filter(|((l, _), _)| l.snapshots).map(|(_, t)| t);
+        let until = t0 + spec.runtime.as_nanos() as u64;
+        let stop = if spec.time_based {
+            Stop::At(until)
+        } else {
+            let io_size = if spec.io_size == 0 {
+                target.size
+            } else {
+                spec.io_size
+            };
+            // Counted from now: the ramp's requests do not count (fio resets them too).
+            let n = (io_size / spec.bs as u64).max(1);
+            Stop::Either(until, engine.submitted() + n)
+        };
+        let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
+        let mut tick = |engine: &Engine, sampler: &Sampler| {
+            if let Some(t) = publish {
+                t.publish(measure(engine, sampler.clone(), &m0, &*clock));
+            }
+        };
+        let r =
+            crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler, &mut tick)
+                .map_err(Error::from);
+        if r.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
+        let t1 = clock.now_ns();
+        let stats = measure(&engine, sampler, &m0, &*clock);
+        // Verify reads and later phases are not the measured period's: out of the logs.
+        engine.set_on_done(Box::new(|_| {}));
+        let logged = match &log {
+            Some(l) => l
+                .lock()
+                .map_err(|_| Error::Io("a job thread's log was poisoned".into()))
+                .and_then(|mut l| l.finish(t1)),
+            None => Ok(()),
+        };
+        r.and(logged).map(|_| (engine, file, stats))
+    });
+    barrier.wait();
+    let (mut engine, _file, stats) = measured?;
+    // An interrupted run exits promptly: reading everything back could take long.
+    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
+        if let Some(t) = live {
+            t.set(State::Verify);
+        }
+        engine.verify_written()?;
+    }
+    Ok(ThreadOut { stats })
+}
+
+/// Sets up thread `i`'s engine (queue, policy, slab, the job's extras) and ramps it.
+fn setup_engine(
+    i: usize,
+    spec: &JobSpec,
+    target: Target,
+    fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
+    fd_rx: &Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+    ramp: impl Fn(Engine) -> Result<Engine>,
+    clock: &Arc<dyn clock::Clock>,
+) -> Result<(Engine, Option<File>)> {
+    (|| -> Result<(Engine, Option<File>)> {
         // Owned by this closure, so the sender is gone (and waiting threads told) however
         // setup ends.
         let fd_tx = fd_tx;
-        pinned?;
+        spec.extra.pin()?;
         let buf_len = spec.extra.buf_len(spec.bs);
         if let IoEngine::Sim(model) = spec.ioengine {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -972,68 +1153,7 @@ fn job_thread(
         let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
-    })();
-    if setup.is_err() {
-        failed.store(true, Ordering::SeqCst);
-    }
-    barrier.wait();
-    barrier.wait();
-    let measured = setup.and_then(|(mut engine, file)| {
-        let t0 = clock.now_ns();
-        let c0 = thread_cpu_ns();
-        let r0 = Rusage::thread();
-        let (_, _, q0, p0) = engine.stats();
-        let until = t0 + spec.runtime.as_nanos() as u64;
-        let stop = if spec.time_based {
-            Stop::At(until)
-        } else {
-            let io_size = if spec.io_size == 0 {
-                target.size
-            } else {
-                spec.io_size
-            };
-            // Counted from now: the ramp's requests do not count (fio resets them too).
-            let n = (io_size / spec.bs as u64).max(1);
-            Stop::Either(until, engine.submitted() + n)
-        };
-        let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
-        let r = crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler)
-            .map_err(Error::from);
-        if r.is_err() {
-            failed.store(true, Ordering::SeqCst);
-        }
-        let t1 = clock.now_ns();
-        let c1 = thread_cpu_ns();
-        let r1 = Rusage::thread();
-        r.map(|_| {
-            let (mut read, mut write, q1, p1) = engine.stats();
-            sampler.finish(&mut read, &mut write);
-            let stats = Stats {
-                read,
-                write,
-                elapsed_ns: t1 - t0,
-                process: Rusage::default(),
-                threads: Rusage {
-                    usr_ns: r1.usr_ns.saturating_sub(r0.usr_ns),
-                    sys_ns: (c1 - c0).saturating_sub(r1.usr_ns.saturating_sub(r0.usr_ns)),
-                    ctx: r1.ctx.saturating_sub(r0.ctx),
-                    majf: r1.majf.saturating_sub(r0.majf),
-                    minf: r1.minf.saturating_sub(r0.minf),
-                },
-                queue: sub_queue(q1, q0),
-                policy: sub_policy(p1, p0),
-                beliefs: engine.beliefs(),
-            };
-            (engine, file, stats)
-        })
-    });
-    barrier.wait();
-    let (mut engine, _file, stats) = measured?;
-    // An interrupted run exits promptly: reading everything back could take long.
-    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
-        engine.verify_written()?;
-    }
-    Ok(ThreadOut { stats })
+    })()
 }
 
 #[cfg(test)]

@@ -339,6 +339,13 @@ fn fios_examples_parse_or_say_why() {
     let d = tempdir();
     let target = d.path().join("t.dat");
     let file = format!("--filename={}", target.display());
+    // Examples that write fio's logs write them here, not into the working directory.
+    let logs = d.path().join("log").display().to_string();
+    let (lat, bw, iops) = (
+        format!("--write_lat_log={logs}"),
+        format!("--write_bw_log={logs}"),
+        format!("--write_iops_log={logs}"),
+    );
     let mut files: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "fio"))
@@ -355,6 +362,9 @@ fn fios_examples_parse_or_say_why() {
             "--size=4M",
             "--runtime=50ms",
             "--direct=0",
+            &lat,
+            &bw,
+            &iops,
         ];
         let (code, _, err) = pollwise(&with(&["run", fs, "--parse-only"], &over));
         if code == 2 {

@@ -106,6 +106,9 @@ pub struct Done {
     pub len: u32,
     /// Clock time the request was pushed (nanoseconds).
     pub submit_ns: u64,
+    /// Clock time the submission that carried it returned (nanoseconds), if the queue said:
+    /// fio's slat is `issued_ns - submit_ns`, its clat `done_ns - issued_ns`.
+    pub issued_ns: Option<u64>,
     /// Clock time its completion was handled (nanoseconds).
     pub done_ns: u64,
 }
@@ -558,6 +561,7 @@ impl Engine {
                     offset: meta.offset,
                     len: meta.len,
                     submit_ns: meta.submit_ns,
+                    issued_ns: meta.issued_ns,
                     done_ns: now,
                 });
             }

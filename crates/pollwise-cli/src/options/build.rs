@@ -190,6 +190,7 @@ impl Opts {
             s.seed = v;
         }
         self.take_job_file_options(&mut s)?;
+        self.take_log_options(&mut s)?;
         let mode = match self.take_str("mode")? {
             Some(m) => Mode::from_str(&m).map_err(usage)?,
             None => s.policy.mode,
@@ -248,6 +249,29 @@ impl Opts {
         }
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
+        }
+        Ok(())
+    }
+
+    /// Takes fio's log options (`write_lat_log`, `write_bw_log`, `write_iops_log`,
+    /// `log_avg_msec`, `log_offset`); only `run` takes them (the table says so).
+    fn take_log_options(&mut self, s: &mut JobSpec) -> Result<()> {
+        // A bare flag (or an empty name) means the job's name, as fio.
+        let name = |o: &mut Opts, key: &str| -> Result<Option<String>> {
+            Ok(o.take_str(key)?
+                .map(|v| if v.is_empty() { s.name.clone() } else { v }))
+        };
+        let lat = name(self, "write_lat_log")?;
+        let bw = name(self, "write_bw_log")?;
+        let iops = name(self, "write_iops_log")?;
+        s.logs.lat = lat;
+        s.logs.bw = bw;
+        s.logs.iops = iops;
+        if let Some(v) = self.take_u64("log_avg_msec")? {
+            s.logs.avg_msec = v;
+        }
+        if let Some(v) = self.take_bool("log_offset")? {
+            s.logs.offset = v;
         }
         Ok(())
     }

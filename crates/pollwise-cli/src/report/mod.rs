@@ -9,11 +9,14 @@
 
 pub mod facts;
 pub mod json;
+pub mod logs;
+pub mod progress;
 pub mod sample;
 pub mod terse;
 pub mod text;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use pollwise::stats::{DirStats, Stats};
@@ -57,6 +60,10 @@ pub struct ReportOpts {
     pub output: Option<PathBuf>,
     /// `--percentile_list`, `--slat_percentiles`, `--clat_percentiles`, `--lat_percentiles`.
     pub pct: PctOpts,
+    /// `--eta`: when to print fio's ETA line on standard error (`run` only).
+    pub eta: progress::Eta,
+    /// `--status-interval`: print the report of the run so far this often (`run` only).
+    pub status_interval: Option<std::time::Duration>,
 }
 
 impl Default for ReportOpts {
@@ -65,6 +72,8 @@ impl Default for ReportOpts {
             format: OutputFormat::Normal,
             output: None,
             pct: PctOpts::default(),
+            eta: progress::Eta::default(),
+            status_interval: None,
         }
     }
 }
@@ -152,6 +161,22 @@ impl ReportOpts {
         }
         if let Some(v) = o.take_bool("lat_percentiles")? {
             r.pct.lat = v;
+        }
+        if let Some(v) = o.take_str("eta")? {
+            r.eta = progress::Eta::from_name(&v).ok_or_else(|| {
+                Error::Usage(format!(
+                    "--eta={v} is not a choice: use auto, always or never"
+                ))
+            })?;
+        }
+        if let Some(v) = o.take_duration("status_interval")? {
+            if v.is_zero() {
+                return Err(Error::Usage(
+                    "--status-interval must be greater than 0: use e.g. --status-interval=1s"
+                        .into(),
+                ));
+            }
+            r.status_interval = Some(v);
         }
         Ok(r)
     }
@@ -377,11 +402,12 @@ pub fn add_facts(out: &mut Output, f: &Facts) {
 }
 
 /// Options that say how to report, not what the job is: kept out of fio's `job options`.
-const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output"];
+const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output", "eta", "status_interval"];
 
 /// Runs `specs` (concurrent groups, `stonewall` between them, as fio) and reports them in
 /// `ro`'s format: one fio job per spec, `given` its "job options", the machine's facts and the
-/// target disk's utilisation over the run.
+/// target disk's utilisation over the run. Prints fio's ETA line and interim reports while the
+/// jobs run, as `ro` asks; the jobs write the logs their specs ask for.
 pub fn run_and_report(
     specs: &[JobSpec],
     given: &[Vec<(String, String)>],
@@ -396,9 +422,59 @@ pub fn run_and_report(
         facts.device = Err("simulated device (--ioengine=sim): no disk involved".into());
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
+    let eta = ro.eta.shown(progress::stderr_is_tty());
+    let live = (eta || ro.status_interval.is_some())
+        .then(|| Arc::new(progress::Live::new(specs, ro.status_interval.is_some())));
+    // fio's thread numbers (log file names) count every job's clones across the run.
+    let mut next_index = 1u32;
+    let specs: Vec<JobSpec> = specs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let mut s = s.clone();
+            s.logs.first_index = next_index;
+            next_index = next_index.saturating_add(s.numjobs.max(1));
+            s.live = live.clone().map(|l| (l, k));
+            s
+        })
+        .collect();
     let d0 = disk.as_deref().and_then(facts::diskstat);
     let t0 = Instant::now();
-    let stats = crate::jobs::run_jobs(specs)?;
+    let reporter = match &live {
+        Some(l) => {
+            let (r_specs, r_given, r_ro) = (specs.clone(), given.to_vec(), ro.clone());
+            let render = move |snaps: &[Vec<Stats>]| -> Option<String> {
+                if snaps.iter().all(Vec::is_empty) {
+                    return None;
+                }
+                let by_job: Vec<Vec<Stats>> = r_specs
+                    .iter()
+                    .zip(snaps)
+                    .map(|(s, t)| group(s, t))
+                    .collect();
+                let wall = t0.elapsed();
+                let out = render_jobs(&r_specs, &by_job, &r_given, &r_ro, wall, None);
+                Some(r_ro.render(&out))
+            };
+            let cfg = progress::ReporterConfig {
+                eta,
+                status_interval: ro.status_interval,
+                render: Box::new(render),
+            };
+            Some(progress::Reporter::start(l.clone(), cfg).map_err(|e| {
+                Error::Io(format!(
+                    "cannot start the progress thread: {}",
+                    crate::errno::explain(&e, crate::errno::Op::Thread)
+                ))
+            })?)
+        }
+        None => None,
+    };
+    let stats = crate::jobs::run_jobs(&specs);
+    if let Some(r) = reporter {
+        r.stop();
+    }
+    let stats = stats?;
     let wall = t0.elapsed();
     let d1 = disk.as_deref().and_then(facts::diskstat);
     let disk_util = match (&disk, d0, d1) {
@@ -407,11 +483,53 @@ pub fn run_and_report(
         }
         _ => None,
     };
+    let mut out = render_jobs(&specs, &stats, given, ro, wall, disk_util);
+    if ro.format != OutputFormat::Terse {
+        add_facts(&mut out, &facts);
+    }
+    Ok(out)
+}
+
+/// A job's threads as reported: merged under `group_reporting` (or with one thread, or with
+/// clones sharing one SQPOLL thread), else one entry each (the rule of [`crate::jobs::run_jobs`],
+/// for interim snapshots).
+fn group(spec: &JobSpec, threads: &[Stats]) -> Vec<Stats> {
+    if threads.len() <= 1 || spec.extra.group_reporting || spec.sqthread_share {
+        if threads.is_empty() {
+            return Vec::new();
+        }
+        let mut total = Stats::default();
+        for t in threads {
+            total.merge_thread(t);
+        }
+        // Interim: the threads' own CPU stands for the process's.
+        total.process = total.threads;
+        return vec![total];
+    }
+    threads
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t.process = t.threads;
+            t
+        })
+        .collect()
+}
+
+/// The report of `specs` with their measurements `stats` (each job's entries), over `wall`.
+fn render_jobs(
+    specs: &[JobSpec],
+    stats: &[Vec<Stats>],
+    given: &[Vec<(String, String)>],
+    ro: &ReportOpts,
+    wall: std::time::Duration,
+    disk_util: Option<Value>,
+) -> Output {
     let mut text = String::new();
     let mut jobs = Vec::new();
     let entries = specs
         .iter()
-        .zip(&stats)
+        .zip(stats)
         .enumerate()
         .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st)));
     for (i, (k, spec, st)) in entries.enumerate() {
@@ -438,16 +556,14 @@ pub fn run_and_report(
         jobs.push(job);
     }
     if ro.format == OutputFormat::Terse {
-        return Ok(Output {
+        return Output {
             text,
             json: Value::Null,
-        });
+        };
     }
     let mut top = jobs_json(jobs);
     top["disk_util"] = json!(disk_util.into_iter().collect::<Vec<_>>());
-    let mut out = Output { text, json: top };
-    add_facts(&mut out, &facts);
-    Ok(out)
+    Output { text, json: top }
 }
 
 #[cfg(test)]

@@ -12,12 +12,14 @@ use pollwise::stats::Sampler;
 /// fio's default `avg_msec` for bandwidth and IOPS samples.
 pub const AVG_MSEC: u64 = 500;
 
-/// Runs `engine` until `stop`, ticking `sampler` at every whole interval.
+/// Runs `engine` until `stop`, ticking `sampler` at every whole interval and calling
+/// `on_tick` after each tick (interim reports take their snapshot there).
 pub fn run_sampled(
     engine: &mut Engine,
     stop: Stop,
     clock: &dyn Clock,
     sampler: &mut Sampler,
+    on_tick: &mut dyn FnMut(&Engine, &Sampler),
 ) -> pollwise::Result<()> {
     loop {
         let tick = sampler.next_tick_ns();
@@ -32,6 +34,7 @@ pub fn run_sampled(
         let now = clock.now_ns();
         let (read, write, _, _) = engine.stats();
         sampler.tick(now, &read, &write);
+        on_tick(engine, sampler);
         // Back before the interval's end: the I/O count, not the clock, stopped it.
         if last || now < tick {
             return Ok(());

@@ -1,0 +1,482 @@
+//! fio's per-job logs: `--write_lat_log`, `--write_bw_log`, `--write_iops_log`,
+//! `--log_avg_msec`, `--log_offset`, in fio 3.33's format and file names, so fio's own tools
+//! (`fio2gnuplot`, `fio_generate_plots`) read them.
+//!
+//! Files, per job thread (fio's thread number, 1-based across the run): `NAME_lat.N.log`,
+//! `NAME_clat.N.log`, `NAME_slat.N.log` (all three from `write_lat_log`), `NAME_bw.N.log`,
+//! `NAME_iops.N.log`. Each line is `time, value, ddir, bs, prio` (fio 3.33; `log_offset=1` puts
+//! the offset before `prio`):
+//!
+//! - `time`: milliseconds since the measured period began (after `ramp_time`), truncated; a
+//!   slat line is stamped when the submission returned, every other line when the completion
+//!   was handled (as fio stamps them);
+//! - `value`: nanoseconds for lat, clat, slat; KiB/s for bw (per I/O, as fio: bytes x 10^6 /
+//!   clat in ns, so bytes per millisecond); I/Os for iops (1 per I/O, or per second averaged);
+//! - `ddir`: 0 read, 1 write; `bs`: bytes of the I/O (0 in averaged lines); `prio`: 0
+//!   (pollwise sets no I/O priority).
+//!
+//! With `log_avg_msec=0` every I/O is one line; otherwise one line per direction per window of
+//! `log_avg_msec`, stamped at the window's end (the last window at the end of the run), with
+//! the mean latency over the I/Os that completed in it, or the window's KiB/s and I/Os per
+//! second (0 for a window without I/O, as fio's timer-driven samples). pollwise attributes an
+//! I/O to the window in which it completed, slat included (fio puts a slat in the window of its
+//! submission).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use pollwise::engine::Done;
+use pollwise::request::Dir;
+
+use crate::{Error, Result};
+
+/// Which logs a job writes (fio's `write_*_log`, `log_avg_msec`, `log_offset`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogSpec {
+    /// `write_lat_log=NAME`: lat, clat and slat logs.
+    pub lat: Option<String>,
+    /// `write_bw_log=NAME`.
+    pub bw: Option<String>,
+    /// `write_iops_log=NAME`.
+    pub iops: Option<String>,
+    /// `log_avg_msec` (0: one line per I/O).
+    pub avg_msec: u64,
+    /// `log_offset`: add each I/O's offset.
+    pub offset: bool,
+    /// fio's thread number of the job's first thread (1-based, counted across the run's jobs
+    /// and their `numjobs` clones); 0 means 1.
+    pub first_index: u32,
+}
+
+impl LogSpec {
+    /// Whether any log is asked for.
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+    }
+
+    /// The files thread `thread` (0-based within the job) writes, by kind: `(kind, path)`.
+    pub fn paths(&self, thread: u32) -> Vec<(Kind, PathBuf)> {
+        let n = self.first_index.max(1) + thread;
+        let mut v = Vec::new();
+        let mut add = |name: &Option<String>, kinds: &[Kind]| {
+            if let Some(name) = name {
+                for k in kinds {
+                    v.push((*k, PathBuf::from(format!("{name}_{}.{n}.log", k.suffix()))));
+                }
+            }
+        };
+        add(&self.lat, &[Kind::Lat, Kind::Clat, Kind::Slat]);
+        add(&self.bw, &[Kind::Bw]);
+        add(&self.iops, &[Kind::Iops]);
+        v
+    }
+}
+
+/// One of fio's logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Total latency, ns.
+    Lat,
+    /// Completion latency, ns.
+    Clat,
+    /// Submission latency, ns.
+    Slat,
+    /// Bandwidth, KiB/s.
+    Bw,
+    /// I/Os (per I/O: 1; averaged: per second).
+    Iops,
+}
+
+impl Kind {
+    /// The file-name part fio uses: `lat`, `clat`, `slat`, `bw`, `iops`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Kind::Lat => "lat",
+            Kind::Clat => "clat",
+            Kind::Slat => "slat",
+            Kind::Bw => "bw",
+            Kind::Iops => "iops",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Records kept before they are written out (a few MiB per thread).
+const CHUNK: usize = 1 << 16;
+
+/// One I/O, as the completion hook saw it.
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    write: bool,
+    len: u32,
+    offset: u64,
+    submit_ns: u64,
+    issued_ns: Option<u64>,
+    done_ns: u64,
+}
+
+/// Sums over one window for one direction.
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    ios: u64,
+    bytes: u64,
+    lat: u64,
+    split: u64,
+    clat: u64,
+    slat: u64,
+}
+
+/// One job thread's logs: opened before the run, fed by the engine's completion hook, written
+/// out in chunks and at [`ThreadLog::finish`].
+pub struct ThreadLog {
+    files: [Option<(PathBuf, BufWriter<File>)>; 5],
+    avg_ns: u64,
+    offset: bool,
+    /// Which directions the job does (read, write): averaged bw and iops lines for each.
+    dirs: [bool; 2],
+    t0: u64,
+    recs: Vec<Rec>,
+    /// Averaged mode: the current window's index (from `t0`) and its sums per direction.
+    window: u64,
+    sums: [Window; 2],
+    error: Option<Error>,
+}
+
+impl ThreadLog {
+    /// Creates (truncating, as fio) thread `thread`'s log files for `spec`; `dirs` says whether
+    /// the job reads and whether it writes.
+    pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 2]) -> Result<ThreadLog> {
+        let mut files: [Option<(PathBuf, BufWriter<File>)>; 5] = Default::default();
+        for (k, path) in spec.paths(thread) {
+            let f = File::create(&path).map_err(|e| {
+                Error::Usage(format!(
+                    "cannot create the log {}: {}; choose a --write_{}_log name in a directory you may write",
+                    path.display(),
+                    crate::errno::plain(&e),
+                    match k {
+                        Kind::Bw => "bw",
+                        Kind::Iops => "iops",
+                        _ => "lat",
+                    }
+                ))
+            })?;
+            files[k.index()] = Some((path, BufWriter::with_capacity(1 << 16, f)));
+        }
+        Ok(ThreadLog {
+            files,
+            avg_ns: spec.avg_msec.saturating_mul(1_000_000),
+            offset: spec.offset,
+            dirs,
+            t0: 0,
+            recs: Vec::new(),
+            window: 0,
+            sums: [Window::default(); 2],
+            error: None,
+        })
+    }
+
+    /// Starts the measured period at clock time `t0_ns`: times in the logs count from it.
+    pub fn start(&mut self, t0_ns: u64) {
+        self.t0 = t0_ns;
+        self.window = 0;
+        self.sums = [Window::default(); 2];
+        if self.avg_ns == 0 {
+            self.recs.reserve(CHUNK);
+        }
+    }
+
+    /// Records one handled I/O (the engine's completion hook calls this).
+    pub fn record(&mut self, d: &Done) {
+        let r = Rec {
+            write: d.dir == Dir::Write,
+            len: d.len,
+            offset: d.offset,
+            submit_ns: d.submit_ns,
+            issued_ns: d.issued_ns,
+            done_ns: d.done_ns,
+        };
+        if self.avg_ns == 0 {
+            self.recs.push(r);
+            if self.recs.len() >= CHUNK {
+                self.flush_recs();
+            }
+            return;
+        }
+        let w = d.done_ns.saturating_sub(self.t0) / self.avg_ns;
+        while self.window < w {
+            let end = (self.window + 1) * self.avg_ns;
+            self.close_window(end, self.avg_ns);
+            self.window += 1;
+        }
+        let s = &mut self.sums[usize::from(r.write)];
+        s.ios += 1;
+        s.bytes += r.len as u64;
+        s.lat += r.done_ns.saturating_sub(r.submit_ns);
+        if let Some(i) = r.issued_ns {
+            s.split += 1;
+            s.slat += i.saturating_sub(r.submit_ns);
+            s.clat += r.done_ns.saturating_sub(i);
+        }
+    }
+
+    /// Ends the measured period at clock time `t1_ns`: writes what is left (the last,
+    /// partial window in averaged mode) and closes the files. Returns the first write error.
+    pub fn finish(&mut self, t1_ns: u64) -> Result<()> {
+        if self.avg_ns == 0 {
+            self.flush_recs();
+        } else {
+            let end = t1_ns.saturating_sub(self.t0);
+            while (self.window + 1) * self.avg_ns < end {
+                let e = (self.window + 1) * self.avg_ns;
+                self.close_window(e, self.avg_ns);
+                self.window += 1;
+            }
+            let start = self.window * self.avg_ns;
+            if end > start {
+                self.close_window(end, end - start);
+            }
+            self.window += 1;
+        }
+        for (path, f) in self.files.iter_mut().flatten() {
+            if let Err(e) = f.flush() {
+                let msg = write_error(path, &e);
+                self.error.get_or_insert(msg);
+            }
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn line(&mut self, k: Kind, ms: u64, value: u64, ddir: u8, bs: u32, offset: u64) {
+        let with_offset = self.offset;
+        let Some((path, f)) = self.files[k.index()].as_mut() else {
+            return;
+        };
+        let r = if with_offset {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, 0")
+        } else {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, 0")
+        };
+        if let Err(e) = r {
+            let msg = write_error(path, &e);
+            self.error.get_or_insert(msg);
+        }
+    }
+
+    /// Writes the window that ends `end_ns` after `t0` and lasted `len_ns`, and clears it.
+    fn close_window(&mut self, end_ns: u64, len_ns: u64) {
+        let ms = end_ns / 1_000_000;
+        for dir in 0..2 {
+            let s = std::mem::take(&mut self.sums[dir]);
+            let ddir = dir as u8;
+            if let Some(lat) = s.lat.checked_div(s.ios) {
+                self.line(Kind::Lat, ms, lat, ddir, 0, 0);
+            }
+            if let (Some(clat), Some(slat)) =
+                (s.clat.checked_div(s.split), s.slat.checked_div(s.split))
+            {
+                self.line(Kind::Clat, ms, clat, ddir, 0, 0);
+                self.line(Kind::Slat, ms, slat, ddir, 0, 0);
+            }
+            if self.dirs[dir] && len_ns > 0 {
+                let bw = (s.bytes as u128 * 1_000_000_000 / len_ns as u128 / 1024) as u64;
+                let iops = (s.ios as u128 * 1_000_000_000 / len_ns as u128) as u64;
+                self.line(Kind::Bw, ms, bw, ddir, 0, 0);
+                self.line(Kind::Iops, ms, iops, ddir, 0, 0);
+            }
+        }
+    }
+
+    /// Writes the per-I/O records kept so far. Slat lines go out in submission order, the
+    /// others in completion order, as fio writes them.
+    fn flush_recs(&mut self) {
+        let mut recs = std::mem::take(&mut self.recs);
+        let t0 = self.t0;
+        let ms = |t: u64| t.saturating_sub(t0) / 1_000_000;
+        for r in &recs {
+            let ddir = u8::from(r.write);
+            let done = ms(r.done_ns);
+            let lat = r.done_ns.saturating_sub(r.submit_ns);
+            let clat = r.issued_ns.map(|i| r.done_ns.saturating_sub(i));
+            self.line(Kind::Lat, done, lat, ddir, r.len, r.offset);
+            if let Some(c) = clat {
+                self.line(Kind::Clat, done, c, ddir, r.len, r.offset);
+            }
+            // fio: bytes x 10^6 / clat in ns (bytes per ms, about KiB/s); total latency where
+            // the queue did not say when it submitted.
+            let spent = clat.unwrap_or(lat);
+            let bw = (r.len as u64)
+                .saturating_mul(1_000_000)
+                .checked_div(spent)
+                .unwrap_or(0);
+            self.line(Kind::Bw, done, bw, ddir, r.len, r.offset);
+            self.line(Kind::Iops, done, 1, ddir, r.len, r.offset);
+        }
+        if self.files[Kind::Slat.index()].is_some() {
+            recs.sort_by_key(|r| r.issued_ns.unwrap_or(u64::MAX));
+            for r in &recs {
+                if let Some(i) = r.issued_ns {
+                    let slat = i.saturating_sub(r.submit_ns);
+                    self.line(Kind::Slat, ms(i), slat, u8::from(r.write), r.len, r.offset);
+                }
+            }
+        }
+        recs.clear();
+        self.recs = recs;
+    }
+}
+
+fn write_error(path: &std::path::Path, e: &std::io::Error) -> Error {
+    Error::Io(format!(
+        "cannot write the log {}: {}",
+        path.display(),
+        crate::errno::explain(e, crate::errno::Op::Write)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pollwise::request::Handle;
+
+    fn done(dir: Dir, offset: u64, submit: u64, issued: u64, done: u64) -> Done {
+        Done {
+            handle: Handle::from_user_data(0),
+            dir,
+            offset,
+            len: 4096,
+            submit_ns: submit,
+            issued_ns: Some(issued),
+            done_ns: done,
+        }
+    }
+
+    fn lines(p: &std::path::Path) -> Vec<Vec<u64>> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn per_io_lines_as_fio_writes_them() {
+        let d = tempfile::tempdir().unwrap();
+        let name = d.path().join("j").display().to_string();
+        let spec = LogSpec {
+            lat: Some(name.clone()),
+            bw: Some(name.clone()),
+            iops: Some(name.clone()),
+            first_index: 3,
+            ..LogSpec::default()
+        };
+        let mut l = ThreadLog::open(&spec, 1, [true, true]).unwrap();
+        let t0 = 1_000_000_000;
+        l.start(t0);
+        // Completes second but was submitted first: slat lines are in submission order.
+        l.record(&done(
+            Dir::Write,
+            8192,
+            t0 + 5_000_000,
+            t0 + 5_010_000,
+            t0 + 9_000_000,
+        ));
+        l.record(&done(
+            Dir::Read,
+            4096,
+            t0 + 1_000,
+            t0 + 3_000,
+            t0 + 2_003_000,
+        ));
+        l.finish(t0 + 10_000_000).unwrap();
+        let p = |k: &str| d.path().join(format!("j_{k}.4.log"));
+        // time (ms), value, ddir, bs, prio.
+        assert_eq!(
+            lines(&p("lat")),
+            [[9, 4_000_000, 1, 4096, 0], [2, 2_002_000, 0, 4096, 0]]
+        );
+        assert_eq!(
+            lines(&p("clat")),
+            [[9, 3_990_000, 1, 4096, 0], [2, 2_000_000, 0, 4096, 0]]
+        );
+        assert_eq!(
+            lines(&p("slat")),
+            [[0, 2_000, 0, 4096, 0], [5, 10_000, 1, 4096, 0]]
+        );
+        // 4096 bytes in 2 ms of clat: 4096 x 10^6 / 2_000_000 = 2048 (fio's per-I/O bw).
+        assert_eq!(lines(&p("bw"))[1], [2, 2048, 0, 4096, 0]);
+        assert_eq!(lines(&p("iops")), [[9, 1, 1, 4096, 0], [2, 1, 0, 4096, 0]]);
+    }
+
+    #[test]
+    fn averaged_windows_and_offsets() {
+        let d = tempfile::tempdir().unwrap();
+        let name = d.path().join("a").display().to_string();
+        let spec = LogSpec {
+            lat: Some(name.clone()),
+            bw: Some(name.clone()),
+            iops: Some(name),
+            avg_msec: 100,
+            offset: true,
+            first_index: 1,
+        };
+        let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+        let ms = 1_000_000;
+        l.start(0);
+        // Window 0: two reads of 10 and 30 us; window 1 empty; window 2: one read; the run
+        // ends 50 ms into window 3 with nothing in it.
+        l.record(&done(
+            Dir::Read,
+            0,
+            10 * ms,
+            10 * ms + 1_000,
+            10 * ms + 10_000,
+        ));
+        l.record(&done(
+            Dir::Read,
+            0,
+            20 * ms,
+            20 * ms + 1_000,
+            20 * ms + 30_000,
+        ));
+        l.record(&done(
+            Dir::Read,
+            0,
+            250 * ms,
+            250 * ms + 2_000,
+            250 * ms + 40_000,
+        ));
+        l.finish(350 * ms).unwrap();
+        let p = |k: &str| d.path().join(format!("a_{k}.1.log"));
+        assert_eq!(
+            lines(&p("lat")),
+            [[100, 20_000, 0, 0, 0, 0], [300, 40_000, 0, 0, 0, 0]]
+        );
+        assert_eq!(lines(&p("slat"))[0], [100, 1_000, 0, 0, 0, 0]);
+        assert_eq!(lines(&p("clat"))[1], [300, 38_000, 0, 0, 0, 0]);
+        // Two 4 KiB reads in 100 ms: 80 KiB/s and 20 I/O per second; the empty windows say 0;
+        // the last window lasted 50 ms.
+        let iops: Vec<u64> = lines(&p("iops")).iter().map(|l| l[1]).collect();
+        assert_eq!(iops, [20, 0, 10, 0]);
+        let bw = lines(&p("bw"));
+        assert_eq!(bw[0], [100, 80, 0, 0, 0, 0]);
+        assert_eq!(bw.last().unwrap()[0], 350);
+    }
+
+    #[test]
+    fn a_log_in_a_missing_directory_is_a_usage_error() {
+        let spec = LogSpec {
+            bw: Some("/nonexistent-pollwise-dir/x".into()),
+            ..LogSpec::default()
+        };
+        let e = ThreadLog::open(&spec, 0, [true, false]).err().unwrap();
+        assert!(e.to_string().contains("--write_bw_log"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+    }
+}
