@@ -122,6 +122,10 @@ pub struct JobSpec {
     pub policy: PolicyConfig,
     /// What the requests go to (fio's `ioengine`).
     pub ioengine: IoEngine,
+    /// The modelled platform a `--ioengine=sim` job runs on, in virtual time (`--platform`).
+    pub platform: Option<pollwise::platform::Platform>,
+    /// `--sim_latency` was given (with a platform, it replaces the platform's device).
+    pub sim_latency_given: bool,
     /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
     pub extra: crate::jobs::JobExtras,
     /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
@@ -168,6 +172,8 @@ impl Default for JobSpec {
             seed: 0x5eed_5eed,
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
+            platform: None,
+            sim_latency_given: false,
             extra: crate::jobs::JobExtras::default(),
             logs: crate::report::logs::LogSpec::default(),
             live: None,
@@ -833,6 +839,9 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 /// thread's CPU as its `process` figure, as fio reports a job's CPU), and the process's CPU over
 /// the measured period.
 pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
+    if let Some(p) = &spec.platform {
+        return crate::platform::run_job_threads(spec, p);
+    }
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
     let barrier = Arc::new(Barrier::new(n + 1));

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 
+pub mod calibrate;
 pub mod cleanup;
 pub mod compare;
 pub mod errno;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod job;
 pub mod jobs;
 pub mod options;
+pub mod platform;
 pub mod report;
 pub mod scenario;
 pub mod signals;

@@ -119,6 +119,9 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
     Opts::resolve(cmd, &line).map(Parsed::Run)
 }
 
+/// `pollwise calibrate --help`.
+const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--output-format=normal|json] [--output=FILE]\n\n  Measures, in about two seconds, the costs that decide the wait modes on this machine:\n  a system call, a completion-queue check, the submit call, QD1 completion latency (polled),\n  a blocking wait's latency and CPU, a timed sleep's lateness and CPU, a context switch,\n  the engine's work per request, and the cores. F is an existing file or block device\n  (at least 1 MiB), read with O_DIRECT when it allows. The JSON's `platform` object is a\n  file --platform takes: pollwise run --ioengine=sim --platform=FILE.json ...\n";
+
 /// Runs the command in `args`; returns the report and whether to print it as JSON, or `None`
 /// when it printed help.
 fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
@@ -144,6 +147,33 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
                 env!("CARGO_PKG_VERSION")
             ))));
         }
+        "calibrate" => {
+            if rest.iter().any(|a| a == "--help" || a == "-h") {
+                return Ok(Some(text_only(CALIBRATE_HELP)));
+            }
+            let (text, json, is_json, output) = pollwise_cli::calibrate::run(rest)?;
+            if let Some(path) = output {
+                let body = if is_json {
+                    serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"
+                } else {
+                    text
+                };
+                std::fs::write(&path, body).map_err(|e| {
+                    Error::Io(format!(
+                        "cannot write {}: {}",
+                        path.display(),
+                        pollwise_cli::errno::plain(&e)
+                    ))
+                })?;
+                return Ok(None);
+            }
+            let text = if is_json {
+                serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"
+            } else {
+                text
+            };
+            return Ok(Some(text_only(&text)));
+        }
         "run" | "compare" => (
             table::command(cmd).expect("run and compare are in the table"),
             rest,
@@ -164,7 +194,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use compare, run, scenario or help"
+                "unknown command '{other}': use calibrate, compare, run, scenario or help"
             )))
         }
     };

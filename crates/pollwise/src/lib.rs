@@ -73,6 +73,7 @@
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod platform;
 pub mod policy;
 pub mod poller;
 pub mod predict;

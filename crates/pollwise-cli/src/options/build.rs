@@ -41,7 +41,18 @@ impl Opts {
             s.filename = files.into_iter().next().unwrap_or_default().into();
         }
         let latency = self.take_str("sim_latency")?;
-        match (self.take_str("ioengine")?.as_deref(), latency) {
+        s.sim_latency_given = latency.is_some();
+        let platform = self.take_str("platform")?;
+        if let Some(p) = &platform {
+            s.platform = Some(crate::platform::load(p)?);
+        }
+        let ioengine = self.take_str("ioengine")?;
+        if platform.is_some() && ioengine.as_deref() != Some("sim") {
+            return Err(usage(
+                "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
+            ));
+        }
+        match (ioengine.as_deref(), latency) {
             (None | Some("io_uring"), None) => {}
             (Some("sim"), l) => {
                 let l = l.as_deref().unwrap_or("fixed:10us");

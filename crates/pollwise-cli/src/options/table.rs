@@ -386,6 +386,7 @@ pub const OPTIONS: &[Opt] = &[
     // io_uring
     opt("ioengine", Kind::Enum { choices: &["io_uring", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, or the simulated device (see --sim_latency)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
+    opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
     opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
     opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring"),
     opt("sqthread_poll", BOOL, val("0"), C::IoUring, Job, "SQPOLL ring: a kernel thread polls the submission queue"),

@@ -11,7 +11,7 @@
 //! - [`epoll`]: an epoll instance (the reactor's portable fd monitor);
 //! - [`uring`]: io_uring setup with any flag, and probing of its features and opcodes;
 //! - [`blockdev`]: block device size, logical block size and direct-I/O alignment;
-//! - [`sysconf`]: physical memory and online CPUs.
+//! - [`sysconf`]: physical memory, online CPUs, and a trivial system call to time.
 
 pub mod affinity;
 pub mod blockdev;

@@ -1,0 +1,540 @@
+//! `pollwise calibrate --filename=F`: measures, in about two seconds, the costs that decide the
+//! wait modes on this machine, and turns them into a platform for the model
+//! (`--ioengine=sim --platform=FILE.json`).
+//!
+//! Each figure is a median and a 90th percentile over its samples (at least 100 each; the
+//! count is reported beside it):
+//!
+//! | figure | how |
+//! |---|---|
+//! | `syscall_ns` | `getppid`, timed in batches of 100 |
+//! | `poll_ns` | one completion-queue check of an idle plain ring, batches of 100 |
+//! | `submit_ns` | `io_uring_enter` submitting one 4 KiB read (O_DIRECT when the file allows) |
+//! | `clat_ns` | that read's completion, polled for, at queue depth 1 (the device model) |
+//! | `interrupt_clat_ns`, `wait_cpu_ns` | a blocking wait (submit and wait in one call, then reap) on an interrupt ring like `--mode=interrupt`'s: its latency and the thread's CPU |
+//! | `sleep_late_ns`, `sleep_cpu_ns` | a 10 us sleep with timer slack 1 ns: how late it returns, and its CPU |
+//! | `switch_half_round_trip_ns` | ping-pong between two threads over a socket pair, half a round trip |
+//! | `engine_ns` | the engine's own CPU per request, over the simulated device in virtual time |
+//! | `cores` | `sched_getaffinity` |
+
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pollwise::clock::FakeClock;
+use pollwise::engine::{Engine, EngineConfig, Stop};
+use pollwise::platform::Platform;
+use pollwise::policy::poll::Poll;
+use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::queue::{Completion, Op, OpKind, Queue};
+use pollwise::request::buffers::AlignedBuf;
+use pollwise::sys::rusage::thread_cpu_ns;
+
+use crate::{Error, Result};
+
+/// Samples per figure (the minimum the design asks for is 100).
+pub const SAMPLES: usize = 200;
+
+/// A median and a 90th percentile over `n` samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure {
+    /// Median, nanoseconds.
+    pub p50: u64,
+    /// 90th percentile, nanoseconds.
+    pub p90: u64,
+    /// Samples.
+    pub n: usize,
+}
+
+impl Figure {
+    /// The figure of `v` (sorted here).
+    pub fn of(mut v: Vec<u64>) -> Figure {
+        v.sort_unstable();
+        let at = |q: f64| {
+            if v.is_empty() {
+                0
+            } else {
+                v[((v.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        Figure {
+            p50: at(0.5),
+            p90: at(0.9),
+            n: v.len(),
+        }
+    }
+}
+
+/// What calibration measured, and the platform it makes.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    /// The file read.
+    pub target: PathBuf,
+    /// Whether the reads were O_DIRECT.
+    pub direct: bool,
+    /// Every figure, by name, in report order.
+    pub figures: Vec<(&'static str, Figure)>,
+    /// Cores this process may run on.
+    pub cores: u32,
+    /// The platform for the model.
+    pub platform: Platform,
+}
+
+fn io(what: &str, e: std::io::Error) -> Error {
+    Error::Io(format!("calibrate: {what}: {}", crate::errno::plain(&e)))
+}
+
+fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..batch {
+                f();
+            }
+            t.elapsed().as_nanos() as u64 / batch as u64
+        })
+        .collect()
+}
+
+/// One ring over `fd` with one 4 KiB buffer, reading block after block.
+struct Reader {
+    q: UringQueue,
+    buf: AlignedBuf,
+    blocks: u64,
+    next: u64,
+}
+
+impl Reader {
+    fn new(opts: &UringOptions, fd: i32, blocks: u64) -> Result<Reader> {
+        let q = UringQueue::new(opts, &[fd], false).map_err(crate::job::ring_setup_error)?;
+        Ok(Reader {
+            q,
+            buf: AlignedBuf::new(4096, 4096),
+            blocks: blocks.max(1),
+            next: 0,
+        })
+    }
+
+    fn push(&mut self) -> Result<()> {
+        // A spread of offsets, so a cache ahead of the device sees little reuse.
+        self.next = (self.next + 7919) % self.blocks;
+        let op = Op {
+            kind: OpKind::Read,
+            file: 0,
+            buf: self.buf.as_mut_ptr(),
+            len: 4096,
+            offset: self.next * 4096,
+            buf_index: None,
+            user_data: 1,
+        };
+        // SAFETY: the buffer is ours, 4096 bytes, and untouched until the read is reaped:
+        // every caller reaps it before the next push or before the reader is dropped (the
+        // ring's drop cancels and waits in any case).
+        unsafe { self.q.push(&op) }.map_err(|e| io("queueing a read", e))
+    }
+
+    fn reap(&mut self) -> Result<bool> {
+        let mut res = 0;
+        let n = self
+            .q
+            .poll(&mut |c: Completion| res = c.result)
+            .map_err(|e| io("reaping a read", e))?;
+        if n > 0 && res < 0 {
+            return Err(io(
+                "reading the file",
+                std::io::Error::from_raw_os_error(-res),
+            ));
+        }
+        Ok(n > 0)
+    }
+}
+
+/// Calibrates on `path`. See the module docs.
+pub fn calibrate(path: &Path) -> Result<Calibration> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::Usage(format!(
+            "--filename={}: {}: calibrate reads an existing file or block device of at least 1 MiB (make one with e.g. `pollwise run --filename={} --size=64M --runtime=1s`)",
+            path.display(),
+            crate::errno::plain(&e),
+            path.display()
+        ))
+    })?;
+    let open = |direct: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(path)
+    };
+    let (file, direct) = match open(true) {
+        Ok(f) => (f, true),
+        Err(_) => (open(false).map_err(|e| io("opening the file", e))?, false),
+    };
+    let size = if meta.is_file() {
+        meta.len()
+    } else {
+        pollwise::sys::blockdev::size(&file).map_err(|e| io("reading the device size", e))?
+    };
+    if size < 1 << 20 {
+        return Err(Error::Usage(format!(
+            "--filename={} holds {size} bytes: calibrate needs at least 1 MiB",
+            path.display()
+        )));
+    }
+    let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
+    let blocks = size / 4096;
+    let fd = file.as_raw_fd();
+    let mut figures = Vec::new();
+
+    // A system call.
+    let syscall = Figure::of(batched(SAMPLES, 100, || {
+        std::hint::black_box(pollwise::sys::sysconf::trivial_syscall());
+    }));
+    figures.push(("syscall_ns", syscall));
+
+    // Polling: a plain ring, as the polling modes use.
+    let plain = UringOptions {
+        entries: 4,
+        ..UringOptions::default()
+    };
+    let mut r = Reader::new(&plain, fd, blocks)?;
+    let poll = Figure::of(batched(SAMPLES, 100, || {
+        let _ = r.q.poll(&mut |_| {});
+    }));
+    figures.push(("poll_ns", poll));
+    let (mut submit, mut clat) = (Vec::new(), Vec::new());
+    for i in 0..SAMPLES + 20 {
+        r.push()?;
+        let t0 = Instant::now();
+        r.q.submit().map_err(|e| io("submitting a read", e))?;
+        let t1 = Instant::now();
+        while !r.reap()? {
+            std::hint::spin_loop();
+        }
+        let t2 = Instant::now();
+        if i >= 20 {
+            submit.push((t1 - t0).as_nanos() as u64);
+            clat.push((t2 - t1).as_nanos() as u64);
+        }
+    }
+    drop(r);
+    let submit = Figure::of(submit);
+    let clat_all = clat.clone();
+    let clat = Figure::of(clat);
+    figures.push(("submit_ns", submit));
+    figures.push(("clat_ns", clat));
+
+    // Blocking waits on the ring `--mode=interrupt` uses.
+    let irq = UringOptions {
+        entries: 4,
+        coop_taskrun: true,
+        defer_taskrun: true,
+        single_issuer: true,
+        ..UringOptions::default()
+    };
+    let mut r = Reader::new(&irq, fd, blocks)?;
+    let (mut ilat, mut icpu) = (Vec::new(), Vec::new());
+    for i in 0..SAMPLES + 20 {
+        r.push()?;
+        let c0 = thread_cpu_ns();
+        let t0 = Instant::now();
+        loop {
+            r.q.wait(1, None).map_err(|e| io("waiting for a read", e))?;
+            if r.reap()? {
+                break;
+            }
+        }
+        let t1 = Instant::now();
+        let c1 = thread_cpu_ns();
+        if i >= 20 {
+            ilat.push((t1 - t0).as_nanos() as u64);
+            icpu.push(c1 - c0);
+        }
+    }
+    drop(r);
+    let ilat = Figure::of(ilat);
+    let icpu = Figure::of(icpu);
+    figures.push(("interrupt_clat_ns", ilat));
+    figures.push(("interrupt_cpu_ns", icpu));
+
+    // Timed sleeps.
+    let asked = Duration::from_micros(10);
+    let (mut late, mut scpu) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        let c0 = thread_cpu_ns();
+        let t0 = Instant::now();
+        std::thread::sleep(asked);
+        let el = t0.elapsed();
+        scpu.push(thread_cpu_ns() - c0);
+        late.push(el.saturating_sub(asked).as_nanos() as u64);
+    }
+    let late = Figure::of(late);
+    let scpu = Figure::of(scpu);
+    figures.push(("sleep_late_ns", late));
+    figures.push(("sleep_cpu_ns", scpu));
+
+    // Context switches: ping-pong between two threads.
+    let switch = ping_pong(SAMPLES * 2)?;
+    figures.push(("switch_half_round_trip_ns", switch));
+
+    // The engine's own work per request.
+    let engine = engine_cost()?;
+    figures.push(("engine_ns", engine));
+
+    let cores = pollwise::sys::affinity::allowed_cpus().len().max(1) as u32;
+    let platform = platform_from(
+        &figures_map(&figures),
+        cores,
+        &clat_all,
+        path.display().to_string(),
+    );
+    Ok(Calibration {
+        target: path.to_path_buf(),
+        direct,
+        figures,
+        cores,
+        platform,
+    })
+}
+
+fn figures_map<'a>(f: &'a [(&'static str, Figure)]) -> impl Fn(&str) -> u64 + 'a {
+    move |name: &str| f.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| v.p50)
+}
+
+/// The scheduler's slice for `cores` CPUs: Linux's base slice, 0.75 ms, scaled by
+/// 1 + log2(cores) up to 8 cores (kernel/sched/fair.c, `sysctl_sched_base_slice` and
+/// `SCHED_TUNABLESCALING_LOG`).
+pub fn time_slice_for(cores: u32) -> u64 {
+    750_000 * (1 + cores.clamp(1, 8).ilog2() as u64)
+}
+
+/// A log-normal with the samples' median and 90th percentile.
+pub fn lognormal_of(p50: u64, p90: u64) -> LatencyModel {
+    let ratio = (p90.max(p50 + 1) as f64 / p50.max(1) as f64).max(1.0);
+    // For a log-normal, p90 / p50 = exp(1.2816 sigma); mean = median * exp(sigma^2 / 2).
+    // Capped at 0.5: a shared host's rare multi-millisecond stalls would otherwise make the mean
+    // many times the median; the model keeps the body, not those stalls.
+    let sigma = (ratio.ln() / 1.281_551_6).clamp(0.0, 0.5);
+    let mean = (p50.max(1) as f64 * (sigma * sigma / 2.0).exp()).round() as u64;
+    LatencyModel::LogNormal {
+        mean_ns: mean,
+        sigma: (sigma * 1000.0).round() / 1000.0,
+    }
+}
+
+fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: String) -> Platform {
+    let clat_f = Figure::of(clat.to_vec());
+    let poll = get("poll_ns").max(1);
+    let syscall = get("syscall_ns");
+    let submit = get("submit_ns");
+    // Interrupt clat (from the wait's start) = submit + device + wake-up + one reap; the device
+    // is the polled clat.
+    let wake = get("interrupt_clat_ns").saturating_sub(submit + clat_f.p50 + poll);
+    // Its CPU = submit + (wait CPU - the one system call it shares with the submit) + a reap.
+    let wait_cpu = (get("interrupt_cpu_ns") + syscall).saturating_sub(submit + poll);
+    Platform {
+        name: format!("here ({target})"),
+        cores,
+        time_slice_ns: time_slice_for(cores),
+        context_switch_ns: get("switch_half_round_trip_ns").saturating_sub(2 * syscall),
+        syscall_ns: syscall,
+        submit_ns: submit,
+        poll_ns: poll,
+        engine_ns: get("engine_ns"),
+        wait_cpu_ns: wait_cpu.max(syscall),
+        wake_latency_ns: wake,
+        sleep_cpu_ns: get("sleep_cpu_ns").max(syscall),
+        timer_late_ns: get("sleep_late_ns"),
+        device: lognormal_of(clat_f.p50, clat_f.p90),
+    }
+}
+
+fn ping_pong(n: usize) -> Result<Figure> {
+    let (mut a, mut b) = UnixStream::pair().map_err(|e| io("making a socket pair", e))?;
+    let echo = std::thread::Builder::new()
+        .name("pollwise-calib".into())
+        .spawn(move || {
+            let mut x = [0u8; 1];
+            while b.read_exact(&mut x).is_ok() && x[0] != 0 {
+                if b.write_all(&x).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| io("starting a thread", e))?;
+    let mut v = Vec::with_capacity(n);
+    let mut x = [1u8; 1];
+    let mut r = Ok(());
+    for i in 0..n + 20 {
+        let t = Instant::now();
+        if let Err(e) = a.write_all(&[1]).and_then(|_| a.read_exact(&mut x)) {
+            r = Err(io("ping-pong", e));
+            break;
+        }
+        if i >= 20 {
+            v.push(t.elapsed().as_nanos() as u64 / 2);
+        }
+    }
+    let _ = a.write_all(&[0]);
+    drop(a);
+    let _ = echo.join();
+    r.map(|_| Figure::of(v))
+}
+
+fn engine_cost() -> Result<Figure> {
+    let clock = FakeClock::new(0);
+    let q = SimQueue::new(
+        LatencyModel::Fixed(1),
+        1,
+        1,
+        SimTime::Virtual {
+            clock: clock.clone(),
+            poll_cost_ns: 1,
+        },
+    );
+    let mut e = Engine::new(
+        Box::new(q),
+        Box::new(Poll::default()),
+        Arc::new(clock),
+        EngineConfig::default(),
+    )?;
+    let mut v = Vec::with_capacity(SAMPLES);
+    let mut done = 0;
+    for i in 0..SAMPLES + 10 {
+        let c0 = thread_cpu_ns();
+        done += 100;
+        e.run_until(Stop::Ios(done))?;
+        if i >= 10 {
+            v.push((thread_cpu_ns() - c0) / 100);
+        }
+    }
+    e.drain()?;
+    Ok(Figure::of(v))
+}
+
+/// The calibration as JSON: every figure, and the platform (a file `--platform` takes).
+pub fn to_json(c: &Calibration) -> serde_json::Value {
+    let mut figs = serde_json::Map::new();
+    for (name, f) in &c.figures {
+        figs.insert(
+            (*name).to_string(),
+            serde_json::json!({ "p50_ns": f.p50, "p90_ns": f.p90, "samples": f.n }),
+        );
+    }
+    serde_json::json!({
+        "calibration": {
+            "target": c.target.display().to_string(),
+            "direct": c.direct,
+            "cores": c.cores,
+            "figures": figs,
+        },
+        "platform": crate::platform::to_json(&c.platform, &crate::platform::calibrated_sources()),
+    })
+}
+
+/// The calibration as a table.
+pub fn to_text(c: &Calibration) -> String {
+    let mut s = format!(
+        "calibration of {} ({}), {} cores\n{:<28} {:>10} {:>10} {:>8}\n",
+        c.target.display(),
+        if c.direct {
+            "O_DIRECT"
+        } else {
+            "buffered: O_DIRECT refused"
+        },
+        c.cores,
+        "figure",
+        "p50 ns",
+        "p90 ns",
+        "samples"
+    );
+    for (name, f) in &c.figures {
+        s += &format!("{name:<28} {:>10} {:>10} {:>8}\n", f.p50, f.p90, f.n);
+    }
+    s += "\nplatform for the model (--ioengine=sim --platform=FILE.json with this command's JSON):\n";
+    s += &crate::platform::describe(&c.platform);
+    s
+}
+
+/// `pollwise calibrate`'s command line: `--filename=F`, `--output-format=normal|json`,
+/// `--output=FILE`.
+pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<PathBuf>)> {
+    let mut filename = None;
+    let mut json = false;
+    let mut output = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (k, v) = match a.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => {
+                let v = it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| Error::Usage(format!("{a} needs a value: write {a}=VALUE")))?;
+                (a.clone(), v)
+            }
+        };
+        match k.replace('-', "_").as_str() {
+            "__filename" => filename = Some(PathBuf::from(v)),
+            "__output_format" => match v.as_str() {
+                "json" => json = true,
+                "normal" => json = false,
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--output-format={v}: calibrate prints normal or json"
+                    )))
+                }
+            },
+            "__output" => output = Some(PathBuf::from(v)),
+            _ => {
+                return Err(Error::Usage(format!(
+                    "`pollwise calibrate` takes --filename=F, --output-format=normal|json and --output=FILE, not {k}"
+                )))
+            }
+        }
+    }
+    let path = filename.ok_or_else(|| {
+        Error::Usage(
+            "`pollwise calibrate` needs --filename=F: an existing file or block device to read"
+                .into(),
+        )
+    })?;
+    let c = calibrate(&path)?;
+    Ok((to_text(&c), to_json(&c), json, output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_medians_and_p90s() {
+        let f = Figure::of((1..=100).rev().collect());
+        assert_eq!((f.p50, f.p90, f.n), (51, 90, 100));
+    }
+
+    #[test]
+    fn lognormal_keeps_the_median() {
+        let LatencyModel::LogNormal { mean_ns, sigma } = lognormal_of(10_000, 13_000) else {
+            panic!()
+        };
+        let median = mean_ns as f64 / (sigma * sigma / 2.0).exp();
+        assert!((median - 10_000.0).abs() < 20.0, "{median}");
+        assert!(sigma > 0.19 && sigma < 0.22, "{sigma}");
+    }
+
+    #[test]
+    fn slices_scale_with_cores_up_to_eight() {
+        assert_eq!(time_slice_for(1), 750_000);
+        assert_eq!(time_slice_for(2), 1_500_000);
+        assert_eq!(time_slice_for(8), 3_000_000);
+        assert_eq!(time_slice_for(64), 3_000_000);
+    }
+}

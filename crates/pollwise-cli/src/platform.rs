@@ -1,0 +1,346 @@
+//! `--platform=NAME|FILE.json`: the platform a `--ioengine=sim` job is modelled on.
+//!
+//! Presets ship with the command (`presets/*.json`): `here` (this project's machine, made by
+//! `pollwise calibrate`), `nvme-baremetal` and `optane` (public figures; each file says where
+//! every number comes from). A file is either a preset's form or `pollwise calibrate`'s JSON
+//! (its `platform` object). Every field is required and nothing else is allowed but `name`,
+//! `sources` and `note`: a bad or missing field exits 2 naming it.
+
+use std::path::Path;
+
+use pollwise::platform::{self as model, Platform, ThreadJob};
+use pollwise::queue::sim::LatencyModel;
+use pollwise::stats::{Rusage, Stats};
+use serde_json::{json, Map, Value};
+
+use crate::job::{engine_config_for, prepare_target, IoEngine, JobSpec};
+use crate::{Error, Result};
+
+/// The presets, by name.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("here", include_str!("../presets/here.json")),
+    (
+        "nvme-baremetal",
+        include_str!("../presets/nvme-baremetal.json"),
+    ),
+    ("optane", include_str!("../presets/optane.json")),
+];
+
+/// The number fields of a platform file, in order.
+pub const FIELDS: &[&str] = &[
+    "cores",
+    "time_slice_ns",
+    "context_switch_ns",
+    "syscall_ns",
+    "submit_ns",
+    "poll_ns",
+    "engine_ns",
+    "wait_cpu_ns",
+    "wake_latency_ns",
+    "sleep_cpu_ns",
+    "timer_late_ns",
+];
+
+fn bad(origin: &str, field: &str, why: String) -> Error {
+    Error::Usage(format!("--platform={origin}: field '{field}' {why}"))
+}
+
+/// The platform `arg` names: a preset, or a JSON file.
+pub fn load(arg: &str) -> Result<Platform> {
+    if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == arg) {
+        return parse(arg, text);
+    }
+    let path = Path::new(arg);
+    if !arg.ends_with(".json") && !path.exists() {
+        let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+        return Err(Error::Usage(format!(
+            "--platform={arg} is neither a preset ({}) nor a file: name a preset or a .json file (`pollwise calibrate --output-format=json` makes one)",
+            names.join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::Usage(format!(
+            "--platform={arg}: cannot read the file: {}",
+            crate::errno::plain(&e)
+        ))
+    })?;
+    parse(arg, &text)
+}
+
+/// Parses a platform file's text; `origin` names it in messages.
+pub fn parse(origin: &str, text: &str) -> Result<Platform> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| Error::Usage(format!("--platform={origin}: not JSON: {e}")))?;
+    let v = match v.get("platform") {
+        Some(p) if v.get("calibration").is_some() => p.clone(),
+        _ => v,
+    };
+    let Some(o) = v.as_object() else {
+        return Err(Error::Usage(format!(
+            "--platform={origin}: not a JSON object of platform fields"
+        )));
+    };
+    for k in o.keys() {
+        if !FIELDS.contains(&k.as_str())
+            && !matches!(k.as_str(), "name" | "device" | "sources" | "note")
+        {
+            return Err(bad(
+                origin,
+                k,
+                format!(
+                    "is not a platform field: use {}, device, name, sources, note",
+                    FIELDS.join(", ")
+                ),
+            ));
+        }
+    }
+    let num = |f: &str| -> Result<u64> {
+        match o.get(f) {
+            None => Err(bad(origin, f, "is missing".into())),
+            Some(x) => x.as_u64().ok_or_else(|| {
+                bad(
+                    origin,
+                    f,
+                    format!(
+                        "is {x}: it must be a whole number of nanoseconds (or cores), at least 0"
+                    ),
+                )
+            }),
+        }
+    };
+    let device = match o.get("device") {
+        None => return Err(bad(origin, "device", "is missing".into())),
+        Some(Value::String(s)) => s.parse::<LatencyModel>().map_err(|e| {
+            bad(
+                origin,
+                "device",
+                format!("'{s}' is not a latency model ({})", crate::Error::from(e)),
+            )
+        })?,
+        Some(x) => {
+            return Err(bad(
+                origin,
+                "device",
+                format!("is {x}: write a latency model as a string, e.g. \"lognormal:10us,0.3\""),
+            ))
+        }
+    };
+    let cores = num("cores")?;
+    let p = Platform {
+        name: o
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(origin)
+            .to_string(),
+        cores: u32::try_from(cores).unwrap_or(u32::MAX),
+        time_slice_ns: num("time_slice_ns")?,
+        context_switch_ns: num("context_switch_ns")?,
+        syscall_ns: num("syscall_ns")?,
+        submit_ns: num("submit_ns")?,
+        poll_ns: num("poll_ns")?,
+        engine_ns: num("engine_ns")?,
+        wait_cpu_ns: num("wait_cpu_ns")?,
+        wake_latency_ns: num("wake_latency_ns")?,
+        sleep_cpu_ns: num("sleep_cpu_ns")?,
+        timer_late_ns: num("timer_late_ns")?,
+        device,
+    };
+    p.check().map_err(|e| match e {
+        pollwise::Error::Config { field, reason } => bad(origin, field, reason),
+        other => Error::from(other),
+    })?;
+    Ok(p)
+}
+
+/// A latency model in `--sim_latency`'s grammar.
+pub fn model_text(m: &LatencyModel) -> String {
+    match *m {
+        LatencyModel::Fixed(n) => format!("fixed:{n}ns"),
+        LatencyModel::Uniform(a, b) => format!("uniform:{a}ns,{b}ns"),
+        LatencyModel::Normal { mean_ns, sd_ns } => format!("normal:{mean_ns}ns,{sd_ns}ns"),
+        LatencyModel::LogNormal { mean_ns, sigma } => format!("lognormal:{mean_ns}ns,{sigma}"),
+        LatencyModel::Bimodal {
+            fast_ns,
+            slow_ns,
+            p_slow,
+        } => format!("bimodal:{fast_ns}ns,{slow_ns}ns,{p_slow}"),
+    }
+}
+
+/// Where a calibrated platform's numbers come from.
+pub fn calibrated_sources() -> Map<String, Value> {
+    let mut m = Map::new();
+    for (k, v) in [
+        ("cores", "sched_getaffinity"),
+        ("time_slice_ns", "Linux's base slice 0.75 ms x (1 + log2(min(cores, 8))), kernel/sched/fair.c"),
+        ("context_switch_ns", "socket ping-pong between two threads: half a round trip minus two system calls"),
+        ("syscall_ns", "getppid, median"),
+        ("submit_ns", "io_uring_enter submitting one 4 KiB read, median"),
+        ("poll_ns", "one check of an idle plain ring's completion queue, median"),
+        ("engine_ns", "the engine's CPU per request over the simulated device in virtual time, median"),
+        ("wait_cpu_ns", "thread CPU of a blocking wait on an interrupt ring, less the submit and the reap it includes"),
+        ("wake_latency_ns", "interrupt-ring latency less submit, polled clat and one poll (medians)"),
+        ("sleep_cpu_ns", "thread CPU of a 10 us nanosleep, timer slack 1 ns, median"),
+        ("timer_late_ns", "lateness of a 10 us nanosleep, timer slack 1 ns, median"),
+        ("device", "log-normal with the polled QD1 clat's median and 90th percentile (sigma capped at 0.5)"),
+    ] {
+        m.insert(k.into(), v.into());
+    }
+    m
+}
+
+/// The platform as a file `--platform` takes, with `sources` saying where each number is from.
+pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
+    json!({
+        "name": p.name,
+        "cores": p.cores,
+        "time_slice_ns": p.time_slice_ns,
+        "context_switch_ns": p.context_switch_ns,
+        "syscall_ns": p.syscall_ns,
+        "submit_ns": p.submit_ns,
+        "poll_ns": p.poll_ns,
+        "engine_ns": p.engine_ns,
+        "wait_cpu_ns": p.wait_cpu_ns,
+        "wake_latency_ns": p.wake_latency_ns,
+        "sleep_cpu_ns": p.sleep_cpu_ns,
+        "timer_late_ns": p.timer_late_ns,
+        "device": model_text(&p.device),
+        "sources": sources,
+    })
+}
+
+/// The platform as lines of text.
+pub fn describe(p: &Platform) -> String {
+    let v = to_json(p, &Map::new());
+    let mut s = String::new();
+    for f in FIELDS.iter().chain(["device"].iter()) {
+        s += &format!("  {f:<20} {}\n", v[*f]);
+    }
+    s
+}
+
+/// Runs `spec` (every thread) on `platform` in virtual time: per-thread stats and the threads'
+/// CPU as the process's, as [`crate::job::run_job_threads`] reports real runs.
+pub fn run_job_threads(spec: &JobSpec, platform: &Platform) -> Result<(Vec<Stats>, Rusage)> {
+    let IoEngine::Sim(device) = spec.ioengine else {
+        return Err(Error::Usage(
+            "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
+        ));
+    };
+    if !spec.thinktime.is_zero() {
+        return Err(Error::Usage(
+            "--thinktime is not modelled by --platform yet: drop it or drop --platform".into(),
+        ));
+    }
+    if spec.extra.rate.is_some() {
+        return Err(Error::Usage(
+            "--rate_iops is not modelled by --platform yet: drop it or drop --platform".into(),
+        ));
+    }
+    let target = prepare_target(spec)?;
+    // --sim_latency given with --platform replaces the platform's device.
+    let mut p = platform.clone();
+    if spec.sim_latency_given {
+        p.device = device;
+    }
+    let jobs: Vec<ThreadJob> = (0..spec.numjobs as usize)
+        .map(|i| ThreadJob {
+            cfg: engine_config_for(spec, target.size, i),
+            policy: spec.policy,
+            seed: spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ramp_ns: spec.ramp_time.as_nanos() as u64,
+            runtime_ns: spec.runtime.as_nanos() as u64,
+            ios: (!spec.time_based).then(|| {
+                let io_size = if spec.io_size == 0 {
+                    target.size
+                } else {
+                    spec.io_size
+                };
+                (io_size / spec.bs as u64).max(1)
+            }),
+        })
+        .collect();
+    let results = model::run(&p, &jobs)?;
+    let mut total = Rusage::default();
+    let threads = results
+        .into_iter()
+        .map(|r| {
+            let cpu = Rusage {
+                usr_ns: r.cpu_ns,
+                sys_ns: 0,
+                ctx: r.switches,
+                majf: 0,
+                minf: 0,
+            };
+            total.add(&cpu);
+            let mut beliefs = r.beliefs;
+            beliefs.push(("platform.cores".into(), p.cores as f64));
+            Stats {
+                read: r.read,
+                write: r.write,
+                elapsed_ns: r.elapsed_ns,
+                process: cpu,
+                threads: cpu,
+                queue: r.queue,
+                policy: r.policy,
+                beliefs,
+            }
+        })
+        .collect();
+    Ok((threads, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(text: &str) -> String {
+        match parse("t.json", text) {
+            Err(Error::Usage(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_preset_loads_and_round_trips() {
+        for (name, _) in PRESETS {
+            let p = load(name).unwrap();
+            let again = parse(name, &to_json(&p, &Map::new()).to_string()).unwrap();
+            assert_eq!(p, again, "{name}");
+        }
+    }
+
+    #[test]
+    fn every_preset_number_states_its_origin() {
+        for (name, text) in PRESETS {
+            let v: Value = serde_json::from_str(text).unwrap();
+            for f in FIELDS.iter().chain(["device"].iter()) {
+                let s = v["sources"][*f].as_str().unwrap_or("");
+                assert!(!s.is_empty(), "{name}: {f} has no source");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let good = to_json(&load("nvme-baremetal").unwrap(), &Map::new());
+        let with = |k: &str, v: Value| {
+            let mut g = good.clone();
+            g[k] = v;
+            g.to_string()
+        };
+        let without = |k: &str| {
+            let mut g = good.clone();
+            g.as_object_mut().unwrap().remove(k);
+            g.to_string()
+        };
+        assert!(field_of(&with("cores", json!(0))).contains("field 'cores'"));
+        assert!(field_of(&with("poll_ns", json!(-3))).contains("field 'poll_ns'"));
+        assert!(field_of(&with("submit_ns", json!("1us"))).contains("field 'submit_ns'"));
+        assert!(field_of(&with("device", json!("gauss:1us"))).contains("field 'device'"));
+        assert!(field_of(&with("wake_ns", json!(1))).contains("field 'wake_ns'"));
+        assert!(field_of(&without("timer_late_ns")).contains("field 'timer_late_ns' is missing"));
+        assert!(field_of("[1]").contains("not a JSON object"));
+        assert!(matches!(load("no-such-preset"), Err(Error::Usage(_))));
+    }
+}

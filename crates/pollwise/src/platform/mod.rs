@@ -1,0 +1,296 @@
+//! A platform model with virtual time: the real policies, on modelled cores, deterministically.
+//!
+//! This machine cannot show every mechanism (its wake-ups and submissions are slow, it has no
+//! poll queues); a model can. A [`Platform`] is a handful of measured costs (a submit call, a
+//! completion-queue check, a blocking wait's CPU and wake-up latency, a timed sleep's CPU and
+//! lateness, a context switch, the engine's own work per I/O), a number of cores with a time
+//! slice, and a device latency model ([`LatencyModel`]). [`run`] drives the *real* engine and
+//! the *real* wait policy of every job thread through it, in virtual time:
+//!
+//! - each thread's queue is modelled ([`queue`]): a push charges the engine's work per I/O, a
+//!   submit the submit call, a poll one completion-queue check; a blocking wait charges a system
+//!   call, takes the thread off its core until the completion (plus the wake-up latency) or the
+//!   timer (plus its lateness), and charges the rest of the wait's CPU when the thread runs again;
+//! - threads contend for the cores ([`sched`]): a woken thread takes a free core, or waits until
+//!   a thread blocks or a running thread's time slice ends while others wait (then the one that
+//!   waited longest runs, after a context switch);
+//! - the device completes each request at its submission plus a latency drawn from the model,
+//!   with a generator seeded per thread: the same inputs give the same figures, bit for bit.
+//!
+//! What it leaves out (and so what a comparison with real runs may miss): wake-up preemption (a
+//! woken thread never preempts a running one before its slice ends), a device's limited
+//! parallelism (each thread's requests are served independently), interrupts' CPU on other
+//! threads' cores, caches, and the spread of every cost (each is one figure, its median).
+
+pub mod queue;
+pub mod sched;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::engine::{Engine, EngineConfig, Stop};
+use crate::policy::{PolicyConfig, PolicyCounters};
+use crate::queue::sim::LatencyModel;
+use crate::queue::QueueCounters;
+use crate::stats::DirStats;
+use crate::{Error, Result};
+
+use queue::{ModelQueue, ThreadClock};
+use sched::Shared;
+
+/// The most cores a platform may have.
+pub const MAX_CORES: u32 = 4096;
+
+/// The costs and resources of a platform. See the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Platform {
+    /// A name for reports (`here`, `nvme-baremetal`, a file name).
+    pub name: String,
+    /// Cores the job threads may run on.
+    pub cores: u32,
+    /// The scheduler's time slice: a running thread keeps its core this long while others wait.
+    pub time_slice_ns: u64,
+    /// CPU a preempted thread pays to run again (a context switch).
+    pub context_switch_ns: u64,
+    /// One trivial system call (enter and leave the kernel).
+    pub syscall_ns: u64,
+    /// The call that submits one request (`io_uring_enter` with one read), CPU and time.
+    pub submit_ns: u64,
+    /// One completion-queue check that finds nothing (a poll).
+    pub poll_ns: u64,
+    /// The program's own work per request (prepare, handle, record), CPU and time.
+    pub engine_ns: u64,
+    /// The waiting thread's CPU per blocking wait (enter, switch out, switch in, return).
+    pub wait_cpu_ns: u64,
+    /// From a completion to its waiting thread running in user space again, when a core is
+    /// free: what an interrupt-driven wait adds to a polled completion's latency.
+    pub wake_latency_ns: u64,
+    /// The sleeping thread's CPU per timed sleep (timer programming, switches).
+    pub sleep_cpu_ns: u64,
+    /// How late a timed sleep returns after its deadline (timer slack 1 ns).
+    pub timer_late_ns: u64,
+    /// The device's latency: from the submit call issuing a request to its completion being
+    /// visible in the completion queue.
+    pub device: LatencyModel,
+}
+
+impl Platform {
+    /// Checks the figures: an [`Error::Config`] naming the field that cannot be used.
+    pub fn check(&self) -> Result<()> {
+        if self.cores == 0 || self.cores > MAX_CORES {
+            return Err(Error::config(
+                "cores",
+                format!("is {}: use 1 to {MAX_CORES}", self.cores),
+            ));
+        }
+        if self.poll_ns == 0 {
+            return Err(Error::config(
+                "poll_ns",
+                "is 0: a poll that costs nothing would spin for ever in virtual time; use at least 1",
+            ));
+        }
+        if self.time_slice_ns < 1_000 {
+            return Err(Error::config(
+                "time_slice_ns",
+                format!("is {}: use at least 1000 (1 us)", self.time_slice_ns),
+            ));
+        }
+        const MAX: u64 = 10_000_000_000;
+        for (field, v) in [
+            ("time_slice_ns", self.time_slice_ns),
+            ("context_switch_ns", self.context_switch_ns),
+            ("syscall_ns", self.syscall_ns),
+            ("submit_ns", self.submit_ns),
+            ("poll_ns", self.poll_ns),
+            ("engine_ns", self.engine_ns),
+            ("wait_cpu_ns", self.wait_cpu_ns),
+            ("wake_latency_ns", self.wake_latency_ns),
+            ("sleep_cpu_ns", self.sleep_cpu_ns),
+            ("timer_late_ns", self.timer_late_ns),
+        ] {
+            if v > MAX {
+                return Err(Error::config(
+                    field,
+                    format!("is {v} ns: use at most {MAX} (10 s)"),
+                ));
+            }
+        }
+        if let LatencyModel::Uniform(a, b) = self.device {
+            if a > b {
+                return Err(Error::config(
+                    "device",
+                    "a uniform latency's lower bound is above its upper bound",
+                ));
+            }
+        }
+        if self.device.mean_ns() > MAX as f64 {
+            return Err(Error::config("device", "mean latency above 10 s"));
+        }
+        Ok(())
+    }
+}
+
+/// One simulated job thread.
+#[derive(Debug, Clone)]
+pub struct ThreadJob {
+    /// The engine's configuration (depth, block size, pattern, seed).
+    pub cfg: EngineConfig,
+    /// The wait policy, real code.
+    pub policy: PolicyConfig,
+    /// Seed of the thread's device latencies.
+    pub seed: u64,
+    /// Unmeasured warm-up, virtual nanoseconds.
+    pub ramp_ns: u64,
+    /// Measured period, virtual nanoseconds.
+    pub runtime_ns: u64,
+    /// Stop the measured period after this many requests, if it comes first.
+    pub ios: Option<u64>,
+}
+
+/// What one simulated thread measured over its measured period.
+#[derive(Clone)]
+pub struct ThreadResult {
+    /// Reads.
+    pub read: DirStats,
+    /// Writes.
+    pub write: DirStats,
+    /// Virtual nanoseconds of the measured period.
+    pub elapsed_ns: u64,
+    /// Virtual CPU nanoseconds the thread used in it.
+    pub cpu_ns: u64,
+    /// Context switches (blocks and preemptions) in it.
+    pub switches: u64,
+    /// The queue's counters.
+    pub queue: QueueCounters,
+    /// The policy's counters.
+    pub policy: PolicyCounters,
+    /// The policy's beliefs at the end.
+    pub beliefs: Vec<(String, f64)>,
+}
+
+/// Runs `jobs` (one simulated thread each) on `platform`, in virtual time. See the module docs.
+pub fn run(platform: &Platform, jobs: &[ThreadJob]) -> Result<Vec<ThreadResult>> {
+    platform.check()?;
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let shared = Arc::new(Shared::new(
+        jobs.len(),
+        platform.cores,
+        platform.time_slice_ns,
+        platform.context_switch_ns,
+    ));
+    let mut handles = Vec::with_capacity(jobs.len());
+    for (i, job) in jobs.iter().enumerate() {
+        let shared = shared.clone();
+        let for_err = shared.clone();
+        let job = job.clone();
+        let platform = platform.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("pollwise-model{i}"))
+            .spawn(move || {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    shared.wait_turn(i);
+                    thread_body(&shared, i, &platform, &job)
+                }));
+                let r = match r {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::Io(format!(
+                        "simulated thread {i} panicked (a pollwise bug; please report it)"
+                    ))),
+                };
+                if r.is_err() {
+                    shared.abort();
+                } else {
+                    shared.finish(i);
+                }
+                r
+            });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                for_err.abort();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(Error::os("starting a simulated thread", e));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => out.push(r),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::Io("a simulated thread panicked".into()));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+fn thread_body(
+    shared: &Arc<Shared>,
+    me: usize,
+    platform: &Platform,
+    job: &ThreadJob,
+) -> Result<ThreadResult> {
+    let clock = Arc::new(ThreadClock {
+        shared: shared.clone(),
+        me,
+    });
+    let q = ModelQueue::new(
+        shared.clone(),
+        me,
+        platform,
+        job.seed,
+        job.cfg.iodepth as usize,
+    );
+    let policy = job.policy.build(clock.clone());
+    let mut engine = Engine::new(Box::new(q), policy, clock, job.cfg.clone())?;
+    if job.ramp_ns > 0 {
+        engine.run(Stop::At(job.ramp_ns))?;
+        engine.reset_stats();
+    }
+    let t0 = shared.now(me);
+    let (c0, s0) = {
+        let w = shared.lock();
+        (w.cpu[me], w.switches[me])
+    };
+    let (_, _, q0, p0) = engine.stats();
+    let until = t0.saturating_add(job.runtime_ns);
+    let stop = match job.ios {
+        Some(n) => Stop::Either(until, engine.submitted() + n),
+        None => Stop::At(until),
+    };
+    engine.run(stop)?;
+    let t1 = shared.now(me);
+    let (c1, s1) = {
+        let w = shared.lock();
+        (w.cpu[me], w.switches[me])
+    };
+    let (read, write, q1, p1) = engine.stats();
+    let beliefs = engine.beliefs();
+    // The engine's drop cancels nothing: everything was drained by run().
+    drop(engine);
+    Ok(ThreadResult {
+        read,
+        write,
+        elapsed_ns: t1 - t0,
+        cpu_ns: c1 - c0,
+        switches: s1 - s0,
+        queue: crate::engine::sub_queue(q1, q0),
+        policy: crate::engine::sub_policy(p1, p0),
+        beliefs,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,221 @@
+//! The modelled device and clock of one simulated thread.
+//!
+//! [`ModelQueue`] is a [`Queue`] whose every call charges the platform's costs to its thread's
+//! virtual CPU and time ([`super::Platform`]): a push the engine's work per I/O, a submission the
+//! submit call, a poll one completion-queue check, a blocking wait a system call, the time off the
+//! cores until the completion or the timer wakes the thread, and the CPU of coming back. The
+//! device completes each operation at its submission plus a latency from a [`LatencyModel`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::sched::Shared;
+use super::Platform;
+use crate::clock::Clock;
+use crate::queue::sim::{LatencyModel, SplitMix64};
+use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+
+/// One simulated thread's clock: its local virtual time.
+#[derive(Debug, Clone)]
+pub(super) struct ThreadClock {
+    pub(super) shared: Arc<Shared>,
+    pub(super) me: usize,
+}
+
+impl Clock for ThreadClock {
+    fn now_ns(&self) -> u64 {
+        self.shared.now(self.me)
+    }
+}
+
+fn aborted() -> io::Error {
+    io::Error::other("the platform model stopped: another simulated thread failed")
+}
+
+/// The modelled device of one simulated thread. See the module docs.
+pub(super) struct ModelQueue {
+    shared: Arc<Shared>,
+    me: usize,
+    p: Platform,
+    model: LatencyModel,
+    rng: SplitMix64,
+    entries: usize,
+    pending: Vec<(u64, i32)>,
+    /// (due, sequence, user_data, result).
+    flying: BinaryHeap<Reverse<(u64, u64, u64, i32)>>,
+    scratch: Vec<u64>,
+    seq: u64,
+    c: QueueCounters,
+}
+
+impl ModelQueue {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        me: usize,
+        p: &Platform,
+        seed: u64,
+        entries: usize,
+    ) -> Self {
+        let entries = entries.max(1);
+        ModelQueue {
+            shared,
+            me,
+            model: p.device,
+            p: p.clone(),
+            rng: SplitMix64::new(seed),
+            entries,
+            pending: Vec::with_capacity(entries),
+            flying: BinaryHeap::with_capacity(entries * 2),
+            scratch: Vec::with_capacity(entries * 2),
+            seq: 0,
+            c: QueueCounters::default(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.now(self.me)
+    }
+
+    fn charge(&self, ns: u64) -> io::Result<()> {
+        self.shared.charge(self.me, ns);
+        if self.shared.is_aborted() {
+            return Err(aborted());
+        }
+        Ok(())
+    }
+
+    fn kth_due(&mut self, k: usize) -> u64 {
+        self.scratch.clear();
+        self.scratch.extend(self.flying.iter().map(|r| r.0 .0));
+        let (_, v, _) = self.scratch.select_nth_unstable(k - 1);
+        *v
+    }
+
+    fn ready(&self, now: u64) -> usize {
+        self.flying.iter().filter(|r| r.0 .0 <= now).count()
+    }
+}
+
+// SAFETY: the modelled device never touches a buffer, and hands each operation back once.
+unsafe impl Queue for ModelQueue {
+    fn kind(&self) -> &'static str {
+        "model"
+    }
+
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        if self.pending.len() >= self.entries {
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+        // The engine's own work for one request (prepare, handle, record).
+        self.charge(self.p.engine_ns)?;
+        let result = match op.kind {
+            OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
+            OpKind::Nop => 0,
+        };
+        self.pending.push((op.user_data, result));
+        Ok(())
+    }
+
+    fn submit(&mut self) -> io::Result<usize> {
+        if self.pending.is_empty() {
+            return Ok(0);
+        }
+        self.charge(self.p.submit_ns)?;
+        self.c.enters += 1;
+        // The device starts when the submit call has issued the requests.
+        let now = self.now();
+        let n = self.pending.len();
+        for (user_data, result) in self.pending.drain(..) {
+            let due = now + self.model.sample(&mut self.rng);
+            self.flying
+                .push(Reverse((due, self.seq, user_data, result)));
+            self.seq += 1;
+        }
+        self.c.submitted += n as u64;
+        Ok(n)
+    }
+
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        self.charge(self.p.poll_ns)?;
+        let now = self.now();
+        let mut n = 0;
+        while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
+            if due > now {
+                break;
+            }
+            self.flying.pop();
+            n += 1;
+            sink(Completion { user_data, result });
+        }
+        self.c.completed += n as u64;
+        Ok(n)
+    }
+
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        let start = self.now();
+        // One call submits and waits, as `io_uring_enter` with `to_submit` and `GETEVENTS`:
+        // a wait that submitted has entered the kernel already.
+        let submitted = self.submit()? > 0;
+        let min = min.min(self.flying.len());
+        if min == 0 {
+            return Ok(WaitOutcome::Ready);
+        }
+        let target = self.kth_due(min);
+        if !submitted {
+            self.charge(self.p.syscall_ns)?;
+            self.c.enters += 1;
+        }
+        let entered = self.now();
+        if target <= entered {
+            return Ok(WaitOutcome::Ready);
+        }
+        let (cpu, deadline) = match timeout {
+            Some(t) => (
+                self.p.sleep_cpu_ns,
+                start.saturating_add(t.as_nanos().min(u64::MAX as u128) as u64),
+            ),
+            None => (self.p.wait_cpu_ns, u64::MAX),
+        };
+        let resume = cpu.saturating_sub(self.p.syscall_ns);
+        // Back in user space (with a free core) this long after the event that wakes it.
+        let by_completion = target.saturating_add(self.p.wake_latency_ns);
+        let by_timer = deadline.saturating_add(self.p.timer_late_ns);
+        let back = by_completion.min(by_timer);
+        let wake = back.saturating_sub(resume).max(entered);
+        self.shared.block(self.me, wake, resume);
+        if self.shared.is_aborted() {
+            return Err(aborted());
+        }
+        if self.ready(self.now()) >= min {
+            Ok(WaitOutcome::Ready)
+        } else {
+            Ok(WaitOutcome::TimedOut)
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len() + self.flying.len()
+    }
+
+    fn counters(&self) -> QueueCounters {
+        self.c
+    }
+
+    /// Every operation not yet handed back completes now, with `-ECANCELED`.
+    fn cancel_all(&mut self) -> io::Result<()> {
+        self.submit()?;
+        let now = self.now();
+        let mut v = std::mem::take(&mut self.flying).into_vec();
+        for Reverse((due, _, _, result)) in v.iter_mut() {
+            if *due > now {
+                *due = now;
+                *result = -libc::ECANCELED;
+            }
+        }
+        self.flying = BinaryHeap::from(v);
+        Ok(())
+    }
+}

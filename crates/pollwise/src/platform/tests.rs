@@ -1,0 +1,214 @@
+//! The platform model against figures computed by hand, and against itself (determinism).
+
+use super::*;
+use crate::policy::Mode;
+
+const E: u64 = 100; // engine work per I/O
+const S: u64 = 200; // submit call
+const P: u64 = 30; // one poll
+const Y: u64 = 50; // one system call
+const W: u64 = 400; // a blocking wait's CPU
+const K: u64 = 700; // wake-up latency
+const L: u64 = 1_000; // device latency
+
+fn platform(cores: u32) -> Platform {
+    Platform {
+        name: "test".into(),
+        cores,
+        time_slice_ns: 1_000_000_000,
+        context_switch_ns: 0,
+        syscall_ns: Y,
+        submit_ns: S,
+        poll_ns: P,
+        engine_ns: E,
+        wait_cpu_ns: W,
+        wake_latency_ns: K,
+        sleep_cpu_ns: 600,
+        timer_late_ns: 300,
+        device: LatencyModel::Fixed(L),
+    }
+}
+
+fn job(mode: Mode, ios: u64) -> ThreadJob {
+    ThreadJob {
+        cfg: EngineConfig::default(),
+        policy: PolicyConfig::new(mode),
+        seed: 1,
+        ramp_ns: 0,
+        runtime_ns: u64::MAX / 4,
+        ios: Some(ios),
+    }
+}
+
+fn one(p: &Platform, mode: Mode, ios: u64) -> ThreadResult {
+    run(p, &[job(mode, ios)]).unwrap().remove(0)
+}
+
+#[test]
+fn poll_one_thread_to_the_nanosecond() {
+    let n = 200;
+    let r = one(&platform(1), Mode::Poll, n);
+    // Push (E) and submit (S), then polls of P each until one reaches the completion.
+    let clat = L.div_ceil(P) * P;
+    let cycle = E + S + clat;
+    assert_eq!(r.read.ios, n);
+    assert_eq!(r.read.clat.min(), clat);
+    assert_eq!(r.read.clat.max(), clat);
+    assert_eq!(r.read.slat.max(), E + S);
+    assert_eq!(r.read.lat.value_at_quantile(0.5), cycle);
+    assert_eq!(r.elapsed_ns, n * cycle);
+    // A poller is on its core the whole time.
+    assert_eq!(r.cpu_ns, n * cycle);
+    assert_eq!(r.switches, 0);
+    assert_eq!(r.policy.polls, n * L.div_ceil(P));
+}
+
+#[test]
+fn interrupt_one_thread_to_the_nanosecond() {
+    let n = 200;
+    let r = one(&platform(1), Mode::Interrupt, n);
+    // The engine pushes (E); the policy's wait submits and waits in one call (S, clat starts
+    // when the wait began); back in user space K after the completion; one poll reaps it.
+    let clat = S + L + K + P;
+    let cycle = E + clat;
+    assert_eq!(r.read.slat.max(), E);
+    assert_eq!(r.read.clat.min(), clat);
+    assert_eq!(r.read.clat.max(), clat);
+    assert_eq!(r.read.lat.value_at_quantile(0.5), cycle);
+    assert_eq!(r.elapsed_ns, n * cycle);
+    // CPU: the engine, the submit call (which entered the kernel for the wait too), the rest
+    // of the wait's CPU on waking, one poll.
+    assert_eq!(r.cpu_ns, n * (E + S + (W - Y) + P));
+    assert_eq!(r.switches, n);
+    assert_eq!(r.policy.blocks, n);
+    assert_eq!(r.queue.enters, n);
+}
+
+#[test]
+fn two_pollers_on_one_core_share_it_by_slices() {
+    let mut p = platform(1);
+    p.time_slice_ns = 100_000;
+    p.context_switch_ns = 1_000;
+    let jobs = [job(Mode::Poll, 500), job(Mode::Poll, 500)];
+    let r = run(&p, &jobs).unwrap();
+    let cycle = E + S + L.div_ceil(P) * P;
+    for t in &r {
+        assert_eq!(t.read.ios, 500);
+        // Each ran about half the time: its elapsed time is about twice its CPU.
+        assert!(
+            t.elapsed_ns > 3 * t.cpu_ns / 2,
+            "{} {}",
+            t.elapsed_ns,
+            t.cpu_ns
+        );
+        assert!(t.switches > 0);
+        // A request in flight while its thread is off the core waits for the next slice.
+        assert!(t.read.clat.max() > 50_000, "{}", t.read.clat.max());
+        assert!(t.read.clat.min() < 2 * cycle);
+    }
+    // With two cores, neither waits.
+    let r2 = run(&platform(2), &jobs).unwrap();
+    for t in &r2 {
+        assert_eq!(t.elapsed_ns, 500 * cycle);
+        assert_eq!(t.switches, 0);
+    }
+}
+
+#[test]
+fn same_inputs_same_figures_bit_for_bit() {
+    let mut p = platform(2);
+    p.device = LatencyModel::LogNormal {
+        mean_ns: 10_000,
+        sigma: 0.4,
+    };
+    p.time_slice_ns = 50_000;
+    p.context_switch_ns = 900;
+    for mode in Mode::ALL {
+        let jobs: Vec<ThreadJob> = (0..5)
+            .map(|i| ThreadJob {
+                seed: 11 + i,
+                cfg: EngineConfig {
+                    iodepth: 1 + (i as u32 % 3),
+                    ..EngineConfig::default()
+                },
+                ..job(*mode, 300)
+            })
+            .collect();
+        let fig = |r: &[ThreadResult]| -> Vec<(u64, u64, u64, u64, u64, u64, u64)> {
+            r.iter()
+                .map(|t| {
+                    (
+                        t.read.ios,
+                        t.elapsed_ns,
+                        t.cpu_ns,
+                        t.switches,
+                        t.read.clat.value_at_quantile(0.5),
+                        t.read.clat.value_at_quantile(0.99),
+                        t.policy.polls,
+                    )
+                })
+                .collect()
+        };
+        let a = fig(&run(&p, &jobs).unwrap());
+        let b = fig(&run(&p, &jobs).unwrap());
+        assert_eq!(a, b, "{}", mode.name());
+        // Five threads on two cores: someone waited for a core.
+        assert!(a.iter().all(|f| f.0 == 300));
+    }
+}
+
+#[test]
+fn hybrid_sleeps_and_spends_less_cpu_than_poll() {
+    let mut p = platform(1);
+    p.device = LatencyModel::Fixed(20_000);
+    let poll = one(&p, Mode::Poll, 400);
+    let hybrid = one(&p, Mode::Hybrid, 400);
+    assert!(hybrid.policy.sleeps > 300, "{:?}", hybrid.policy);
+    assert!(hybrid.cpu_ns < poll.cpu_ns);
+}
+
+#[test]
+fn bad_platforms_name_the_field() {
+    let field = |p: Platform| match p.check() {
+        Err(Error::Config { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        field(Platform {
+            cores: 0,
+            ..platform(1)
+        }),
+        "cores"
+    );
+    assert_eq!(
+        field(Platform {
+            poll_ns: 0,
+            ..platform(1)
+        }),
+        "poll_ns"
+    );
+    assert_eq!(
+        field(Platform {
+            time_slice_ns: 10,
+            ..platform(1)
+        }),
+        "time_slice_ns"
+    );
+    assert_eq!(
+        field(Platform {
+            wake_latency_ns: u64::MAX,
+            ..platform(1)
+        }),
+        "wake_latency_ns"
+    );
+    assert!(matches!(
+        run(
+            &Platform {
+                cores: 0,
+                ..platform(1)
+            },
+            &[job(Mode::Poll, 1)]
+        ),
+        Err(Error::Config { field: "cores", .. })
+    ));
+}
