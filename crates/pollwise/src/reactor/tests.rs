@@ -657,9 +657,15 @@ fn fdmon_names_parse() {
     for k in FdMonKind::ALL {
         assert_eq!(k.name().parse::<FdMonKind>().unwrap(), k);
     }
+    // A structured error naming the field; the command line turns it into `--fdmon=kqueue ...`.
     let e = "kqueue".parse::<FdMonKind>().unwrap_err();
-    assert!(matches!(e, Error::Usage(_)));
-    assert!(e.to_string().contains("--fdmon=epoll"));
+    assert!(e.is_usage());
+    let Error::Config { field, reason } = e else {
+        panic!("expected a configuration error, got {e:?}");
+    };
+    assert_eq!(field, "fdmon");
+    assert!(reason.starts_with("=kqueue"), "{reason}");
+    assert!(reason.contains("epoll"), "{reason}");
 }
 
 #[test]
@@ -674,4 +680,41 @@ fn io_uring_monitor_uses_multishot_here() {
     if (major, minor) >= (5, 13) {
         assert!(m.multishot(), "kernel {rel} should take multishot polls");
     }
+}
+
+#[test]
+fn the_source_table_is_fixed_and_stale_ids_stay_stale() {
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(0));
+    let zero = ReactorConfig {
+        fdmon: FdMonKind::Epoll,
+        max_sources: 0,
+        ..Default::default()
+    };
+    // Zero sources is fine (the notifier has its own slot); an impossible size is not.
+    assert!(Reactor::new(zero, clock.clone()).is_ok());
+    let huge = ReactorConfig {
+        max_sources: usize::MAX,
+        ..zero
+    };
+    match Reactor::new(huge, clock.clone()) {
+        Err(Error::Config { field, .. }) => assert_eq!(field, "max_sources"),
+        other => panic!("expected a configuration error, got {:?}", other.err()),
+    }
+    let cfg = ReactorConfig {
+        max_sources: 2,
+        ..zero
+    };
+    let mut r = Reactor::new(cfg, clock).unwrap();
+    let fds: Vec<EventFd> = (0..3).map(|_| EventFd::new().unwrap()).collect();
+    let a = r.add_fd(fds[0].as_raw_fd(), |_, _| {}).unwrap();
+    let b = r.add_fd(fds[1].as_raw_fd(), |_, _| {}).unwrap();
+    let e = r.add_fd(fds[2].as_raw_fd(), |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(r.len(), 2);
+    assert!(r.remove(a).unwrap());
+    assert!(!r.remove(a).unwrap(), "a removed source's id is stale");
+    let c = r.add_fd(fds[2].as_raw_fd(), |_, _| {}).unwrap();
+    assert_ne!(c, a, "a reused slot gets a new generation");
+    assert_eq!(r.window_ns(a), None);
+    assert!(r.window_ns(b).is_some() && r.window_ns(c).is_some());
 }
