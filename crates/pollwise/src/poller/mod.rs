@@ -36,39 +36,33 @@
 // poller itself is not built there.
 #![cfg_attr(loom, allow(dead_code))]
 
-#[cfg(not(loom))]
-mod client;
 pub(crate) mod drr;
 mod idle;
-#[cfg(not(loom))]
-mod shared;
 #[cfg(not(loom))]
 mod worker;
 
 #[cfg(not(loom))]
-pub use client::{Client, ClientOptions};
+pub use crate::queue::poller_client::{Client, ClientOptions};
 #[cfg(not(loom))]
 pub use worker::SharedPoller;
 
 use std::time::Duration;
 
-use crate::queue::Op;
 use crate::{Error, Result};
 
-/// How the shared poller runs. `Default` is the command line's defaults.
+/// How the shared poller runs. `Default` is seed 002's settings.
 #[derive(Debug, Clone)]
 pub struct PollerConfig {
-    /// Pin the poller thread to this CPU (`--poller_cpu`).
+    /// Pin the poller thread to this CPU.
     pub cpu: Option<usize>,
-    /// At most this many requests per client per turn (`--poller_batch`, default 8 as the
-    /// kernel caps a ring that shares its SQPOLL thread).
+    /// At most this many requests per client per turn (default 8, as the kernel caps a ring
+    /// that shares its SQPOLL thread).
     pub batch: u32,
-    /// Bytes a backlogged client earns per turn (`--poller_quantum`, default 32 KiB: eight
-    /// 4 KiB requests).
+    /// Bytes a backlogged client earns per turn (default 32 KiB: eight 4 KiB requests).
     pub quantum: u32,
-    /// Poll this long without work before sleeping (`--poller_idle_us`).
+    /// Poll this long without work before sleeping.
     pub idle: Duration,
-    /// The poller's ring size and its cap on requests in the kernel (`--poller_depth`).
+    /// The poller's ring size and its cap on requests in the kernel.
     pub depth: u32,
 }
 
@@ -88,7 +82,7 @@ impl Default for PollerConfig {
 /// usual cause: locked-memory limits against a large `depth`).
 pub const RING_SETUP_OP: &str = "setting up the shared poller's io_uring";
 
-/// The largest `--poller_depth`: the poller's ring holds depth + 1 entries (the doorbell's poll),
+/// The largest [`PollerConfig::depth`]: the poller's ring holds depth + 1 entries (the doorbell's poll),
 /// rounded up to a power of two, and the kernel's largest ring is 32768.
 pub const MAX_POLLER_DEPTH: u32 = 32767;
 
@@ -135,16 +129,6 @@ impl PollerConfig {
 
 pub use crate::sys::affinity::{allowed_cpus, cpu_list, pin_to_cpu, pin_to_cpus};
 
-/// An operation crossing from a client to the poller thread.
-#[cfg_attr(loom, allow(dead_code))]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SendOp(pub(crate) Op);
-
-// SAFETY: the raw buffer pointer inside is never dereferenced by the poller; it is only handed
-// to the kernel, and the client promised (Queue::push's contract) that it stays valid until the
-// completion is handed back or the client is dropped, which waits for the poller.
-unsafe impl Send for SendOp {}
-
 /// What the poller did, counted by the poller thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PollerCounters {
@@ -168,6 +152,44 @@ pub struct PollerCounters {
     pub discarded: u64,
     /// CPU time of the poller thread, in nanoseconds.
     pub cpu_ns: u64,
+}
+
+impl PollerCounters {
+    /// The counters in the order the poller publishes them.
+    #[cfg_attr(loom, allow(dead_code))]
+    fn to_array(self) -> [u64; 10] {
+        [
+            self.rounds,
+            self.submitted,
+            self.completed,
+            self.enters,
+            self.sleeps,
+            self.doorbells,
+            self.client_wakes,
+            self.cancelled,
+            self.discarded,
+            self.cpu_ns,
+        ]
+    }
+
+    /// The counters [`to_array`](PollerCounters::to_array) gave.
+    #[cfg_attr(loom, allow(dead_code))]
+    fn from_array(v: [u64; 10]) -> Self {
+        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns] =
+            v;
+        PollerCounters {
+            rounds,
+            submitted,
+            completed,
+            enters,
+            sleeps,
+            doorbells,
+            client_wakes,
+            cancelled,
+            discarded,
+            cpu_ns,
+        }
+    }
 }
 
 /// How a [`SharedPoller::shutdown`] ended for the requests it still had.

@@ -5,7 +5,8 @@
 //! ([`Queue::wait`]). It knows nothing of *how* the program wants to wait: that is the
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
 //! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device), [`channel`]
-//! (requests to a server thread over shared-memory rings) and the shared poller's client.
+//! (requests to a server thread over shared-memory rings) and the shared poller's client
+//! ([`poller_client`]). [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
 //! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
@@ -16,6 +17,9 @@
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
 
 pub mod channel;
+// The shared poller's client (under loom only the lock-free parts below it are modelled).
+#[cfg(not(loom))]
+pub mod poller_client;
 pub mod ring;
 pub mod sim;
 pub mod uring;
