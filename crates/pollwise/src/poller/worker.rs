@@ -315,14 +315,7 @@ impl Worker {
         let mut changed = false;
         if self.shared.pending_flag.load(Ordering::Acquire) {
             self.shared.pending_flag.store(false, Ordering::SeqCst);
-            let new: Vec<_> = std::mem::take(
-                &mut *self
-                    .shared
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
-            for (shared, ends) in new {
+            for (shared, ends) in self.shared.take_pending() {
                 let slot = Slot {
                     shared,
                     ends,
@@ -601,26 +594,11 @@ impl Worker {
         std::sync::atomic::fence(Ordering::SeqCst);
         // Clients that pushed before seeing `dead`: one last look.
         report.cancelled += self.cancel_queued();
-        let late: Vec<_> = std::mem::take(
-            &mut *self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        for (shared, ends) in late {
+        let late = self.shared.take_pending().into_iter();
+        let served = self.clients.iter_mut().filter_map(|s| s.take());
+        for (shared, ends) in late.chain(served.map(|s| (s.shared, s.ends))) {
             self.shared.clients.fetch_sub(1, Ordering::Relaxed);
-            *shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(ends);
-            shared.retire();
-            shared.ring();
-        }
-        for i in 0..self.clients.len() {
-            if let Some(s) = self.clients[i].take() {
-                self.shared.clients.fetch_sub(1, Ordering::Relaxed);
-                *s.shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.ends);
-                s.shared.retire();
-                s.shared.ring();
-            }
+            shared.hand_back(ends);
         }
         self.c.cancelled += report.cancelled;
         self.c.cpu_ns = thread_cpu_ns();

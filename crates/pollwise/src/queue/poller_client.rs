@@ -282,6 +282,11 @@ impl PollerShared {
         }
     }
 
+    /// Takes the clients waiting to be served.
+    pub(crate) fn take_pending(&self) -> Vec<(Arc<ClientShared>, PollerEnds)> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Publishes the poller's counters.
     pub(crate) fn publish(&self, values: [u64; POLLER_COUNTERS]) {
         for (slot, v) in self.counters.iter().zip(values) {
@@ -330,6 +335,14 @@ impl ClientShared {
     pub(crate) fn ring(&self) {
         self.cq_seq.fetch_add(1, Ordering::Release);
         futex::wake_all(&self.cq_seq);
+    }
+
+    /// The poller has stopped: gives the client its ring ends back (so it can cancel what it
+    /// queued after the poller's last look), retires it and wakes it.
+    pub(crate) fn hand_back(&self, ends: PollerEnds) {
+        *self.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(ends);
+        self.retire();
+        self.ring();
     }
 
     /// Marks the client retired and wakes its `drop`.

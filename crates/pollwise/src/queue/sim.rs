@@ -456,15 +456,7 @@ mod tests {
     use super::*;
 
     fn nop(user_data: u64) -> Op {
-        Op {
-            kind: OpKind::Read,
-            file: 0,
-            buf: std::ptr::null_mut(),
-            len: 4096,
-            offset: 0,
-            buf_index: None,
-            user_data,
-        }
+        Op::read(0, std::ptr::null_mut(), 4096, 0, user_data)
     }
 
     fn virt(model: &str, cost: u64) -> (SimQueue, FakeClock) {
