@@ -64,6 +64,7 @@ pub fn option_for_field(field: &str) -> &str {
         "quantum" => "poller_quantum",
         "batch" => "poller_batch",
         "cpu" => "poller_cpu",
+        pollwise::queue::sim::LATENCY_FIELD => "sim_latency",
         other => other,
     }
 }
@@ -164,6 +165,22 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("--rw=write"), "{m}");
+    }
+
+    #[test]
+    fn library_parse_errors_name_the_flag() {
+        let e = "kqueue"
+            .parse::<pollwise::reactor::FdMonKind>()
+            .unwrap_err();
+        let m = usage(e);
+        assert!(m.starts_with("--fdmon=kqueue "), "{m}");
+        assert!(m.contains("epoll"), "{m}");
+        let e = "fixed:10"
+            .parse::<pollwise::queue::sim::LatencyModel>()
+            .unwrap_err();
+        let m = usage(e);
+        assert!(m.starts_with("--sim_latency=fixed:10: "), "{m}");
+        assert!(m.contains("no unit"), "{m}");
     }
 
     #[test]

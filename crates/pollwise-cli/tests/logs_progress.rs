@@ -178,10 +178,22 @@ fn averaged_logs_with_offsets_have_fios_format() {
                     .map(|w| w[1] as i64 - w[0] as i64)
                     .collect::<Vec<_>>();
                 let inner = &gaps[..gaps.len() - 1];
-                assert!(
-                    inner.iter().all(|g| (50..=160).contains(g)),
-                    "{who} {k}: {t:?}"
-                );
+                if who == "fio" {
+                    // fio's stat thread stamps a window when it gets the CPU: on a busy
+                    // machine a window can close late.
+                    assert!(
+                        inner.iter().all(|g| (50..=400).contains(g)),
+                        "{who} {k}: {t:?}"
+                    );
+                } else {
+                    // pollwise stamps each window at its end; a window in which no I/O
+                    // completed (a stall of the machine) has no latency line.
+                    assert!(
+                        t[..t.len() - 1].iter().all(|x| x % 100 == 0)
+                            && inner.iter().all(|g| *g >= 100),
+                        "{who} {k}: {t:?}"
+                    );
+                }
             }
             if k == "iops" {
                 // Per second over the window: a disk doing I/O does more than 10 a second.

@@ -204,15 +204,7 @@ fn sim(clock: &FakeClock, model: &str) -> SimQueue {
 }
 
 fn read(user_data: u64) -> Op {
-    Op {
-        kind: OpKind::Read,
-        file: 0,
-        buf: std::ptr::null_mut(),
-        len: 4096,
-        offset: 0,
-        buf_index: None,
-        user_data,
-    }
+    Op::read(0, std::ptr::null_mut(), 4096, 0, user_data)
 }
 
 #[test]

@@ -4,14 +4,14 @@
 //! poll queues); a model can. A [`Platform`] is a handful of measured costs (a submit call, a
 //! completion-queue check, a blocking wait's CPU and wake-up latency, a timed sleep's CPU and
 //! lateness, a context switch, the engine's own work per I/O), a number of cores with a time
-//! slice, and a device latency model ([`LatencyModel`]). [`run`] drives the *real* engine and
+//! slice, and a device latency model ([`LatencyModel`](crate::queue::sim::LatencyModel)). [`run`] drives the *real* engine and
 //! the *real* wait policy of every job thread through it, in virtual time:
 //!
-//! - each thread's queue is modelled ([`queue`]): a push charges the engine's work per I/O, a
+//! - each thread's queue is modelled ([`ModelQueue`](crate::queue::model)): a push charges the engine's work per I/O, a
 //!   submit the submit call, a poll one completion-queue check; a blocking wait charges a system
 //!   call, takes the thread off its core until the completion (plus the wake-up latency) or the
 //!   timer (plus its lateness), and charges the rest of the wait's CPU when the thread runs again;
-//! - threads contend for the cores ([`sched`]): a woken thread takes a free core, or waits until
+//! - threads contend for the cores ([`sched`](crate::queue::model::sched)): a woken thread takes a free core, or waits until
 //!   a thread blocks or a running thread's time slice ends while others wait (then the one that
 //!   waited longest runs, after a context switch);
 //! - the device completes each request at its submission plus a latency drawn from the model,
@@ -22,113 +22,19 @@
 //! parallelism (each thread's requests are served independently), interrupts' CPU on other
 //! threads' cores, caches, and the spread of every cost (each is one figure, its median).
 
-pub mod queue;
-pub mod sched;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::engine::{Engine, EngineConfig, Stop};
 use crate::policy::{PolicyConfig, PolicyCounters};
-use crate::queue::sim::LatencyModel;
+
 use crate::queue::QueueCounters;
 use crate::stats::DirStats;
 use crate::{Error, Result};
 
-use queue::{ModelQueue, ThreadClock};
-use sched::Shared;
-
-/// The most cores a platform may have.
-pub const MAX_CORES: u32 = 4096;
-
-/// The costs and resources of a platform. See the module docs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Platform {
-    /// A name for reports (`here`, `nvme-baremetal`, a file name).
-    pub name: String,
-    /// Cores the job threads may run on.
-    pub cores: u32,
-    /// The scheduler's time slice: a running thread keeps its core this long while others wait.
-    pub time_slice_ns: u64,
-    /// CPU a preempted thread pays to run again (a context switch).
-    pub context_switch_ns: u64,
-    /// One trivial system call (enter and leave the kernel).
-    pub syscall_ns: u64,
-    /// The call that submits one request (`io_uring_enter` with one read), CPU and time.
-    pub submit_ns: u64,
-    /// One completion-queue check that finds nothing (a poll).
-    pub poll_ns: u64,
-    /// The program's own work per request (prepare, handle, record), CPU and time.
-    pub engine_ns: u64,
-    /// The waiting thread's CPU per blocking wait (enter, switch out, switch in, return).
-    pub wait_cpu_ns: u64,
-    /// From a completion to its waiting thread running in user space again, when a core is
-    /// free: what an interrupt-driven wait adds to a polled completion's latency.
-    pub wake_latency_ns: u64,
-    /// The sleeping thread's CPU per timed sleep (timer programming, switches).
-    pub sleep_cpu_ns: u64,
-    /// How late a timed sleep returns after its deadline (timer slack 1 ns).
-    pub timer_late_ns: u64,
-    /// The device's latency: from the submit call issuing a request to its completion being
-    /// visible in the completion queue.
-    pub device: LatencyModel,
-}
-
-impl Platform {
-    /// Checks the figures: an [`Error::Config`] naming the field that cannot be used.
-    pub fn check(&self) -> Result<()> {
-        if self.cores == 0 || self.cores > MAX_CORES {
-            return Err(Error::config(
-                "cores",
-                format!("is {}: use 1 to {MAX_CORES}", self.cores),
-            ));
-        }
-        if self.poll_ns == 0 {
-            return Err(Error::config(
-                "poll_ns",
-                "is 0: a poll that costs nothing would spin for ever in virtual time; use at least 1",
-            ));
-        }
-        if self.time_slice_ns < 1_000 {
-            return Err(Error::config(
-                "time_slice_ns",
-                format!("is {}: use at least 1000 (1 us)", self.time_slice_ns),
-            ));
-        }
-        const MAX: u64 = 10_000_000_000;
-        for (field, v) in [
-            ("time_slice_ns", self.time_slice_ns),
-            ("context_switch_ns", self.context_switch_ns),
-            ("syscall_ns", self.syscall_ns),
-            ("submit_ns", self.submit_ns),
-            ("poll_ns", self.poll_ns),
-            ("engine_ns", self.engine_ns),
-            ("wait_cpu_ns", self.wait_cpu_ns),
-            ("wake_latency_ns", self.wake_latency_ns),
-            ("sleep_cpu_ns", self.sleep_cpu_ns),
-            ("timer_late_ns", self.timer_late_ns),
-        ] {
-            if v > MAX {
-                return Err(Error::config(
-                    field,
-                    format!("is {v} ns: use at most {MAX} (10 s)"),
-                ));
-            }
-        }
-        if let LatencyModel::Uniform(a, b) = self.device {
-            if a > b {
-                return Err(Error::config(
-                    "device",
-                    "a uniform latency's lower bound is above its upper bound",
-                ));
-            }
-        }
-        if self.device.mean_ns() > MAX as f64 {
-            return Err(Error::config("device", "mean latency above 10 s"));
-        }
-        Ok(())
-    }
-}
+use crate::queue::model::sched::Shared;
+use crate::queue::model::{ModelQueue, ThreadClock};
+pub use crate::queue::model::{Platform, MAX_CORES};
 
 /// One simulated job thread.
 #[derive(Debug, Clone)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::policy::Mode;
+use crate::queue::sim::LatencyModel;
 
 const E: u64 = 100; // engine work per I/O
 const S: u64 = 200; // submit call

@@ -36,23 +36,18 @@
 // poller itself is not built there.
 #![cfg_attr(loom, allow(dead_code))]
 
-#[cfg(not(loom))]
-mod client;
 pub(crate) mod drr;
 mod idle;
-#[cfg(not(loom))]
-mod shared;
 #[cfg(not(loom))]
 mod worker;
 
 #[cfg(not(loom))]
-pub use client::{Client, ClientOptions};
+pub use crate::queue::poller_client::{Client, ClientOptions};
 #[cfg(not(loom))]
 pub use worker::SharedPoller;
 
 use std::time::Duration;
 
-use crate::queue::Op;
 use crate::{Error, Result};
 
 /// How the shared poller runs. `Default`: not pinned, batches of 8, a 32 KiB quantum, 1 ms of
@@ -136,16 +131,6 @@ impl PollerConfig {
 
 pub use crate::sys::affinity::{allowed_cpus, cpu_list, pin_to_cpu, pin_to_cpus};
 
-/// An operation crossing from a client to the poller thread.
-#[cfg_attr(loom, allow(dead_code))]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SendOp(pub(crate) Op);
-
-// SAFETY: the raw buffer pointer inside is never dereferenced by the poller; it is only handed
-// to the kernel, and the client promised (Queue::push's contract) that it stays valid until the
-// completion is handed back or the client is dropped, which waits for the poller.
-unsafe impl Send for SendOp {}
-
 /// What the poller did, counted by the poller thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PollerCounters {
@@ -169,6 +154,44 @@ pub struct PollerCounters {
     pub discarded: u64,
     /// CPU time of the poller thread, in nanoseconds.
     pub cpu_ns: u64,
+}
+
+impl PollerCounters {
+    /// The counters in the order the poller publishes them.
+    #[cfg_attr(loom, allow(dead_code))]
+    fn to_array(self) -> [u64; 10] {
+        [
+            self.rounds,
+            self.submitted,
+            self.completed,
+            self.enters,
+            self.sleeps,
+            self.doorbells,
+            self.client_wakes,
+            self.cancelled,
+            self.discarded,
+            self.cpu_ns,
+        ]
+    }
+
+    /// The counters [`to_array`](PollerCounters::to_array) gave.
+    #[cfg_attr(loom, allow(dead_code))]
+    fn from_array(v: [u64; 10]) -> Self {
+        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns] =
+            v;
+        PollerCounters {
+            rounds,
+            submitted,
+            completed,
+            enters,
+            sleeps,
+            doorbells,
+            client_wakes,
+            cancelled,
+            discarded,
+            cpu_ns,
+        }
+    }
 }
 
 /// How a [`SharedPoller::shutdown`] ended for the requests it still had.

@@ -8,29 +8,30 @@
 //! are posted in batches there and no interrupt-driven task work disturbs the loop), else a
 //! plain ring.
 
-use std::io;
 use std::os::fd::AsRawFd;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
-
-use super::client::{Client, ClientOptions};
 use super::drr::{Drr, Lane, Source};
 use super::idle::IdleTimer;
-use super::shared::{ClientShared, PollerEnds, PollerShared};
 use super::RING_SETUP_OP;
-use super::{PollerConfig, PollerCounters, SendOp, ShutdownReport};
+use super::{PollerConfig, PollerCounters, ShutdownReport};
 use crate::clock::{self, Clock};
+use crate::queue::poller_client::{Client, ClientOptions, ClientShared, PollerEnds, PollerShared};
+use crate::queue::ring::{PromisedOp, Ring};
 use crate::queue::{Completion, OpKind};
+use crate::request::slots::{Handle, Slots};
 use crate::sync::doorbell;
 use crate::sys::affinity::pin_to_cpu;
 use crate::sys::eventfd::EventFd;
 use crate::sys::rusage::thread_cpu_ns;
 use crate::sys::timerslack;
-use crate::sys::uring::IORING_ENTER_GETEVENTS;
+use crate::sys::uring::{
+    SetupError, SetupParams, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
+    IORING_SETUP_SINGLE_ISSUER,
+};
 use crate::{Error, Result};
 
 const DOORBELL: u64 = u64::MAX;
@@ -117,7 +118,7 @@ impl SharedPoller {
 
     /// What the poller did so far (updated every round that did work, and before it sleeps).
     pub fn counters(&self) -> PollerCounters {
-        self.shared.snapshot()
+        PollerCounters::from_array(self.shared.snapshot())
     }
 
     /// Clients the poller serves now (a dropped client counts until it is retired).
@@ -156,7 +157,7 @@ impl Drop for SharedPoller {
 
 /// A request the poller took from a client, with its file resolved.
 struct Sub {
-    op: SendOp,
+    op: PromisedOp,
     fd: RawFd,
 }
 
@@ -179,32 +180,33 @@ impl Source for Slot {
     fn pop(&mut self) -> Option<Sub> {
         let op = self.ends.sq.pop()?;
         self.in_flight += 1;
-        let fd = match op.0.kind {
+        let fd = match op.op().kind {
             OpKind::Nop => -1,
-            _ => self.shared.files[op.0.file],
+            _ => self.shared.files[op.op().file],
         };
         Some(Sub { op, fd })
     }
     fn cost(item: &Sub) -> u64 {
-        item.op.0.len as u64
+        item.op.op().len as u64
     }
 }
 
+/// A request in the poller's ring: whose it is and the client's own `user_data`. Its handle
+/// in the poller's table is the ring's `user_data`.
 #[derive(Clone, Copy)]
 struct Req {
     client: u32,
     user_data: u64,
-    live: bool,
 }
 
 struct Worker {
     shared: Arc<PollerShared>,
     clock: Arc<dyn Clock>,
-    ring: IoUring<squeue::Entry, cqueue::Entry>,
+    ring: Ring,
     clients: Vec<Option<Slot>>,
     drr: Drr,
-    reqs: Vec<Req>,
-    free: Vec<u32>,
+    /// Every request in the ring (capacity: the cap on requests in the kernel).
+    reqs: Slots<Req>,
     in_flight: usize,
     cap: usize,
     doorbell_armed: bool,
@@ -216,14 +218,21 @@ struct Worker {
     finished: bool,
 }
 
-fn build_ring(entries: u32) -> io::Result<IoUring> {
-    let cq = entries * 2;
-    IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .setup_cqsize(cq)
-        .build(entries)
-        .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))
+/// A SINGLE_ISSUER | DEFER_TASKRUN ring where the kernel has them (Linux 6.1), else a plain
+/// one; completion ring twice the size.
+fn build_ring(entries: u32) -> std::result::Result<Ring, SetupError> {
+    let p = SetupParams {
+        entries,
+        flags: IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+        cq_entries: entries * 2,
+        ..Default::default()
+    };
+    Ring::setup(&p).or_else(|_| {
+        Ring::setup(&SetupParams {
+            flags: IORING_SETUP_CQSIZE,
+            ..p
+        })
+    })
 }
 
 impl Worker {
@@ -246,23 +255,16 @@ impl Worker {
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
         let ring = build_ring(entries)
-            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e))?;
+            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e.source))?;
         let cap = cfg.depth as usize;
+        let reqs = Slots::new(cap).map_err(|e| Error::config("depth", e.to_string()))?;
         Ok(Worker {
             shared,
             clock,
             ring,
             clients: Vec::new(),
             drr: Drr::new(cfg.quantum as u64, cfg.batch),
-            reqs: vec![
-                Req {
-                    client: 0,
-                    user_data: 0,
-                    live: false,
-                };
-                cap
-            ],
-            free: (0..cap as u32).rev().collect(),
+            reqs,
             in_flight: 0,
             cap,
             doorbell_armed: false,
@@ -304,7 +306,7 @@ impl Worker {
     }
 
     fn publish(&self) {
-        self.shared.publish(&self.c);
+        self.shared.publish(self.c.to_array());
         self.shared.publish_in_flight(self.in_flight);
     }
 
@@ -313,14 +315,7 @@ impl Worker {
         let mut changed = false;
         if self.shared.pending_flag.load(Ordering::Acquire) {
             self.shared.pending_flag.store(false, Ordering::SeqCst);
-            let new: Vec<_> = std::mem::take(
-                &mut *self
-                    .shared
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
-            for (shared, ends) in new {
+            for (shared, ends) in self.shared.take_pending() {
                 let slot = Slot {
                     shared,
                     ends,
@@ -369,21 +364,14 @@ impl Worker {
     /// Asks the kernel to cancel every live request that `which` picks. Each comes back
     /// through reap(), with -ECANCELED if it was cancelled, or its result if it had started.
     fn cancel_in_kernel(&mut self, which: impl Fn(&Req) -> bool) {
-        for slot in 0..self.reqs.len() {
-            let r = self.reqs[slot];
-            if !r.live || !which(&r) {
+        for index in 0..self.reqs.capacity() {
+            let Some(h) = self.reqs.handle_at(index) else {
+                continue;
+            };
+            if !self.reqs.get(h).is_ok_and(&which) {
                 continue;
             }
-            let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::user_data(slot as u64))
-                .build()
-                .user_data(CANCEL);
-            loop {
-                // SAFETY: only this thread touches the submission queue; a cancel carries no
-                // buffer.
-                let pushed = unsafe { self.ring.submission_shared().push(&sqe) }.is_ok();
-                if pushed {
-                    break;
-                }
+            while self.ring.push_cancel(h.user_data(), CANCEL).is_err() {
                 if self.enter(0).is_err() {
                     return;
                 }
@@ -397,7 +385,6 @@ impl Worker {
             ring,
             clients,
             reqs,
-            free,
             in_flight,
             doorbell_armed,
             touched,
@@ -407,26 +394,26 @@ impl Worker {
             ..
         } = self;
         let mut n = 0;
-        // SAFETY: the completion queue is only touched by this thread.
-        let cq = unsafe { ring.completion_shared() };
-        for cqe in cq {
-            let ud = cqe.user_data();
+        ring.reap(|cqe| {
+            let ud = cqe.user_data;
             if ud == DOORBELL {
                 *doorbell_armed = false;
                 c.doorbells += 1;
-                continue;
+                return;
             }
             if ud == CANCEL {
-                continue;
+                return;
             }
+            // Every other completion is one of ours, once: its handle is live.
+            let Ok(req) = reqs.remove(Handle::from_user_data(ud)) else {
+                debug_assert!(false, "a completion for no request: {ud:#x}");
+                return;
+            };
             n += 1;
-            let req = reqs[ud as usize];
-            reqs[ud as usize].live = false;
-            free.push(ud as u32);
             *in_flight -= 1;
             let i = req.client as usize;
             let Some(s) = clients[i].as_mut() else {
-                continue;
+                return;
             };
             s.in_flight -= 1;
             if s.closing {
@@ -434,22 +421,22 @@ impl Worker {
                 if s.in_flight == 0 {
                     retire(clients, i, shared, *in_flight, c);
                 }
-                continue;
+                return;
             }
             // Cannot fail: the client admits at most its ring's capacity in flight.
             let _ = s.ends.cq.push(Completion {
                 user_data: req.user_data,
-                result: cqe.result(),
+                result: cqe.result,
             });
             c.completed += 1;
-            if cqe.result() == -libc::ECANCELED {
+            if cqe.result == -libc::ECANCELED {
                 *kernel_cancelled += 1;
             }
             if !s.touched {
                 s.touched = true;
                 touched.push(i);
             }
-        }
+        });
         self.wake_touched();
         n
     }
@@ -491,28 +478,21 @@ impl Worker {
             clients,
             drr,
             reqs,
-            free,
             ..
         } = self;
-        // SAFETY: the submission queue is only touched by this thread.
-        let mut sq = unsafe { ring.submission_shared() };
-        let budget = room.min(sq.capacity() - sq.len());
+        let budget = room.min(ring.sq_space());
         let taken = drr.pass(clients, budget, |i, sub| {
-            let slot = free
-                .pop()
+            let h = reqs
+                .insert(Req {
+                    client: i as u32,
+                    user_data: sub.op.op().user_data,
+                })
                 .expect("a free slot for every request under the cap");
-            reqs[slot as usize] = Req {
-                client: i as u32,
-                user_data: sub.op.0.user_data,
-                live: true,
-            };
-            let sqe = sqe_for(&sub, slot as u64);
-            // SAFETY: the buffer stays valid until the completion is reaped: the client
-            // promised it (Queue::push), and a dropped client waits for us to retire it.
-            // The room was checked against the ring's free space above, so this cannot fail.
-            let _ = unsafe { sq.push(&sqe) };
+            // The buffer stays valid until the completion is reaped: the client promised it
+            // (PromisedOp), and a dropped client waits for us to retire it. The room was checked
+            // against the ring's free space above, so this cannot fail.
+            let _ = ring.push_io(&sub.op, sub.fd, h.user_data());
         });
-        sq.sync();
         self.in_flight += taken;
         self.c.submitted += taken as u64;
         taken
@@ -521,22 +501,8 @@ impl Worker {
     /// One `io_uring_enter`: submits what is queued and runs completion work; blocks for
     /// `min_complete` completions.
     fn enter(&mut self, min_complete: u32) -> Result<()> {
-        let to_submit = {
-            // SAFETY: only this thread touches the submission queue.
-            let sq = unsafe { self.ring.submission_shared() };
-            sq.len() as u32
-        };
         self.c.enters += 1;
-        // SAFETY: a plain enter with no argument; the SQEs it submits were built by sqe_for
-        // from client operations whose buffers outlive them (see take()).
-        let r = unsafe {
-            self.ring.submitter().enter::<libc::sigset_t>(
-                to_submit,
-                min_complete,
-                IORING_ENTER_GETEVENTS,
-                None,
-            )
-        };
+        let r = self.ring.enter(min_complete, None);
         match r {
             Ok(_) => Ok(()),
             Err(e)
@@ -574,14 +540,9 @@ impl Worker {
             return Ok(());
         }
         if !self.doorbell_armed {
-            let sqe =
-                opcode::PollAdd::new(types::Fd(self.shared.bell.as_raw_fd()), libc::POLLIN as u32)
-                    .build()
-                    .user_data(DOORBELL);
-            // SAFETY: only this thread touches the submission queue; the eventfd lives as long
-            // as the shared state, which outlives the ring.
-            let pushed = unsafe { self.ring.submission_shared().push(&sqe) }.is_ok();
-            self.doorbell_armed = pushed;
+            // The eventfd lives as long as the shared state, which outlives the ring.
+            let bell = self.shared.bell.as_raw_fd();
+            self.doorbell_armed = self.ring.push_poll_in(bell, false, DOORBELL).is_ok();
         }
         self.c.sleeps += 1;
         self.c.cpu_ns = thread_cpu_ns();
@@ -633,26 +594,11 @@ impl Worker {
         std::sync::atomic::fence(Ordering::SeqCst);
         // Clients that pushed before seeing `dead`: one last look.
         report.cancelled += self.cancel_queued();
-        let late: Vec<_> = std::mem::take(
-            &mut *self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        for (shared, ends) in late {
+        let late = self.shared.take_pending().into_iter();
+        let served = self.clients.iter_mut().filter_map(|s| s.take());
+        for (shared, ends) in late.chain(served.map(|s| (s.shared, s.ends))) {
             self.shared.clients.fetch_sub(1, Ordering::Relaxed);
-            *shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(ends);
-            shared.retire();
-            shared.ring();
-        }
-        for i in 0..self.clients.len() {
-            if let Some(s) = self.clients[i].take() {
-                self.shared.clients.fetch_sub(1, Ordering::Relaxed);
-                *s.shared.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.ends);
-                s.shared.retire();
-                s.shared.ring();
-            }
+            shared.hand_back(ends);
         }
         self.c.cancelled += report.cancelled;
         self.c.cpu_ns = thread_cpu_ns();
@@ -665,12 +611,12 @@ impl Worker {
     fn cancel_queued(&mut self) -> u64 {
         let mut n = 0;
         for s in self.clients.iter_mut().flatten() {
-            let cancel = |s: &mut Slot, op: SendOp| {
+            let cancel = |s: &mut Slot, op: PromisedOp| {
                 if s.closing {
                     return false;
                 }
                 let _ = s.ends.cq.push(Completion {
-                    user_data: op.0.user_data,
+                    user_data: op.op().user_data,
                     result: -libc::ECANCELED,
                 });
                 true
@@ -712,22 +658,7 @@ fn retire(
         // Published first, so whoever sees the client retired sees the poller without it.
         shared.clients.fetch_sub(1, Ordering::Relaxed);
         shared.in_flight.store(in_flight, Ordering::Relaxed);
-        shared.publish(c);
+        shared.publish(c.to_array());
         s.shared.retire();
     }
-}
-
-fn sqe_for(sub: &Sub, ud: u64) -> squeue::Entry {
-    let op = &sub.op.0;
-    let fd = types::Fd(sub.fd);
-    match op.kind {
-        OpKind::Read => opcode::Read::new(fd, op.buf, op.len)
-            .offset(op.offset)
-            .build(),
-        OpKind::Write => opcode::Write::new(fd, op.buf, op.len)
-            .offset(op.offset)
-            .build(),
-        OpKind::Nop => opcode::Nop::new().build(),
-    }
-    .user_data(ud)
 }

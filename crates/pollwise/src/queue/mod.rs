@@ -5,7 +5,8 @@
 //! ([`Queue::wait`]). It knows nothing of *how* the program wants to wait: that is the
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
 //! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device), [`channel`]
-//! (requests to a server thread over shared-memory rings) and the shared poller's client.
+//! (requests to a server thread over shared-memory rings) and the shared poller's client
+//! ([`poller_client`]). [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
 //! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
@@ -16,6 +17,11 @@
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
 
 pub mod channel;
+// The shared poller's client (under loom only the lock-free parts below it are modelled).
+pub mod model;
+#[cfg(not(loom))]
+pub mod poller_client;
+pub mod ring;
 pub mod sim;
 pub mod uring;
 
@@ -66,6 +72,21 @@ pub struct Op {
 }
 
 impl Op {
+    /// A read of `len` bytes at `offset` of file `file` into `buf` (see [`Queue::push`] for what
+    /// `buf` must be), carrying `user_data`. A simulated device or a channel, which keep no
+    /// caller memory, take a null `buf`.
+    pub fn read(file: usize, buf: *mut u8, len: u32, offset: u64, user_data: u64) -> Op {
+        Op {
+            kind: OpKind::Read,
+            file,
+            buf,
+            len,
+            offset,
+            buf_index: None,
+            user_data,
+        }
+    }
+
     /// A no-op carrying `user_data`: no file, no buffer; completes with result 0.
     pub fn nop(user_data: u64) -> Op {
         Op {
@@ -389,18 +410,29 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// As [`Queue::push`].
     pub unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
         let h = self.record(op, None)?;
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.push_recorded(op, h) }
+    }
+
+    /// Pushes `op` to the device under the token `t` of its record; forgets the record if the
+    /// device refuses it.
+    ///
+    /// # Safety
+    ///
+    /// [`Queue::push`]'s contract for `op`'s buffer.
+    unsafe fn push_recorded(&mut self, op: &Op, t: Handle) -> io::Result<()> {
         let dev = Op {
-            user_data: h.user_data(),
+            user_data: t.user_data(),
             ..*op
         };
         // SAFETY: the caller's contract, forwarded.
         match unsafe { self.inner.push(&dev) } {
             Ok(()) => {
-                self.pending.push_back(h);
+                self.pending.push_back(t);
                 Ok(())
             }
             Err(e) => {
-                let _ = self.ops.remove(h);
+                let _ = self.ops.remove(t);
                 Err(e)
             }
         }
@@ -437,23 +469,10 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             self.record(&op, Some(h))
         };
         let pushed = checked.and_then(|t| {
-            let dev = Op {
-                user_data: t.user_data(),
-                ..op
-            };
             // SAFETY: the buffer is the request's, valid for raw.len >= op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab
             // leaks it) until this operation's completion is reaped in poll_with.
-            match unsafe { self.inner.push(&dev) } {
-                Ok(()) => {
-                    self.pending.push_back(t);
-                    Ok(())
-                }
-                Err(e) => {
-                    let _ = self.ops.remove(t);
-                    Err(e)
-                }
-            }
+            unsafe { self.push_recorded(&op, t) }
         });
         if pushed.is_err() {
             if let Some(slab) = self.requests.as_mut() {

@@ -64,7 +64,7 @@ pub enum LatencyModel {
     },
 }
 
-/// The forms a [`LatencyModel`] is written in, for messages.
+/// The forms a latency model is written in ([`LatencyModel`]'s `FromStr`), for messages.
 pub const MODEL_FORMS: &str = "fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 (mean, sigma) or bimodal:10us,100us,0.1 (fast, slow, share of slow)";
 
 impl LatencyModel {
@@ -113,131 +113,125 @@ impl LatencyModel {
     }
 }
 
-fn usage(s: String) -> Error {
-    Error::Usage(s)
-}
+/// The field a latency model's errors name: [`SimQueue::new`]'s model.
+pub const LATENCY_FIELD: &str = "latency";
 
 /// Parses a duration with a unit: `ns`, `us`, `ms` or `s` (`10us`, `1.5ms`; the grammar of
 /// [`units::parse_duration`]). A latency has no natural unit, so a bare number is refused rather
-/// than guessed.
-pub fn parse_duration_ns(s: &str, what: &str) -> Result<u64> {
+/// than guessed. Errors are [`Error::Config`] naming `field`.
+pub fn parse_duration_ns(s: &str, field: &'static str) -> Result<u64> {
+    duration_ns(s).map_err(|reason| Error::config(field, reason))
+}
+
+/// [`parse_duration_ns`], with the reason of a refusal.
+fn duration_ns(s: &str) -> std::result::Result<u64, String> {
     let s = s.trim();
     let d = units::parse_duration(s, None).map_err(|e| match e {
-        DurationError::Negative => usage(format!(
-            "{what}: '{s}' is negative: durations are at least 0, e.g. 10us"
-        )),
-        DurationError::NoUnit => usage(format!(
-            "{what}: '{s}' has no unit: write e.g. 10us (ns, us, ms or s)"
-        )),
-        DurationError::UnknownUnit(unit) => usage(format!(
-            "{what}: '{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
-        )),
-        DurationError::NoNumber => {
-            usage(format!("{what}: '{s}' is not a duration: write e.g. 10us"))
+        DurationError::Negative => {
+            format!("'{s}' is negative: durations are at least 0, e.g. 10us")
         }
-        DurationError::TooLong => usage(format!(
-            "{what}: '{s}' is too long: use at most a few seconds"
-        )),
+        DurationError::NoUnit => format!("'{s}' has no unit: write e.g. 10us (ns, us, ms or s)"),
+        DurationError::UnknownUnit(unit) => {
+            format!("'{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us")
+        }
+        DurationError::NoNumber => format!("'{s}' is not a duration: write e.g. 10us"),
+        DurationError::TooLong => format!("'{s}' is too long: use at most a few seconds"),
     })?;
     let ns = d.as_nanos();
     if ns > 1_000_000_000_000_000 {
-        return Err(usage(format!(
-            "{what}: '{s}' is too long: use at most a few seconds"
-        )));
+        return Err(format!("'{s}' is too long: use at most a few seconds"));
     }
     Ok(ns as u64)
 }
 
-fn parse_fraction(s: &str, what: &str) -> Result<f64> {
+fn parse_fraction(s: &str) -> std::result::Result<f64, String> {
     let p: f64 = s
         .trim()
         .parse()
-        .map_err(|_| usage(format!("{what}: '{s}' is not a number: write e.g. 0.1")))?;
+        .map_err(|_| format!("'{s}' is not a number: write e.g. 0.1"))?;
     if !(0.0..=1.0).contains(&p) {
-        return Err(usage(format!(
-            "{what}: {p} is not a probability: use 0 to 1, e.g. 0.1"
-        )));
+        return Err(format!("{p} is not a probability: use 0 to 1, e.g. 0.1"));
     }
     Ok(p)
+}
+
+/// Parses a model; a refusal's reason follows the model as written (`"fixed:10"` then
+/// `": '10' has no unit ..."`).
+fn parse_model(s: &str) -> std::result::Result<LatencyModel, String> {
+    let (name, args) = s
+        .split_once(':')
+        .ok_or_else(|| format!(" names no model: use one of {MODEL_FORMS}"))?;
+    let args: Vec<&str> = args.split(',').collect();
+    let want = |n: usize, form: &str| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(format!(": {name} takes {n} value(s), e.g. {form}"))
+        }
+    };
+    let d = |i: usize| duration_ns(args[i]).map_err(|r| format!(": {r}"));
+    let m = match name {
+        "fixed" => {
+            want(1, "fixed:10us")?;
+            LatencyModel::Fixed(d(0)?)
+        }
+        "uniform" => {
+            want(2, "uniform:8us,12us")?;
+            let (a, b) = (d(0)?, d(1)?);
+            if a > b {
+                return Err(
+                    ": the lower bound is above the upper: write uniform:LOW,HIGH".to_string(),
+                );
+            }
+            LatencyModel::Uniform(a, b)
+        }
+        "normal" => {
+            want(2, "normal:10us,1us")?;
+            LatencyModel::Normal {
+                mean_ns: d(0)?,
+                sd_ns: d(1)?,
+            }
+        }
+        "lognormal" => {
+            want(2, "lognormal:10us,0.5")?;
+            let sigma: f64 = args[1].trim().parse().map_err(|_| {
+                format!(
+                    ": sigma '{}' is not a number: write e.g. lognormal:10us,0.5",
+                    args[1]
+                )
+            })?;
+            if !(0.0..=10.0).contains(&sigma) {
+                return Err(": sigma must be between 0 and 10, e.g. 0.5".to_string());
+            }
+            LatencyModel::LogNormal {
+                mean_ns: d(0)?,
+                sigma,
+            }
+        }
+        "bimodal" => {
+            want(3, "bimodal:10us,100us,0.1")?;
+            LatencyModel::Bimodal {
+                fast_ns: d(0)?,
+                slow_ns: d(1)?,
+                p_slow: parse_fraction(args[2]).map_err(|r| format!(": {r}"))?,
+            }
+        }
+        _ => {
+            return Err(format!(
+                ": unknown latency model '{name}': use one of {MODEL_FORMS}"
+            ))
+        }
+    };
+    Ok(m)
 }
 
 impl FromStr for LatencyModel {
     type Err = Error;
 
-    /// Parses a latency model written in one of the forms of [`MODEL_FORMS`].
+    /// Parses the forms of [`MODEL_FORMS`]. A refusal is an [`Error::Config`] naming
+    /// [`LATENCY_FIELD`], whose reason begins with `=` and the model as written.
     fn from_str(s: &str) -> Result<Self> {
-        let what = "--sim_latency";
-        let (name, args) = s.split_once(':').ok_or_else(|| {
-            usage(format!(
-                "{what}={s} names no model: use one of {MODEL_FORMS}"
-            ))
-        })?;
-        let args: Vec<&str> = args.split(',').collect();
-        let want = |n: usize, form: &str| -> Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(usage(format!(
-                    "{what}={s}: {name} takes {n} value(s), e.g. {form}"
-                )))
-            }
-        };
-        let d = |i: usize| parse_duration_ns(args[i], what);
-        let m = match name {
-            "fixed" => {
-                want(1, "fixed:10us")?;
-                LatencyModel::Fixed(d(0)?)
-            }
-            "uniform" => {
-                want(2, "uniform:8us,12us")?;
-                let (a, b) = (d(0)?, d(1)?);
-                if a > b {
-                    return Err(usage(format!(
-                        "{what}={s}: the lower bound is above the upper: write uniform:LOW,HIGH"
-                    )));
-                }
-                LatencyModel::Uniform(a, b)
-            }
-            "normal" => {
-                want(2, "normal:10us,1us")?;
-                LatencyModel::Normal {
-                    mean_ns: d(0)?,
-                    sd_ns: d(1)?,
-                }
-            }
-            "lognormal" => {
-                want(2, "lognormal:10us,0.5")?;
-                let sigma: f64 = args[1].trim().parse().map_err(|_| {
-                    usage(format!(
-                        "{what}={s}: sigma '{}' is not a number: write e.g. lognormal:10us,0.5",
-                        args[1]
-                    ))
-                })?;
-                if !(0.0..=10.0).contains(&sigma) {
-                    return Err(usage(format!(
-                        "{what}={s}: sigma must be between 0 and 10, e.g. 0.5"
-                    )));
-                }
-                LatencyModel::LogNormal {
-                    mean_ns: d(0)?,
-                    sigma,
-                }
-            }
-            "bimodal" => {
-                want(3, "bimodal:10us,100us,0.1")?;
-                LatencyModel::Bimodal {
-                    fast_ns: d(0)?,
-                    slow_ns: d(1)?,
-                    p_slow: parse_fraction(args[2], what)?,
-                }
-            }
-            _ => {
-                return Err(usage(format!(
-                    "{what}={s}: unknown latency model '{name}': use one of {MODEL_FORMS}"
-                )))
-            }
-        };
-        Ok(m)
+        parse_model(s).map_err(|r| Error::config(LATENCY_FIELD, format!("={s}{r}")))
     }
 }
 
@@ -462,15 +456,7 @@ mod tests {
     use super::*;
 
     fn nop(user_data: u64) -> Op {
-        Op {
-            kind: OpKind::Read,
-            file: 0,
-            buf: std::ptr::null_mut(),
-            len: 4096,
-            offset: 0,
-            buf_index: None,
-            user_data,
-        }
+        Op::read(0, std::ptr::null_mut(), 4096, 0, user_data)
     }
 
     fn virt(model: &str, cost: u64) -> (SimQueue, FakeClock) {
@@ -535,7 +521,11 @@ mod tests {
             ("lognormal:10us,x", "sigma"),
         ] {
             match s.parse::<LatencyModel>() {
-                Err(Error::Usage(m)) => assert!(m.contains(needle), "{s}: {m}"),
+                Err(Error::Config { field, reason }) => {
+                    assert_eq!(field, LATENCY_FIELD, "{s}");
+                    assert!(reason.starts_with(&format!("={s}")), "{s}: {reason}");
+                    assert!(reason.contains(needle), "{s}: {reason}");
+                }
                 other => panic!("{s}: expected a usage error, got {other:?}"),
             }
         }

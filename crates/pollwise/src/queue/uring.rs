@@ -254,23 +254,18 @@ unsafe impl Queue for UringQueue {
                 }
             };
         }
+        let (buf, len, at) = (op.buf, op.len, op.offset);
         let sqe = match (op.kind, op.buf_index) {
-            (OpKind::Read, None) => {
-                target!(|t| opcode::Read::new(t, op.buf, op.len)
-                    .offset(op.offset)
-                    .build())
-            }
-            (OpKind::Read, Some(i)) => target!(|t| opcode::ReadFixed::new(t, op.buf, op.len, i)
-                .offset(op.offset)
-                .build()),
+            (OpKind::Read, None) => target!(|t| opcode::Read::new(t, buf, len).offset(at).build()),
             (OpKind::Write, None) => {
-                target!(|t| opcode::Write::new(t, op.buf, op.len)
-                    .offset(op.offset)
-                    .build())
+                target!(|t| opcode::Write::new(t, buf, len).offset(at).build())
             }
-            (OpKind::Write, Some(i)) => target!(|t| opcode::WriteFixed::new(t, op.buf, op.len, i)
-                .offset(op.offset)
-                .build()),
+            (OpKind::Read, Some(i)) => {
+                target!(|t| opcode::ReadFixed::new(t, buf, len, i).offset(at).build())
+            }
+            (OpKind::Write, Some(i)) => {
+                target!(|t| opcode::WriteFixed::new(t, buf, len, i).offset(at).build())
+            }
             (OpKind::Nop, _) => opcode::Nop::new().build(),
         }
         .user_data(op.user_data);

@@ -27,11 +27,9 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
-
 use super::{EventFd, FdEvent, FdMonCounters, FdMonitor};
-use crate::sys::uring::Features;
-use crate::sys::uring::IORING_ENTER_GETEVENTS;
+use crate::queue::ring::{Ring, RingFull};
+use crate::sys::uring::{SetupParams, IORING_SETUP_CQSIZE};
 
 /// `user_data` of the monitor's own requests (removals, the probe); never a source token.
 const INTERNAL: u64 = u64::MAX;
@@ -40,7 +38,7 @@ const PROBE: u64 = u64::MAX - 1;
 
 /// Fd monitoring through io_uring `POLL_ADD`. See the module docs.
 pub struct UringFdMonitor {
-    ring: IoUring<squeue::Entry, cqueue::Entry>,
+    ring: Ring,
     /// token -> fd of every registered fd, to re-arm polls the kernel ended.
     armed: HashMap<u64, RawFd>,
     multishot: bool,
@@ -49,21 +47,22 @@ pub struct UringFdMonitor {
     /// Re-arms pushed but left for the next kernel entry (see `reap`).
     deferred: usize,
     rearm: Vec<u64>,
-    /// Probed at setup: a timed wait needs EXT_ARG.
-    features: Features,
     c: FdMonCounters,
 }
 
 impl UringFdMonitor {
     /// A monitor on a ring of `entries` submission entries; probes multishot polls.
     pub fn new(entries: u32) -> io::Result<Self> {
-        let ring = IoUring::builder()
-            .setup_cqsize(entries.saturating_mul(16).max(4096))
-            .build(entries)?;
-        let features = Features::of(&ring);
+        // A timed wait needs EXT_ARG: the ring probes it at setup and `wait` checks it.
+        let ring = Ring::setup(&SetupParams {
+            entries,
+            flags: IORING_SETUP_CQSIZE,
+            cq_entries: entries.saturating_mul(16).max(4096),
+            ..Default::default()
+        })
+        .map_err(|e| io::Error::new(e.source.kind(), e))?;
         let mut m = UringFdMonitor {
             ring,
-            features,
             armed: HashMap::new(),
             multishot: false,
             unsubmitted: 0,
@@ -85,34 +84,29 @@ impl UringFdMonitor {
     fn probe_multishot(&mut self) -> io::Result<bool> {
         let efd = EventFd::new()?;
         efd.ring();
-        let sqe = opcode::PollAdd::new(types::Fd(efd.as_raw_fd()), libc::POLLIN as u32)
-            .multi(true)
-            .build()
-            .user_data(PROBE);
-        self.push(&sqe)?;
-        self.ring.submit_and_wait(1)?;
+        self.push(|r| r.push_poll_in(efd.as_raw_fd(), true, PROBE))?;
+        self.ring.enter(1, None)?;
         let mut ok = false;
-        for cqe in self.ring.completion() {
-            if cqe.user_data() == PROBE {
-                ok = cqe.result() > 0 && cqueue::more(cqe.flags());
+        self.ring.reap(|cqe| {
+            if cqe.user_data == PROBE {
+                ok = cqe.result > 0 && cqe.more();
             }
-        }
+        });
         if ok {
-            let rm = opcode::PollRemove::new(PROBE).build().user_data(INTERNAL);
-            self.push(&rm)?;
+            self.push(|r| r.push_poll_remove(PROBE, INTERNAL))?;
             // Both the removal and the cancelled poll complete inside this call.
-            self.ring.submit_and_wait(2)?;
-            self.ring.completion().for_each(drop);
+            self.ring.enter(2, None)?;
+            self.ring.reap(drop);
         }
         self.unsubmitted = 0;
         self.deferred = 0;
         Ok(ok)
     }
 
-    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+    /// Pushes with `push`, submitting first whenever the submission ring is full.
+    fn push(&mut self, push: impl Fn(&mut Ring) -> Result<(), RingFull>) -> io::Result<()> {
         loop {
-            // SAFETY: POLL_ADD and POLL_REMOVE entries point at no user memory.
-            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+            if push(&mut self.ring).is_ok() {
                 self.unsubmitted += 1;
                 return Ok(());
             }
@@ -140,29 +134,27 @@ impl UringFdMonitor {
     }
 
     fn arm(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
-        let sqe = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
-            .multi(self.multishot)
-            .build()
-            .user_data(token);
-        self.push(&sqe)
+        let multishot = self.multishot;
+        self.push(|r| r.push_poll_in(fd, multishot, token))
     }
 
     fn reap(&mut self, out: &mut Vec<FdEvent>) {
         let mut rearm = std::mem::take(&mut self.rearm);
-        for cqe in self.ring.completion() {
-            let token = cqe.user_data();
-            if token >= PROBE || !self.armed.contains_key(&token) {
-                continue; // our own request, or a source already removed
+        let (armed, c) = (&mut self.armed, &mut self.c);
+        self.ring.reap(|cqe| {
+            let token = cqe.user_data;
+            if token >= PROBE || !armed.contains_key(&token) {
+                return; // our own request, or a source already removed
             }
-            let res = cqe.result();
+            let res = cqe.result;
             if res >= 0 {
                 out.push(FdEvent {
                     token,
                     revents: res as u32,
                 });
-                self.c.events += 1;
+                c.events += 1;
             }
-            if !cqueue::more(cqe.flags()) {
+            if !cqe.more() {
                 if res == -libc::ECANCELED || res >= 0 {
                     rearm.push(token);
                 } else {
@@ -171,10 +163,10 @@ impl UringFdMonitor {
                         token,
                         revents: libc::POLLERR as u32,
                     });
-                    self.armed.remove(&token);
+                    armed.remove(&token);
                 }
             }
-        }
+        });
         for token in rearm.drain(..) {
             if let Some(&fd) = self.armed.get(&token) {
                 self.c.rearms += 1;
@@ -215,8 +207,7 @@ impl FdMonitor for UringFdMonitor {
 
     fn remove(&mut self, _fd: RawFd, token: u64) -> io::Result<()> {
         if self.armed.remove(&token).is_some() {
-            let sqe = opcode::PollRemove::new(token).build().user_data(INTERNAL);
-            self.push(&sqe)?;
+            self.push(|r| r.push_poll_remove(token, INTERNAL))?;
             // Submit now: the caller may close the fd as soon as we return.
             self.submit()?;
         }
@@ -230,33 +221,17 @@ impl FdMonitor for UringFdMonitor {
         let before = out.len();
         self.reap(out);
         let block = out.len() == before && timeout != Some(Duration::ZERO);
-        let overflow = self.ring.submission().cq_overflow();
+        let overflow = self.ring.cq_overflow();
         if !block && self.unsubmitted == 0 && !overflow {
             return Ok(());
         }
         self.c.syscalls += 1;
-        let r = match timeout {
-            Some(t) if block => {
-                self.features.check_timed_wait()?;
-                let ts = types::Timespec::from(t);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-            None if block => self.ring.submit_and_wait(1),
-            _ => {
-                let n = self.ring.submission().len() as u32;
-                // SAFETY: submits the SQEs already pushed (they reference no user memory) and
-                // asks for no completions: GETEVENTS with min_complete 0 only flushes the
-                // overflow list into the completion ring.
-                unsafe {
-                    self.ring.submitter().enter::<libc::sigset_t>(
-                        n,
-                        0,
-                        IORING_ENTER_GETEVENTS,
-                        None,
-                    )
-                }
-            }
+        // Not blocking: GETEVENTS with min_complete 0 submits and only flushes the overflow
+        // list into the completion ring.
+        let r = if block {
+            self.ring.enter(1, timeout)
+        } else {
+            self.ring.enter(0, None)
         };
         match r {
             Ok(_) => {
@@ -282,9 +257,7 @@ impl FdMonitor for UringFdMonitor {
     }
 
     fn need_wait(&mut self) -> bool {
-        self.unsubmitted > 0
-            || !self.ring.completion().is_empty()
-            || self.ring.submission().cq_overflow()
+        self.unsubmitted > 0 || self.ring.has_completions() || self.ring.cq_overflow()
     }
 
     fn supports_polling(&self) -> bool {

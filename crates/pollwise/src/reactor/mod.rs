@@ -49,10 +49,14 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::policy::adaptive::AdaptiveWindow;
+use crate::request::slots::{CapacityError, Handle, Slots};
 use crate::{Error, Result};
 
 /// QEMU's idle time after which a poll source leaves the polling set.
 pub const DEFAULT_POLL_IDLE_NS: u64 = 7_000_000_000;
+
+/// How many sources a reactor holds by default ([`ReactorConfig::max_sources`]).
+pub const DEFAULT_MAX_SOURCES: usize = 16_384;
 
 /// `POLLIN`, the readiness every source is monitored for.
 pub const POLLIN: u32 = libc::POLLIN as u32;
@@ -121,7 +125,7 @@ pub trait FdMonitor {
     fn counters(&self) -> FdMonCounters;
 }
 
-/// Which [`FdMonitor`] a reactor uses.
+/// Which [`FdMonitor`] a reactor uses (the `fdmon` field of [`ReactorConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FdMonKind {
     /// io_uring `POLL_ADD` (multishot where the kernel has it): the default.
@@ -135,7 +139,7 @@ impl FdMonKind {
     /// Both kinds.
     pub const ALL: [FdMonKind; 2] = [FdMonKind::IoUring, FdMonKind::Epoll];
 
-    /// The option value naming this kind.
+    /// The name of this kind, as [`FromStr`] takes it.
     pub fn name(self) -> &'static str {
         match self {
             FdMonKind::IoUring => "io_uring",
@@ -149,9 +153,10 @@ impl FdMonKind {
             FdMonKind::IoUring => fdmon_uring::UringFdMonitor::new(256)
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
                 .map_err(|e| {
-                    Error::Unavailable(format!(
-                        "cannot set up the io_uring fd monitor: {e}; use --fdmon=epoll"
-                    ))
+                    Error::config(
+                        "fdmon",
+                        format!("=io_uring: cannot set up the io_uring fd monitor: {e}; use epoll instead"),
+                    )
                 }),
             FdMonKind::Epoll => fdmon_epoll::EpollFdMonitor::new()
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
@@ -166,9 +171,10 @@ impl FromStr for FdMonKind {
         match s {
             "io_uring" | "uring" => Ok(FdMonKind::IoUring),
             "epoll" => Ok(FdMonKind::Epoll),
-            _ => Err(Error::Usage(format!(
-                "--fdmon={s} is not an fd monitor: use --fdmon=io_uring or --fdmon=epoll"
-            ))),
+            _ => Err(Error::config(
+                "fdmon",
+                format!("={s} is not an fd monitor: use io_uring or epoll"),
+            )),
         }
     }
 }
@@ -257,19 +263,15 @@ impl Source for NotifierSource {
     }
 }
 
-/// Names a registered source: slot index and generation. Stale once the source is removed.
+/// Names a registered source: a handle of the reactor's [`Slots`] table (slot index and
+/// generation). Stale once the source is removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SourceId(u64);
+pub struct SourceId(Handle);
 
 impl SourceId {
-    fn new(index: u32, generation: u32) -> Self {
-        SourceId(((generation as u64) << 32) | index as u64)
-    }
-    fn index(self) -> u32 {
-        self.0 as u32
-    }
-    fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
+    /// The token the fd monitor carries for this source.
+    fn token(self) -> u64 {
+        self.0.user_data()
     }
 }
 
@@ -299,6 +301,9 @@ pub struct ReactorConfig {
     pub poll_idle_ns: Option<u64>,
     /// Keep [`Source::run`]'s time out of the block time the windows are adjusted with.
     pub exclude_run_time: bool,
+    /// The most sources the reactor holds at once (its slot table is this size, allocated once;
+    /// the reactor's own notifier takes one more). Adding one more fails with `OutOfMemory`.
+    pub max_sources: usize,
 }
 
 impl Default for ReactorConfig {
@@ -310,6 +315,7 @@ impl Default for ReactorConfig {
             poll_shrink: 0,
             poll_idle_ns: Some(DEFAULT_POLL_IDLE_NS),
             exclude_run_time: true,
+            max_sources: DEFAULT_MAX_SOURCES,
         }
     }
 }
@@ -359,20 +365,15 @@ struct Entry {
     queued: bool,
 }
 
-struct Slot {
-    generation: u32,
-    entry: Option<Entry>,
-}
-
 struct Core {
     clock: Arc<dyn Clock>,
     cfg: ReactorConfig,
     fdmon: Box<dyn FdMonitor>,
     prune: bool,
-    slots: Vec<Slot>,
-    free: Vec<u32>,
-    live: usize,
-    poll_set: Vec<u32>,
+    /// Every registered source (the notifier included), by [`SourceId`].
+    slots: Slots<Entry>,
+    /// The polling set.
+    poll_set: Vec<SourceId>,
     poll_started: bool,
     ready: Vec<SourceId>,
     /// Sources dispatched this iteration whose windows are to be adjusted.
@@ -412,15 +413,19 @@ impl Reactor {
             EventFd::new().map_err(|e| Error::Io(format!("cannot create an eventfd: {e}")))?,
         );
         let prune = cfg.poll_idle_ns.is_some() && fdmon.supports_polling();
+        let slots = cfg
+            .max_sources
+            .checked_add(1)
+            .ok_or(CapacityError::TooLarge(cfg.max_sources))
+            .and_then(Slots::new)
+            .map_err(|e| Error::config("max_sources", e.to_string()))?;
         let mut r = Reactor {
             core: Core {
                 clock,
                 cfg,
                 fdmon,
                 prune,
-                slots: Vec::new(),
-                free: Vec::new(),
-                live: 0,
+                slots,
                 poll_set: Vec::new(),
                 poll_started: false,
                 ready: Vec::new(),
@@ -502,7 +507,7 @@ impl Reactor {
 
     /// Registered sources, not counting the reactor's own notifier.
     pub fn len(&self) -> usize {
-        self.core.live - 1
+        self.core.slots.len() - 1
     }
 
     /// Whether no source is registered.
@@ -591,53 +596,23 @@ fn soonest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 
 impl Core {
     fn entry(&self, id: SourceId) -> Option<&Entry> {
-        let s = self.slots.get(id.index() as usize)?;
-        if s.generation == id.generation() {
-            s.entry.as_ref()
-        } else {
-            None
-        }
+        self.slots.get(id.0).ok()
     }
 
     fn entry_mut(&mut self, id: SourceId) -> Option<&mut Entry> {
-        let s = self.slots.get_mut(id.index() as usize)?;
-        if s.generation == id.generation() {
-            s.entry.as_mut()
-        } else {
-            None
-        }
+        self.slots.get_mut(id.0).ok()
     }
 
-    /// The entry at `index`, which the caller knows is live (polling set members are).
-    fn at(&mut self, index: u32) -> &mut Entry {
-        self.slots[index as usize]
-            .entry
-            .as_mut()
+    /// The entry of `id`, which the caller knows is live (polling set members are).
+    fn at(&mut self, id: SourceId) -> &mut Entry {
+        self.slots
+            .get_mut(id.0)
             .expect("polling set holds live sources only")
     }
 
-    fn id_of(&self, index: u32) -> SourceId {
-        SourceId::new(index, self.slots[index as usize].generation)
-    }
-
     fn add(&mut self, source: Box<dyn Source>, internal: bool) -> io::Result<SourceId> {
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry: None,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let id = self.id_of(index);
         let fd = source.fd();
-        if let Err(e) = self.fdmon.add(fd, id.0) {
-            self.free.push(index);
-            return Err(e);
-        }
-        self.slots[index as usize].entry = Some(Entry {
+        let entry = Entry {
             fd,
             poll: source.is_poll(),
             handler: Some(source),
@@ -652,35 +627,43 @@ impl Core {
             revents: 0,
             poll_ready: false,
             queued: false,
-        });
-        self.live += 1;
+        };
+        let id = SourceId(self.slots.insert(entry).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "the reactor holds {} sources already (its max_sources)",
+                    self.cfg.max_sources
+                ),
+            )
+        })?);
+        if let Err(e) = self.fdmon.add(fd, id.token()) {
+            let _ = self.slots.remove(id.0);
+            return Err(e);
+        }
         Ok(id)
     }
 
     fn remove(&mut self, id: SourceId) -> io::Result<bool> {
-        if self.entry(id).is_none() {
+        // Events still queued for the old generation are dropped at dispatch: the slot's
+        // generation moves on.
+        let Ok(entry) = self.slots.remove(id.0) else {
             return Ok(false);
-        }
-        let slot = &mut self.slots[id.index() as usize];
-        let entry = slot.entry.take().expect("checked above");
-        // Events still queued for the old generation are dropped at dispatch.
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(id.index());
-        self.live -= 1;
+        };
         if let Some(pos) = entry.poll_pos {
             self.poll_set_remove(pos);
         }
-        let r = self.fdmon.remove(entry.fd, id.0);
+        let r = self.fdmon.remove(entry.fd, id.token());
         // A handler being called right now (entry.handler is None) is dropped by the dispatcher.
         drop(entry);
         r.map(|_| true)
     }
 
-    fn poll_set_insert(&mut self, index: u32) {
+    fn poll_set_insert(&mut self, id: SourceId) {
         let pos = self.poll_set.len();
-        self.poll_set.push(index);
+        self.poll_set.push(id);
         let started = self.poll_started;
-        let e = self.at(index);
+        let e = self.at(id);
         e.poll_pos = Some(pos);
         e.idle_deadline = 0;
         if started {
@@ -697,9 +680,8 @@ impl Core {
         }
     }
 
-    fn queue(&mut self, index: u32, revents: u32, poll_ready: bool) {
-        let id = self.id_of(index);
-        let e = self.at(index);
+    fn queue(&mut self, id: SourceId, revents: u32, poll_ready: bool) {
+        let e = self.at(id);
         e.revents |= revents;
         e.poll_ready |= poll_ready;
         if !e.queued {
@@ -717,8 +699,8 @@ impl Core {
         self.poll_started = started;
         let mut progress = false;
         for k in 0..self.poll_set.len() {
-            let index = self.poll_set[k];
-            let Some(h) = self.at(index).handler.as_mut() else {
+            let id = self.poll_set[k];
+            let Some(h) = self.at(id).handler.as_mut() else {
                 continue;
             };
             if started {
@@ -727,7 +709,7 @@ impl Core {
                 h.poll_end();
                 // A client may have added work just before it saw notifications back on.
                 if h.ready() {
-                    self.queue(index, 0, true);
+                    self.queue(id, 0, true);
                     progress = true;
                 }
             }
@@ -744,15 +726,15 @@ impl Core {
         loop {
             let round_start = self.clock.now_ns();
             for k in 0..self.poll_set.len() {
-                let index = self.poll_set[k];
-                let e = self.at(index);
+                let id = self.poll_set[k];
+                let e = self.at(id);
                 let Some(h) = e.handler.as_mut() else {
                     continue;
                 };
                 if h.ready() {
                     e.idle_deadline = round_start.saturating_add(idle_ns);
                     self.c.poll_hits += 1;
-                    self.queue(index, 0, true);
+                    self.queue(id, 0, true);
                     progress = true;
                 }
             }
@@ -785,8 +767,8 @@ impl Core {
         let mut pruned = false;
         let mut k = 0;
         while k < self.poll_set.len() {
-            let index = self.poll_set[k];
-            let e = self.at(index);
+            let id = self.poll_set[k];
+            let e = self.at(id);
             if e.idle_deadline == 0 {
                 e.idle_deadline = now.saturating_add(idle_ns);
                 k += 1;
@@ -810,7 +792,7 @@ impl Core {
             self.c.pruned += 1;
             pruned = true;
             if found {
-                self.queue(index, 0, true);
+                self.queue(id, 0, true);
                 progress = true;
             }
             // The source moved into position k (if any) is looked at next.
@@ -838,12 +820,7 @@ impl Core {
             let max_window = self
                 .poll_set
                 .iter()
-                .map(|&i| {
-                    self.slots[i as usize]
-                        .entry
-                        .as_ref()
-                        .map_or(0, |e| e.window.window_ns())
-                })
+                .map(|&id| self.entry(id).map_or(0, |e| e.window.window_ns()))
                 .max()
                 .unwrap_or(0);
             let max_ns = soonest(timeout, Some(max_window)).unwrap_or(0);
@@ -880,9 +857,9 @@ impl Core {
                 .fdmon
                 .wait(timeout.map(Duration::from_nanos), &mut events);
             for ev in events.drain(..) {
-                let id = SourceId(ev.token);
+                let id = SourceId(Handle::from_user_data(ev.token));
                 if self.entry(id).is_some() {
-                    self.queue(id.index(), ev.revents, false);
+                    self.queue(id, ev.revents, false);
                 }
             }
             self.events = events;
@@ -910,7 +887,7 @@ impl Core {
             let internal = e.internal;
             // Activity is likely to continue: start polling a source when it becomes ready.
             if e.poll && e.poll_pos.is_none() {
-                self.poll_set_insert(id.index());
+                self.poll_set_insert(id);
                 self.c.poll_added += 1;
             }
             let e = self.entry_mut(id).expect("still live");

@@ -386,6 +386,35 @@ fn run_time_is_kept_out_of_the_window(kind: FdMonKind) {
     }
 }
 
+/// A busy source and a quiet one on a reactor that prunes.
+struct Pair {
+    r: Reactor,
+    w: Rc<World>,
+    busy: SourceId,
+    b: Rc<Sim>,
+    quiet: SourceId,
+    q: Rc<Sim>,
+}
+
+/// A busy client (`busy_requests` requests 3 µs apart) and a quiet one (one request), on a
+/// reactor with [`idle_cfg`], run until the quiet one was served once.
+fn busy_and_quiet(kind: FdMonKind, busy_requests: u32) -> Pair {
+    let (mut r, w) = reactor(kind, idle_cfg());
+    let (busy, b) = add_sim(&mut r, &w);
+    let (quiet, q) = add_sim(&mut r, &w);
+    start(&w, &b, 3_000, busy_requests);
+    start(&w, &q, 3_000, 1);
+    run_until(&mut r, || q.served.get() == 1);
+    Pair {
+        r,
+        w,
+        busy,
+        b,
+        quiet,
+        q,
+    }
+}
+
 fn idle_cfg() -> ReactorConfig {
     ReactorConfig {
         poll_idle_ns: Some(1_000_000),
@@ -397,12 +426,15 @@ fn idle_cfg() -> ReactorConfig {
 /// the polling set (io_uring) with notifications back on; its next request comes by doorbell,
 /// is served, and brings it back. With epoll nothing is pruned, as in QEMU.
 fn idle_source_is_pruned_and_comes_back(kind: FdMonKind) {
-    let (mut r, w) = reactor(kind, idle_cfg());
-    let (busy, b) = add_sim(&mut r, &w);
-    let (quiet, q) = add_sim(&mut r, &w);
-    start(&w, &b, 3_000, 10_000);
-    start(&w, &q, 3_000, 1);
-    run_until(&mut r, || q.served.get() == 1 && b.served.get() > 10);
+    let Pair {
+        mut r,
+        w,
+        busy,
+        b,
+        quiet,
+        q,
+    } = busy_and_quiet(kind, 10_000);
+    run_until(&mut r, || b.served.get() > 10);
     assert_eq!(r.is_polled(quiet), Some(true));
     assert_eq!(r.is_polled(busy), Some(true));
     let t = w.now();
@@ -439,12 +471,14 @@ fn idle_source_is_pruned_and_comes_back(kind: FdMonKind) {
 /// The client pushes in the instant before a pruned source's notifications come back on, so it
 /// does not ring: the reactor's final check after `poll_end` must serve it.
 fn event_racing_poll_end_of_a_pruned_source_is_served(kind: FdMonKind) {
-    let (mut r, w) = reactor(kind, idle_cfg());
-    let (_busy, b) = add_sim(&mut r, &w);
-    let (quiet, q) = add_sim(&mut r, &w);
-    start(&w, &b, 3_000, 100_000);
-    start(&w, &q, 3_000, 1);
-    run_until(&mut r, || q.served.get() == 1);
+    let Pair {
+        mut r,
+        w,
+        b,
+        quiet,
+        q,
+        ..
+    } = busy_and_quiet(kind, 100_000);
     q.push_in_poll_end.set(true);
     let pruned_before = r.counters().pruned;
     // Let the busy client stop so that, with epoll too, poll mode ends and poll_end runs.
@@ -465,12 +499,14 @@ fn event_racing_poll_end_of_a_pruned_source_is_served(kind: FdMonKind) {
 /// A pruned source comes back by doorbell, and its client pushes again right after
 /// `poll_begin` turned notifications off: the polling loop must find that request.
 fn event_racing_poll_begin_of_a_readded_source_is_served(kind: FdMonKind) {
-    let (mut r, w) = reactor(kind, idle_cfg());
-    let (_busy, b) = add_sim(&mut r, &w);
-    let (quiet, q) = add_sim(&mut r, &w);
-    start(&w, &b, 3_000, 100_000);
-    start(&w, &q, 3_000, 1);
-    run_until(&mut r, || q.served.get() == 1);
+    let Pair {
+        mut r,
+        w,
+        b,
+        quiet,
+        q,
+        ..
+    } = busy_and_quiet(kind, 100_000);
     let t = w.now();
     run_until(&mut r, || w.now() > t + 1_500_000);
     if r.prunes() {
@@ -657,9 +693,15 @@ fn fdmon_names_parse() {
     for k in FdMonKind::ALL {
         assert_eq!(k.name().parse::<FdMonKind>().unwrap(), k);
     }
+    // A structured error naming the field; the command line turns it into `--fdmon=kqueue ...`.
     let e = "kqueue".parse::<FdMonKind>().unwrap_err();
-    assert!(matches!(e, Error::Usage(_)));
-    assert!(e.to_string().contains("--fdmon=epoll"));
+    assert!(e.is_usage());
+    let Error::Config { field, reason } = e else {
+        panic!("expected a configuration error, got {e:?}");
+    };
+    assert_eq!(field, "fdmon");
+    assert!(reason.starts_with("=kqueue"), "{reason}");
+    assert!(reason.contains("epoll"), "{reason}");
 }
 
 #[test]
@@ -674,4 +716,41 @@ fn io_uring_monitor_uses_multishot_here() {
     if (major, minor) >= (5, 13) {
         assert!(m.multishot(), "kernel {rel} should take multishot polls");
     }
+}
+
+#[test]
+fn the_source_table_is_fixed_and_stale_ids_stay_stale() {
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(0));
+    let zero = ReactorConfig {
+        fdmon: FdMonKind::Epoll,
+        max_sources: 0,
+        ..Default::default()
+    };
+    // Zero sources is fine (the notifier has its own slot); an impossible size is not.
+    assert!(Reactor::new(zero, clock.clone()).is_ok());
+    let huge = ReactorConfig {
+        max_sources: usize::MAX,
+        ..zero
+    };
+    match Reactor::new(huge, clock.clone()) {
+        Err(Error::Config { field, .. }) => assert_eq!(field, "max_sources"),
+        other => panic!("expected a configuration error, got {:?}", other.err()),
+    }
+    let cfg = ReactorConfig {
+        max_sources: 2,
+        ..zero
+    };
+    let mut r = Reactor::new(cfg, clock).unwrap();
+    let fds: Vec<EventFd> = (0..3).map(|_| EventFd::new().unwrap()).collect();
+    let a = r.add_fd(fds[0].as_raw_fd(), |_, _| {}).unwrap();
+    let b = r.add_fd(fds[1].as_raw_fd(), |_, _| {}).unwrap();
+    let e = r.add_fd(fds[2].as_raw_fd(), |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(r.len(), 2);
+    assert!(r.remove(a).unwrap());
+    assert!(!r.remove(a).unwrap(), "a removed source's id is stale");
+    let c = r.add_fd(fds[2].as_raw_fd(), |_, _| {}).unwrap();
+    assert_ne!(c, a, "a reused slot gets a new generation");
+    assert_eq!(r.window_ns(a), None);
+    assert!(r.window_ns(b).is_some() && r.window_ns(c).is_some());
 }

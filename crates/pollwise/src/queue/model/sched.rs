@@ -3,7 +3,7 @@
 //!
 //! Every simulated thread is a real OS thread running real engine and policy code, but only the
 //! thread holding the *baton* runs; the others wait on their own condition variable. Virtual time
-//! moves only by charges ([`Shared::charge`]) and scheduler events, so what happens depends on
+//! moves only by charges (`Shared::charge`) and scheduler events, so what happens depends on
 //! nothing but the inputs: the same inputs give the same figures, bit for bit.
 //!
 //! A running thread keeps the baton while its local time is below the *horizon*: the earliest
@@ -24,7 +24,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What a simulated thread is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum State {
+pub(crate) enum State {
     /// On a core; its slice ends at `slice_end`.
     Running { slice_end: u64 },
     /// Waiting for a core since `ready`; `resume` nanoseconds of CPU to pay when it gets one.
@@ -45,12 +45,12 @@ enum EvKind {
 
 /// The scheduler's state, behind the one lock.
 #[derive(Debug)]
-pub(super) struct World {
-    pub(super) state: Vec<State>,
+pub(crate) struct World {
+    pub(crate) state: Vec<State>,
     /// Virtual CPU each thread used, nanoseconds.
-    pub(super) cpu: Vec<u64>,
+    pub(crate) cpu: Vec<u64>,
     /// Context switches each thread made (blocks and preemptions).
-    pub(super) switches: Vec<u64>,
+    pub(crate) switches: Vec<u64>,
     free_cores: u32,
     slice_ns: u64,
     switch_ns: u64,
@@ -60,13 +60,13 @@ pub(super) struct World {
     seq: u64,
     baton: usize,
     /// Set once every thread is done or a thread failed: nobody waits any more.
-    pub(super) over: bool,
+    pub(crate) over: bool,
 }
 
 /// What every simulated thread shares.
 #[derive(Debug)]
-pub(super) struct Shared {
-    pub(super) world: Mutex<World>,
+pub(crate) struct Shared {
+    pub(crate) world: Mutex<World>,
     cv: Vec<Condvar>,
     /// Each thread's local virtual time (read without the lock by its own clock).
     local: Vec<AtomicU64>,
@@ -78,7 +78,7 @@ pub(super) struct Shared {
 
 impl Shared {
     /// `threads` threads on `cores` cores, all runnable at time 0 in index order.
-    pub(super) fn new(threads: usize, cores: u32, slice_ns: u64, switch_ns: u64) -> Shared {
+    pub(crate) fn new(threads: usize, cores: u32, slice_ns: u64, switch_ns: u64) -> Shared {
         let world = World {
             state: vec![
                 State::Runnable {
@@ -116,19 +116,19 @@ impl Shared {
         s
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, World> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, World> {
         // A thread that panicked while holding the lock left consistent data (every change is
         // made before anything can panic), so go on with it.
         self.world.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether a thread failed and the simulation was abandoned.
-    pub(super) fn is_aborted(&self) -> bool {
+    pub(crate) fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::SeqCst)
     }
 
     /// Thread `me`'s local virtual time.
-    pub(super) fn now(&self, me: usize) -> u64 {
+    pub(crate) fn now(&self, me: usize) -> u64 {
         self.local[me].load(Ordering::Relaxed)
     }
 
@@ -137,7 +137,7 @@ impl Shared {
     }
 
     /// Waits until thread `me` holds the baton (or the simulation is over).
-    pub(super) fn wait_turn(&self, me: usize) {
+    pub(crate) fn wait_turn(&self, me: usize) {
         let mut w = self.lock();
         while w.baton != me && !w.over {
             w = self.cv[me].wait(w).unwrap_or_else(|p| p.into_inner());
@@ -145,7 +145,7 @@ impl Shared {
     }
 
     /// Thread `me` (running) spends `ns` of CPU; past its horizon it lets the scheduler catch up.
-    pub(super) fn charge(&self, me: usize, ns: u64) {
+    pub(crate) fn charge(&self, me: usize, ns: u64) {
         if ns > 0 {
             let t = self.now(me) + ns;
             self.set_now(me, t);
@@ -163,7 +163,7 @@ impl Shared {
 
     /// Thread `me` leaves its core now and wakes at `wake` (paying `resume` of CPU when it gets
     /// a core again). Returns once it runs again.
-    pub(super) fn block(&self, me: usize, wake: u64, resume: u64) {
+    pub(crate) fn block(&self, me: usize, wake: u64, resume: u64) {
         if self.is_aborted() {
             return;
         }
@@ -178,7 +178,7 @@ impl Shared {
     }
 
     /// Thread `me` is done: its core is free from its local time; the baton goes on.
-    pub(super) fn finish(&self, me: usize) {
+    pub(crate) fn finish(&self, me: usize) {
         let mut w = self.lock();
         if matches!(w.state[me], State::Running { .. }) {
             let now = self.now(me);
@@ -192,7 +192,7 @@ impl Shared {
     }
 
     /// Ends the simulation for everyone (a thread failed).
-    pub(super) fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.aborted.store(true, Ordering::SeqCst);
         let mut w = self.lock();
         w.over = true;

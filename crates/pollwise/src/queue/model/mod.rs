@@ -1,7 +1,7 @@
 //! The modelled device and clock of one simulated thread.
 //!
-//! [`ModelQueue`] is a [`Queue`] whose every call charges the platform's costs to its thread's
-//! virtual CPU and time ([`super::Platform`]): a push the engine's work per I/O, a submission the
+//! `ModelQueue` is a [`Queue`] whose every call charges the platform's costs to its thread's
+//! virtual CPU and time ([`Platform`]): a push the engine's work per I/O, a submission the
 //! submit call, a poll one completion-queue check, a blocking wait a system call, the time off the
 //! cores until the completion or the timer wakes the thread, and the CPU of coming back. The
 //! device completes each operation at its submission plus a latency from a [`LatencyModel`].
@@ -12,17 +12,111 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::sched::Shared;
-use super::Platform;
+use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::Clock;
 use crate::queue::sim::{LatencyModel, SplitMix64};
-use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use crate::{Error, Result};
+use sched::Shared;
+
+pub mod sched;
+
+/// The most cores a platform may have.
+pub const MAX_CORES: u32 = 4096;
+
+/// The costs and resources of a platform. See the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Platform {
+    /// A name for reports (`here`, `nvme-baremetal`, a file name).
+    pub name: String,
+    /// Cores the job threads may run on.
+    pub cores: u32,
+    /// The scheduler's time slice: a running thread keeps its core this long while others wait.
+    pub time_slice_ns: u64,
+    /// CPU a preempted thread pays to run again (a context switch).
+    pub context_switch_ns: u64,
+    /// One trivial system call (enter and leave the kernel).
+    pub syscall_ns: u64,
+    /// The call that submits one request (`io_uring_enter` with one read), CPU and time.
+    pub submit_ns: u64,
+    /// One completion-queue check that finds nothing (a poll).
+    pub poll_ns: u64,
+    /// The program's own work per request (prepare, handle, record), CPU and time.
+    pub engine_ns: u64,
+    /// The waiting thread's CPU per blocking wait (enter, switch out, switch in, return).
+    pub wait_cpu_ns: u64,
+    /// From a completion to its waiting thread running in user space again, when a core is
+    /// free: what an interrupt-driven wait adds to a polled completion's latency.
+    pub wake_latency_ns: u64,
+    /// The sleeping thread's CPU per timed sleep (timer programming, switches).
+    pub sleep_cpu_ns: u64,
+    /// How late a timed sleep returns after its deadline (timer slack 1 ns).
+    pub timer_late_ns: u64,
+    /// The device's latency: from the submit call issuing a request to its completion being
+    /// visible in the completion queue.
+    pub device: LatencyModel,
+}
+
+impl Platform {
+    /// Checks the figures: an [`Error::Config`] naming the field that cannot be used.
+    pub fn check(&self) -> Result<()> {
+        if self.cores == 0 || self.cores > MAX_CORES {
+            return Err(Error::config(
+                "cores",
+                format!("is {}: use 1 to {MAX_CORES}", self.cores),
+            ));
+        }
+        if self.poll_ns == 0 {
+            return Err(Error::config(
+                "poll_ns",
+                "is 0: a poll that costs nothing would spin for ever in virtual time; use at least 1",
+            ));
+        }
+        if self.time_slice_ns < 1_000 {
+            return Err(Error::config(
+                "time_slice_ns",
+                format!("is {}: use at least 1000 (1 us)", self.time_slice_ns),
+            ));
+        }
+        const MAX: u64 = 10_000_000_000;
+        for (field, v) in [
+            ("time_slice_ns", self.time_slice_ns),
+            ("context_switch_ns", self.context_switch_ns),
+            ("syscall_ns", self.syscall_ns),
+            ("submit_ns", self.submit_ns),
+            ("poll_ns", self.poll_ns),
+            ("engine_ns", self.engine_ns),
+            ("wait_cpu_ns", self.wait_cpu_ns),
+            ("wake_latency_ns", self.wake_latency_ns),
+            ("sleep_cpu_ns", self.sleep_cpu_ns),
+            ("timer_late_ns", self.timer_late_ns),
+        ] {
+            if v > MAX {
+                return Err(Error::config(
+                    field,
+                    format!("is {v} ns: use at most {MAX} (10 s)"),
+                ));
+            }
+        }
+        if let LatencyModel::Uniform(a, b) = self.device {
+            if a > b {
+                return Err(Error::config(
+                    "device",
+                    "a uniform latency's lower bound is above its upper bound",
+                ));
+            }
+        }
+        if self.device.mean_ns() > MAX as f64 {
+            return Err(Error::config("device", "mean latency above 10 s"));
+        }
+        Ok(())
+    }
+}
 
 /// One simulated thread's clock: its local virtual time.
 #[derive(Debug, Clone)]
-pub(super) struct ThreadClock {
-    pub(super) shared: Arc<Shared>,
-    pub(super) me: usize,
+pub(crate) struct ThreadClock {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) me: usize,
 }
 
 impl Clock for ThreadClock {
@@ -36,7 +130,7 @@ fn aborted() -> io::Error {
 }
 
 /// The modelled device of one simulated thread. See the module docs.
-pub(super) struct ModelQueue {
+pub(crate) struct ModelQueue {
     shared: Arc<Shared>,
     me: usize,
     p: Platform,
@@ -52,7 +146,7 @@ pub(super) struct ModelQueue {
 }
 
 impl ModelQueue {
-    pub(super) fn new(
+    pub(crate) fn new(
         shared: Arc<Shared>,
         me: usize,
         p: &Platform,

@@ -1,4 +1,6 @@
-//! A client of the shared poller: a [`Queue`] whose rings live in user memory.
+//! A client of the shared poller: a [`Queue`] whose rings live in user memory, and the state a
+//! client and the poller thread share (the poller itself is the
+//! [`SharedPoller`](crate::poller::SharedPoller), a driver above this layer).
 //!
 //! `push` puts an operation on the client's submission ring; `submit` fences and rings the
 //! poller's doorbell only if the poller said it sleeps (NEED_WAKEUP); `poll` pops the completion
@@ -11,16 +13,19 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::shared::{ClientShared, PollerEnds, PollerShared};
-use super::SendOp;
-use crate::queue::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use super::ring::PromisedOp;
+use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::sync::doorbell::Doorbell;
 use crate::sync::spsc::{self, Consumer, Producer};
+use crate::sys::eventfd::EventFd;
 use crate::sys::futex;
+
+/// How many counters the poller publishes.
+pub(crate) const POLLER_COUNTERS: usize = 10;
 
 /// How to make a client.
 #[derive(Debug, Clone)]
@@ -32,11 +37,11 @@ pub struct ClientOptions {
     pub files: Vec<RawFd>,
 }
 
-/// A client of a [`SharedPoller`](super::SharedPoller). See the module docs.
+/// A client of a [`SharedPoller`](crate::poller::SharedPoller). See the module docs.
 pub struct Client {
     shared: Arc<ClientShared>,
     poller: Arc<PollerShared>,
-    sq: Producer<SendOp>,
+    sq: Producer<PromisedOp>,
     cq: Consumer<Completion>,
     depth: usize,
     pending: usize,
@@ -98,7 +103,7 @@ impl Client {
             if let Some(ends) = g.as_mut() {
                 while let Some(op) = ends.sq.pop() {
                     let _ = ends.cq.push(Completion {
-                        user_data: op.0.user_data,
+                        user_data: op.op().user_data,
                         result: -libc::ECANCELED,
                     });
                 }
@@ -150,9 +155,13 @@ unsafe impl Queue for Client {
         if self.in_flight >= self.depth {
             return Err(io::Error::from(io::ErrorKind::WouldBlock));
         }
+        // SAFETY: the caller promised (Queue::push) that the buffer stays valid until the
+        // completion is handed back by poll; and a dropped client waits until the poller has
+        // reaped every operation it submitted, so the promise covers the poller's ring.
+        let promised = unsafe { PromisedOp::new(*op) };
         // Cannot fail: everything in the submission ring is counted in in_flight < depth.
         self.sq
-            .push(SendOp(*op))
+            .push(promised)
             .map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
         self.pending += 1;
         self.in_flight += 1;
@@ -235,5 +244,110 @@ impl Drop for Client {
         while self.shared.retired.load(Ordering::Acquire) == 0 {
             futex::wait(&self.shared.retired, 0, None);
         }
+    }
+}
+
+/// What the poller thread and everyone else share.
+pub(crate) struct PollerShared {
+    /// The doorbell: clients write it, the poller sleeps on it (through its ring).
+    pub(crate) bell: EventFd,
+    /// Asked to stop.
+    pub(crate) stop: AtomicBool,
+    /// Stopped: every request has been handed back; no more will be taken.
+    pub(crate) dead: AtomicBool,
+    /// New clients, picked up at the next round.
+    pub(crate) pending: Mutex<Vec<(Arc<ClientShared>, PollerEnds)>>,
+    /// Set when `pending` has clients.
+    pub(crate) pending_flag: AtomicBool,
+    /// The poller's counters, published by the poller thread (in the order the poller keeps).
+    pub(crate) counters: [AtomicU64; POLLER_COUNTERS],
+    /// Clients served (a dropped client counts until retired).
+    pub(crate) clients: AtomicUsize,
+    /// Requests taken from clients and not yet completed.
+    pub(crate) in_flight: AtomicUsize,
+}
+
+impl PollerShared {
+    /// Shared state around the doorbell `bell`: running, no clients.
+    pub(crate) fn new(bell: EventFd) -> Self {
+        PollerShared {
+            bell,
+            stop: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
+            pending: Mutex::new(Vec::new()),
+            pending_flag: AtomicBool::new(false),
+            counters: Default::default(),
+            clients: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes the clients waiting to be served.
+    pub(crate) fn take_pending(&self) -> Vec<(Arc<ClientShared>, PollerEnds)> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Publishes the poller's counters.
+    pub(crate) fn publish(&self, values: [u64; POLLER_COUNTERS]) {
+        for (slot, v) in self.counters.iter().zip(values) {
+            slot.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Publishes how many requests the poller has in flight.
+    pub(crate) fn publish_in_flight(&self, in_flight: usize) {
+        self.in_flight.store(in_flight, Ordering::Relaxed);
+    }
+
+    /// The counters last published.
+    pub(crate) fn snapshot(&self) -> [u64; POLLER_COUNTERS] {
+        std::array::from_fn(|i| self.counters[i].load(Ordering::Relaxed))
+    }
+}
+
+/// The poller's ends of a client's rings.
+pub(crate) struct PollerEnds {
+    pub(crate) sq: Consumer<PromisedOp>,
+    pub(crate) cq: Producer<Completion>,
+}
+
+/// What a client and the poller share.
+pub(crate) struct ClientShared {
+    /// The poller sleeps: ring its doorbell after submitting.
+    pub(crate) need_wakeup: Doorbell,
+    /// The client sleeps in `wait`: bump `cq_seq` after routing it a completion.
+    pub(crate) waiting: Doorbell,
+    /// The futex word the client sleeps on.
+    pub(crate) cq_seq: AtomicU32,
+    /// The client was dropped: discard its requests, then retire it.
+    pub(crate) closing: AtomicBool,
+    /// The poller is done with the client (futex word: 0, then 1).
+    pub(crate) retired: AtomicU32,
+    /// The poller's ends, handed back when the poller stops, so a client can cancel what it
+    /// queued after the poller's last look.
+    pub(crate) orphan: Mutex<Option<PollerEnds>>,
+    /// The file table.
+    pub(crate) files: Vec<RawFd>,
+}
+
+impl ClientShared {
+    /// Rings the client's futex (after routing it completions, or at shutdown).
+    pub(crate) fn ring(&self) {
+        self.cq_seq.fetch_add(1, Ordering::Release);
+        futex::wake_all(&self.cq_seq);
+    }
+
+    /// The poller has stopped: gives the client its ring ends back (so it can cancel what it
+    /// queued after the poller's last look), retires it and wakes it.
+    pub(crate) fn hand_back(&self, ends: PollerEnds) {
+        *self.orphan.lock().unwrap_or_else(|e| e.into_inner()) = Some(ends);
+        self.retire();
+        self.ring();
+    }
+
+    /// Marks the client retired and wakes its `drop`.
+    pub(crate) fn retire(&self) {
+        self.retired.store(1, Ordering::Release);
+        futex::wake_all(&self.retired);
     }
 }
