@@ -16,6 +16,7 @@
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
 
 pub mod channel;
+pub mod fault;
 pub mod sim;
 pub mod uring;
 
