@@ -76,7 +76,10 @@ impl FaultSpec {
             ));
         }
         if self.spike > 0.0 && self.spike_ns == 0 {
-            return Err(Error::config("spike_ns", "a spike needs a duration above 0"));
+            return Err(Error::config(
+                "spike_ns",
+                "a spike needs a duration above 0",
+            ));
         }
         Ok(())
     }
