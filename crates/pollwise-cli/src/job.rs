@@ -17,8 +17,10 @@ use pollwise::clock;
 pub use pollwise::engine::Rw;
 use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::verify;
@@ -122,6 +124,10 @@ pub struct JobSpec {
     pub ioengine: IoEngine,
     /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
     pub extra: crate::jobs::JobExtras,
+    /// Faults to inject (`--fault`), on any engine.
+    pub fault: Option<pollwise::queue::fault::FaultSpec>,
+    /// Which failures the job goes on past (fio's `continue_on_error`).
+    pub continue_on_error: pollwise::engine::ContinueOn,
 }
 
 impl Default for JobSpec {
@@ -162,6 +168,8 @@ impl Default for JobSpec {
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
             extra: crate::jobs::JobExtras::default(),
+            fault: None,
+            continue_on_error: pollwise::engine::ContinueOn::None,
         }
     }
 }
@@ -898,6 +906,8 @@ fn job_thread(
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let pinned = spec.extra.pin();
+    // What the fault queue injected, if the job injects faults (set during setup).
+    let faults = std::cell::RefCell::new(None::<FaultTally>);
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -925,7 +935,10 @@ fn job_thread(
             let cfg = engine_config_for(spec, target.size, i);
             let policy = spec.policy.build(clock.clone());
             let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
-            let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+            let (q, tally) = with_faults(spec, q, i, target)?;
+            *faults.borrow_mut() = tally;
+            let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
+            engine.set_continue_on_error(spec.continue_on_error);
             spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
@@ -966,7 +979,10 @@ fn job_thread(
                 ))
             })?;
         }
-        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        let (q, tally) = with_faults(spec, q, i, target)?;
+        *faults.borrow_mut() = tally;
+        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
+        engine.set_continue_on_error(spec.continue_on_error);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })();
@@ -1020,6 +1036,7 @@ fn job_thread(
                 queue: sub_queue(q1, q0),
                 policy: sub_policy(p1, p0),
                 beliefs: engine.beliefs(),
+                faults: fault_report(&engine, faults.borrow().as_ref()),
             };
             (engine, file, stats)
         })
@@ -1031,6 +1048,40 @@ fn job_thread(
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })
+}
+
+/// `q`, in a fault queue if the job injects faults (seeded from the job's seed and the thread),
+/// and the count of what it injects. Short transfers keep to the target's logical block size
+/// under O_DIRECT, so their rest can be resubmitted.
+fn with_faults<Q: Queue + Send + 'static>(
+    spec: &JobSpec,
+    q: Q,
+    i: usize,
+    target: Target,
+) -> Result<(Box<dyn Queue + Send>, Option<FaultTally>)> {
+    let Some(f) = spec.fault else {
+        return Ok((Box::new(q), None));
+    };
+    let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let align = if spec.direct { target.block_size } else { 1 };
+    let fq = FaultQueue::new(q, f, seed, SimTime::Real, align)?;
+    let tally = fq.tally();
+    Ok((Box::new(fq), Some(tally)))
+}
+
+/// What a job thread injected and saw, when it injects faults (whole run, ramp included:
+/// both counts cover the same requests).
+fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultReport> {
+    let tally = tally?;
+    let e = engine.errors();
+    Some(FaultReport {
+        injected: tally.snapshot(),
+        seen: e.seen,
+        resubmitted: e.resubmitted,
+        continued: e.continued,
+        failed: e.failed,
+        first_error: e.first_error,
+    })
 }
 
 #[cfg(test)]

@@ -845,7 +845,8 @@ impl Engine {
                 let b = bits.trailing_zeros() as u64;
                 bits &= bits - 1;
                 let block = w as u64 * 64 + b;
-                if self.slab().live() == self.cfg.iodepth as usize {
+                // A reap may free no slot (a short transfer resubmitted, a refused submit).
+                while self.slab().live() >= self.cfg.iodepth as usize {
                     self.reap(1)?;
                 }
                 self.push_one(Dir::Read, block * self.cfg.bs as u64)?;

@@ -67,8 +67,13 @@ fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
         assert_eq!(errs.seen.short, injected.short, "{mode:?}");
         assert_eq!(errs.seen.eagain, injected.eagain, "{mode:?}");
         assert_eq!(errs.seen.canceled, 0);
-        assert!(injected.eio > 0 && injected.short > 0 && injected.eagain > 0 && injected.spike > 0);
-        assert_eq!(errs.resubmitted, errs.seen.short, "every short transfer resubmitted");
+        assert!(
+            injected.eio > 0 && injected.short > 0 && injected.eagain > 0 && injected.spike > 0
+        );
+        assert_eq!(
+            errs.resubmitted, errs.seen.short,
+            "every short transfer resubmitted"
+        );
         assert_eq!(errs.continued, injected.eio, "every EIO continued");
         assert_eq!(errs.failed, injected.eio);
         assert_eq!(errs.first_error, Some(libc::EIO));
@@ -82,7 +87,10 @@ fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
             n,
             "{mode:?}: every request completed once, in full or failed"
         );
-        assert!(done.iter().all(|d| d.len == 4096), "short ones completed whole");
+        assert!(
+            done.iter().all(|d| d.len == 4096),
+            "short ones completed whole"
+        );
         let (read, write, qc, _) = e.stats();
         assert_eq!(read.ios + write.ios, done.len() as u64);
         assert_eq!(qc.submitted, n + errs.resubmitted);
@@ -176,10 +184,7 @@ fn a_short_transfer_is_resubmitted_until_whole_and_timed_from_its_first_part() {
     let done = done.lock().unwrap();
     assert_eq!(done.len(), 50);
     for (i, d) in done.iter().enumerate() {
-        assert_eq!(
-            (d.dir, d.offset, d.len),
-            (Dir::Read, i as u64 * 4096, 4096)
-        );
+        assert_eq!((d.dir, d.offset, d.len), (Dir::Read, i as u64 * 4096, 4096));
     }
     let errs = e.errors();
     // Every part is shortened while at least two 512-byte units are left: 4096 bytes take at
