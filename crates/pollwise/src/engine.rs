@@ -421,6 +421,7 @@ impl Engine {
             let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
             verify::fill(buf, offset, seed);
         }
+        self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
             kind: match dir {
                 Dir::Read => OpKind::Read,
@@ -545,8 +546,15 @@ impl Engine {
             let block = (meta.offset / cfg.bs as u64) as usize;
             let stats = match meta.dir {
                 Dir::Read => {
+                    // A read is checked if its block was written before it was queued: one
+                    // queued before the write completed may read what was there before.
                     if cfg.verify
-                        && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
+                        && (!cfg.rw.writes()
+                            || errs
+                                .written_at_push
+                                .get(h.index())
+                                .copied()
+                                .unwrap_or(false))
                     {
                         verify::check(buf, meta.offset).map_err(verify_error)?;
                     }
@@ -1084,12 +1092,16 @@ struct ErrorHandling {
     first_error: Option<i32>,
     /// By slot index: the request's short transfer in progress.
     partial: Vec<Option<Partial>>,
+    /// By slot index: the request reads a block that was written (with verify) before it was
+    /// queued, so its data must check.
+    written_at_push: Vec<bool>,
 }
 
 impl ErrorHandling {
     fn new(slots: usize) -> Self {
         ErrorHandling {
             partial: vec![None; slots],
+            written_at_push: vec![false; slots],
             ..ErrorHandling::default()
         }
     }
@@ -1157,6 +1169,22 @@ impl Engine {
             continued: e.continued,
             failed: e.failed,
             first_error: e.first_error,
+        }
+    }
+
+    /// Remembers whether the read `h` at `offset` is of a block already written (verify).
+    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64) {
+        if !self.cfg.verify {
+            return;
+        }
+        let block = (offset / self.cfg.bs as u64) as usize;
+        let written = dir == Dir::Read
+            && self
+                .written
+                .get(block / 64)
+                .is_some_and(|w| w & (1 << (block % 64)) != 0);
+        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
+            *s = written;
         }
     }
 
