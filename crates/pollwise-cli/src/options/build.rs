@@ -34,7 +34,7 @@ fn fault_rate(v: &str, item: &str) -> Result<f64> {
     Ok(r)
 }
 
-/// Parses `--fault`'s value (see [`FAULT_FORM`]). A kind given twice takes the last rate.
+/// Parses `--fault`'s value (`KIND:RATE[,KIND:RATE...]`, `spike:RATE:DURATION`). A kind given twice takes the last rate.
 pub fn parse_fault(v: &str) -> Result<pollwise::queue::fault::FaultSpec> {
     let mut f = pollwise::queue::fault::FaultSpec::default();
     if v.trim().is_empty() {
