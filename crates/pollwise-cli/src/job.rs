@@ -17,8 +17,10 @@ use pollwise::clock;
 pub use pollwise::engine::Rw;
 use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::verify;
@@ -133,6 +135,10 @@ pub struct JobSpec {
     /// The run's live progress (ETA line, interim reports) and this job's index in it; `None`
     /// when neither is wanted (the job then counts nothing per I/O).
     pub live: Option<(Arc<Live>, usize)>,
+    /// Faults to inject (`--fault`), on any engine.
+    pub fault: Option<pollwise::queue::fault::FaultSpec>,
+    /// Which failures the job goes on past (fio's `continue_on_error`).
+    pub continue_on_error: pollwise::engine::ContinueOn,
 }
 
 impl Default for JobSpec {
@@ -177,6 +183,8 @@ impl Default for JobSpec {
             extra: crate::jobs::JobExtras::default(),
             logs: crate::report::logs::LogSpec::default(),
             live: None,
+            fault: None,
+            continue_on_error: pollwise::engine::ContinueOn::None,
         }
     }
 }
@@ -932,7 +940,13 @@ type FdChannel = (
 
 /// One job thread's measurements from `t0` (its start figures in `m0`) to now: what the final
 /// report and the interim reports (`--status-interval`) show.
-fn measure(engine: &Engine, sampler: Sampler, m0: &Start, clock: &dyn clock::Clock) -> Stats {
+fn measure(
+    engine: &Engine,
+    sampler: Sampler,
+    m0: &Start,
+    clock: &dyn clock::Clock,
+    faults: Option<&FaultTally>,
+) -> Stats {
     let t1 = clock.now_ns();
     let c1 = thread_cpu_ns();
     let r1 = Rusage::thread();
@@ -954,6 +968,7 @@ fn measure(engine: &Engine, sampler: Sampler, m0: &Start, clock: &dyn clock::Clo
         queue: sub_queue(q1, m0.queue),
         policy: sub_policy(p1, m0.policy),
         beliefs: engine.beliefs(),
+        faults: fault_report(engine, faults),
     }
 }
 
@@ -972,11 +987,13 @@ fn job_thread(
     spec: &JobSpec,
     target: Target,
     barrier: &Barrier,
-    (fd_tx, fd_rx): FdChannel,
+    fd: FdChannel,
     failed: &Arc<AtomicBool>,
     live: Option<&Arc<ThreadLive>>,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
+    // What the fault queue injected, if the job injects faults (set during setup).
+    let faults = std::cell::RefCell::new(None::<FaultTally>);
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -1002,7 +1019,7 @@ fn job_thread(
         Ok(None)
     };
     let setup = log.and_then(|log| {
-        setup_engine(i, spec, target, fd_tx, &fd_rx, ramp, &clock).map(|(e, f)| (e, f, log))
+        setup_engine(i, spec, target, fd, ramp, &clock, &faults).map(|(e, f)| (e, f, log))
     });
     if setup.is_err() {
         failed.store(true, Ordering::SeqCst);
@@ -1062,7 +1079,13 @@ fn job_thread(
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
         let mut tick = |engine: &Engine, sampler: &Sampler| {
             if let Some(t) = publish {
-                t.publish(measure(engine, sampler.clone(), &m0, &*clock));
+                t.publish(measure(
+                    engine,
+                    sampler.clone(),
+                    &m0,
+                    &*clock,
+                    faults.borrow().as_ref(),
+                ));
             }
         };
         let r =
@@ -1072,7 +1095,7 @@ fn job_thread(
             failed.store(true, Ordering::SeqCst);
         }
         let t1 = clock.now_ns();
-        let stats = measure(&engine, sampler, &m0, &*clock);
+        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
         let logged = match &log {
@@ -1101,10 +1124,10 @@ fn setup_engine(
     i: usize,
     spec: &JobSpec,
     target: Target,
-    fd_tx: Option<std::sync::mpsc::Sender<Option<i32>>>,
-    fd_rx: &Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+    (fd_tx, fd_rx): FdChannel,
     ramp: impl Fn(Engine) -> Result<Engine>,
     clock: &Arc<dyn clock::Clock>,
+    faults: &std::cell::RefCell<Option<FaultTally>>,
 ) -> Result<(Engine, Option<File>)> {
     (|| -> Result<(Engine, Option<File>)> {
         // Owned by this closure, so the sender is gone (and waiting threads told) however
@@ -1118,7 +1141,10 @@ fn setup_engine(
             let cfg = engine_config_for(spec, target.size, i);
             let policy = spec.policy.build(clock.clone());
             let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
-            let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+            let (q, tally) = with_faults(spec, q, i, target)?;
+            *faults.borrow_mut() = tally;
+            let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
+            engine.set_continue_on_error(spec.continue_on_error);
             spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
@@ -1159,10 +1185,47 @@ fn setup_engine(
                 ))
             })?;
         }
-        let mut engine = Engine::with_slab(Box::new(q), policy, clock.clone(), cfg, slab)?;
+        let (q, tally) = with_faults(spec, q, i, target)?;
+        *faults.borrow_mut() = tally;
+        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
+        engine.set_continue_on_error(spec.continue_on_error);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })()
+}
+
+/// `q`, in a fault queue if the job injects faults (seeded from the job's seed and the thread),
+/// and the count of what it injects. Short transfers keep to the target's logical block size
+/// under O_DIRECT, so their rest can be resubmitted.
+fn with_faults<Q: Queue + Send + 'static>(
+    spec: &JobSpec,
+    q: Q,
+    i: usize,
+    target: Target,
+) -> Result<(Box<dyn Queue + Send>, Option<FaultTally>)> {
+    let Some(f) = spec.fault else {
+        return Ok((Box::new(q), None));
+    };
+    let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let align = if spec.direct { target.block_size } else { 1 };
+    let fq = FaultQueue::new(q, f, seed, SimTime::Real, align)?;
+    let tally = fq.tally();
+    Ok((Box::new(fq), Some(tally)))
+}
+
+/// What a job thread injected and saw, when it injects faults (whole run, ramp included:
+/// both counts cover the same requests).
+fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultReport> {
+    let tally = tally?;
+    let e = engine.errors();
+    Some(FaultReport {
+        injected: tally.snapshot(),
+        seen: e.seen,
+        resubmitted: e.resubmitted,
+        continued: e.continued,
+        failed: e.failed,
+        first_error: e.first_error,
+    })
 }
 
 #[cfg(test)]

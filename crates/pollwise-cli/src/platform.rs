@@ -284,6 +284,7 @@ pub fn run_job_threads(spec: &JobSpec, platform: &Platform) -> Result<(Vec<Stats
                 queue: r.queue,
                 policy: r.policy,
                 beliefs,
+                faults: None,
             }
         })
         .collect();

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::policy::{PolicyCounters, WaitPolicy};
+use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::stats::DirStats;
@@ -209,6 +210,8 @@ pub struct Engine {
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
     extra: Extras,
+    /// Errors, short transfers and refused submissions: what was seen and what was done.
+    errs: ErrorHandling,
 }
 
 impl Engine {
@@ -284,6 +287,7 @@ impl Engine {
             pace: None,
             stop_check: None,
             extra: Extras::default(),
+            errs: ErrorHandling::new(depth),
             cfg,
         })
     }
@@ -396,8 +400,7 @@ impl Engine {
     /// Submits one request of `dir` at `offset` and returns its handle.
     pub fn submit_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
         let h = self.push_one(dir, offset)?;
-        self.q
-            .submit()
+        self.submit_retrying()
             .map_err(|e| Error::os("submitting requests", e))?;
         Ok(h)
     }
@@ -421,6 +424,7 @@ impl Engine {
             let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
             verify::fill(buf, offset, seed);
         }
+        self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
             kind: match dir {
                 Dir::Read => OpKind::Read,
@@ -441,7 +445,7 @@ impl Engine {
             let mut tries = 0u32;
             while e.kind() == std::io::ErrorKind::WouldBlock && tries < 1_000_000 {
                 tries += 1;
-                if let Err(se) = self.q.submit() {
+                if let Err(se) = self.submit_retrying() {
                     e = se;
                     break;
                 }
@@ -484,13 +488,13 @@ impl Engine {
             ..
         } = self;
         done.clear();
-        let n = policy
-            .wait(q, min, &mut |c| done.push((c, clock.now_ns())))
-            .map_err(|e| Error::os("waiting for completions", e))?;
+        let waited = policy.wait(q, min, &mut |c| done.push((c, clock.now_ns())));
+        // Completions reaped before a failure are handled all the same: their slots are done.
         for i in 0..self.done.len() {
             let (c, now) = self.done[i];
             self.handle(c, now);
         }
+        let n = self.waited(waited)?;
         match self.error.take() {
             Some(e) => Err(e),
             None => Ok(n),
@@ -499,6 +503,14 @@ impl Engine {
 
     /// Handles one completion reaped at `now`: checks it, records it, frees its slot.
     fn handle(&mut self, c: Completion, now: u64) {
+        let Some(c) = self.short_transfer(c) else {
+            return;
+        };
+        let dir = self
+            .q
+            .requests()
+            .and_then(|s| s.meta(Handle::from_user_data(c.user_data)).ok())
+            .map(|m| m.dir);
         let Engine {
             q,
             cfg,
@@ -507,6 +519,7 @@ impl Engine {
             write,
             error,
             on_done,
+            errs,
             ..
         } = self;
         let Some(slab) = q.requests_mut() else {
@@ -536,8 +549,15 @@ impl Engine {
             let block = (meta.offset / cfg.bs as u64) as usize;
             let stats = match meta.dir {
                 Dir::Read => {
+                    // A read is checked if its block was written before it was queued: one
+                    // queued before the write completed may read what was there before.
                     if cfg.verify
-                        && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
+                        && (!cfg.rw.writes()
+                            || errs
+                                .written_at_push
+                                .get(h.index())
+                                .copied()
+                                .unwrap_or(false))
                     {
                         verify::check(buf, meta.offset).map_err(verify_error)?;
                     }
@@ -574,7 +594,9 @@ impl Engine {
             ))),
         };
         if let Err(e) = r {
-            error.get_or_insert(e);
+            if !errs.go_on(c.result, dir, &e) {
+                error.get_or_insert(e);
+            }
         }
     }
 
@@ -747,8 +769,7 @@ impl Engine {
     }
 
     fn submit(&mut self) -> Result<()> {
-        self.q
-            .submit()
+        self.submit_retrying()
             .map(|_| ())
             .map_err(|e| Error::os("submitting requests", e))
     }
@@ -836,7 +857,8 @@ impl Engine {
                 let b = bits.trailing_zeros() as u64;
                 bits &= bits - 1;
                 let block = w as u64 * 64 + b;
-                if self.slab().live() == self.cfg.iodepth as usize {
+                // A reap may free no slot (a short transfer resubmitted, a refused submit).
+                while self.slab().live() >= self.cfg.iodepth as usize {
                     self.reap(1)?;
                 }
                 self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
@@ -998,6 +1020,281 @@ impl Engine {
 
     fn region(&self) -> (u64, u64) {
         self.extra.region.unwrap_or((0, self.cfg.size))
+    }
+}
+
+/// Which failed requests a job goes on past (fio's `continue_on_error`). As in fio, only the
+/// errors fio calls non-fatal are ever continued: `EIO` and `EILSEQ` from the device, and
+/// verification failures; anything else (`ECANCELED`, `ENOSPC`, ...) stops the job whatever
+/// this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContinueOn {
+    /// Stop at the first error (fio's default).
+    #[default]
+    None,
+    /// Go on past read errors.
+    Read,
+    /// Go on past write errors.
+    Write,
+    /// Go on past read and write errors.
+    Io,
+    /// Go on past verification failures.
+    Verify,
+    /// Go on past all of them.
+    All,
+}
+
+impl ContinueOn {
+    /// fio's names, in fio's order.
+    pub const NAMES: &'static [&'static str] = &["none", "read", "write", "io", "verify", "all"];
+
+    /// The value fio calls `s` (`0` is `none` and `1` is `all`, as in fio).
+    pub fn from_name(s: &str) -> Option<ContinueOn> {
+        Some(match s {
+            "none" | "0" => ContinueOn::None,
+            "read" => ContinueOn::Read,
+            "write" => ContinueOn::Write,
+            "io" => ContinueOn::Io,
+            "verify" => ContinueOn::Verify,
+            "all" | "1" => ContinueOn::All,
+            _ => return None,
+        })
+    }
+
+    fn io(self, dir: Dir) -> bool {
+        match self {
+            ContinueOn::All | ContinueOn::Io => true,
+            ContinueOn::Read => dir == Dir::Read,
+            ContinueOn::Write => dir == Dir::Write,
+            ContinueOn::None | ContinueOn::Verify => false,
+        }
+    }
+
+    fn verify(self) -> bool {
+        matches!(self, ContinueOn::Verify | ContinueOn::All)
+    }
+}
+
+/// The part of a request a short transfer left, in flight again.
+#[derive(Debug, Clone, Copy)]
+struct Partial {
+    handle: Handle,
+    /// Bytes transferred so far.
+    done: u32,
+    /// When the first part's submission returned: the request's slat ends there.
+    first_issued: Option<u64>,
+}
+
+/// What the engine saw of errors, short transfers and refused submissions, and what it did.
+#[derive(Debug, Clone, Default)]
+struct ErrorHandling {
+    continue_on: ContinueOn,
+    seen: FaultCounts,
+    resubmitted: u64,
+    continued: u64,
+    failed: u64,
+    first_error: Option<i32>,
+    /// By slot index: the request's short transfer in progress.
+    partial: Vec<Option<Partial>>,
+    /// By slot index: the request reads a block that was written (with verify) before it was
+    /// queued, so its data must check.
+    written_at_push: Vec<bool>,
+}
+
+impl ErrorHandling {
+    fn new(slots: usize) -> Self {
+        ErrorHandling {
+            partial: vec![None; slots],
+            written_at_push: vec![false; slots],
+            ..ErrorHandling::default()
+        }
+    }
+
+    /// Counts a failed request (result `result`, direction `dir`, error `e`) and says whether
+    /// the job goes on past it.
+    fn go_on(&mut self, result: i32, dir: Option<Dir>, e: &Error) -> bool {
+        self.failed += 1;
+        let errno = if result < 0 {
+            -result
+        } else if matches!(e, Error::Verify(_)) {
+            libc::EILSEQ
+        } else {
+            libc::EIO
+        };
+        self.first_error.get_or_insert(errno);
+        let go = match e {
+            Error::Verify(_) => self.continue_on.verify(),
+            _ if result < 0 && (errno == libc::EIO || errno == libc::EILSEQ) => {
+                dir.is_some_and(|d| self.continue_on.io(d))
+            }
+            _ => false,
+        };
+        if go {
+            self.continued += 1;
+        }
+        go
+    }
+}
+
+/// What an engine saw of failures (see [`Engine::errors`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    /// Completions seen per kind: `EIO` and `ECANCELED` results, short transfers, submissions
+    /// refused with `EAGAIN` (spikes are latency, never seen as such).
+    pub seen: FaultCounts,
+    /// Operations pushed for the rest of a short transfer.
+    pub resubmitted: u64,
+    /// Failed requests the job went on past.
+    pub continued: u64,
+    /// Failed requests, continued or not.
+    pub failed: u64,
+    /// The errno of the first failed request.
+    pub first_error: Option<i32>,
+}
+
+/// Consecutive refused submissions after which a submit gives up.
+const EAGAIN_TRIES: u32 = 1000;
+
+// Failures: fio's continue_on_error, short transfers resubmitted for the rest, submissions
+// refused with EAGAIN retried.
+impl Engine {
+    /// Which failed requests the job goes on past (fio's `continue_on_error`; by default it
+    /// stops at the first).
+    pub fn set_continue_on_error(&mut self, c: ContinueOn) {
+        self.errs.continue_on = c;
+    }
+
+    /// What the engine saw of failures since it was made.
+    pub fn errors(&self) -> ErrorCounts {
+        let e = &self.errs;
+        ErrorCounts {
+            seen: e.seen,
+            resubmitted: e.resubmitted,
+            continued: e.continued,
+            failed: e.failed,
+            first_error: e.first_error,
+        }
+    }
+
+    /// Remembers whether the read `h` at `offset` is of a block already written (verify).
+    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64) {
+        if !self.cfg.verify {
+            return;
+        }
+        let block = (offset / self.cfg.bs as u64) as usize;
+        let written = dir == Dir::Read
+            && self
+                .written
+                .get(block / 64)
+                .is_some_and(|w| w & (1 << (block % 64)) != 0);
+        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
+            *s = written;
+        }
+    }
+
+    /// Submits, retrying a refusal (`EAGAIN`) up to [`EAGAIN_TRIES`] times in a row.
+    fn submit_retrying(&mut self) -> std::io::Result<usize> {
+        let mut tries = 0;
+        loop {
+            match self.q.submit() {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && tries < EAGAIN_TRIES => {
+                    self.errs.seen.eagain += 1;
+                    tries += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// The result of a policy's wait: a refused submission (`EAGAIN`) inside it is counted and
+    /// retried by the caller's next wait; other errors are the job's.
+    fn waited(&mut self, r: std::io::Result<usize>) -> Result<usize> {
+        match r {
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.errs.seen.eagain += 1;
+                Ok(self.done.len())
+            }
+            Err(e) => Err(Error::os("waiting for completions", e)),
+        }
+    }
+
+    /// Counts what `c` shows, and resubmits the rest of a short transfer as fio does: `None`
+    /// when the request is in flight again. The last part's completion comes back as the whole
+    /// request's (its result the bytes of every part), so a request completes once.
+    fn short_transfer(&mut self, c: Completion) -> Option<Completion> {
+        match -c.result {
+            libc::EIO => self.errs.seen.eio += 1,
+            libc::ECANCELED => self.errs.seen.canceled += 1,
+            _ => {}
+        }
+        let h = Handle::from_user_data(c.user_data);
+        let meta = *self.q.requests()?.meta(h).ok()?;
+        let slot = h.index();
+        let before = match self.errs.partial.get(slot).copied().flatten() {
+            Some(p) if p.handle == h => Some(p),
+            _ => None,
+        };
+        if let Some(p) = self.errs.partial.get_mut(slot) {
+            *p = None;
+        }
+        if c.result < 0 {
+            return Some(c);
+        }
+        let done = before.map_or(0, |p| p.done) + c.result as u32;
+        if c.result > 0 && done < meta.len {
+            self.errs.seen.short += 1;
+            let first_issued = before.map_or(meta.issued_ns, |p| p.first_issued);
+            if self.push_rest(h, &meta, done) {
+                self.errs.resubmitted += 1;
+                if let Some(p) = self.errs.partial.get_mut(slot) {
+                    *p = Some(Partial {
+                        handle: h,
+                        done,
+                        first_issued,
+                    });
+                }
+                return None;
+            }
+        }
+        if let Some(p) = before {
+            if let Ok(m) = self.slab_mut().meta_mut(h) {
+                m.issued_ns = p.first_issued;
+            }
+        }
+        Some(Completion {
+            result: done as i32,
+            ..c
+        })
+    }
+
+    /// Pushes the rest of request `h` after `done` bytes: true if it is in flight again.
+    fn push_rest(&mut self, h: Handle, meta: &ReqMeta, done: u32) -> bool {
+        if self.slab_mut().restart(h).is_err() {
+            return false;
+        }
+        let spec = RequestOp {
+            kind: match meta.dir {
+                Dir::Read => OpKind::Read,
+                Dir::Write => OpKind::Write,
+            },
+            file: 0,
+            offset: meta.offset + done as u64,
+            len: meta.len - done,
+            fixed: self.cfg.fixedbufs,
+        };
+        for _ in 0..EAGAIN_TRIES {
+            match self.q.push_request_at(h, spec, done) {
+                Ok(()) => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if self.submit_retrying().is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        false
     }
 }
 

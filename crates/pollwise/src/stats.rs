@@ -357,6 +357,8 @@ pub struct Stats {
     pub policy: PolicyCounters,
     /// What the policies believe at the end (first thread's).
     pub beliefs: Vec<(String, f64)>,
+    /// Faults injected and seen, summed, when the job injects faults.
+    pub faults: Option<crate::queue::fault::FaultReport>,
 }
 
 impl Stats {
@@ -409,6 +411,9 @@ impl Stats {
         self.policy.add(&o.policy);
         if self.beliefs.is_empty() {
             self.beliefs = o.beliefs.clone();
+        }
+        if let Some(f) = &o.faults {
+            self.faults.get_or_insert_with(Default::default).merge(f);
         }
     }
 

@@ -372,6 +372,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("rate", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many bytes per second (per thread)"),
     opt("rate_process", Kind::Enum { choices: &["linear", "poisson"], noun: None }, val("linear"), C::Jobs, Only(RUN_LIKE), "gaps between rate-limited I/Os: even (linear) or exponential (poisson)"),
     opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
+    opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
+    opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)"),
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     // timing
     with_aliases(

@@ -341,6 +341,34 @@ pub fn bucket_source(s: &Stats) -> (Histogram<u64>, &'static str) {
     (h, name)
 }
 
+/// `pollwise.faults`: what the fault queue injected and what the job saw, per kind, with the
+/// requests resubmitted for the rest of a short transfer and the failures the job went on past
+/// (fio's `total_err` and `first_error` are `failed` and `first_error`). Spikes are latency: the
+/// job does not see them as such, so `seen` has no `spike`.
+pub fn faults_json(f: &pollwise::queue::fault::FaultReport) -> Value {
+    let injected: serde_json::Map<String, Value> = f
+        .injected
+        .fields()
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    let seen: serde_json::Map<String, Value> = f
+        .seen
+        .fields()
+        .iter()
+        .filter(|(k, _)| *k != "spike")
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    json!({
+        "injected": injected,
+        "seen": seen,
+        "resubmitted": f.resubmitted,
+        "errors_continued": f.continued,
+        "total_err": f.failed,
+        "first_error": f.first_error.unwrap_or(0),
+    })
+}
+
 /// The top level of fio's JSON around `jobs`: `fio version` (pollwise's own), the timestamps,
 /// `global options`, and pollwise's `pollwise_version`.
 pub fn jobs_json(jobs: Vec<Value>) -> Value {

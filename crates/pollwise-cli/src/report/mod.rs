@@ -337,6 +337,9 @@ impl<'a> JobFigures<'a> {
             json!(["iodepth_level", "iodepth_submit", "iodepth_complete"]),
         );
         pw.insert("sample_msec".into(), json!(sample::AVG_MSEC));
+        if let Some(f) = &s.faults {
+            pw.insert("faults".into(), json::faults_json(f));
+        }
         for (k, v) in &self.extra {
             pw.insert(k.clone(), v.clone());
         }

@@ -17,6 +17,7 @@
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
 
 pub mod channel;
+pub mod fault;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 pub mod model;
 #[cfg(not(loom))]
@@ -442,16 +443,31 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// the completion's `user_data` is `h`. The request is in flight from here until its
     /// completion is reaped; if the push fails it is prepared again.
     pub fn push_request(&mut self, h: Handle, spec: RequestOp) -> io::Result<()> {
+        self.push_request_at(h, spec, 0)
+    }
+
+    /// As [`push_request`](Tracked::push_request), with the operation's buffer starting
+    /// `buf_offset` bytes into the request's own (the rest of a short transfer):
+    /// `buf_offset + spec.len` must fit the buffer.
+    pub fn push_request_at(
+        &mut self,
+        h: Handle,
+        spec: RequestOp,
+        buf_offset: u32,
+    ) -> io::Result<()> {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
         let slab = self
             .requests
             .as_mut()
             .ok_or_else(|| invalid("this queue owns no requests"))?;
         let raw = slab.start(h).map_err(|e| invalid(&e.to_string()))?;
+        let at = (buf_offset as usize).min(raw.len);
         let op = Op {
             kind: spec.kind,
             file: spec.file,
-            buf: raw.ptr,
+            // In bounds: `at` is at most the buffer's length (wrapping_add: no unsafe needed, and
+            // a push past the end is refused below before the pointer is used).
+            buf: raw.ptr.wrapping_add(at),
             len: spec.len,
             offset: spec.offset,
             buf_index: if spec.fixed {
@@ -461,7 +477,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             },
             user_data: h.user_data(),
         };
-        let checked = if spec.len as usize > raw.len {
+        let checked = if spec.len as usize + buf_offset as usize > raw.len {
             Err(invalid("the operation is longer than the request's buffer"))
         } else if spec.fixed && op.buf_index.is_none() {
             Err(invalid("fixed buffers are indexed by 16 bits"))
@@ -469,7 +485,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             self.record(&op, Some(h))
         };
         let pushed = checked.and_then(|t| {
-            // SAFETY: the buffer is the request's, valid for raw.len >= op.len bytes; the slab
+            // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab
             // leaks it) until this operation's completion is reaped in poll_with.
             unsafe { self.push_recorded(&op, t) }
@@ -582,7 +598,11 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             return Ok(0);
         }
         let deadline = Instant::now() + bound;
-        self.submit()?;
+        match self.submit() {
+            // A refused submission (EAGAIN) is retried by the polls below.
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+            _ => {}
+        }
         self.inner.cancel_all()?;
         loop {
             self.poll_with(sink)?;

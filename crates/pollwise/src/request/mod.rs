@@ -351,6 +351,14 @@ impl Slab {
         Ok(Finished::Completed)
     }
 
+    /// Takes a completed request back to [`State::Prepared`], to push another operation on it
+    /// (the rest of a short transfer). The buffer stays the caller's.
+    pub fn restart(&mut self, h: Handle) -> std::result::Result<(), RequestError> {
+        self.in_state(h, |s| s == State::Completed, "restart it unless completed")?;
+        self.set_state(h, State::Prepared);
+        Ok(())
+    }
+
     /// Gives the request up. In flight, it becomes [`State::Cancelled`]: its buffer stays the
     /// kernel's and the slot is freed when the completion arrives (cancelling the operation
     /// itself is the queue's part). Otherwise the slot is freed at once.
