@@ -9,8 +9,12 @@
 //! - [`poll`]: spin on the completion queue and never sleep.
 //! - [`hybrid`]: sleep part of each request's predicted latency, once, then poll (seed 000).
 //! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (seed 003).
+//! - [`auto`]: chooses among the others at run time from what it measures ([`contention`] says
+//!   when the CPU is crowded).
 
 pub mod adaptive;
+pub mod auto;
+pub mod contention;
 pub mod hybrid;
 pub mod interrupt;
 pub mod poll;
@@ -134,11 +138,19 @@ pub enum Mode {
     Hybrid,
     /// Poll for an adaptive window, then block.
     Adaptive,
+    /// Choose among the others at run time from what is measured.
+    Auto,
 }
 
 impl Mode {
     /// Every mode pollwise has, in report order.
-    pub const ALL: &'static [Mode] = &[Mode::Interrupt, Mode::Poll, Mode::Hybrid, Mode::Adaptive];
+    pub const ALL: &'static [Mode] = &[
+        Mode::Interrupt,
+        Mode::Poll,
+        Mode::Hybrid,
+        Mode::Adaptive,
+        Mode::Auto,
+    ];
 
     /// The mode's name.
     pub fn name(self) -> &'static str {
@@ -147,6 +159,7 @@ impl Mode {
             Mode::Poll => "poll",
             Mode::Hybrid => "hybrid",
             Mode::Adaptive => "adaptive",
+            Mode::Auto => "auto",
         }
     }
 
@@ -171,6 +184,9 @@ impl FromStr for Mode {
     }
 }
 
+/// auto's default latency slack: a median up to 10% above polling's.
+pub const DEFAULT_AUTO_LATENCY_SLACK: f64 = 0.10;
+
 /// Everything needed to build a policy.
 #[derive(Debug, Clone, Copy)]
 pub struct PolicyConfig {
@@ -186,6 +202,9 @@ pub struct PolicyConfig {
     pub poll_grow: u64,
     /// adaptive: the window's shrink divisor (0 resets the window to 0).
     pub poll_shrink: u64,
+    /// auto: how much higher than polling's the median latency may be (0.10: 10%), in return
+    /// for less CPU per I/O.
+    pub auto_latency_slack: f64,
 }
 
 impl PolicyConfig {
@@ -198,6 +217,7 @@ impl PolicyConfig {
             poll_max_ns: 32_768,
             poll_grow: 0,
             poll_shrink: 0,
+            auto_latency_slack: DEFAULT_AUTO_LATENCY_SLACK,
         }
     }
 
@@ -217,6 +237,7 @@ impl PolicyConfig {
                 self.poll_grow,
                 self.poll_shrink,
             )),
+            Mode::Auto => Box::new(auto::Auto::new(clock, self)),
         }
     }
 }
