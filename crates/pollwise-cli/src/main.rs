@@ -38,7 +38,7 @@ wait modes (--mode / --modes):
 fn help() -> String {
     let mut h = HELP.to_string();
     h.push_str(&format!("  {}\n", Mode::all_names()));
-    h.push_str("  policy knobs: --hybrid_fraction=0.5  --poll_max_ns=32768  --poll_grow=0  --poll_shrink=0\n");
+    h.push_str("  policy knobs: --hybrid_fraction=0.5  --poll_max_ns=32768  --poll_grow=0  --poll_shrink=0  --auto_latency_slack=0.10\n");
     h.push_str("                --hybrid_stat=mean|min|p10 (which predicted latency hybrid sleeps a fraction of)\n");
     h.push_str("scenarios:\n");
     for (name, what) in scenario::SCENARIOS {

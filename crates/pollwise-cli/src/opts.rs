@@ -386,6 +386,14 @@ impl Opts {
         if let Some(v) = self.take_u64("poll_shrink")? {
             p.poll_shrink = v;
         }
+        if let Some(v) = self.take_f64("auto_latency_slack")? {
+            if !(0.0..=10.0).contains(&v) {
+                return Err(usage(format!(
+                    "--auto_latency_slack={v} is outside [0, 10]: use e.g. 0.10 (a median up to 10% above polling's)"
+                )));
+            }
+            p.auto_latency_slack = v;
+        }
         Ok(p)
     }
 
