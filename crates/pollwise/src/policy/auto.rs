@@ -1013,7 +1013,9 @@ mod tests {
         assert_eq!(qc.submitted, qc.completed);
     }
 
-    /// Contention on for 30 ms, off for 30 ms, on the real clock.
+    /// Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes about
+    /// 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every period has
+    /// a switch to interrupt and one away from it.
     struct Flapping {
         clock: MonotonicClock,
     }
@@ -1023,7 +1025,7 @@ mod tests {
             crate::stats::thread_cpu_ns()
         }
         fn read(&mut self) -> Reading {
-            let on = (self.clock.now_ns() / 30_000_000) % 2 == 1;
+            let on = self.clock.now_ns() % 300_000_000 < 30_000_000;
             Reading {
                 runnable: Some(if on { 8 } else { 1 }),
                 pressure_us: None,
@@ -1049,7 +1051,7 @@ mod tests {
         let mut seen: HashMap<u64, u32> = HashMap::new();
         let mut next = 0u64;
         let mut pushed = 0u64;
-        let end = clock.now_ns() + 400_000_000;
+        let end = clock.now_ns() + 700_000_000;
         while clock.now_ns() < end {
             while q.in_flight() < 8 {
                 next += 1;
