@@ -606,8 +606,11 @@ fn free_bytes(path: &Path) -> Option<u64> {
         }
     };
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the struct we provide from a NUL-terminated path.
+    // SAFETY: `statvfs` is plain old data (integers only), for which all-zero bytes are a valid
+    // value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and `st` is a valid, writable
+    // `statvfs` that statvfs(3) fills and nothing else aliases.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
