@@ -14,15 +14,29 @@
 //! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
 //! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
 //! [`EPOCH_NS`] of time, whichever is longer. An epoch yields the median and 90th percentile of
-//! its latencies (submit to reap), its I/O rate, and the waiting thread's CPU time per
-//! completion: `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it
-//! counts what the wait really costs (spinning, timer programming, context switches).
+//! its latencies, its I/O rate, and the waiting thread's CPU time per completion:
+//! `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it counts what the
+//! wait really costs (spinning, timer programming, context switches).
+//!
+//! **Which latency.** Each completion comes from the queue with its [`OpInfo`]; `auto` takes
+//! *lat* = reaped − [`OpInfo::queued_ns`] (fio's lat: queued to reaped), not clat (submission
+//! returned to reaped). The candidates do not submit alike: the queue submits what was pushed
+//! before a poll, so under poll and hybrid the `io_uring_enter` that submits falls in slat, but
+//! interrupt's blocking wait submits and waits in one system call, stamped when the wait began,
+//! so its submission falls in clat. Comparing clats would charge interrupt for a system call
+//! that poll is not charged for; lat counts the submission once for every candidate, and is the
+//! latency the caller sees. (Hybrid, which aims sleeps at the device's completion, keeps
+//! predicting on clat, as the kernel does.) The queue submits and records every operation
+//! itself, so `auto` forwards nothing to its candidates but the wait: each reads what is in
+//! flight from the queue when it becomes current.
 //!
 //! **States.**
 //! - *Explore*: poll, hybrid, interrupt, one epoch each (adaptive too when poll's latencies are
 //!   spread: p90 ≥ [`SPREAD_FOR_ADAPTIVE`] x p50, where a polling window catches the fast ones
 //!   and blocks on the slow). Hybrid is left out when its timer lead (how late its wake-ups
-//!   come) is at least half of poll's median: a sleep cannot then be aimed.
+//!   come) is at least half of poll's median: a sleep cannot then be aimed. (Hybrid also
+//!   declines, by itself, sleeps whose learnt CPU cost exceeds what they save: then it polls,
+//!   and its epoch measures as much.)
 //! - *Hold*: the best candidate, re-measured epoch by epoch. A median that moves by more than
 //!   [`SHIFT`] from what the exploration measured starts a new exploration; so does the end of
 //!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
@@ -33,17 +47,36 @@
 //!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
 //!   poll do not keep trying.
 //!
-//! This follows DPAS (FAST '26), which switches in the kernel between adaptive sleep (PAS),
-//! classic polling, an overloaded state and interrupts, evaluating every 100 I/Os from the
-//! average queue depth and how often the sleep hits its timer floor, and sends classic polling
-//! back to re-evaluation after 1000 I/Os. From it: decide on a count of completions, never per
-//! I/O; give up sleeping when sleeps cannot be aimed; go to interrupts under load; and send
-//! every settled mode back to evaluation after a bounded time. Unlike DPAS, `auto` does not
-//! trust fixed thresholds on queue depth, whose right values depend on the machine: it measures
-//! each candidate's latency and CPU cost here and compares them.
+//! **DPAS (FAST '26).** DPAS works inside the kernel's polled-I/O path. Its PAS part sleeps
+//! before polling and adapts the sleep on *every* I/O by binary feedback (woke too early: a
+//! busy-wait followed, lengthen; woke too late: shorten), which avoids Linux hybrid polling's
+//! "latency shelving" (an oversleep inflates the measured latency that sets the next epoch's
+//! sleep). Its DPAS part is a state machine over PAS, classic polling (CP), an overloaded state
+//! (OL) and interrupts (INT), evaluated every 100 I/Os from the average queue depth and the
+//! count of sleeps that hit the timer floor: PAS → CP at an average depth of 1 when sleeps are
+//! useless, PAS → OL when the floor is hit too often, OL → INT when the depth is high and
+//! back to PAS when it falls, CP → PAS after 1000 I/Os and INT → OL after 10,000 to look again.
 //!
-//! Every switch and its reason is counted, as are the time and completions in each mode; the
-//! [`beliefs`](WaitPolicy::beliefs) show them, with each epoch's latest measurements.
+//! What pollwise takes: decide on counts of completions and bounded times, never per I/O;
+//! give up sleeping when sleeps cannot be aimed (DPAS's timer floor; here hybrid's timer lead
+//! against poll's median, and hybrid's own cost rule); go to interrupts under load; send every
+//! settled mode back to evaluation after a bounded time (DPAS's 1000 and 10,000 I/Os; here the
+//! doubling hold and calm periods). What it does differently: it runs in user space over any
+//! queue, so it cannot patch the sleep inside the kernel's poll loop; it does not trust fixed
+//! thresholds (queue depth, timer-floor counts) whose right values depend on the device and the
+//! machine, but *measures* each candidate's latency and thread CPU per I/O here, in epochs, and
+//! picks by an explicit objective (least CPU within a latency slack of polling); its load signal
+//! is CPU contention (runnable threads against cores, the thread's run delay), not queue depth,
+//! because in a VM or with more threads than cores it is the CPU, not the device, that turns
+//! polling into a loss; and it keeps hybrid's per-class prediction (from clat, the kernel's
+//! way) rather than PAS's per-I/O feedback, with hybrid's timer lead and cost rule standing in
+//! for PAS's guard against oversleeping. PAS's per-I/O feedback is a candidate for a future
+//! hybrid variant.
+//!
+//! Every switch and its reason is counted, as are the time and completions in each mode: the
+//! switches, epochs, time and completions per mode in [`PolicyCounters`] (the JSON's policy
+//! counters), the reasons and each epoch's latest measurements in the
+//! [`beliefs`](WaitPolicy::beliefs).
 
 use std::io;
 use std::sync::Arc;
@@ -365,7 +398,8 @@ impl Auto {
         let wall = now.saturating_sub(e.start_ns).max(1);
         let ios = e.ios.max(1);
         let (p50, p90) = if e.lats.is_empty() {
-            // No submit times (a caller that never said): time per completion stands in.
+            // No latency recorded (completions the queue had no record of): time per
+            // completion stands in.
             let t = wall as f64 / ios as f64;
             (t, t)
         } else {
