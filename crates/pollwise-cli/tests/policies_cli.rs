@@ -91,7 +91,11 @@ fn hybrid_contention_prints_the_promised_json() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(v["scenario"], "hybrid-contention");
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 2 * 4, "every mode at each thread count");
+    assert_eq!(
+        results.len(),
+        2 * 5,
+        "every mode (auto included) at each thread count"
+    );
     for r in results {
         let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
         assert_eq!(

@@ -1,5 +1,5 @@
-//! Every request completes exactly once under the hybrid and adaptive policies, on a real file
-//! through real io_uring (O_DIRECT, in the temp directory), with data checked by `--verify`.
+//! Every request completes exactly once under the hybrid, adaptive and auto policies, on a real
+//! file through real io_uring (O_DIRECT, in the temp directory), with data checked by `--verify`.
 
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ fn job(mode: Mode, rw: Rw, iodepth: u32, path: std::path::PathBuf) -> JobSpec {
 #[test]
 fn hybrid_and_adaptive_complete_every_read_once() {
     let dir = tempfile::tempdir().unwrap();
-    for mode in [Mode::Hybrid, Mode::Adaptive] {
+    for mode in [Mode::Hybrid, Mode::Adaptive, Mode::Auto] {
         for iodepth in [1, 8] {
             let spec = job(mode, Rw::RandRead, iodepth, dir.path().join("r.dat"));
             let s = run_job(&spec).unwrap();
@@ -38,7 +38,7 @@ fn hybrid_and_adaptive_complete_every_read_once() {
 #[test]
 fn hybrid_and_adaptive_write_and_read_back_verified() {
     let dir = tempfile::tempdir().unwrap();
-    for mode in [Mode::Hybrid, Mode::Adaptive] {
+    for mode in [Mode::Hybrid, Mode::Adaptive, Mode::Auto] {
         let mut spec = job(mode, Rw::RandRw, 4, dir.path().join("w.dat"));
         spec.verify = true;
         let s = run_job(&spec).unwrap();

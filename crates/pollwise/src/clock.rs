@@ -12,6 +12,13 @@ use std::time::Instant;
 pub trait Clock: Send + Sync {
     /// Nanoseconds since an arbitrary fixed origin; never goes backwards.
     fn now_ns(&self) -> u64;
+
+    /// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`: a system call,
+    /// not a vDSO read; policies sample it around sleeps, never per I/O). A [`FakeClock`]
+    /// returns what its test set.
+    fn thread_cpu_ns(&self) -> u64 {
+        crate::sys::rusage::thread_cpu_ns()
+    }
 }
 
 /// The real monotonic clock (`CLOCK_MONOTONIC`, through [`Instant`]).
@@ -30,10 +37,12 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// A clock that moves only when told to; clones share the same time.
+/// A clock that moves only when told to; clones share the same time, and the same thread CPU
+/// time (which moves only by [`FakeClock::advance_cpu`]).
 #[derive(Debug, Clone, Default)]
 pub struct FakeClock {
     now: Arc<AtomicU64>,
+    cpu: Arc<AtomicU64>,
 }
 
 impl FakeClock {
@@ -41,12 +50,18 @@ impl FakeClock {
     pub fn new(start_ns: u64) -> Self {
         FakeClock {
             now: Arc::new(AtomicU64::new(start_ns)),
+            cpu: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// Moves the clock forward by `ns`.
     pub fn advance(&self, ns: u64) {
         self.now.fetch_add(ns, Ordering::SeqCst);
+    }
+
+    /// Moves the thread CPU time ([`Clock::thread_cpu_ns`]) forward by `ns`.
+    pub fn advance_cpu(&self, ns: u64) {
+        self.cpu.fetch_add(ns, Ordering::SeqCst);
     }
 
     /// Sets the clock to `ns`; it must not go backwards.
@@ -59,6 +74,10 @@ impl FakeClock {
 impl Clock for FakeClock {
     fn now_ns(&self) -> u64 {
         self.now.load(Ordering::SeqCst)
+    }
+
+    fn thread_cpu_ns(&self) -> u64 {
+        self.cpu.load(Ordering::SeqCst)
     }
 }
 
@@ -88,6 +107,10 @@ mod tests {
         assert_eq!(c2.now_ns(), 150);
         c2.set(1_000);
         assert_eq!(c.now_ns(), 1_000);
+        assert_eq!(c.thread_cpu_ns(), 0);
+        c2.advance_cpu(7);
+        assert_eq!(c.thread_cpu_ns(), 7);
+        assert_eq!(c.now_ns(), 1_000, "CPU time moves apart from the clock");
     }
 
     #[test]

@@ -404,6 +404,9 @@ impl Opts {
         if let Some(v) = self.take_u64("poll_shrink")? {
             p.poll_shrink = v;
         }
+        if let Some(v) = self.take_f64("auto_latency_slack")? {
+            p.auto_latency_slack = v;
+        }
         Ok(p)
     }
 }
@@ -468,6 +471,7 @@ mod tests {
                 "poll_max_ns",
                 "poll_grow",
                 "poll_shrink",
+                "auto_latency_slack",
                 "name",
                 "ramp_time",
                 "thinktime",

@@ -321,7 +321,7 @@ use Category as C;
 use Scope::{All, Job, Only};
 
 /// The wait modes, as `--mode` and `--modes` accept them (a test checks them against the library).
-pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive"];
+pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive", "auto"];
 /// The shared-poller scenario's variants (a test checks them against the scenario).
 pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
 
@@ -408,6 +408,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns"),
     opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)"),
     opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)"),
+    opt("auto_latency_slack", Kind::Float { min: 0.0, min_open: false, max: 10.0 }, val("0.10"), C::Policy, Job, "auto: how far above polling's the median latency may be (0.10: 10%) in return for less CPU per I/O"),
     // compare and rounds
     opt("rounds", int(0, U32), val("5"), C::Compare, Only(ROUNDS), "interleaved rounds: every variant runs once per round, the order rotated"),
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),

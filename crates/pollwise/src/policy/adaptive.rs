@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::{PolicyCounters, WaitPolicy};
 use crate::clock::Clock;
-use crate::queue::{Completion, Queue, Tracked};
+use crate::queue::{Completion, OpInfo, Queue, Tracked};
 
 /// The first window when growing from zero (QEMU starts at 4 µs).
 pub const INITIAL_WINDOW_NS: u64 = 4_000;
@@ -131,13 +131,13 @@ impl Adaptive {
     fn poll_once(
         &mut self,
         q: &mut Tracked<dyn Queue + '_>,
-        sink: &mut dyn FnMut(Completion),
+        sink: &mut dyn FnMut(&OpInfo, Completion),
         handler_ns: &mut u64,
     ) -> io::Result<usize> {
         let clock = &self.clock;
-        let n = q.poll(&mut |c: Completion| {
+        let n = q.poll_with(&mut |op: &OpInfo, c: Completion| {
             let t = clock.now_ns();
-            sink(c);
+            sink(op, c);
             *handler_ns += clock.now_ns().saturating_sub(t);
         })?;
         self.c.polls += 1;
@@ -153,11 +153,11 @@ impl WaitPolicy for Adaptive {
         "adaptive"
     }
 
-    fn wait(
+    fn wait_with(
         &mut self,
         q: &mut Tracked<dyn Queue + '_>,
         min: usize,
-        sink: &mut dyn FnMut(Completion),
+        sink: &mut dyn FnMut(&OpInfo, Completion),
     ) -> io::Result<usize> {
         let min = min.min(q.in_flight());
         if min == 0 {

@@ -8,7 +8,7 @@
 use std::io;
 
 use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, Queue, Tracked};
+use crate::queue::{Completion, OpInfo, Queue, Tracked};
 
 /// The interrupt policy. See the module docs.
 #[derive(Debug, Default)]
@@ -21,11 +21,11 @@ impl WaitPolicy for Interrupt {
         "interrupt"
     }
 
-    fn wait(
+    fn wait_with(
         &mut self,
         q: &mut Tracked<dyn Queue + '_>,
         min: usize,
-        sink: &mut dyn FnMut(Completion),
+        sink: &mut dyn FnMut(&OpInfo, Completion),
     ) -> io::Result<usize> {
         let min = min.min(q.in_flight());
         let mut got = 0;
@@ -34,7 +34,7 @@ impl WaitPolicy for Interrupt {
             // wait() returns at once when the completions are already there.
             q.wait(min - got, None)?;
             self.c.blocks += 1;
-            let n = q.poll(sink)?;
+            let n = q.poll_with(sink)?;
             self.c.polls += 1;
             if n == 0 {
                 self.c.empty_polls += 1;

@@ -12,8 +12,12 @@
 //! - [`poll`]: spin on the completion queue and never sleep.
 //! - [`hybrid`]: sleep part of each request's predicted latency, once, then poll (seed 000).
 //! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (seed 003).
+//! - [`auto`]: chooses among the others at run time from what it measures ([`contention`] says
+//!   when the CPU is crowded).
 
 pub mod adaptive;
+pub mod auto;
+pub mod contention;
 pub mod hybrid;
 pub mod interrupt;
 pub mod poll;
@@ -24,7 +28,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::predict::Statistic;
-use crate::queue::{Completion, Queue, Tracked};
+use crate::queue::{Completion, OpInfo, Queue, Tracked};
 
 pub use crate::request::ReqClass;
 
@@ -51,6 +55,39 @@ pub struct PolicyCounters {
     pub shrinks: u64,
     /// The adaptive window at the end, in nanoseconds.
     pub window_ns: u64,
+    /// hybrid: requests reaped that had slept.
+    pub slept_requests: u64,
+    /// hybrid: requests reaped that did not sleep because the sleep would not have paid for
+    /// itself (its expected saving below the margin times the learnt cost of a sleep).
+    pub unslept_cost: u64,
+    /// hybrid: requests reaped that did not sleep because their sleep would have been too short
+    /// (under the least sleep, or their completion was due before a sleep could start).
+    pub unslept_short: u64,
+    /// hybrid: requests reaped that did not sleep because their class had no prediction yet.
+    pub unslept_unpredicted: u64,
+    /// hybrid: sleeps taken although the cost rule said no, to keep measuring what a sleep
+    /// costs (counted in `sleeps` too).
+    pub sleep_probes: u64,
+    /// auto: times it changed mode.
+    pub auto_switches: u64,
+    /// auto: measurement epochs completed.
+    pub auto_epochs: u64,
+    /// auto: nanoseconds spent in poll.
+    pub auto_poll_ns: u64,
+    /// auto: nanoseconds spent in hybrid.
+    pub auto_hybrid_ns: u64,
+    /// auto: nanoseconds spent in interrupt.
+    pub auto_interrupt_ns: u64,
+    /// auto: nanoseconds spent in adaptive.
+    pub auto_adaptive_ns: u64,
+    /// auto: completions reaped in poll.
+    pub auto_poll_completions: u64,
+    /// auto: completions reaped in hybrid.
+    pub auto_hybrid_completions: u64,
+    /// auto: completions reaped in interrupt.
+    pub auto_interrupt_completions: u64,
+    /// auto: completions reaped in adaptive.
+    pub auto_adaptive_completions: u64,
 }
 
 impl PolicyCounters {
@@ -66,10 +103,25 @@ impl PolicyCounters {
         self.grows += o.grows;
         self.shrinks += o.shrinks;
         self.window_ns = self.window_ns.max(o.window_ns);
+        self.slept_requests += o.slept_requests;
+        self.unslept_cost += o.unslept_cost;
+        self.unslept_short += o.unslept_short;
+        self.unslept_unpredicted += o.unslept_unpredicted;
+        self.sleep_probes += o.sleep_probes;
+        self.auto_switches += o.auto_switches;
+        self.auto_epochs += o.auto_epochs;
+        self.auto_poll_ns += o.auto_poll_ns;
+        self.auto_hybrid_ns += o.auto_hybrid_ns;
+        self.auto_interrupt_ns += o.auto_interrupt_ns;
+        self.auto_adaptive_ns += o.auto_adaptive_ns;
+        self.auto_poll_completions += o.auto_poll_completions;
+        self.auto_hybrid_completions += o.auto_hybrid_completions;
+        self.auto_interrupt_completions += o.auto_interrupt_completions;
+        self.auto_adaptive_completions += o.auto_adaptive_completions;
     }
 
     /// The counters as (name, value) pairs, in a fixed order, for reports.
-    pub fn fields(&self) -> [(&'static str, u64); 10] {
+    pub fn fields(&self) -> [(&'static str, u64); 25] {
         [
             ("polls", self.polls),
             ("empty_polls", self.empty_polls),
@@ -81,6 +133,24 @@ impl PolicyCounters {
             ("grows", self.grows),
             ("shrinks", self.shrinks),
             ("window_ns", self.window_ns),
+            ("slept_requests", self.slept_requests),
+            ("unslept_cost", self.unslept_cost),
+            ("unslept_short", self.unslept_short),
+            ("unslept_unpredicted", self.unslept_unpredicted),
+            ("sleep_probes", self.sleep_probes),
+            ("auto_switches", self.auto_switches),
+            ("auto_epochs", self.auto_epochs),
+            ("auto_poll_ns", self.auto_poll_ns),
+            ("auto_hybrid_ns", self.auto_hybrid_ns),
+            ("auto_interrupt_ns", self.auto_interrupt_ns),
+            ("auto_adaptive_ns", self.auto_adaptive_ns),
+            ("auto_poll_completions", self.auto_poll_completions),
+            ("auto_hybrid_completions", self.auto_hybrid_completions),
+            (
+                "auto_interrupt_completions",
+                self.auto_interrupt_completions,
+            ),
+            ("auto_adaptive_completions", self.auto_adaptive_completions),
         ]
     }
 }
@@ -91,13 +161,26 @@ pub trait WaitPolicy: Send {
     fn name(&self) -> &'static str;
 
     /// Reaps at least `min` completions from `q` (at most as many as are in flight), handing each
-    /// to `sink`, submitting first whatever was pushed. Returns how many were reaped.
+    /// to `sink` with what the queue knew of its operation ([`OpInfo`]: class, when it was
+    /// queued and submitted), submitting first whatever was pushed. Returns how many were
+    /// reaped. A policy that chooses among others (`auto`) measures latencies from the
+    /// [`OpInfo`] its candidates hand on.
+    fn wait_with(
+        &mut self,
+        q: &mut Tracked<dyn Queue + '_>,
+        min: usize,
+        sink: &mut dyn FnMut(&OpInfo, Completion),
+    ) -> io::Result<usize>;
+
+    /// As [`wait_with`](WaitPolicy::wait_with), handing `sink` the completions alone.
     fn wait(
         &mut self,
         q: &mut Tracked<dyn Queue + '_>,
         min: usize,
         sink: &mut dyn FnMut(Completion),
-    ) -> io::Result<usize>;
+    ) -> io::Result<usize> {
+        self.wait_with(q, min, &mut |_, c| sink(c))
+    }
 
     /// What the policy did so far.
     fn counters(&self) -> PolicyCounters;
@@ -119,11 +202,19 @@ pub enum Mode {
     Hybrid,
     /// Poll for an adaptive window, then block.
     Adaptive,
+    /// Choose among the others at run time from what is measured.
+    Auto,
 }
 
 impl Mode {
     /// Every mode pollwise has, in report order.
-    pub const ALL: &'static [Mode] = &[Mode::Interrupt, Mode::Poll, Mode::Hybrid, Mode::Adaptive];
+    pub const ALL: &'static [Mode] = &[
+        Mode::Interrupt,
+        Mode::Poll,
+        Mode::Hybrid,
+        Mode::Adaptive,
+        Mode::Auto,
+    ];
 
     /// The mode's name.
     pub fn name(self) -> &'static str {
@@ -132,6 +223,7 @@ impl Mode {
             Mode::Poll => "poll",
             Mode::Hybrid => "hybrid",
             Mode::Adaptive => "adaptive",
+            Mode::Auto => "auto",
         }
     }
 
@@ -156,6 +248,9 @@ impl FromStr for Mode {
     }
 }
 
+/// auto's default latency slack: a median up to 10% above polling's.
+pub const DEFAULT_AUTO_LATENCY_SLACK: f64 = 0.10;
+
 /// Everything needed to build a policy.
 #[derive(Debug, Clone, Copy)]
 pub struct PolicyConfig {
@@ -171,6 +266,9 @@ pub struct PolicyConfig {
     pub poll_grow: u64,
     /// adaptive: the window's shrink divisor (0 resets the window to 0).
     pub poll_shrink: u64,
+    /// auto: how much higher than polling's the median latency may be (0.10: 10%), in return
+    /// for less CPU per I/O.
+    pub auto_latency_slack: f64,
 }
 
 impl PolicyConfig {
@@ -183,6 +281,7 @@ impl PolicyConfig {
             poll_max_ns: 32_768,
             poll_grow: 0,
             poll_shrink: 0,
+            auto_latency_slack: DEFAULT_AUTO_LATENCY_SLACK,
         }
     }
 
@@ -202,6 +301,7 @@ impl PolicyConfig {
                 self.poll_grow,
                 self.poll_shrink,
             )),
+            Mode::Auto => Box::new(auto::Auto::new(clock, self)),
         }
     }
 }

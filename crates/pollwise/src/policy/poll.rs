@@ -9,7 +9,7 @@ use std::hint;
 use std::io;
 
 use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, Queue, Tracked};
+use crate::queue::{Completion, OpInfo, Queue, Tracked};
 
 /// The polling policy. See the module docs.
 #[derive(Debug, Default)]
@@ -22,16 +22,16 @@ impl WaitPolicy for Poll {
         "poll"
     }
 
-    fn wait(
+    fn wait_with(
         &mut self,
         q: &mut Tracked<dyn Queue + '_>,
         min: usize,
-        sink: &mut dyn FnMut(Completion),
+        sink: &mut dyn FnMut(&OpInfo, Completion),
     ) -> io::Result<usize> {
         let min = min.min(q.in_flight());
         let mut got = 0;
         while got < min {
-            let n = q.poll(sink)?;
+            let n = q.poll_with(sink)?;
             self.c.polls += 1;
             if n == 0 {
                 self.c.empty_polls += 1;

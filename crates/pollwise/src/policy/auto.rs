@@ -1,0 +1,1101 @@
+//! `auto`: choose how to wait at run time, from what this queue on this machine measures.
+//!
+//! No fixed mode wins everywhere (issue 11): polling wins on an idle fast device, interrupt
+//! waits cost half the CPU for a few microseconds more, a timed sleep in a VM costs about what
+//! it saves, and when runnable threads outnumber the cores every spinning thread takes the CPU
+//! from the threads whose I/O completed. `auto` owns one instance of each candidate policy
+//! ([`poll`](super::poll), [`hybrid`](super::hybrid), [`interrupt`](super::interrupt) and
+//! [`adaptive`](super::adaptive)) and forwards each wait to the current one, switching only
+//! between waits, so every completion reaches the sink exactly once, from exactly one policy.
+//!
+//! **Objective**: the least CPU per I/O whose median latency stays within `slack` (default 0.10)
+//! of what polling gives; interrupt waits when the CPU is contended.
+//!
+//! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
+//! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
+//! [`EPOCH_NS`] of time, whichever is longer. An epoch yields the median and 90th percentile of
+//! its latencies, its I/O rate, and the waiting thread's CPU time per completion:
+//! `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it counts what the
+//! wait really costs (spinning, timer programming, context switches).
+//!
+//! **Which latency.** Each completion comes from the queue with its [`OpInfo`]; `auto` takes
+//! *lat* = reaped − [`OpInfo::queued_ns`] (fio's lat: queued to reaped), not clat (submission
+//! returned to reaped). The candidates do not submit alike: the queue submits what was pushed
+//! before a poll, so under poll and hybrid the `io_uring_enter` that submits falls in slat, but
+//! interrupt's blocking wait submits and waits in one system call, stamped when the wait began,
+//! so its submission falls in clat. Comparing clats would charge interrupt for a system call
+//! that poll is not charged for; lat counts the submission once for every candidate, and is the
+//! latency the caller sees. (Hybrid, which aims sleeps at the device's completion, keeps
+//! predicting on clat, as the kernel does.) The queue submits and records every operation
+//! itself, so `auto` forwards nothing to its candidates but the wait: each reads what is in
+//! flight from the queue when it becomes current.
+//!
+//! **States.**
+//! - *Explore*: poll, hybrid, interrupt, one epoch each (adaptive too when poll's latencies are
+//!   spread: p90 ≥ [`SPREAD_FOR_ADAPTIVE`] x p50, where a polling window catches the fast ones
+//!   and blocks on the slow). Hybrid is left out when its timer lead (how late its wake-ups
+//!   come) is at least half of poll's median: a sleep cannot then be aimed. (Hybrid also
+//!   declines, by itself, sleeps whose learnt CPU cost exceeds what they save: then it polls,
+//!   and its epoch measures as much.)
+//! - *Hold*: the best candidate, re-measured epoch by epoch. A median that moves by more than
+//!   [`SHIFT`] from what the exploration measured starts a new exploration; so does the end of
+//!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
+//!   confirms the same choice.
+//! - *Contended*: interrupt, entered from any state as soon as the
+//!   [`ContentionSampler`] says so (sampled at most every 10 ms). Once the contention has been
+//!   gone for a calm period, a new exploration starts; if contention comes back during it, the
+//!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
+//!   poll do not keep trying.
+//!
+//! **DPAS (FAST '26).** DPAS works inside the kernel's polled-I/O path. Its PAS part sleeps
+//! before polling and adapts the sleep on *every* I/O by binary feedback (woke too early: a
+//! busy-wait followed, lengthen; woke too late: shorten), which avoids Linux hybrid polling's
+//! "latency shelving" (an oversleep inflates the measured latency that sets the next epoch's
+//! sleep). Its DPAS part is a state machine over PAS, classic polling (CP), an overloaded state
+//! (OL) and interrupts (INT), evaluated every 100 I/Os from the average queue depth and the
+//! count of sleeps that hit the timer floor: PAS → CP at an average depth of 1 when sleeps are
+//! useless, PAS → OL when the floor is hit too often, OL → INT when the depth is high and
+//! back to PAS when it falls, CP → PAS after 1000 I/Os and INT → OL after 10,000 to look again.
+//!
+//! What pollwise takes: decide on counts of completions and bounded times, never per I/O;
+//! give up sleeping when sleeps cannot be aimed (DPAS's timer floor; here hybrid's timer lead
+//! against poll's median, and hybrid's own cost rule); go to interrupts under load; send every
+//! settled mode back to evaluation after a bounded time (DPAS's 1000 and 10,000 I/Os; here the
+//! doubling hold and calm periods). What it does differently: it runs in user space over any
+//! queue, so it cannot patch the sleep inside the kernel's poll loop; it does not trust fixed
+//! thresholds (queue depth, timer-floor counts) whose right values depend on the device and the
+//! machine, but *measures* each candidate's latency and thread CPU per I/O here, in epochs, and
+//! picks by an explicit objective (least CPU within a latency slack of polling); its load signal
+//! is CPU contention (runnable threads against cores, the thread's run delay), not queue depth,
+//! because in a VM or with more threads than cores it is the CPU, not the device, that turns
+//! polling into a loss; and it keeps hybrid's per-class prediction (from clat, the kernel's
+//! way) rather than PAS's per-I/O feedback, with hybrid's timer lead and cost rule standing in
+//! for PAS's guard against oversleeping. PAS's per-I/O feedback is a candidate for a future
+//! hybrid variant.
+//!
+//! Every switch and its reason is counted, as are the time and completions in each mode: the
+//! switches, epochs, time and completions per mode in [`PolicyCounters`] (the JSON's policy
+//! counters), the reasons and each epoch's latest measurements in the
+//! [`beliefs`](WaitPolicy::beliefs).
+
+use std::io;
+use std::sync::Arc;
+
+use super::contention::{ContentionSampler, CpuSignals, ProcSignals};
+use super::{PolicyConfig, PolicyCounters, WaitPolicy};
+use crate::clock::Clock;
+use crate::queue::{Completion, OpInfo, Queue, Tracked};
+
+/// Completions at the start of an epoch left out of its measurements.
+pub const SETTLE_IOS: u64 = 64;
+/// Least completions an epoch measures.
+pub const EPOCH_IOS: u64 = 256;
+/// Least time an epoch measures: 20 ms.
+pub const EPOCH_NS: u64 = 20_000_000;
+/// A median that moves by more than this share starts a new exploration.
+pub const SHIFT: f64 = 0.25;
+/// First hold after an exploration: 1 s.
+pub const HOLD_MIN_NS: u64 = 1_000_000_000;
+/// Longest hold: 16 s.
+pub const HOLD_MAX_NS: u64 = 16_000_000_000;
+/// First calm period after contention: 100 ms.
+pub const CALM_MIN_NS: u64 = 100_000_000;
+/// Longest calm period: 10 s.
+pub const CALM_MAX_NS: u64 = 10_000_000_000;
+/// Poll's p90 over p50 from which adaptive is explored too.
+pub const SPREAD_FOR_ADAPTIVE: f64 = 2.0;
+/// Latencies kept per epoch for its percentiles.
+const LAT_CAP: usize = 4096;
+
+/// The candidates, in the order their counters and beliefs are reported.
+pub const CANDIDATES: [&str; 4] = ["poll", "hybrid", "interrupt", "adaptive"];
+const POLL: usize = 0;
+const HYBRID: usize = 1;
+const INTERRUPT: usize = 2;
+const ADAPTIVE: usize = 3;
+
+/// Why `auto` chose a mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The first exploration.
+    Start,
+    /// The next candidate of an exploration.
+    Explore,
+    /// The end of an exploration: the best candidate.
+    Best,
+    /// The median moved by more than [`SHIFT`]: explore again.
+    ClatShift,
+    /// The hold ended: explore again.
+    Periodic,
+    /// The CPU is contended: interrupt.
+    Contention,
+    /// The contention is gone: explore again.
+    ContentionGone,
+}
+
+impl Reason {
+    /// Every reason, in report order.
+    pub const ALL: [Reason; 7] = [
+        Reason::Start,
+        Reason::Explore,
+        Reason::Best,
+        Reason::ClatShift,
+        Reason::Periodic,
+        Reason::Contention,
+        Reason::ContentionGone,
+    ];
+
+    /// The reason's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Start => "start",
+            Reason::Explore => "explore",
+            Reason::Best => "best",
+            Reason::ClatShift => "clat_shift",
+            Reason::Periodic => "periodic",
+            Reason::Contention => "contention",
+            Reason::ContentionGone => "contention_gone",
+        }
+    }
+}
+
+/// What one epoch measured of one candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// Median latency, submit to reap, nanoseconds.
+    pub p50_ns: f64,
+    /// 90th percentile latency, nanoseconds.
+    pub p90_ns: f64,
+    /// The waiting thread's CPU time per completion, nanoseconds.
+    pub cpu_per_io_ns: f64,
+    /// Completions per second.
+    pub ios_per_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not waited yet.
+    Idle,
+    /// Trying `plan[..len]`, now at `at`.
+    Explore {
+        plan: [usize; 4],
+        len: usize,
+        at: usize,
+    },
+    /// Keeping the best until `until_ns`.
+    Hold { until_ns: u64 },
+    /// Interrupt while contended; calm since the given time.
+    Contended { calm_since: Option<u64> },
+}
+
+struct Epoch {
+    settle_left: u64,
+    start_ns: u64,
+    start_cpu: u64,
+    ios: u64,
+    lats: Vec<u64>,
+    hybrid_sleeps: u64,
+}
+
+/// The `auto` policy. See the module docs.
+pub struct Auto {
+    clock: Arc<dyn Clock>,
+    slack: f64,
+    cands: [Box<dyn WaitPolicy>; 4],
+    cur: usize,
+    sampler: ContentionSampler,
+    phase: Phase,
+    epoch: Epoch,
+    est: [Option<Estimate>; 4],
+    last_best: Option<usize>,
+    hold_ns: u64,
+    calm_ns: u64,
+    after_contention: bool,
+    hybrid_sleep_share: f64,
+    hybrid_skipped: u64,
+    epochs: u64,
+    switches: u64,
+    reasons: [u64; 7],
+    last_reason: Reason,
+    mode_ns: [u64; 4],
+    mode_ios: [u64; 4],
+    mode_since: u64,
+}
+
+impl Auto {
+    /// `auto` over the candidates `cfg` describes (its hybrid and adaptive knobs), keeping the
+    /// median within `cfg.auto_latency_slack` of polling's, reading contention from `/proc`.
+    pub fn new(clock: Arc<dyn Clock>, cfg: &PolicyConfig) -> Self {
+        Auto::with_signals(clock, cfg, Box::new(ProcSignals::new()))
+    }
+
+    /// As [`Auto::new`], with the CPU signals from `signals` (tests script them).
+    pub fn with_signals(
+        clock: Arc<dyn Clock>,
+        cfg: &PolicyConfig,
+        signals: Box<dyn CpuSignals>,
+    ) -> Self {
+        let build = |mode| PolicyConfig { mode, ..*cfg }.build(clock.clone());
+        use super::Mode;
+        Auto {
+            cands: [
+                build(Mode::Poll),
+                build(Mode::Hybrid),
+                build(Mode::Interrupt),
+                build(Mode::Adaptive),
+            ],
+            clock,
+            // The caller validates; a slack that is no number falls back to the default.
+            slack: if cfg.auto_latency_slack.is_finite() && cfg.auto_latency_slack >= 0.0 {
+                cfg.auto_latency_slack
+            } else {
+                super::DEFAULT_AUTO_LATENCY_SLACK
+            },
+            cur: POLL,
+            sampler: ContentionSampler::new(signals),
+            phase: Phase::Idle,
+            epoch: Epoch {
+                settle_left: SETTLE_IOS,
+                start_ns: 0,
+                start_cpu: 0,
+                ios: 0,
+                lats: Vec::with_capacity(LAT_CAP),
+                hybrid_sleeps: 0,
+            },
+            est: [None; 4],
+            last_best: None,
+            hold_ns: HOLD_MIN_NS,
+            calm_ns: CALM_MIN_NS,
+            after_contention: false,
+            hybrid_sleep_share: 0.0,
+            hybrid_skipped: 0,
+            epochs: 0,
+            switches: 0,
+            reasons: [0; 7],
+            last_reason: Reason::Start,
+            mode_ns: [0; 4],
+            mode_ios: [0; 4],
+            mode_since: 0,
+        }
+    }
+
+    /// The current mode's name.
+    pub fn current(&self) -> &'static str {
+        CANDIDATES[self.cur]
+    }
+
+    /// Mode switches so far.
+    pub fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// How often `r` was the reason of a decision.
+    pub fn reason_count(&self, r: Reason) -> u64 {
+        self.reasons[r as usize]
+    }
+
+    /// The reason of the last decision.
+    pub fn last_reason(&self) -> Reason {
+        self.last_reason
+    }
+
+    /// Epochs measured so far.
+    pub fn epochs(&self) -> u64 {
+        self.epochs
+    }
+
+    /// The latest measurement of candidate `name`, if any.
+    pub fn estimate(&self, name: &str) -> Option<Estimate> {
+        let i = CANDIDATES.iter().position(|&c| c == name)?;
+        self.est[i]
+    }
+
+    /// Completions reaped in mode `name`.
+    pub fn completions_in(&self, name: &str) -> u64 {
+        CANDIDATES
+            .iter()
+            .position(|&c| c == name)
+            .map_or(0, |i| self.mode_ios[i])
+    }
+
+    /// Nanoseconds spent in each candidate up to `now`.
+    fn mode_times(&self, now: u64) -> [u64; 4] {
+        let mut t = self.mode_ns;
+        if self.phase != Phase::Idle {
+            t[self.cur] += now.saturating_sub(self.mode_since);
+        }
+        t
+    }
+
+    /// Decides `to` for `reason`; a new epoch starts either way.
+    fn switch(&mut self, to: usize, reason: Reason, now: u64) {
+        self.reasons[reason as usize] += 1;
+        self.last_reason = reason;
+        if to != self.cur {
+            self.mode_ns[self.cur] += now.saturating_sub(self.mode_since);
+            self.mode_since = now;
+            self.cur = to;
+            self.switches += 1;
+        }
+        self.epoch.settle_left = SETTLE_IOS;
+        self.epoch.ios = 0;
+        self.epoch.lats.clear();
+    }
+
+    fn explore(&mut self, reason: Reason, now: u64) {
+        let mut plan = [POLL, HYBRID, INTERRUPT, ADAPTIVE];
+        let mut len = 3;
+        // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
+        let lead = self.hybrid_lead_ns();
+        if let (Some(lead), Some(p)) = (lead, self.est[POLL]) {
+            if lead >= p.p50_ns / 2.0 {
+                plan = [POLL, INTERRUPT, ADAPTIVE, HYBRID];
+                len = 2;
+                self.hybrid_skipped += 1;
+            }
+        }
+        self.after_contention = reason == Reason::ContentionGone;
+        self.phase = Phase::Explore { plan, len, at: 0 };
+        self.switch(plan[0], reason, now);
+    }
+
+    fn hybrid_lead_ns(&self) -> Option<f64> {
+        self.cands[HYBRID]
+            .beliefs()
+            .into_iter()
+            .find(|(k, _)| k == "hybrid.timer_lead_ns")
+            .map(|(_, v)| v)
+            .filter(|&v| v > 0.0)
+    }
+
+    /// The least CPU per I/O among the candidates whose median is within the slack of poll's.
+    fn best(&self) -> usize {
+        let Some(p) = self.est[POLL] else {
+            return INTERRUPT;
+        };
+        let limit = p.p50_ns * (1.0 + self.slack);
+        let mut best = POLL;
+        for (i, e) in self.est.iter().enumerate() {
+            if let Some(e) = e {
+                let b = self.est[best].unwrap_or(p);
+                if e.p50_ns <= limit
+                    && (e.cpu_per_io_ns < b.cpu_per_io_ns
+                        || (e.cpu_per_io_ns == b.cpu_per_io_ns && e.p50_ns < b.p50_ns))
+                {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+
+    fn finish_epoch(&mut self, now: u64) -> Estimate {
+        let cpu = self
+            .sampler
+            .thread_cpu_ns()
+            .saturating_sub(self.epoch.start_cpu);
+        let e = &mut self.epoch;
+        let wall = now.saturating_sub(e.start_ns).max(1);
+        let ios = e.ios.max(1);
+        let (p50, p90) = if e.lats.is_empty() {
+            // No latency recorded (completions the queue had no record of): time per
+            // completion stands in.
+            let t = wall as f64 / ios as f64;
+            (t, t)
+        } else {
+            let n = e.lats.len();
+            let p50 = *e.lats.select_nth_unstable(n / 2).1 as f64;
+            let p90 = *e.lats.select_nth_unstable((n * 9 / 10).min(n - 1)).1 as f64;
+            (p50, p90)
+        };
+        Estimate {
+            p50_ns: p50,
+            p90_ns: p90,
+            cpu_per_io_ns: cpu as f64 / ios as f64,
+            ios_per_s: ios as f64 * 1e9 / wall as f64,
+        }
+    }
+
+    fn on_epoch(&mut self, est: Estimate, now: u64) {
+        self.epochs += 1;
+        let cur = self.cur;
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Explore {
+                mut plan,
+                mut len,
+                at,
+            } => {
+                self.est[cur] = Some(est);
+                if cur == HYBRID {
+                    let sleeps = self.cands[HYBRID]
+                        .counters()
+                        .sleeps
+                        .saturating_sub(self.epoch.hybrid_sleeps);
+                    self.hybrid_sleep_share = sleeps as f64 / self.epoch.ios.max(1) as f64;
+                }
+                if cur == POLL
+                    && est.p90_ns >= SPREAD_FOR_ADAPTIVE * est.p50_ns
+                    && !plan[..len].contains(&ADAPTIVE)
+                {
+                    plan[len] = ADAPTIVE;
+                    len += 1;
+                }
+                let at = at + 1;
+                if at < len {
+                    self.phase = Phase::Explore { plan, len, at };
+                    self.switch(plan[at], Reason::Explore, now);
+                } else {
+                    let best = self.best();
+                    self.hold_ns = if self.last_best == Some(best) {
+                        (self.hold_ns * 2).min(HOLD_MAX_NS)
+                    } else {
+                        HOLD_MIN_NS
+                    };
+                    self.last_best = Some(best);
+                    // An exploration that ran its course without contention: calm resets.
+                    self.calm_ns = CALM_MIN_NS;
+                    self.after_contention = false;
+                    self.phase = Phase::Hold {
+                        until_ns: now + self.hold_ns,
+                    };
+                    self.switch(best, Reason::Best, now);
+                }
+            }
+            Phase::Hold { until_ns } => {
+                let shifted = self.est[cur]
+                    .is_some_and(|o| (est.p50_ns / o.p50_ns.max(1.0) - 1.0).abs() > SHIFT);
+                if shifted {
+                    self.explore(Reason::ClatShift, now);
+                } else if now >= until_ns {
+                    self.explore(Reason::Periodic, now);
+                } else {
+                    self.begin_epoch_counting(now, est);
+                }
+            }
+            Phase::Contended { .. } => self.begin_epoch_counting(now, est),
+        }
+    }
+
+    /// Starts the next epoch of the same mode at once (no settling), keeping `est` as its latest
+    /// measurement (the reference for shifts stays the exploration's).
+    fn begin_epoch_counting(&mut self, now: u64, est: Estimate) {
+        if matches!(self.phase, Phase::Contended { .. }) {
+            self.est[self.cur] = Some(est);
+        }
+        self.epoch.settle_left = 0;
+        self.start_measuring(now);
+    }
+
+    fn start_measuring(&mut self, now: u64) {
+        self.epoch.start_ns = now;
+        self.epoch.start_cpu = self.sampler.thread_cpu_ns();
+        self.epoch.ios = 0;
+        self.epoch.lats.clear();
+        self.epoch.hybrid_sleeps = self.cands[HYBRID].counters().sleeps;
+    }
+
+    fn on_sample(&mut self, now: u64) {
+        let contended = self.sampler.contended();
+        match self.phase {
+            Phase::Contended { calm_since } => {
+                if contended {
+                    self.phase = Phase::Contended { calm_since: None };
+                } else {
+                    let since = calm_since.unwrap_or(now);
+                    if now.saturating_sub(since) >= self.calm_ns {
+                        self.explore(Reason::ContentionGone, now);
+                    } else {
+                        self.phase = Phase::Contended {
+                            calm_since: Some(since),
+                        };
+                    }
+                }
+            }
+            _ if contended => {
+                if matches!(self.phase, Phase::Explore { .. }) && self.after_contention {
+                    // It came back as soon as we polled: wait longer before the next try.
+                    self.calm_ns = (self.calm_ns * 2).min(CALM_MAX_NS);
+                }
+                self.phase = Phase::Contended { calm_since: None };
+                self.switch(INTERRUPT, Reason::Contention, now);
+            }
+            _ => {}
+        }
+    }
+
+    fn after_wait(&mut self, n: usize, now: u64) {
+        let n = n as u64;
+        self.mode_ios[self.cur] += n;
+        if self.sampler.maybe_sample(now) {
+            let before = (self.switches, self.reasons);
+            self.on_sample(now);
+            if (self.switches, self.reasons) != before {
+                return;
+            }
+        }
+        if self.epoch.settle_left > 0 {
+            if n >= self.epoch.settle_left {
+                self.epoch.settle_left = 0;
+                self.start_measuring(now);
+            } else {
+                self.epoch.settle_left -= n;
+            }
+            return;
+        }
+        self.epoch.ios += n;
+        if self.epoch.ios >= EPOCH_IOS && now.saturating_sub(self.epoch.start_ns) >= EPOCH_NS {
+            let est = self.finish_epoch(now);
+            self.on_epoch(est, now);
+        }
+    }
+}
+
+impl WaitPolicy for Auto {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn wait_with(
+        &mut self,
+        q: &mut Tracked<dyn Queue + '_>,
+        min: usize,
+        sink: &mut dyn FnMut(&OpInfo, Completion),
+    ) -> io::Result<usize> {
+        if self.phase == Phase::Idle {
+            let now = self.clock.now_ns();
+            self.mode_since = now;
+            self.sampler.maybe_sample(now);
+            if self.sampler.contended() {
+                self.phase = Phase::Contended { calm_since: None };
+                self.switch(INTERRUPT, Reason::Contention, now);
+            } else {
+                self.explore(Reason::Start, now);
+            }
+        }
+        // The queue submits what was pushed before any candidate polls or waits, and tells each
+        // candidate what is in flight: auto forwards nothing but the wait itself.
+        let recording = self.epoch.settle_left == 0;
+        let Auto {
+            clock,
+            cands,
+            cur,
+            epoch,
+            ..
+        } = self;
+        let lats = &mut epoch.lats;
+        let n = cands[*cur].wait_with(q, min, &mut |op: &OpInfo, c: Completion| {
+            // lat (queued to reaped), not clat: see the module docs. An operation the queue
+            // did not record (slot usize::MAX) has no times.
+            if recording && lats.len() < LAT_CAP && op.slot != usize::MAX {
+                lats.push(clock.now_ns().saturating_sub(op.queued_ns));
+            }
+            sink(op, c);
+        })?;
+        let now = self.clock.now_ns();
+        self.after_wait(n, now);
+        Ok(n)
+    }
+
+    fn counters(&self) -> PolicyCounters {
+        let mut c = PolicyCounters::default();
+        for p in &self.cands {
+            c.add(&p.counters());
+        }
+        let t = self.mode_times(self.clock.now_ns());
+        c.auto_switches = self.switches;
+        c.auto_epochs = self.epochs;
+        c.auto_poll_ns = t[POLL];
+        c.auto_hybrid_ns = t[HYBRID];
+        c.auto_interrupt_ns = t[INTERRUPT];
+        c.auto_adaptive_ns = t[ADAPTIVE];
+        c.auto_poll_completions = self.mode_ios[POLL];
+        c.auto_hybrid_completions = self.mode_ios[HYBRID];
+        c.auto_interrupt_completions = self.mode_ios[INTERRUPT];
+        c.auto_adaptive_completions = self.mode_ios[ADAPTIVE];
+        c
+    }
+
+    fn beliefs(&self) -> Vec<(String, f64)> {
+        let now = self.clock.now_ns();
+        let mut b = vec![
+            ("auto.latency_slack".to_string(), self.slack),
+            (format!("auto.current.{}", self.current()), 1.0),
+            ("auto.switches".to_string(), self.switches as f64),
+            ("auto.epochs".to_string(), self.epochs as f64),
+            (format!("auto.last_reason.{}", self.last_reason.name()), 1.0),
+            ("auto.hold_ns".to_string(), self.hold_ns as f64),
+            ("auto.calm_ns".to_string(), self.calm_ns as f64),
+            (
+                "auto.hybrid.sleep_share".to_string(),
+                self.hybrid_sleep_share,
+            ),
+            (
+                "auto.hybrid.skipped_for_slow_wakeups".to_string(),
+                self.hybrid_skipped as f64,
+            ),
+        ];
+        for r in Reason::ALL {
+            b.push((
+                format!("auto.reason.{}", r.name()),
+                self.reasons[r as usize] as f64,
+            ));
+        }
+        let times = self.mode_times(now);
+        for (i, name) in CANDIDATES.iter().enumerate() {
+            let t = times[i];
+            b.push((format!("auto.{name}.time_ns"), t as f64));
+            b.push((format!("auto.{name}.completions"), self.mode_ios[i] as f64));
+            if let Some(e) = self.est[i] {
+                b.push((format!("auto.{name}.p50_ns"), e.p50_ns));
+                b.push((format!("auto.{name}.p90_ns"), e.p90_ns));
+                b.push((format!("auto.{name}.cpu_per_io_ns"), e.cpu_per_io_ns));
+                b.push((format!("auto.{name}.ios_per_s"), e.ios_per_s));
+            }
+        }
+        b.extend(self.sampler.beliefs());
+        for c in &self.cands {
+            b.extend(c.beliefs());
+        }
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{FakeClock, MonotonicClock};
+    use crate::policy::contention::Reading;
+    use crate::policy::Mode;
+    use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
+    use crate::queue::uring::{UringOptions, UringQueue};
+    use crate::queue::{Op, OpKind, QueueCounters, WaitOutcome};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    const POLL_COST: u64 = 250;
+
+    /// A simulated device on a fake clock that also moves the clock's thread CPU time (what
+    /// auto's epochs and hybrid's sleep cost read): a poll costs its virtual time in CPU, a wait
+    /// that blocks wakes `late` ns after what it waited for and costs `wake_cpu` ns of CPU
+    /// (timer, context switches), as on a real machine.
+    struct Dev {
+        inner: SimQueue,
+        clock: FakeClock,
+        late: u64,
+        wake_cpu: u64,
+    }
+
+    // SAFETY: forwards to the simulated device, which touches no buffer and hands back each
+    // completion once.
+    unsafe impl Queue for Dev {
+        fn kind(&self) -> &'static str {
+            "scripted-sim"
+        }
+        unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+            // SAFETY: forwarded under the caller's contract.
+            unsafe { self.inner.push(op) }
+        }
+        fn submit(&mut self) -> io::Result<usize> {
+            self.inner.submit()
+        }
+        fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+            self.clock.advance_cpu(POLL_COST);
+            self.inner.poll(sink)
+        }
+        fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+            let t0 = self.clock.now_ns();
+            let r = self.inner.wait(min, timeout)?;
+            if self.clock.now_ns() > t0 {
+                self.clock.advance(self.late);
+                self.clock.advance_cpu(self.wake_cpu);
+            }
+            Ok(r)
+        }
+        fn in_flight(&self) -> usize {
+            self.inner.in_flight()
+        }
+        fn counters(&self) -> QueueCounters {
+            self.inner.counters()
+        }
+    }
+
+    /// Signals a test sets: the thread's CPU time from the fake clock (moved by [`Dev`]),
+    /// runnable threads from a knob.
+    struct Script {
+        clock: FakeClock,
+        runnable: Arc<AtomicU32>,
+    }
+
+    impl CpuSignals for Script {
+        fn thread_cpu_ns(&mut self) -> u64 {
+            self.clock.thread_cpu_ns()
+        }
+        fn read(&mut self) -> Reading {
+            Reading {
+                runnable: Some(self.runnable.load(Ordering::SeqCst)),
+                pressure_us: None,
+                run_delay_ns: None,
+            }
+        }
+        fn cores(&self) -> u32 {
+            2
+        }
+    }
+
+    struct Rig {
+        clock: FakeClock,
+        q: Tracked<Dev>,
+        p: Auto,
+        runnable: Arc<AtomicU32>,
+        gen: u64,
+        /// user_data in flight -> times handed to the sink.
+        flying: HashMap<u64, u32>,
+        done: u64,
+    }
+
+    impl Rig {
+        fn new(model: LatencyModel, late: u64, wake_cpu: u64) -> Rig {
+            let clock = FakeClock::new(1_000_000);
+            let runnable = Arc::new(AtomicU32::new(1));
+            let inner = SimQueue::new(
+                model,
+                7,
+                64,
+                SimTime::Virtual {
+                    clock: clock.clone(),
+                    poll_cost_ns: POLL_COST,
+                },
+            );
+            let p = Auto::with_signals(
+                Arc::new(clock.clone()),
+                &PolicyConfig::new(Mode::Auto),
+                Box::new(Script {
+                    clock: clock.clone(),
+                    runnable: runnable.clone(),
+                }),
+            );
+            let dev = Dev {
+                inner,
+                clock: clock.clone(),
+                late,
+                wake_cpu,
+            };
+            Rig {
+                q: Tracked::new(dev, Arc::new(clock.clone()), 64).unwrap(),
+                clock,
+                p,
+                runnable,
+                gen: 0,
+                flying: HashMap::new(),
+                done: 0,
+            }
+        }
+
+        fn push(&mut self, slot: u64) {
+            self.gen += 1;
+            let ud = (self.gen << 32) | slot;
+            let op = Op {
+                kind: OpKind::Read,
+                file: 0,
+                buf: std::ptr::null_mut(),
+                len: 4096,
+                offset: 0,
+                buf_index: None,
+                user_data: ud,
+            };
+            // SAFETY: the simulated device touches no buffer.
+            unsafe { self.q.push(&op) }.unwrap();
+            assert!(self.flying.insert(ud, 0).is_none());
+        }
+
+        /// Reaps at least `min`, checking every completion was in flight and is seen once.
+        fn reap(&mut self, min: usize) -> Vec<u64> {
+            let mut seen = Vec::new();
+            let n = self
+                .p
+                .wait(&mut self.q, min, &mut |c| seen.push(c.user_data))
+                .unwrap();
+            assert_eq!(n, seen.len());
+            assert!(n >= min.min(self.flying.len()));
+            for ud in &seen {
+                let k = self
+                    .flying
+                    .get_mut(ud)
+                    .expect("a completion never submitted");
+                *k += 1;
+                assert_eq!(*k, 1, "a completion handed over twice");
+                self.flying.remove(ud);
+            }
+            self.done += n as u64;
+            seen
+        }
+
+        /// QD1: one request at a time, `n` times.
+        fn qd1(&mut self, n: u64) {
+            for _ in 0..n {
+                // The queue submits it before the policy polls or waits.
+                self.push(0);
+                self.reap(1);
+            }
+        }
+
+        /// QD1 until `done` says so (at most `max` requests).
+        fn qd1_until(&mut self, max: u64, done: impl Fn(&Auto) -> bool) {
+            for _ in 0..max {
+                if done(&self.p) {
+                    return;
+                }
+                self.qd1(1);
+            }
+            panic!("not reached in {max} requests: {:?}", self.p.beliefs());
+        }
+
+        fn belief(&self, name: &str) -> Option<f64> {
+            self.p
+                .beliefs()
+                .into_iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v)
+        }
+    }
+
+    fn chose(p: &Auto) -> bool {
+        p.reason_count(Reason::Best) > 0
+    }
+
+    #[test]
+    fn an_idle_fast_device_keeps_polling_or_hybrid() {
+        // 10 µs device; an interrupt wake-up comes 3 µs late (1.3x poll's latency).
+        let mut r = Rig::new(LatencyModel::Fixed(10_000), 3_000, 4_000);
+        r.qd1_until(100_000, chose);
+        let p = &r.p;
+        assert!(["poll", "hybrid"].contains(&p.current()), "{}", p.current());
+        let poll = p.estimate("poll").unwrap();
+        let int = p.estimate("interrupt").unwrap();
+        assert!(p.estimate("hybrid").is_some(), "hybrid was tried");
+        assert!(int.p50_ns > poll.p50_ns * 1.1, "{int:?} {poll:?}");
+        // Polling costs its whole wait in CPU: about 10 µs per I/O.
+        assert!((poll.cpu_per_io_ns - 10_000.0).abs() < 1_000.0, "{poll:?}");
+        assert!(int.cpu_per_io_ns < poll.cpu_per_io_ns);
+        // poll -> hybrid -> interrupt -> best.
+        assert_eq!(p.reason_count(Reason::Start), 1);
+        assert_eq!(p.reason_count(Reason::Explore), 2);
+        assert!(p.switches() >= 2);
+        assert_eq!(
+            r.belief(&format!("auto.current.{}", p.current())),
+            Some(1.0)
+        );
+        assert_eq!(r.belief("auto.last_reason.best"), Some(1.0));
+    }
+
+    #[test]
+    fn costly_sleeps_and_prompt_interrupts_choose_interrupt() {
+        // 40 µs device; a wake-up costs 20 µs of CPU (a sleep costs what it saves) and comes
+        // 3 µs late: interrupt is within 10% of poll at half its CPU.
+        let mut r = Rig::new(LatencyModel::Fixed(40_000), 3_000, 20_000);
+        r.qd1_until(100_000, chose);
+        let p = &r.p;
+        assert_eq!(p.current(), "interrupt");
+        let poll = p.estimate("poll").unwrap();
+        let hy = p.estimate("hybrid").unwrap();
+        let int = p.estimate("interrupt").unwrap();
+        assert!(int.p50_ns <= poll.p50_ns * 1.1, "{int:?} {poll:?}");
+        assert!(hy.cpu_per_io_ns > int.cpu_per_io_ns, "{hy:?} {int:?}");
+        // The same device with a tighter slack: interrupt's 3 µs are too many.
+        let mut r = Rig::new(LatencyModel::Fixed(40_000), 3_000, 20_000);
+        r.p.slack = 0.05;
+        r.qd1_until(100_000, chose);
+        assert_ne!(r.p.current(), "interrupt");
+    }
+
+    #[test]
+    fn the_choice_is_tried_again_periodically_and_held_longer_when_confirmed() {
+        let mut r = Rig::new(LatencyModel::Fixed(40_000), 3_000, 20_000);
+        r.qd1_until(100_000, chose);
+        assert_eq!(r.belief("auto.hold_ns"), Some(HOLD_MIN_NS as f64));
+        let t = r.clock.now_ns();
+        r.qd1_until(200_000, |p| p.reason_count(Reason::Best) == 2);
+        assert_eq!(r.p.reason_count(Reason::Periodic), 1);
+        assert!(r.clock.now_ns() - t >= HOLD_MIN_NS);
+        assert_eq!(r.p.current(), "interrupt");
+        // The same choice again: the next hold is twice as long.
+        assert_eq!(r.belief("auto.hold_ns"), Some(2.0 * HOLD_MIN_NS as f64));
+    }
+
+    #[test]
+    fn contention_means_interrupt_until_it_has_been_gone_a_while() {
+        let mut r = Rig::new(LatencyModel::Fixed(10_000), 3_000, 4_000);
+        r.runnable.store(8, Ordering::SeqCst);
+        r.qd1(5_000);
+        assert_eq!(r.p.current(), "interrupt");
+        assert_eq!(r.p.reason_count(Reason::Contention), 1);
+        assert_eq!(r.p.reason_count(Reason::Start), 0);
+        assert_eq!(
+            r.p.completions_in("poll"),
+            0,
+            "never polled while contended"
+        );
+        assert_eq!(r.p.completions_in("interrupt"), r.done);
+        // The contention goes: after the calm period, an exploration starting with poll.
+        r.runnable.store(1, Ordering::SeqCst);
+        let t = r.clock.now_ns();
+        r.qd1_until(100_000, |p| p.reason_count(Reason::ContentionGone) == 1);
+        assert!(r.clock.now_ns() - t >= CALM_MIN_NS);
+        assert_eq!(r.p.current(), "poll");
+        // It comes back while exploring: interrupt at once, and a longer calm next time.
+        r.qd1(500);
+        r.runnable.store(8, Ordering::SeqCst);
+        r.qd1_until(10_000, |p| p.reason_count(Reason::Contention) == 2);
+        assert_eq!(r.p.current(), "interrupt");
+        assert_eq!(r.belief("auto.calm_ns"), Some(2.0 * CALM_MIN_NS as f64));
+        // In the middle of a hold, too.
+        r.runnable.store(1, Ordering::SeqCst);
+        r.qd1_until(200_000, chose);
+        assert_ne!(r.p.current(), "interrupt");
+        r.runnable.store(8, Ordering::SeqCst);
+        r.qd1_until(10_000, |p| p.reason_count(Reason::Contention) == 3);
+        assert_eq!(r.p.current(), "interrupt");
+        assert_eq!(r.belief("auto.reason.contention"), Some(3.0));
+    }
+
+    #[test]
+    fn a_change_of_latency_starts_a_new_exploration() {
+        let mut r = Rig::new(LatencyModel::Fixed(10_000), 3_000, 4_000);
+        r.qd1_until(100_000, chose);
+        let first = r.p.current();
+        assert_ne!(first, "interrupt");
+        let epochs = r.p.epochs();
+        // The device slows to 40 µs: a 3 µs late wake-up is now within 10%.
+        r.q.inner_mut().inner.set_model(LatencyModel::Fixed(40_000));
+        r.qd1_until(100_000, |p| p.reason_count(Reason::ClatShift) == 1);
+        assert!(r.p.epochs() > epochs, "a new epoch measured the change");
+        assert_eq!(r.p.reason_count(Reason::Periodic), 0);
+        r.qd1_until(100_000, |p| p.reason_count(Reason::Best) == 2);
+        assert_eq!(r.p.current(), "interrupt");
+    }
+
+    #[test]
+    fn widely_spread_latencies_try_adaptive_too() {
+        let mut r = Rig::new(
+            LatencyModel::Bimodal {
+                fast_ns: 10_000,
+                slow_ns: 200_000,
+                p_slow: 0.2,
+            },
+            3_000,
+            4_000,
+        );
+        r.qd1_until(100_000, chose);
+        assert!(r.p.estimate("adaptive").is_some());
+        assert_eq!(r.p.reason_count(Reason::Explore), 3);
+        // And a steady device does not.
+        let mut r = Rig::new(LatencyModel::Fixed(10_000), 3_000, 4_000);
+        r.qd1_until(100_000, chose);
+        assert!(r.p.estimate("adaptive").is_none());
+    }
+
+    #[test]
+    fn every_completion_once_across_switches_on_the_simulated_device() {
+        let mut r = Rig::new(LatencyModel::Uniform(5_000, 60_000), 3_000, 4_000);
+        let depth = 8u64;
+        let mut next_flip = r.clock.now_ns() + 100_000_000;
+        let mut free: Vec<u64> = (0..depth).collect();
+        let mut slot_of = HashMap::new();
+        while r.done < 300_000 {
+            // Contention for 50 ms in every 300: many switches, every one between waits.
+            if r.clock.now_ns() >= next_flip {
+                let on = r.runnable.load(Ordering::SeqCst) == 1;
+                r.runnable.store(if on { 8 } else { 1 }, Ordering::SeqCst);
+                next_flip += if on { 50_000_000 } else { 250_000_000 };
+            }
+            while let Some(s) = free.pop() {
+                r.push(s);
+                slot_of.insert(r.gen << 32 | s, s);
+            }
+            for ud in r.reap(3) {
+                free.push(slot_of.remove(&ud).unwrap());
+            }
+        }
+        while !r.flying.is_empty() {
+            for ud in r.reap(1) {
+                slot_of.remove(&ud);
+            }
+        }
+        assert_eq!(r.q.in_flight(), 0);
+        assert!(slot_of.is_empty());
+        assert!(r.p.switches() >= 4, "{}", r.p.switches());
+        let by_mode: u64 = CANDIDATES.iter().map(|m| r.p.completions_in(m)).sum();
+        assert_eq!(by_mode, r.done);
+        let qc = r.q.counters();
+        assert_eq!(qc.submitted, qc.completed);
+    }
+
+    /// Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes about
+    /// 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every period has
+    /// a switch to interrupt and one away from it.
+    struct Flapping {
+        clock: MonotonicClock,
+    }
+
+    impl CpuSignals for Flapping {
+        fn thread_cpu_ns(&mut self) -> u64 {
+            crate::sys::rusage::thread_cpu_ns()
+        }
+        fn read(&mut self) -> Reading {
+            let on = self.clock.now_ns() % 300_000_000 < 30_000_000;
+            Reading {
+                runnable: Some(if on { 8 } else { 1 }),
+                pressure_us: None,
+                run_delay_ns: None,
+            }
+        }
+        fn cores(&self) -> u32 {
+            2
+        }
+    }
+
+    #[test]
+    fn every_completion_once_across_switches_on_a_real_ring() {
+        let ring = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(MonotonicClock);
+        let mut q = Tracked::new(ring, clock.clone(), 8).unwrap();
+        let mut p = Auto::with_signals(
+            clock.clone(),
+            &PolicyConfig::new(Mode::Auto),
+            Box::new(Flapping {
+                clock: MonotonicClock,
+            }),
+        );
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        let mut next = 0u64;
+        let mut pushed = 0u64;
+        let end = clock.now_ns() + 700_000_000;
+        while clock.now_ns() < end {
+            while q.in_flight() < 8 {
+                next += 1;
+                // SAFETY: a nop touches no buffer.
+                unsafe { q.push(&Op::nop(next)) }.unwrap();
+                pushed += 1;
+            }
+            p.wait(&mut q, 2, &mut |c| {
+                assert_eq!(c.result, 0);
+                *seen.entry(c.user_data).or_default() += 1;
+            })
+            .unwrap();
+        }
+        while q.in_flight() > 0 {
+            p.wait(&mut q, 1, &mut |c| {
+                *seen.entry(c.user_data).or_default() += 1;
+            })
+            .unwrap();
+        }
+        assert_eq!(seen.len() as u64, pushed);
+        assert!(seen.values().all(|&n| n == 1), "every nop exactly once");
+        assert!((1..=next).all(|ud| seen.contains_key(&ud)));
+        assert!(p.switches() >= 2, "{:?}", p.beliefs());
+        let by_mode: u64 = CANDIDATES.iter().map(|m| p.completions_in(m)).sum();
+        assert_eq!(by_mode, pushed);
+    }
+}

@@ -1,0 +1,358 @@
+//! CPU contention: do runnable threads outnumber the cores this thread may run on?
+//!
+//! Polling pays only when the poller has a core to itself. When runnable threads outnumber the
+//! cores, a spinning thread takes the CPU from the very threads whose I/O completed (seed 000;
+//! issue 11 measured hybrid at 1.42-1.76x poll and interrupt best with 8 threads on 2 cores).
+//! [`ContentionSampler`] tells the `auto` policy when that is so, from three readings taken at
+//! most every [`SAMPLE_NS`] (never per I/O):
+//!
+//! - **runnable threads**, the fourth field of `/proc/loadavg` (`running/total`: the kernel's
+//!   instantaneous count of runnable scheduling entities, the reader included), smoothed;
+//! - **this thread's run delay**, the second field of `/proc/thread-self/schedstat`: nanoseconds
+//!   it spent runnable but waiting for a CPU. Its share of the wall time between samples says
+//!   whether *this* thread is being crowded out;
+//! - **CPU pressure**, `some total=` of `/proc/pressure/cpu` (microseconds during which at least
+//!   one task waited for a CPU), as a share of the wall time: reported, not decided on, because
+//!   on a shared machine it also counts neighbours that never compete with this thread's cores.
+//!
+//! The readings come through the small [`CpuSignals`] trait, so tests script them; [`ProcSignals`]
+//! reads `/proc` through file descriptors opened once and re-read with `pread` (one system call
+//! per reading). The thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) comes through the same trait:
+//! `auto` reads it at the edges of its epochs only.
+//!
+//! Contended means: the smoothed runnable count exceeds the cores, or this thread waited for a
+//! CPU for more than [`RUN_DELAY_SHARE`] of the last interval.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Least time between two contention samples: 10 ms.
+pub const SAMPLE_NS: u64 = 10_000_000;
+/// Weight of a new runnable-count reading in the smoothed count.
+pub const RUNNABLE_WEIGHT: f64 = 0.3;
+/// A thread that waited for a CPU more than this share of an interval is crowded out.
+pub const RUN_DELAY_SHARE: f64 = 0.25;
+
+/// One raw reading of the signals; a field is `None` when the platform cannot give it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Runnable threads system-wide at the time of the reading (the reader included).
+    pub runnable: Option<u32>,
+    /// Cumulative CPU pressure ("some"), microseconds.
+    pub pressure_us: Option<u64>,
+    /// Cumulative run delay of the calling thread, nanoseconds.
+    pub run_delay_ns: Option<u64>,
+}
+
+/// Where the signals come from: `/proc` on a real run ([`ProcSignals`]), a script in tests.
+pub trait CpuSignals: Send {
+    /// The calling thread's CPU time, nanoseconds.
+    fn thread_cpu_ns(&mut self) -> u64;
+    /// One reading of the contention signals.
+    fn read(&mut self) -> Reading;
+    /// How many cores the thread may run on.
+    fn cores(&self) -> u32;
+}
+
+/// The signals of the running system, from `/proc`. See the module docs.
+#[derive(Debug)]
+pub struct ProcSignals {
+    loadavg: Option<File>,
+    pressure: Option<File>,
+    /// Opened lazily by the waiting thread: `thread-self` names the thread that opens it.
+    schedstat: Option<Option<File>>,
+    cores: u32,
+    buf: [u8; 256],
+}
+
+impl Default for ProcSignals {
+    fn default() -> Self {
+        ProcSignals::new()
+    }
+}
+
+impl ProcSignals {
+    /// Opens `/proc/loadavg` and `/proc/pressure/cpu` (either may be missing) and counts the
+    /// cores this process may run on.
+    pub fn new() -> Self {
+        ProcSignals {
+            loadavg: File::open("/proc/loadavg").ok(),
+            pressure: File::open("/proc/pressure/cpu").ok(),
+            schedstat: None,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            buf: [0; 256],
+        }
+    }
+
+    fn pread<'a>(f: &Option<File>, buf: &'a mut [u8]) -> Option<&'a str> {
+        let n = f.as_ref()?.read_at(buf, 0).ok()?;
+        std::str::from_utf8(&buf[..n]).ok()
+    }
+}
+
+/// The runnable count in `/proc/loadavg` (`0.50 0.40 0.30 3/512 1234`).
+pub fn parse_loadavg(s: &str) -> Option<u32> {
+    s.split_whitespace().nth(3)?.split('/').next()?.parse().ok()
+}
+
+/// `total=` of the `some` line of `/proc/pressure/cpu`.
+pub fn parse_pressure(s: &str) -> Option<u64> {
+    let line = s.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// The run delay (second field) of a `schedstat` line (`cpu_ns run_delay_ns slices`).
+pub fn parse_schedstat(s: &str) -> Option<u64> {
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
+impl CpuSignals for ProcSignals {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        crate::sys::rusage::thread_cpu_ns()
+    }
+
+    fn read(&mut self) -> Reading {
+        let schedstat = self
+            .schedstat
+            .get_or_insert_with(|| File::open("/proc/thread-self/schedstat").ok());
+        let run_delay_ns = ProcSignals::pread(schedstat, &mut self.buf).and_then(parse_schedstat);
+        let runnable = ProcSignals::pread(&self.loadavg, &mut self.buf).and_then(parse_loadavg);
+        let pressure_us =
+            ProcSignals::pread(&self.pressure, &mut self.buf).and_then(parse_pressure);
+        Reading {
+            runnable,
+            pressure_us,
+            run_delay_ns,
+        }
+    }
+
+    fn cores(&self) -> u32 {
+        self.cores
+    }
+}
+
+/// Samples [`CpuSignals`] at most every [`SAMPLE_NS`] and says whether the CPU is contended.
+pub struct ContentionSampler {
+    src: Box<dyn CpuSignals>,
+    last_ns: Option<u64>,
+    last: Reading,
+    runnable: f64,
+    run_delay_share: f64,
+    pressure_share: f64,
+    samples: u64,
+}
+
+impl ContentionSampler {
+    /// A sampler over `src`.
+    pub fn new(src: Box<dyn CpuSignals>) -> Self {
+        ContentionSampler {
+            src,
+            last_ns: None,
+            last: Reading::default(),
+            runnable: 0.0,
+            run_delay_share: 0.0,
+            pressure_share: 0.0,
+            samples: 0,
+        }
+    }
+
+    /// The calling thread's CPU time, nanoseconds.
+    pub fn thread_cpu_ns(&mut self) -> u64 {
+        self.src.thread_cpu_ns()
+    }
+
+    /// Takes a sample if [`SAMPLE_NS`] passed since the last one (or none was taken); returns
+    /// whether it did.
+    pub fn maybe_sample(&mut self, now_ns: u64) -> bool {
+        if self
+            .last_ns
+            .is_some_and(|t| now_ns.saturating_sub(t) < SAMPLE_NS)
+        {
+            return false;
+        }
+        let r = self.src.read();
+        if let Some(n) = r.runnable {
+            self.runnable = if self.samples == 0 {
+                n as f64
+            } else {
+                self.runnable + RUNNABLE_WEIGHT * (n as f64 - self.runnable)
+            };
+        }
+        if let Some(t) = self.last_ns {
+            let wall = now_ns.saturating_sub(t).max(1) as f64;
+            if let (Some(a), Some(b)) = (self.last.run_delay_ns, r.run_delay_ns) {
+                self.run_delay_share = b.saturating_sub(a) as f64 / wall;
+            }
+            if let (Some(a), Some(b)) = (self.last.pressure_us, r.pressure_us) {
+                self.pressure_share = b.saturating_sub(a) as f64 * 1_000.0 / wall;
+            }
+        }
+        self.last = r;
+        self.last_ns = Some(now_ns);
+        self.samples += 1;
+        true
+    }
+
+    /// True when runnable threads outnumber the cores, or this thread is crowded out.
+    pub fn contended(&self) -> bool {
+        self.samples > 0
+            && (self.runnable > self.src.cores() as f64 || self.run_delay_share > RUN_DELAY_SHARE)
+    }
+
+    /// The smoothed runnable count.
+    pub fn runnable(&self) -> f64 {
+        self.runnable
+    }
+
+    /// The cores the thread may run on.
+    pub fn cores(&self) -> u32 {
+        self.src.cores()
+    }
+
+    /// What the sampler believes, for reports.
+    pub fn beliefs(&self) -> Vec<(String, f64)> {
+        vec![
+            ("auto.contention.samples".into(), self.samples as f64),
+            ("auto.contention.runnable".into(), self.runnable),
+            ("auto.contention.cores".into(), self.src.cores() as f64),
+            (
+                "auto.contention.run_delay_share".into(),
+                self.run_delay_share,
+            ),
+            (
+                "auto.contention.cpu_pressure_share".into(),
+                self.pressure_share,
+            ),
+            (
+                "auto.contention.contended".into(),
+                if self.contended() { 1.0 } else { 0.0 },
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn parses_the_proc_formats() {
+        assert_eq!(parse_loadavg("0.50 0.40 0.30 3/512 1234\n"), Some(3));
+        assert_eq!(parse_loadavg("garbage"), None);
+        let psi = "some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(parse_pressure(psi), Some(123_456));
+        assert_eq!(parse_pressure("full total=5\n"), None);
+        assert_eq!(parse_schedstat("1000 2500 7\n"), Some(2_500));
+        assert_eq!(parse_schedstat("1000"), None);
+    }
+
+    /// Readings a test hands out one by one.
+    struct Script(Arc<Mutex<Reading>>, u32);
+
+    impl CpuSignals for Script {
+        fn thread_cpu_ns(&mut self) -> u64 {
+            0
+        }
+        fn read(&mut self) -> Reading {
+            *self.0.lock().unwrap()
+        }
+        fn cores(&self) -> u32 {
+            self.1
+        }
+    }
+
+    #[test]
+    fn samples_at_most_every_interval_and_sees_runnable_over_cores() {
+        let r = Arc::new(Mutex::new(Reading {
+            runnable: Some(1),
+            pressure_us: Some(0),
+            run_delay_ns: Some(0),
+        }));
+        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 2)));
+        assert!(!s.contended(), "no sample, no verdict");
+        assert!(s.maybe_sample(0));
+        assert!(!s.maybe_sample(SAMPLE_NS - 1), "too soon");
+        assert!(!s.contended());
+        // Eight runnable threads on two cores: the smoothed count crosses 2 within a few samples.
+        r.lock().unwrap().runnable = Some(8);
+        let mut t = 0;
+        let mut n = 0;
+        while !s.contended() {
+            t += SAMPLE_NS;
+            assert!(s.maybe_sample(t));
+            n += 1;
+            assert!(n < 10, "never saw the contention");
+        }
+        assert!(n >= 1);
+        // Back to one: the verdict clears.
+        r.lock().unwrap().runnable = Some(1);
+        while s.contended() {
+            t += SAMPLE_NS;
+            s.maybe_sample(t);
+            n += 1;
+            assert!(n < 30, "never saw the contention go");
+        }
+    }
+
+    #[test]
+    fn a_thread_waiting_for_a_cpu_is_contended_whatever_the_count() {
+        let r = Arc::new(Mutex::new(Reading {
+            runnable: Some(1),
+            pressure_us: Some(0),
+            run_delay_ns: Some(0),
+        }));
+        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 4)));
+        s.maybe_sample(0);
+        // Waited 4 ms of the next 10 ms.
+        *r.lock().unwrap() = Reading {
+            runnable: Some(1),
+            pressure_us: Some(4_000),
+            run_delay_ns: Some(4_000_000),
+        };
+        s.maybe_sample(SAMPLE_NS);
+        assert!(s.contended());
+        let b = s.beliefs();
+        assert!(b.contains(&("auto.contention.run_delay_share".into(), 0.4)));
+        assert!(b.contains(&("auto.contention.cpu_pressure_share".into(), 0.4)));
+    }
+
+    #[test]
+    fn proc_signals_read_this_machine() {
+        let mut p = ProcSignals::new();
+        assert!(p.cores() >= 1);
+        let r = p.read();
+        // Linux always has loadavg and schedstat (unless schedstats are compiled out).
+        assert!(r.runnable.is_some_and(|n| n >= 1), "{r:?}");
+        let c0 = p.thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = x.wrapping_add(std::hint::black_box(i));
+        }
+        std::hint::black_box(x);
+        assert!(p.thread_cpu_ns() > c0);
+    }
+
+    /// What one reading costs on this machine (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn cost_of_a_reading() {
+        let mut p = ProcSignals::new();
+        p.read();
+        let n = 2_000u32;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(p.read());
+        }
+        let read = t.elapsed() / n;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(p.thread_cpu_ns());
+        }
+        let cpu = t.elapsed() / n;
+        println!("one /proc reading (3 preads): {read:?}; CLOCK_THREAD_CPUTIME_ID: {cpu:?}");
+    }
+}

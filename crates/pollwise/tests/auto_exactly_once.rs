@@ -1,0 +1,292 @@
+//! Every operation completes exactly once under `auto`, on every kind of queue: the simulated
+//! device in real time, a real io_uring ring (nops, and reads of a temp file checked for their
+//! data), a channel to a server thread, and a shared-poller client. The CPU signals flap
+//! between contended and calm on the real clock, so `auto` switches mode many times in each run
+//! and every switch falls between waits of its candidates.
+
+mod poller_common;
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use poller_common::*;
+use pollwise::clock::{self, Clock, MonotonicClock};
+use pollwise::policy::auto::{Auto, CANDIDATES};
+use pollwise::policy::contention::{CpuSignals, Reading};
+use pollwise::policy::{Mode, PolicyConfig, WaitPolicy};
+use pollwise::poller::{ClientOptions, PollerConfig, SharedPoller};
+use pollwise::queue::channel::{ChannelOp, ChannelQueue, Link};
+use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise::queue::{Completion, Op, OpKind, Queue, Tracked};
+use pollwise::request::AlignedBuf;
+
+/// Contended from 100 to 130 ms after it was made, and so on every 400 ms: `auto` goes to
+/// interrupt, then back to exploring once the smoothed count has fallen under the cores (about
+/// 60 ms) and the first calm period (100 ms) has passed, at about 290 ms.
+struct Flapping {
+    start: u64,
+}
+
+impl CpuSignals for Flapping {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        pollwise::sys::rusage::thread_cpu_ns()
+    }
+    fn read(&mut self) -> Reading {
+        let t = (MonotonicClock.now_ns() - self.start) % 400_000_000;
+        let on = (100_000_000..130_000_000).contains(&t);
+        Reading {
+            runnable: Some(if on { 8 } else { 1 }),
+            pressure_us: None,
+            run_delay_ns: None,
+        }
+    }
+    fn cores(&self) -> u32 {
+        2
+    }
+}
+
+fn auto() -> Auto {
+    Auto::with_signals(
+        clock::monotonic(),
+        &PolicyConfig::new(Mode::Auto),
+        Box::new(Flapping {
+            start: MonotonicClock.now_ns(),
+        }),
+    )
+}
+
+/// What `drive` hands back: operations completed.
+struct Run {
+    done: u64,
+}
+
+/// Keeps `depth` operations in flight on `q` for `run_for` (at least `min_ops` of them), made by
+/// `make(user_data, slot)`, reaping with `auto` and checking each completion with
+/// `check(user_data, slot, result)`; every user_data must come back exactly once.
+fn drive(
+    q: &mut Tracked<dyn Queue + '_>,
+    depth: usize,
+    run_for: Duration,
+    min_ops: u64,
+    make: &mut dyn FnMut(u64, usize) -> Op,
+    check: &mut dyn FnMut(u64, usize, i32),
+) -> Run {
+    let mut p = auto();
+    let clock = MonotonicClock;
+    let end = clock.now_ns() + run_for.as_nanos() as u64;
+    let mut free: Vec<usize> = (0..depth).collect();
+    let mut live: HashMap<u64, usize> = HashMap::new();
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    let mut next = 0u64;
+    let mut done = 0u64;
+    loop {
+        let more = clock.now_ns() < end || next < min_ops;
+        while more && !free.is_empty() {
+            let slot = free.pop().unwrap();
+            next += 1;
+            let op = make(next, slot);
+            // SAFETY: `make` gives an op whose buffer (if any) is the caller's buffer `slot`,
+            // untouched until its completion comes back here.
+            unsafe { q.push(&op) }.unwrap();
+            live.insert(next, slot);
+        }
+        if live.is_empty() {
+            break;
+        }
+        p.wait(q, 2.min(live.len()), &mut |c: Completion| {
+            *seen.entry(c.user_data).or_default() += 1;
+            let slot = live
+                .remove(&c.user_data)
+                .expect("a completion for an operation not in flight");
+            check(c.user_data, slot, c.result);
+            free.push(slot);
+            done += 1;
+        })
+        .unwrap();
+    }
+    assert_eq!(q.in_flight(), 0);
+    assert_eq!(seen.len() as u64, next, "every operation came back");
+    assert!(seen.values().all(|&n| n == 1), "one came back twice");
+    let qc = q.counters();
+    assert_eq!(qc.submitted, qc.completed);
+    let pc = p.counters();
+    // Contention came at least twice in the run: to interrupt and away again, between waits.
+    assert!(pc.auto_switches >= 2, "{pc:?}");
+    let by_mode = pc.auto_poll_completions
+        + pc.auto_hybrid_completions
+        + pc.auto_interrupt_completions
+        + pc.auto_adaptive_completions;
+    assert_eq!(by_mode, done, "each completion counted in one mode");
+    let beliefs = p.beliefs();
+    let in_modes: f64 = CANDIDATES
+        .iter()
+        .map(|m| {
+            beliefs
+                .iter()
+                .find(|(k, _)| *k == format!("auto.{m}.completions"))
+                .map_or(0.0, |b| b.1)
+        })
+        .sum();
+    assert_eq!(in_modes, done as f64);
+    Run { done }
+}
+
+fn nop_only(ud: u64, _: usize) -> Op {
+    Op::nop(ud)
+}
+
+#[test]
+fn auto_on_the_simulated_device_in_real_time() {
+    let dev = SimQueue::new(LatencyModel::Uniform(5_000, 40_000), 3, 32, SimTime::Real);
+    let mut q = Tracked::new(dev, clock::monotonic(), 16).unwrap();
+    let r = drive(
+        &mut q,
+        16,
+        Duration::from_millis(500),
+        1_000,
+        &mut nop_only,
+        &mut |_, _, res| assert_eq!(res, 0),
+    );
+    assert!(r.done >= 1_000);
+}
+
+#[test]
+fn auto_on_a_real_ring_with_nops() {
+    let ring = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
+    let mut q = Tracked::new(ring, clock::monotonic(), 8).unwrap();
+    let r = drive(
+        &mut q,
+        8,
+        Duration::from_millis(500),
+        1_000,
+        &mut nop_only,
+        &mut |_, _, res| assert_eq!(res, 0),
+    );
+    assert!(r.done >= 1_000);
+}
+
+#[test]
+fn auto_on_a_real_ring_reading_a_temp_file() {
+    const SIZE: usize = 4 << 20;
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let file = patterned_file(dir.path(), SIZE);
+    let ring = UringQueue::new(&UringOptions::default(), &[fd(&file)], false).unwrap();
+    let depth = 8;
+    let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(4096, 4096)).collect();
+    let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+    let offset_of = |ud: u64| (ud * 7919 % (SIZE as u64 / 4096)) * 4096;
+    // Declared after the buffers: it drops (waiting for anything in flight) before them.
+    let mut q = Tracked::new(ring, clock::monotonic(), depth).unwrap();
+    let r = drive(
+        &mut q,
+        depth,
+        Duration::from_millis(500),
+        500,
+        &mut |ud, slot| Op {
+            kind: OpKind::Read,
+            file: 0,
+            buf: ptrs[slot],
+            len: 4096,
+            offset: offset_of(ud),
+            buf_index: None,
+            user_data: ud,
+        },
+        &mut |ud, slot, res| {
+            assert_eq!(res, 4096);
+            // SAFETY: the read into buffer `slot` completed; nothing else uses it now.
+            let got = unsafe { std::slice::from_raw_parts(ptrs[slot], 4096) };
+            assert!(holds_pattern(got, offset_of(ud), 4096), "wrong data");
+        },
+    );
+    assert!(r.done >= 500);
+    drop(q);
+    drop(bufs);
+}
+
+/// A link to a server thread over std channels; the server answers each request with its
+/// length as the result.
+struct ThreadLink {
+    tx: mpsc::SyncSender<ChannelOp>,
+    rx: mpsc::Receiver<Completion>,
+}
+
+impl Link for ThreadLink {
+    fn send(&mut self, op: ChannelOp) -> Result<(), ChannelOp> {
+        self.tx.try_send(op).map_err(|e| match e {
+            mpsc::TrySendError::Full(op) | mpsc::TrySendError::Disconnected(op) => op,
+        })
+    }
+    fn recv(&mut self) -> Option<Completion> {
+        self.rx.try_recv().ok()
+    }
+    fn doorbells(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn auto_on_a_channel_to_a_server_thread() {
+    let (tx, srv_rx) = mpsc::sync_channel::<ChannelOp>(64);
+    let (srv_tx, rx) = mpsc::channel::<Completion>();
+    let server = std::thread::spawn(move || {
+        for op in srv_rx {
+            let _ = srv_tx.send(Completion {
+                user_data: op.user_data,
+                result: op.len as i32,
+            });
+        }
+    });
+    let mut q = Tracked::new(
+        ChannelQueue::new(ThreadLink { tx, rx }),
+        clock::monotonic(),
+        16,
+    )
+    .unwrap();
+    let r = drive(
+        &mut q,
+        16,
+        Duration::from_millis(500),
+        1_000,
+        &mut |ud, _| Op {
+            kind: OpKind::Read,
+            len: 512 * (1 + (ud % 8) as u32),
+            ..Op::nop(ud)
+        },
+        &mut |ud, _, res| assert_eq!(res, 512 * (1 + (ud % 8) as i32)),
+    );
+    assert!(r.done >= 1_000);
+    drop(q);
+    server.join().unwrap();
+}
+
+#[test]
+fn auto_on_a_shared_poller_client() {
+    let poller = Arc::new(
+        SharedPoller::new(PollerConfig {
+            depth: 16,
+            batch: 4,
+            idle: Duration::from_micros(50),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let client = poller
+        .client(ClientOptions {
+            depth: 8,
+            files: vec![],
+        })
+        .unwrap();
+    let mut q = Tracked::new(client, clock::monotonic(), 8).unwrap();
+    let r = drive(
+        &mut q,
+        8,
+        Duration::from_millis(500),
+        1_000,
+        &mut nop_only,
+        &mut |_, _, res| assert_eq!(res, 0),
+    );
+    assert!(r.done >= 1_000);
+}
