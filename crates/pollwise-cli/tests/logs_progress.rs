@@ -205,9 +205,13 @@ fn averaged_logs_with_offsets_have_fios_format() {
         }
         let bw = lines(&d.path().join(format!("{base}_bw.1.log")));
         let iops = lines(&d.path().join(format!("{base}_iops.1.log")));
-        // KiB/s = 4 x I/O per second, window by window.
+        // KiB/s = 4 x I/O per second, window by window (within 1%: fio rounds each of its
+        // windows on its own).
         for (b, i) in bw.iter().zip(&iops) {
-            assert!(b[1].abs_diff(4 * i[1]) <= 4, "{who}: bw {b:?} iops {i:?}");
+            assert!(
+                b[1].abs_diff(4 * i[1]) <= 4.max(4 * i[1] / 100),
+                "{who}: bw {b:?} iops {i:?}"
+            );
         }
     };
     run_pollwise(&job(&f, &d.path().join("pw"), &extra));

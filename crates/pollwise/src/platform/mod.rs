@@ -32,6 +32,9 @@ use crate::queue::QueueCounters;
 use crate::stats::DirStats;
 use crate::{Error, Result};
 
+use crate::clock::Clock;
+use crate::policy::auto::Auto;
+use crate::policy::Mode;
 use crate::queue::model::sched::Shared;
 use crate::queue::model::{ModelQueue, ThreadClock};
 pub use crate::queue::model::{Platform, MAX_CORES};
@@ -159,7 +162,23 @@ fn thread_body(
         job.seed,
         job.cfg.iodepth as usize,
     );
-    let policy = job.policy.build(clock.clone());
+    let policy: Box<dyn crate::policy::WaitPolicy> = if job.policy.mode == Mode::Auto {
+        // auto reads contention from the model's scheduler, not from this machine's /proc.
+        let signals = ModelSignals {
+            clock: ThreadClock {
+                shared: shared.clone(),
+                me,
+            },
+            cores: platform.cores,
+        };
+        Box::new(Auto::with_signals(
+            clock.clone(),
+            &job.policy,
+            Box::new(signals),
+        ))
+    } else {
+        job.policy.build(clock.clone())
+    };
     let mut engine = Engine::new(Box::new(q), policy, clock, job.cfg.clone())?;
     if job.ramp_ns > 0 {
         engine.run(Stop::At(job.ramp_ns))?;
@@ -196,6 +215,41 @@ fn thread_body(
         policy: crate::engine::sub_policy(p1, p0),
         beliefs,
     })
+}
+
+/// `auto`'s CPU signals inside the model: the thread's virtual CPU, and contention from the
+/// virtual scheduler (threads running or waiting for a core, against the cores), never from
+/// the real machine's `/proc`.
+struct ModelSignals {
+    clock: ThreadClock,
+    cores: u32,
+}
+
+impl crate::policy::contention::CpuSignals for ModelSignals {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        self.clock.thread_cpu_ns()
+    }
+    fn read(&mut self) -> crate::policy::contention::Reading {
+        let w = self.clock.shared.lock();
+        let runnable = w
+            .state
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    crate::queue::model::sched::State::Running { .. }
+                        | crate::queue::model::sched::State::Runnable { .. }
+                )
+            })
+            .count() as u32;
+        crate::policy::contention::Reading {
+            runnable: Some(runnable),
+            ..Default::default()
+        }
+    }
+    fn cores(&self) -> u32 {
+        self.cores
+    }
 }
 
 #[cfg(test)]

@@ -123,6 +123,11 @@ impl Clock for ThreadClock {
     fn now_ns(&self) -> u64 {
         self.shared.now(self.me)
     }
+    /// The thread's virtual CPU: policies that learn what their waits cost (hybrid's sleep cost,
+    /// auto's CPU per I/O) learn the model's costs, deterministically.
+    fn thread_cpu_ns(&self) -> u64 {
+        self.shared.lock().cpu[self.me]
+    }
 }
 
 fn aborted() -> io::Error {
