@@ -196,6 +196,16 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     if spec.bs == 0 {
         return u("--bs must be greater than 0: use e.g. --bs=4k".into());
     }
+    // The kernel moves at most MAX_RW_COUNT bytes per read or write: a larger block would come
+    // back short, whatever the file's size.
+    let max_rw = pollwise::sys::sysconf::max_rw_count();
+    for (what, bs) in [("", Some(spec.bs)), (" (writes)", spec.extra.write_bs)] {
+        if let Some(bs) = bs.filter(|&b| b as u64 > max_rw) {
+            return u(format!(
+                "--bs={bs}{what} is larger than the kernel moves in one read or write ({max_rw} bytes, MAX_RW_COUNT: 2 GiB less one page): use --bs=1G or less"
+            ));
+        }
+    }
     if spec.iodepth == 0 || spec.iodepth > MAX_IODEPTH {
         return u(format!(
             "--iodepth={} is out of range: use 1 to {MAX_IODEPTH} (the ring's limit)",
