@@ -115,3 +115,28 @@ fn fractional_sizes_are_exact_or_refused() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("1.5k") || out.contains("1536"), "{out}");
 }
+
+/// Finding 11: a file written with one block size and read back with another is reported as
+/// that (exit 2 naming --bs and both sizes), not as a checksum mismatch; the same size verifies.
+#[test]
+fn reading_back_with_another_block_size_says_so() {
+    let d = tempdir();
+    let f = format!("--filename={}", d.path().join("v.dat").display());
+    let common = [f.as_str(), "--size=256k", "--verify=crc32c", "--direct=0"];
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run"];
+        a.extend(common);
+        a.extend(extra);
+        pollwise(&a)
+    };
+    let (code, _, err) = run(&["--rw=write", "--bs=4k", "--io_size=256k"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(&["--rw=read", "--bs=8k"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!err.contains("crc32c mismatch"), "{err}");
+    for n in ["--bs", "8192", "written 4096 bytes long"] {
+        assert!(err.contains(n), "'{n}' not in: {err}");
+    }
+    let (code, _, err) = run(&["--rw=read", "--bs=4k", "--io_size=256k"]);
+    assert_eq!(code, 0, "{err}");
+}

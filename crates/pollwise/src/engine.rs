@@ -416,7 +416,9 @@ impl Engine {
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
         if dir == Dir::Write && verify {
             let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
-            verify::fill(buf, offset, seed);
+            // The slot may be longer than this request (bs=R,W): the header names `len`.
+            let n = (len as usize).min(buf.len());
+            verify::fill(&mut buf[..n], offset, seed);
         }
         let spec = RequestOp {
             kind: match dir {
@@ -536,7 +538,8 @@ impl Engine {
                     if cfg.verify
                         && (!cfg.rw.writes() || written[block / 64] & (1 << (block % 64)) != 0)
                     {
-                        verify::check(buf, meta.offset).map_err(verify_error)?;
+                        let n = (meta.len as usize).min(buf.len());
+                        verify::check(&buf[..n], meta.offset).map_err(verify_error)?;
                     }
                     &mut *read
                 }
@@ -1033,6 +1036,16 @@ fn verify_error(m: verify::Mismatch) -> Error {
             "verify",
             format!(
                 "found no verify header in the block at offset {offset}: the file was not written with verification on"
+            ),
+        ),
+        verify::Mismatch::OtherLength {
+            offset,
+            written,
+            read,
+        } => Error::config(
+            "bs",
+            format!(
+                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
             ),
         ),
         m => Error::Verify(m.to_string()),
