@@ -12,5 +12,12 @@ export RUSTDOCFLAGS="-Zsanitizer=address"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export CARGO_TARGET_DIR="${ASAN_TARGET_DIR:-$PWD/target/asan}"
+# Skipped, not memory checks: two tests run under `ulimit -v`, which ASan's 16 TiB shadow
+# reservation cannot start under; two assert wall-clock or scheduling figures that ASan's 2-3x
+# slowdown moves (they run in scripts/test.sh).
 exec cargo +nightly test --workspace --all-targets --locked --no-fail-fast \
-  --target "$target" "$@"
+  --target "$target" "$@" -- \
+  --skip buffers_are_checked_against_ulimit_v \
+  --skip threads_that_cannot_get_memory_are_one_line \
+  --skip sparse_submissions_never_lose_a_wakeup \
+  --skip stonewall_serializes_and_the_rest_run_together

@@ -528,7 +528,7 @@ impl CommandSpec {
 }
 
 const SET_BY_HC: &str =
-    "--{opt} is set by `pollwise scenario hybrid-contention` or not used by it: use --threads, --batch, --modes and --thinktime";
+    "--{opt} is set by the scenario (`pollwise scenario hybrid-contention`) or not used by it: use --threads, --batch, --modes and --thinktime";
 /// Job options the shared-poller scenario sets itself or does not use (reads only, time-based,
 /// one request per submit; its engines have buffers of their own, never registered ones).
 const POLLER_FIXED: &[&str] = &[
@@ -623,7 +623,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         scenario: true,
         about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
         job: JobUse::Except(POLLER_FIXED),
-        job_refusal: "--{opt} is set by `pollwise scenario shared-poller` or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
         refuse: &[],
         defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
     },
@@ -632,7 +632,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         scenario: true,
         about: "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
         job: JobUse::Except(FAIRNESS_FIXED),
-        job_refusal: "--{opt} is set by `pollwise scenario fairness` or not used by it: use --iodepth, --burst and the --poller_* options",
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario fairness`) or not used by it: use --iodepth, --burst and the --poller_* options",
         refuse: &[],
         defaults: &[("runtime", "4s"), ("ramp_time", "500ms"), ("iodepth", "32"), ("poller_depth", "128"), ("size", "256M")],
     },
