@@ -918,6 +918,8 @@ fn job_thread(
         });
         if !spec.ramp_time.is_zero() {
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
+            // The ramp's time bounds its requests too (simulated latency, a stuck device).
+            engine.set_deadline(Some(until));
             engine.run(Stop::At(until))?;
             engine.reset_stats();
         }
@@ -1003,6 +1005,9 @@ fn job_thread(
             let n = (io_size / spec.bs as u64).max(1);
             Stop::Either(until, engine.submitted() + n)
         };
+        // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
+        engine.set_deadline(Some(until));
+        let cancelled0 = engine.cancelled();
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
         let r = crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler)
             .map_err(Error::from);
@@ -1010,6 +1015,14 @@ fn job_thread(
             failed.store(true, Ordering::SeqCst);
         }
         let t1 = clock.now_ns();
+        let cancelled = engine.cancelled() - cancelled0;
+        if cancelled > 0 {
+            eprintln!(
+                "pollwise: job {}: {cancelled} requests still in flight {} ms after --runtime were cancelled; they are in no result",
+                spec.name,
+                pollwise::engine::DRAIN_GRACE.as_millis()
+            );
+        }
         let c1 = thread_cpu_ns();
         let r1 = Rusage::thread();
         r.map(|_| {
@@ -1038,6 +1051,7 @@ fn job_thread(
     let (mut engine, _file, stats) = measured?;
     // An interrupted run exits promptly: reading everything back could take long.
     if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
+        engine.set_deadline(None);
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })

@@ -140,3 +140,43 @@ fn reading_back_with_another_block_size_says_so() {
     let (code, _, err) = run(&["--rw=read", "--bs=4k", "--io_size=256k"]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Finding 7: `--runtime` bounds simulated latency and the drain. Latencies up to 11 days used
+/// to hang the run; now it ends within the runtime and a second, and says what it cancelled.
+#[test]
+fn runtime_bounds_simulated_latency_and_the_drain() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args([
+            "run",
+            "--ioengine=sim",
+            "--sim_latency=uniform:0ns,1000000s",
+            "--runtime=200ms",
+            "--time_based",
+            "--iodepth=4",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after 20 s: --runtime does not bound the drain");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = t0.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    // runtime + 1 s, and some room for a loaded machine's process start.
+    assert!(took < Duration::from_millis(200 + 1000 + 500), "{took:?}");
+    assert!(err.contains("were cancelled"), "{err}");
+}

@@ -14,8 +14,11 @@
 //! [`DROP_BOUND`](crate::queue::DROP_BOUND); buffers the kernel has not given back by then are
 //! leaked, never freed.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod deadline;
 
 use crate::clock::Clock;
 use crate::policy::{PolicyCounters, WaitPolicy};
@@ -206,7 +209,16 @@ pub struct Engine {
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
     extra: Extras,
+    /// The deadline the queue wrapper cancels at (see [`Engine::set_deadline`]).
+    bound: Arc<deadline::Bound>,
+    /// Requests cancelled because the deadline passed.
+    cancelled: u64,
 }
+
+/// How long after the stop time of [`Engine::set_deadline`] requests still in flight are
+/// cancelled: time enough for a device's slowest ordinary requests, and a run still ends within a
+/// second of its stop time.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 impl Engine {
     /// An engine over `q`, waiting with `policy`, with a slab of its own.
@@ -259,7 +271,12 @@ impl Engine {
             Vec::new()
         };
         let depth = cfg.iodepth as usize;
+        let bound = Arc::new(deadline::Bound::default());
+        let q: Box<dyn Queue + Send> =
+            Box::new(deadline::Bounded::new(q, clock.clone(), bound.clone()));
         Ok(Engine {
+            bound,
+            cancelled: 0,
             q: Tracked::with_requests(q, clock.clone(), slab),
             policy,
             done: Vec::with_capacity(depth),
@@ -290,6 +307,26 @@ impl Engine {
     /// job). What is in flight is still drained.
     pub fn set_stop_check(&mut self, check: impl Fn() -> bool + Send + Sync + 'static) {
         self.stop_check = Some(Box::new(check));
+    }
+
+    /// Bounds the run in time: once clock time `stop_ns` + [`DRAIN_GRACE`] has passed, whatever
+    /// is still in flight is cancelled (waits, polls and the drain included) and counted by
+    /// [`Engine::cancelled`], not as an error. `None` removes the bound (a later verification
+    /// pass, say).
+    pub fn set_deadline(&mut self, stop_ns: Option<u64>) {
+        let (stop, deadline) = match stop_ns {
+            Some(t) => (t, t.saturating_add(DRAIN_GRACE.as_nanos() as u64)),
+            None => (deadline::NONE, deadline::NONE),
+        };
+        self.bound.stop.store(stop, Ordering::Relaxed);
+        self.bound.deadline.store(deadline, Ordering::Relaxed);
+        self.bound.cancelled.store(0, Ordering::Relaxed);
+    }
+
+    /// Requests cancelled because the deadline of [`Engine::set_deadline`] passed: submitted,
+    /// never completed, in no statistic.
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled
     }
 
     fn stop_requested(&self) -> bool {
@@ -506,13 +543,21 @@ impl Engine {
             write,
             error,
             on_done,
+            bound,
+            cancelled,
             ..
         } = self;
+        let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(slab) = q.requests_mut() else {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
         let r = slab.complete(h, |meta, buf| {
+            if c.result == -libc::ECANCELED && deadline_passed {
+                // Cancelled at the deadline: not done, not failed.
+                *cancelled += 1;
+                return Ok(());
+            }
             if c.result < 0 {
                 return Err(io_error(cfg, meta, -c.result));
             }
