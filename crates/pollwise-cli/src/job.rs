@@ -616,8 +616,9 @@ fn free_bytes(path: &Path) -> Option<u64> {
         }
     };
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the struct we provide from a NUL-terminated path.
+    // SAFETY: statvfs is plain old data, for which all zeroes is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs fills the struct we provide from a NUL-terminated path.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
