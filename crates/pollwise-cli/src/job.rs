@@ -219,6 +219,16 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     if spec.bs == 0 {
         return u("--bs must be greater than 0: use e.g. --bs=4k".into());
     }
+    // The kernel moves at most MAX_RW_COUNT bytes per read or write: a larger block would come
+    // back short, whatever the file's size.
+    let max_rw = pollwise::sys::sysconf::max_rw_count();
+    for (what, bs) in [("", Some(spec.bs)), (" (writes)", spec.extra.write_bs)] {
+        if let Some(bs) = bs.filter(|&b| b as u64 > max_rw) {
+            return u(format!(
+                "--bs={bs}{what} is larger than the kernel moves in one read or write ({max_rw} bytes, MAX_RW_COUNT: 2 GiB less one page): use --bs=1G or less"
+            ));
+        }
+    }
     if spec.iodepth == 0 || spec.iodepth > MAX_IODEPTH {
         return u(format!(
             "--iodepth={} is out of range: use 1 to {MAX_IODEPTH} (the ring's limit)",
@@ -1007,6 +1017,8 @@ fn job_thread(
                 t.set(State::Ramp);
             }
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
+            // The ramp's time bounds its requests too (simulated latency, a stuck device).
+            engine.set_deadline(Some(until));
             engine.run(Stop::At(until))?;
             engine.reset_stats();
         }
@@ -1076,6 +1088,9 @@ fn job_thread(
             let n = (io_size / spec.bs as u64).max(1);
             Stop::Either(until, engine.submitted() + n)
         };
+        // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
+        engine.set_deadline(Some(until));
+        let cancelled0 = engine.cancelled();
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
         let mut tick = |engine: &Engine, sampler: &Sampler| {
             if let Some(t) = publish {
@@ -1095,6 +1110,14 @@ fn job_thread(
             failed.store(true, Ordering::SeqCst);
         }
         let t1 = clock.now_ns();
+        let cancelled = engine.cancelled() - cancelled0;
+        if cancelled > 0 {
+            eprintln!(
+                "pollwise: job {}: {cancelled} requests still in flight {} ms after --runtime were cancelled; they are in no result",
+                spec.name,
+                pollwise::engine::DRAIN_GRACE.as_millis()
+            );
+        }
         let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
@@ -1114,6 +1137,7 @@ fn job_thread(
         if let Some(t) = live {
             t.set(State::Verify);
         }
+        engine.set_deadline(None);
         engine.verify_written()?;
     }
     Ok(ThreadOut { stats })

@@ -255,7 +255,13 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match cmdline::words_from_os(std::env::args_os().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
     // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
     signals::set_graceful(matches!(

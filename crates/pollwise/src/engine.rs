@@ -14,8 +14,11 @@
 //! [`DROP_BOUND`](crate::queue::DROP_BOUND); buffers the kernel has not given back by then are
 //! leaked, never freed.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod deadline;
 
 use crate::clock::Clock;
 use crate::policy::{PolicyCounters, WaitPolicy};
@@ -212,7 +215,16 @@ pub struct Engine {
     extra: Extras,
     /// Errors, short transfers and refused submissions: what was seen and what was done.
     errs: ErrorHandling,
+    /// The deadline the queue wrapper cancels at (see [`Engine::set_deadline`]).
+    bound: Arc<deadline::Bound>,
+    /// Requests cancelled because the deadline passed.
+    cancelled: u64,
 }
+
+/// How long after the stop time of [`Engine::set_deadline`] requests still in flight are
+/// cancelled: time enough for a device's slowest ordinary requests, and a run still ends within a
+/// second of its stop time.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 impl Engine {
     /// An engine over `q`, waiting with `policy`, with a slab of its own.
@@ -265,7 +277,12 @@ impl Engine {
             Vec::new()
         };
         let depth = cfg.iodepth as usize;
+        let bound = Arc::new(deadline::Bound::default());
+        let q: Box<dyn Queue + Send> =
+            Box::new(deadline::Bounded::new(q, clock.clone(), bound.clone()));
         Ok(Engine {
+            bound,
+            cancelled: 0,
             q: Tracked::with_requests(q, clock.clone(), slab),
             policy,
             done: Vec::with_capacity(depth),
@@ -297,6 +314,26 @@ impl Engine {
     /// job). What is in flight is still drained.
     pub fn set_stop_check(&mut self, check: impl Fn() -> bool + Send + Sync + 'static) {
         self.stop_check = Some(Box::new(check));
+    }
+
+    /// Bounds the run in time: once clock time `stop_ns` + [`DRAIN_GRACE`] has passed, whatever
+    /// is still in flight is cancelled (waits, polls and the drain included) and counted by
+    /// [`Engine::cancelled`], not as an error. `None` removes the bound (a later verification
+    /// pass, say).
+    pub fn set_deadline(&mut self, stop_ns: Option<u64>) {
+        let (stop, deadline) = match stop_ns {
+            Some(t) => (t, t.saturating_add(DRAIN_GRACE.as_nanos() as u64)),
+            None => (deadline::NONE, deadline::NONE),
+        };
+        self.bound.stop.store(stop, Ordering::Relaxed);
+        self.bound.deadline.store(deadline, Ordering::Relaxed);
+        self.bound.cancelled.store(0, Ordering::Relaxed);
+    }
+
+    /// Requests cancelled because the deadline of [`Engine::set_deadline`] passed: submitted,
+    /// never completed, in no statistic.
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled
     }
 
     fn stop_requested(&self) -> bool {
@@ -422,7 +459,9 @@ impl Engine {
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
         if dir == Dir::Write && verify {
             let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
-            verify::fill(buf, offset, seed);
+            // The slot may be longer than this request (bs=R,W): the header names `len`.
+            let n = (len as usize).min(buf.len());
+            verify::fill(&mut buf[..n], offset, seed);
         }
         self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
@@ -520,13 +559,21 @@ impl Engine {
             error,
             on_done,
             errs,
+            bound,
+            cancelled,
             ..
         } = self;
+        let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(slab) = q.requests_mut() else {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
         let r = slab.complete(h, |meta, buf| {
+            if c.result == -libc::ECANCELED && deadline_passed {
+                // Cancelled at the deadline: not done, not failed.
+                *cancelled += 1;
+                return Ok(());
+            }
             if c.result < 0 {
                 return Err(io_error(cfg, meta, -c.result));
             }
@@ -559,7 +606,8 @@ impl Engine {
                                 .copied()
                                 .unwrap_or(false))
                     {
-                        verify::check(buf, meta.offset).map_err(verify_error)?;
+                        let n = (meta.len as usize).min(buf.len());
+                        verify::check(&buf[..n], meta.offset).map_err(verify_error)?;
                     }
                     &mut *read
                 }
@@ -1334,6 +1382,16 @@ fn verify_error(m: verify::Mismatch) -> Error {
             "verify",
             format!(
                 "found no verify header in the block at offset {offset}: the file was not written with verification on"
+            ),
+        ),
+        verify::Mismatch::OtherLength {
+            offset,
+            written,
+            read,
+        } => Error::config(
+            "bs",
+            format!(
+                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
             ),
         ),
         m => Error::Verify(m.to_string()),

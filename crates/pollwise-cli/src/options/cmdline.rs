@@ -109,6 +109,21 @@ fn is_bool_word(s: &str) -> bool {
     )
 }
 
+/// The process's words as text: a word that is not UTF-8 is a usage error naming it (std's
+/// `env::args` would panic on it).
+pub fn words_from_os(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Vec<String>> {
+    args.into_iter()
+        .map(|a| {
+            a.into_string().map_err(|a| {
+                Error::Usage(format!(
+                    "the word '{}' is not UTF-8 text: pollwise takes options and paths written in UTF-8",
+                    a.to_string_lossy()
+                ))
+            })
+        })
+        .collect()
+}
+
 /// Splits `args` (the words after the command) into sections.
 pub fn parse(args: &[String]) -> Result<CmdLine> {
     let mut sections = vec![Section {
@@ -264,6 +279,17 @@ mod tests {
             c.last("name").unwrap().origin,
             Origin::CommandLine { arg: 3 }
         );
+    }
+
+    #[test]
+    fn words_that_are_not_utf8_are_usage_errors() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let ok = words_from_os(["run".into(), "--bs=4k".into()]).unwrap();
+        assert_eq!(ok, ["run", "--bs=4k"]);
+        let bad = std::ffi::OsString::from_vec(b"--filename=/tmp/\xff".to_vec());
+        let e = words_from_os(["run".into(), bad]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]

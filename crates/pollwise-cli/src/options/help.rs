@@ -103,8 +103,12 @@ pub fn command_help(cmd: &CommandSpec) -> String {
         .filter(|o| o.scope == Scope::Job && !cmd.accepts(o))
         .map(|o| format!("--{}", o.name))
         .collect();
-    if !refused.is_empty() && refused.len() <= 12 {
-        let _ = writeln!(h, "\nset by the command, not taken: {}", refused.join(" "));
+    if !refused.is_empty() && refused.len() <= 30 {
+        let _ = writeln!(
+            h,
+            "\nset by the command or not used by it, not taken: {}",
+            refused.join(" ")
+        );
     }
     if cmd.name == "run" || cmd.name == "compare" {
         let _ = writeln!(h, "\nwait modes: {}", MODES.join(", "));

@@ -84,12 +84,42 @@ fn setting(line: &str, at: Origin) -> Result<Setting> {
     })
 }
 
+/// The longest job file (or included file) read: job files are a few lines; a larger one is a
+/// mistake (`include /dev/zero`, a log file) that would otherwise be read whole into memory.
+pub const MAX_JOB_FILE: u64 = 1 << 20;
+
 fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        let by = from
-            .map(|o| format!(" (included at {o})"))
-            .unwrap_or_default();
+    use std::io::Read as _;
+    let by = from
+        .map(|o| format!(" (included at {o})"))
+        .unwrap_or_default();
+    let cannot = |e: &dyn std::fmt::Display| {
         usage(format!("cannot read job file {}{by}: {e}", path.display()))
+    };
+    // A device or a FIFO (`/dev/zero`, `/dev/stdin`) never ends or blocks: only regular files.
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(usage(format!(
+            "job file {}{by} is not a regular file: name a file holding the job's options",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_JOB_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > MAX_JOB_FILE {
+        return Err(usage(format!(
+            "job file {}{by} is larger than {} MiB: a job file holds a few lines of options",
+            path.display(),
+            MAX_JOB_FILE >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        usage(format!(
+            "job file {}{by} is not UTF-8 text: a job file holds lines of key=value",
+            path.display()
+        ))
     })
 }
 
@@ -336,6 +366,23 @@ mod tests {
         );
         let e = parse_text(&d.path().join("j.fio"), "[a]\ninclude bad.fio\n").unwrap_err();
         assert!(e.to_string().contains("options only"), "{e}");
+    }
+
+    #[test]
+    fn includes_of_devices_and_huge_files_are_refused_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let j = d.path().join("j.fio");
+        // Before: read_to_string(/dev/zero) filled memory until the process died.
+        let e = parse_text(&j, "[a]\ninclude /dev/zero\n").unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let big = d.path().join("big.fio");
+        std::fs::write(&big, "x".repeat(MAX_JOB_FILE as usize + 1)).unwrap();
+        let e = parse_text(&j, &format!("[a]\ninclude {}\n", big.display())).unwrap_err();
+        assert!(e.to_string().contains("larger than 1 MiB"), "{e}");
+        std::fs::write(&big, b"[a]\nbs=\xff\n").unwrap();
+        let e = parse_file(&big).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]

@@ -539,14 +539,52 @@ impl CommandSpec {
 }
 
 const SET_BY_HC: &str =
-    "--{opt} is set by the scenario: use --threads, --batch, --modes and --thinktime";
+    "--{opt} is set by the scenario (`pollwise scenario hybrid-contention`) or not used by it: use --threads, --batch, --modes and --thinktime";
+/// Job options the shared-poller scenario sets itself or does not use (reads only, time-based,
+/// one request per submit; its engines have buffers of their own, never registered ones).
 const POLLER_FIXED: &[&str] = &[
     "numjobs",
     "rw",
+    "rwmixread",
     "sqthread_poll",
     "sqthread_poll_cpu",
     "sqthread_share",
     "ioengine",
+    "sim_latency",
+    "io_size",
+    "time_based",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete_min",
+    "verify",
+    "fixedbufs",
+];
+/// As [`POLLER_FIXED`], and the fairness scenario's clients never think and never use an
+/// io_uring ring of their own (only the shared poller's).
+const FAIRNESS_FIXED: &[&str] = &[
+    "numjobs",
+    "rw",
+    "rwmixread",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "sqthread_share",
+    "ioengine",
+    "sim_latency",
+    "io_size",
+    "time_based",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete_min",
+    "verify",
+    "fixedbufs",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "registerfiles",
+    "sqthread_idle",
+    "hipri",
+    "hybrid_iopoll",
+    "coop_taskrun",
+    "defer_taskrun",
+    "single_issuer",
 ];
 const DAEMON_JOB: &[&str] = &[
     "filename",
@@ -586,7 +624,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "hybrid-contention",
         scenario: true,
         about: "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
-        job: JobUse::Except(&["numjobs", "iodepth", "mode", "thinktime_spin", "thinktime_blocks"]),
+        job: JobUse::Except(&["numjobs", "iodepth", "mode", "thinktime_spin", "thinktime_blocks", "iodepth_batch_submit", "iodepth_batch_complete_min", "time_based", "io_size"]),
         job_refusal: SET_BY_HC,
         refuse: &[],
         defaults: &[("thinktime", "200us"), ("runtime", "1500ms"), ("ramp_time", "100ms"), ("size", "128M")],
@@ -596,7 +634,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         scenario: true,
         about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
         job: JobUse::Except(POLLER_FIXED),
-        job_refusal: "--{opt} is set by the scenario: use --iodepth, --sparse_interval, --variants and the --poller_* options",
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
         refuse: &[],
         defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
     },
@@ -604,8 +642,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         name: "fairness",
         scenario: true,
         about: "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
-        job: JobUse::Except(POLLER_FIXED),
-        job_refusal: "--{opt} is set by the scenario: use --iodepth, --burst and the --poller_* options",
+        job: JobUse::Except(FAIRNESS_FIXED),
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario fairness`) or not used by it: use --iodepth, --burst and the --poller_* options",
         refuse: &[],
         defaults: &[("runtime", "4s"), ("ramp_time", "500ms"), ("iodepth", "32"), ("poller_depth", "128"), ("size", "256M")],
     },

@@ -64,6 +64,9 @@ pub enum LatencyModel {
     },
 }
 
+/// The longest latency the model draws or the grammar takes: 10^18 ns, about 31 years.
+pub const MAX_LATENCY_NS: u64 = 1_000_000_000_000_000_000;
+
 /// The forms a latency model is written in ([`LatencyModel`]'s `FromStr`), for messages.
 pub const MODEL_FORMS: &str = "fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 (mean, sigma) or bimodal:10us,100us,0.1 (fast, slow, share of slow)";
 
@@ -84,8 +87,12 @@ impl LatencyModel {
         }
     }
 
-    /// Draws one latency.
+    /// Draws one latency, at most [`MAX_LATENCY_NS`] (a log-normal tail can reach any value).
     pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        self.draw(rng).min(MAX_LATENCY_NS)
+    }
+
+    fn draw(&self, rng: &mut SplitMix64) -> u64 {
         match *self {
             LatencyModel::Fixed(n) => n,
             LatencyModel::Uniform(a, b) => a + rng.next_u64() % (b - a + 1),
@@ -138,7 +145,7 @@ fn duration_ns(s: &str) -> std::result::Result<u64, String> {
         DurationError::TooLong => format!("'{s}' is too long: use at most a few seconds"),
     })?;
     let ns = d.as_nanos();
-    if ns > 1_000_000_000_000_000 {
+    if ns > MAX_LATENCY_NS as u128 {
         return Err(format!("'{s}' is too long: use at most a few seconds"));
     }
     Ok(ns as u64)
@@ -371,7 +378,7 @@ unsafe impl Queue for SimQueue {
         let now = self.clock.now_ns();
         let n = self.pending.len();
         for (user_data, result) in self.pending.drain(..) {
-            let due = now + self.model.sample(&mut self.rng);
+            let due = now.saturating_add(self.model.sample(&mut self.rng));
             self.flying
                 .push(Reverse((due, self.seq, user_data, result)));
             self.seq += 1;
@@ -471,6 +478,28 @@ mod tests {
             },
         );
         (q, clock)
+    }
+
+    #[test]
+    fn a_long_lognormal_tail_is_capped_not_overflowed() {
+        // Before: exp() of a wide log-normal reached u64::MAX and `now + latency` overflowed
+        // (a panic in debug builds, a wrapped due time in release).
+        let m: LatencyModel = "lognormal:1000000s,10".parse().unwrap();
+        let mut rng = SplitMix64::new(7);
+        assert!((0..10_000).all(|_| m.sample(&mut rng) <= MAX_LATENCY_NS));
+        let (mut q, _clock) = virt("lognormal:1000000s,10", 1);
+        for i in 0..64 {
+            // SAFETY: the simulated device never touches the (null) buffer.
+            unsafe { q.push(&nop(i)).unwrap() };
+            if q.pending.len() == q.entries {
+                q.submit().unwrap();
+            }
+        }
+        q.submit().unwrap();
+        q.cancel_all().unwrap();
+        let mut n = 0;
+        q.poll(&mut |_| n += 1).unwrap();
+        assert_eq!(n, 64);
     }
 
     #[test]
