@@ -24,7 +24,7 @@ pub fn soft_limit(res: Resource) -> Option<u64> {
     if unsafe { libc::getrlimit(which, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
         return None;
     }
-    Some(r.rlim_cur as u64)
+    Some(r.rlim_cur)
 }
 
 /// True if the effective user is root (limits such as [`Resource::Processes`] do not bind it).
