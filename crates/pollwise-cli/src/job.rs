@@ -1142,16 +1142,15 @@ fn setup_engine(
                 }
             }
         }
-        let mut q = q?;
+        let q = q?;
         let cfg = engine_config_for(spec, target.size, i);
         let policy = spec.policy.build(clock.clone());
-        let mut slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
+        let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
+        let (q, tally) = with_faults(spec, q, i, target)?;
+        *faults.borrow_mut() = tally;
+        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
         if spec.fixedbufs {
-            let iov = slab.iovecs();
-            // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
-            // that do not move when the slab does; the engine's queue owns both, and a buffer
-            // an operation may still use is leaked by the slab, never freed.
-            unsafe { q.register_buffers(&iov) }.map_err(|e| {
+            engine.register_fixed_buffers().map_err(|e| {
                 let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
                     .unwrap_or_default();
                 Error::Io(format!(
@@ -1160,9 +1159,6 @@ fn setup_engine(
                 ))
             })?;
         }
-        let (q, tally) = with_faults(spec, q, i, target)?;
-        *faults.borrow_mut() = tally;
-        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
         engine.set_continue_on_error(spec.continue_on_error);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
