@@ -24,6 +24,8 @@ pub mod model;
 pub mod poller_client;
 pub mod ring;
 pub mod sim;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod uring;
 
 use std::collections::VecDeque;
@@ -483,6 +485,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         let h = self.record(op, None)?;
         // SAFETY: the caller's contract, forwarded.
         unsafe { self.push_recorded(op, h) }
+    }
+
+    /// Queues a no-op (it touches no buffer, so any device may take it safely); its completion
+    /// comes back with `user_data` and result 0. `WouldBlock` when the records or the device
+    /// are full.
+    pub fn push_nop(&mut self, user_data: u64) -> io::Result<()> {
+        // SAFETY: a nop names no buffer: `Queue::push`'s contract asks nothing of it.
+        unsafe { self.push(&Op::nop(user_data)) }
     }
 
     /// Pushes `op` to the device under the token `t` of its record; forgets the record if the
