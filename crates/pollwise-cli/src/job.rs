@@ -23,6 +23,7 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
+use pollwise::sys::limits;
 use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
@@ -421,18 +422,10 @@ pub const JOB_STACK: usize = 512 << 10;
 
 /// Bytes this process may still map under RLIMIT_AS (`ulimit -v`), if it has a limit.
 fn address_space_left() -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit through the pointer we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY
-    {
-        return None;
-    }
+    let limit = limits::soft_limit(limits::Resource::AddressSpace)?;
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let vm_kb = status_kb(&status, "VmSize:")?;
-    Some(r.rlim_cur.saturating_sub(vm_kb * 1024))
+    Some(limit.saturating_sub(vm_kb * 1024))
 }
 
 /// A `Key:   N kB` line of /proc/self/status.
@@ -492,18 +485,10 @@ fn max_threads(maps_per_thread: u64) -> Option<u64> {
         .unwrap_or(0);
     let by_maps = maps.saturating_sub(used) / maps_per_thread;
     let by_tasks = read("/proc/sys/kernel/threads-max").unwrap_or(u64::MAX);
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit through the pointer we pass; geteuid has no effects.
-    let by_nproc = if unsafe { libc::geteuid() } != 0
-        && unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut r) } == 0
-        && r.rlim_cur != libc::RLIM_INFINITY
-    {
-        r.rlim_cur
-    } else {
+    let by_nproc = if limits::is_root() {
         u64::MAX
+    } else {
+        limits::soft_limit(limits::Resource::Processes).unwrap_or(u64::MAX)
     };
     Some(by_maps.min(by_tasks).min(by_nproc))
 }
@@ -629,7 +614,6 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
 
 /// Bytes free for an unprivileged user on the filesystem that holds (or will hold) `path`.
 fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
     let dir = if path.exists() {
         path.to_path_buf()
     } else {
@@ -638,16 +622,7 @@ fn free_bytes(path: &Path) -> Option<u64> {
             _ => PathBuf::from("."),
         }
     };
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `statvfs` is plain old data (integers only), for which all-zero bytes are a valid
-    // value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a NUL-terminated path that outlives the call, and `st` is a valid, writable
-    // `statvfs` that statvfs(3) fills and nothing else aliases.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    pollwise::sys::fs::space(&dir).ok().map(|s| s.available)
 }
 
 /// The error for a file that cannot be created: its cause and fix from the errno table.
@@ -1191,16 +1166,15 @@ fn setup_engine(
                 }
             }
         }
-        let mut q = q?;
+        let q = q?;
         let cfg = engine_config_for(spec, target.size, i);
         let policy = spec.policy.build(clock.clone());
-        let mut slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
+        let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
+        let (q, tally) = with_faults(spec, q, i, target)?;
+        *faults.borrow_mut() = tally;
+        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
         if spec.fixedbufs {
-            let iov = slab.iovecs();
-            // SAFETY: the iovecs describe the slab's slot buffers, which are heap allocations
-            // that do not move when the slab does; the engine's queue owns both, and a buffer
-            // an operation may still use is leaked by the slab, never freed.
-            unsafe { q.register_buffers(&iov) }.map_err(|e| {
+            engine.register_fixed_buffers().map_err(|e| {
                 let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
                     .unwrap_or_default();
                 Error::Io(format!(
@@ -1209,9 +1183,6 @@ fn setup_engine(
                 ))
             })?;
         }
-        let (q, tally) = with_faults(spec, q, i, target)?;
-        *faults.borrow_mut() = tally;
-        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
         engine.set_continue_on_error(spec.continue_on_error);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))

@@ -4,7 +4,8 @@
 //! options, jobs and their threads, laying out files, the scenarios and the reports. The binary
 //! (`main.rs`) only dispatches; the parts are a library so the integration tests can drive them.
 
-#![warn(missing_docs, unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod calibrate;
 pub mod cleanup;

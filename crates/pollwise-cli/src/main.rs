@@ -3,6 +3,8 @@
 //! Thin by design: parse the options against the table, build a job, call the library, print the
 //! report.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write as _;
 use std::process::ExitCode;
 

@@ -239,8 +239,9 @@ impl Engine {
         Engine::with_slab(q, policy, clock, cfg, slab)
     }
 
-    /// An engine over `q` using `slab` (whose buffers may already be registered with `q` as
-    /// fixed buffers, for `cfg.fixedbufs`). The slab needs `cfg.iodepth` slots of `cfg.bs`.
+    /// An engine over `q` using `slab` (register its buffers as `q`'s fixed buffers with
+    /// [`Engine::register_fixed_buffers`], for `cfg.fixedbufs`). The slab needs `cfg.iodepth`
+    /// slots of `cfg.bs`.
     pub fn with_slab(
         q: Box<dyn Queue + Send>,
         policy: Box<dyn WaitPolicy>,
@@ -338,6 +339,13 @@ impl Engine {
 
     fn stop_requested(&self) -> bool {
         self.stop_check.as_ref().is_some_and(|f| f())
+    }
+
+    /// Registers the engine's request buffers as its device's fixed buffers (for
+    /// `cfg.fixedbufs`): see [`Tracked::register_request_buffers`]. `Unsupported` on a device
+    /// without fixed buffers; an io_uring ring may refuse with `ENOMEM` (locked memory).
+    pub fn register_fixed_buffers(&mut self) -> std::io::Result<()> {
+        self.q.register_request_buffers()
     }
 
     /// The queue (its records, its counters, the device).

@@ -83,9 +83,7 @@ pub fn cpu() -> (String, u64) {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (model, n.max(1) as u64)
+    (model, pollwise::sys::sysconf::online_cpus() as u64)
 }
 
 fn dev_of(major: u32, minor: u32) -> String {

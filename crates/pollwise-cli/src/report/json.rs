@@ -388,17 +388,7 @@ pub fn jobs_json(jobs: Vec<Value>) -> Value {
 
 /// `ctime(3)` without its newline: `Sun Nov 22 02:43:56 2026`, local time, as fio's `time`.
 pub fn ctime(secs: i64) -> String {
-    let t: libc::time_t = secs as libc::time_t;
-    let mut buf = [0 as libc::c_char; 64];
-    // SAFETY: ctime_r writes at most 26 bytes into the buffer we provide (64 bytes) and returns
-    // either that buffer or null.
-    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: ctime_r succeeded, so buf holds a NUL-terminated string.
-    let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    s.to_string_lossy().trim_end().to_string()
+    pollwise::sys::time::local_ctime(secs)
 }
 
 /// Where a key sorts in an object printed by [`to_pretty`]: numbers by value, `>=N` just after

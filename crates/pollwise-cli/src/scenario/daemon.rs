@@ -36,10 +36,10 @@ use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, Op, OpKind, Queue};
+use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
-use pollwise::request::{Dir, Handle, ReqMeta, Slab, State};
+use pollwise::request::{Dir, Handle, ReqMeta, Slab};
 use pollwise::stats::DirStats;
 
 use crate::{Error, Result};
@@ -116,10 +116,10 @@ impl DaemonReport {
     }
 }
 
-/// The host side: the io_uring ring, the buffers, and who asked for what.
+/// The host side: the io_uring ring with the buffers it owns, and who asked for what.
 struct Storage {
-    q: UringQueue,
-    slab: Slab,
+    /// The ring, owning the slab whose buffers its reads use.
+    q: Tracked<UringQueue>,
     /// By slab slot: (channel, the request's user_data).
     owner: Vec<(usize, u64)>,
     responses: Vec<Responses<Completion>>,
@@ -164,35 +164,22 @@ impl Storage {
             len: self.block,
             ..Default::default()
         };
-        let Some(h) = self.slab.alloc(meta) else {
+        let Some(h) = self.slab().alloc(meta) else {
             self.fail("more reads in flight than buffers: an internal sizing error".into());
             self.reply(chan, r.user_data, -libc::ENOMEM);
             return;
         };
         self.owner[h.index()] = (chan, r.user_data);
-        // The buffer is the ring's from here until complete_all reaps the read.
-        let buf = match self.slab.start(h) {
-            Ok(raw) => raw.ptr,
-            Err(e) => {
-                self.fail(e.to_string());
-                self.abandon(h, chan, r.user_data, -libc::EIO);
-                return;
-            }
-        };
-        let op = Op {
+        // The buffer is the ring's from here until the read's completion is reaped.
+        let op = RequestOp {
             kind: OpKind::Read,
             file: 0,
-            buf,
-            len: self.block,
             offset: r.offset,
-            buf_index: None,
-            user_data: h.user_data(),
+            len: self.block,
+            fixed: false,
         };
         loop {
-            // SAFETY: the buffer is the slab slot's, in flight (no safe method reaches it) until
-            // the completion is reaped in `complete_all`; a slab dropped first leaks it, and the
-            // queue's drop cancels and waits for the I/O, so no drop order frees it early.
-            match unsafe { self.q.push(&op) } {
+            match self.q.push_request(h, op) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Err(e) = self.q.submit() {
@@ -210,14 +197,17 @@ impl Storage {
         }
     }
 
-    /// A read that never reached the ring: free its slot and answer the client with `res`, so
-    /// the request still completes exactly once.
+    /// The ring's requests.
+    fn slab(&mut self) -> &mut Slab {
+        self.q
+            .requests_mut()
+            .expect("the storage ring is built with its slab")
+    }
+
+    /// A read that never reached the ring (a refused push leaves it prepared): free its slot
+    /// and answer the client with `res`, so the request still completes exactly once.
     fn abandon(&mut self, h: Handle, chan: usize, tag: u64, res: i32) {
-        if self.slab.state(h) == Ok(State::InFlight) {
-            // SAFETY: the push failed: no ring holds the buffer.
-            let _ = unsafe { self.slab.unstart(h) };
-        }
-        let _ = self.slab.complete(h, |_, _| ());
+        let _ = self.slab().complete(h, |_, _| ());
         self.reply(chan, tag, res);
     }
 
@@ -239,11 +229,9 @@ impl Storage {
     fn complete_all(&mut self) {
         let mut done = std::mem::take(&mut self.done);
         for c in done.drain(..) {
+            // The queue's poll gave the buffer back (the request is Completed).
             let h = Handle::from_user_data(c.user_data);
-            // SAFETY: the ring handed back this read's completion: the kernel is done with
-            // its buffer.
-            let _ = unsafe { self.slab.finish(h) };
-            match self.slab.complete(h, |_, _| ()) {
+            match self.slab().complete(h, |_, _| ()) {
                 Ok(()) => {
                     let (chan, tag) = self.owner[h.index()];
                     self.reply(chan, tag, c.result);
@@ -336,9 +324,9 @@ fn reactor_thread(
         .map_err(|e| Error::Io(e.to_string()))?;
         let ring_fd = q.ring_fd();
         let slots = inflight.max(1);
+        let slab = Slab::new(slots, s.cfg.block_size as usize, 4096)?;
         let st = Rc::new(RefCell::new(Storage {
-            q,
-            slab: Slab::new(slots, s.cfg.block_size as usize, 4096)?,
+            q: Tracked::with_requests(q, clock.clone(), slab),
             owner: vec![(0, 0); slots],
             responses: s.responses,
             done: Vec::new(),

@@ -224,6 +224,7 @@ mod tests {
     use super::*;
     use crate::clock::FakeClock;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
+    use crate::queue::testing::push_bufferless;
     use crate::queue::{Op, OpKind};
 
     struct Rig {
@@ -267,8 +268,7 @@ mod tests {
                 buf_index: None,
                 user_data: self.next,
             };
-            // SAFETY: the simulated device touches no buffer.
-            unsafe { self.q.push(&op) }.unwrap();
+            push_bufferless(&mut self.q, &op).unwrap();
             self.q.submit().unwrap();
             let clock = self.clock.clone();
             let mut n = 0;

@@ -668,60 +668,16 @@ mod tests {
     use crate::policy::contention::Reading;
     use crate::policy::Mode;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
+    use crate::queue::testing::{push_bufferless, ScriptedSim};
     use crate::queue::uring::{UringOptions, UringQueue};
-    use crate::queue::{Op, OpKind, QueueCounters, WaitOutcome};
+    use crate::queue::{Op, OpKind};
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::time::Duration;
 
     const POLL_COST: u64 = 250;
 
-    /// A simulated device on a fake clock that also moves the clock's thread CPU time (what
-    /// auto's epochs and hybrid's sleep cost read): a poll costs its virtual time in CPU, a wait
-    /// that blocks wakes `late` ns after what it waited for and costs `wake_cpu` ns of CPU
-    /// (timer, context switches), as on a real machine.
-    struct Dev {
-        inner: SimQueue,
-        clock: FakeClock,
-        late: u64,
-        wake_cpu: u64,
-    }
-
-    // SAFETY: forwards to the simulated device, which touches no buffer and hands back each
-    // completion once.
-    unsafe impl Queue for Dev {
-        fn kind(&self) -> &'static str {
-            "scripted-sim"
-        }
-        unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-            // SAFETY: forwarded under the caller's contract.
-            unsafe { self.inner.push(op) }
-        }
-        fn submit(&mut self) -> io::Result<usize> {
-            self.inner.submit()
-        }
-        fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-            self.clock.advance_cpu(POLL_COST);
-            self.inner.poll(sink)
-        }
-        fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-            let t0 = self.clock.now_ns();
-            let r = self.inner.wait(min, timeout)?;
-            if self.clock.now_ns() > t0 {
-                self.clock.advance(self.late);
-                self.clock.advance_cpu(self.wake_cpu);
-            }
-            Ok(r)
-        }
-        fn in_flight(&self) -> usize {
-            self.inner.in_flight()
-        }
-        fn counters(&self) -> QueueCounters {
-            self.inner.counters()
-        }
-    }
-
-    /// Signals a test sets: the thread's CPU time from the fake clock (moved by [`Dev`]),
+    /// Signals a test sets: the thread's CPU time from the fake clock (moved by
+    /// [`ScriptedSim`]),
     /// runnable threads from a knob.
     struct Script {
         clock: FakeClock,
@@ -746,7 +702,7 @@ mod tests {
 
     struct Rig {
         clock: FakeClock,
-        q: Tracked<Dev>,
+        q: Tracked<ScriptedSim>,
         p: Auto,
         runnable: Arc<AtomicU32>,
         gen: u64,
@@ -776,9 +732,10 @@ mod tests {
                     runnable: runnable.clone(),
                 }),
             );
-            let dev = Dev {
+            let dev = ScriptedSim {
                 inner,
                 clock: clock.clone(),
+                poll_cpu: POLL_COST,
                 late,
                 wake_cpu,
             };
@@ -805,8 +762,7 @@ mod tests {
                 buf_index: None,
                 user_data: ud,
             };
-            // SAFETY: the simulated device touches no buffer.
-            unsafe { self.q.push(&op) }.unwrap();
+            push_bufferless(&mut self.q, &op).unwrap();
             assert!(self.flying.insert(ud, 0).is_none());
         }
 
@@ -1075,8 +1031,7 @@ mod tests {
         while clock.now_ns() < end {
             while q.in_flight() < 8 {
                 next += 1;
-                // SAFETY: a nop touches no buffer.
-                unsafe { q.push(&Op::nop(next)) }.unwrap();
+                q.push_nop(next).unwrap();
                 pushed += 1;
             }
             p.wait(&mut q, 2, &mut |c| {

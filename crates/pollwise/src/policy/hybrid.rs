@@ -557,6 +557,7 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::predict::BOOTSTRAP_SAMPLES;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
+    use crate::queue::testing::{push_bufferless, Bufferless, LateQueue};
     use crate::queue::{Op, OpKind};
     use crate::request::{Dir, ReqClass};
 
@@ -578,7 +579,7 @@ mod tests {
         }
     }
 
-    struct Rig<Q: Queue = SimQueue> {
+    struct Rig<Q: Bufferless = SimQueue> {
         clock: FakeClock,
         q: Tracked<Q>,
         p: Hybrid,
@@ -591,7 +592,7 @@ mod tests {
         }
     }
 
-    impl<Q: Queue> Rig<Q> {
+    impl<Q: Bufferless> Rig<Q> {
         /// A rig over the simulated device as `wrap` wraps it.
         fn with(
             fraction: f64,
@@ -628,8 +629,7 @@ mod tests {
             self.gen += 1;
             let ud = (self.gen << 32) | slot;
             let op = read_op(ud);
-            // SAFETY: the simulated device touches no buffer.
-            unsafe { self.q.push(&op) }.unwrap();
+            push_bufferless(&mut self.q, &op).unwrap();
             self.q.submit().unwrap();
             ud
         }
@@ -744,46 +744,6 @@ mod tests {
         // Submitted together, the eight share one deadline: one sleep per batch, then polls.
         assert_eq!(c.sleeps, 50, "{c:?}");
         assert_eq!(r.q.ops().count(), 0);
-    }
-
-    /// A simulated device whose timed-out waits wake `late` ns after their timer, as real
-    /// timers do, and whose every wait costs the waiting thread `wake_cpu` ns of CPU.
-    struct LateQueue {
-        inner: SimQueue,
-        clock: FakeClock,
-        late: u64,
-        wake_cpu: u64,
-    }
-
-    // SAFETY: forwards to the simulated device, which touches no buffer.
-    unsafe impl Queue for LateQueue {
-        fn kind(&self) -> &'static str {
-            "late-sim"
-        }
-        unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-            // SAFETY: forwarded under the caller's contract.
-            unsafe { self.inner.push(op) }
-        }
-        fn submit(&mut self) -> io::Result<usize> {
-            self.inner.submit()
-        }
-        fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-            self.inner.poll(sink)
-        }
-        fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-            let r = self.inner.wait(min, timeout)?;
-            if r == WaitOutcome::TimedOut {
-                self.clock.advance(self.late);
-            }
-            self.clock.advance_cpu(self.wake_cpu);
-            Ok(r)
-        }
-        fn in_flight(&self) -> usize {
-            self.inner.in_flight()
-        }
-        fn counters(&self) -> crate::queue::QueueCounters {
-            self.inner.counters()
-        }
     }
 
     #[test]

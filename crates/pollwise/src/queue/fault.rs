@@ -331,6 +331,15 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         Ok(())
     }
 
+    unsafe fn register_buffers(&mut self, bufs: &[libc::iovec]) -> io::Result<()> {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.inner.register_buffers(bufs) }
+    }
+
+    fn unregister_buffers(&mut self) -> io::Result<()> {
+        self.inner.unregister_buffers()
+    }
+
     fn submit(&mut self) -> io::Result<usize> {
         if self.unsubmitted > 0 && self.spec.eagain > 0.0 && !self.cancelling {
             let u = self.rng.unit();

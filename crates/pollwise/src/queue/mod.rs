@@ -24,6 +24,8 @@ pub mod model;
 pub mod poller_client;
 pub mod ring;
 pub mod sim;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod uring;
 
 use std::collections::VecDeque;
@@ -185,6 +187,28 @@ pub unsafe trait Queue {
     fn cancel_all(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Registers `bufs` as the device's fixed buffers, addressed by [`Op::buf_index`]. The
+    /// default has none: `Unsupported`. Safe callers use
+    /// [`Tracked::register_request_buffers`].
+    ///
+    /// # Safety
+    ///
+    /// Each iovec must describe memory valid for its length that stays valid until
+    /// [`unregister_buffers`](Queue::unregister_buffers) succeeds or the queue is dropped.
+    unsafe fn register_buffers(&mut self, bufs: &[libc::iovec]) -> io::Result<()> {
+        let _ = bufs;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this queue has no fixed buffers",
+        ))
+    }
+
+    /// Forgets the fixed buffers, if any: once it succeeds, the device no longer uses them
+    /// (operations in flight on them keep theirs until they complete). The default has none.
+    fn unregister_buffers(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 // SAFETY: forwards every call to the boxed queue, which keeps the promise.
@@ -216,6 +240,13 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn cancel_all(&mut self) -> io::Result<()> {
         (**self).cancel_all()
+    }
+    unsafe fn register_buffers(&mut self, bufs: &[libc::iovec]) -> io::Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { (**self).register_buffers(bufs) }
+    }
+    fn unregister_buffers(&mut self) -> io::Result<()> {
+        (**self).unregister_buffers()
     }
 }
 
@@ -294,6 +325,8 @@ pub struct Tracked<Q: Queue + ?Sized> {
     /// The device's `submitted` counter when last looked at.
     seen_submitted: u64,
     requests: Option<Slab>,
+    /// The owned slab's buffers are the device's fixed buffers.
+    registered: bool,
     inner: Q,
 }
 
@@ -309,6 +342,7 @@ impl<Q: Queue> Tracked<Q> {
             pending: VecDeque::with_capacity(capacity),
             seen_submitted,
             requests: None,
+            registered: false,
             inner,
         })
     }
@@ -351,6 +385,44 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// A short name for reports.
     pub fn kind(&self) -> &'static str {
         self.inner.kind()
+    }
+
+    /// Registers the owned slab's buffers as the device's fixed buffers (slot `i` is buffer
+    /// `i`), for [`RequestOp::fixed`]. `InvalidInput` if this queue owns no slab, `Unsupported`
+    /// on a device without fixed buffers, else the device's error (an io_uring ring may refuse
+    /// with `ENOMEM` under `ulimit -l`).
+    ///
+    /// The buffers stay valid as long as the device may use them: this queue owns both, drops
+    /// unregister them before the slab is freed, and a slab taken out of this queue while its
+    /// buffers are registered leaks them when it drops rather than freeing them.
+    pub fn register_request_buffers(&mut self) -> io::Result<()> {
+        let Some(slab) = self.requests.as_mut() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "this queue owns no requests",
+            ));
+        };
+        let iov = slab.iovecs();
+        slab.set_registered(true);
+        // SAFETY: the iovecs describe the slab's slot buffers, heap allocations that do not
+        // move when the slab does. The slab is marked registered above, so it leaks them, never
+        // frees them, if it drops before the device forgets them (taken out through
+        // `requests_mut`); the slab this queue owns is dropped only after `Drop for Tracked`
+        // has unregistered them (and stays marked, leaking, if that fails).
+        match unsafe { self.inner.register_buffers(&iov) } {
+            Ok(()) => {
+                self.registered = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing newly registered: the slab is as registered as it was before.
+                let was = self.registered;
+                if let Some(slab) = self.requests.as_mut() {
+                    slab.set_registered(was);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// The most operations in flight at once.
@@ -413,6 +485,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         let h = self.record(op, None)?;
         // SAFETY: the caller's contract, forwarded.
         unsafe { self.push_recorded(op, h) }
+    }
+
+    /// Queues a no-op (it touches no buffer, so any device may take it safely); its completion
+    /// comes back with `user_data` and result 0. `WouldBlock` when the records or the device
+    /// are full.
+    pub fn push_nop(&mut self, user_data: u64) -> io::Result<()> {
+        // SAFETY: a nop names no buffer: `Queue::push`'s contract asks nothing of it.
+        unsafe { self.push(&Op::nop(user_data)) }
     }
 
     /// Pushes `op` to the device under the token `t` of its record; forgets the record if the
@@ -620,6 +700,20 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
 impl<Q: Queue + ?Sized> Drop for Tracked<Q> {
     fn drop(&mut self) {
+        self.drain_on_drop();
+        if self.registered && self.inner.unregister_buffers().is_ok() {
+            // The device no longer uses the slab's buffers (beyond operations still in flight,
+            // whose buffers the slab leaks): they may be freed with it.
+            if let Some(slab) = self.requests.as_mut() {
+                slab.set_registered(false);
+            }
+        }
+    }
+}
+
+impl<Q: Queue + ?Sized> Tracked<Q> {
+    /// Cancels and waits for what is in flight, bounded; says so if some did not answer.
+    fn drain_on_drop(&mut self) {
         if self.ops.is_empty() {
             return;
         }

@@ -153,6 +153,9 @@ pub struct Slab {
     bufs: Vec<Option<AlignedBuf>>,
     buf_len: usize,
     in_kernel: usize,
+    /// Every buffer is a device's fixed buffer: dropping leaks them all (see
+    /// [`Tracked::register_request_buffers`](crate::queue::Tracked::register_request_buffers)).
+    registered: bool,
 }
 
 impl std::fmt::Debug for Slab {
@@ -190,6 +193,7 @@ impl Slab {
             bufs,
             buf_len,
             in_kernel: 0,
+            registered: false,
         })
     }
 
@@ -397,6 +401,12 @@ impl Slab {
         Ok(r)
     }
 
+    /// Marks every buffer as registered with a device (or no longer): a registered slab
+    /// leaks all its buffers when dropped instead of freeing them.
+    pub(crate) fn set_registered(&mut self, on: bool) {
+        self.registered = on;
+    }
+
     /// The iovecs of every slot's buffer, in slot order: slot `i` is fixed buffer `i`.
     pub fn iovecs(&mut self) -> Vec<libc::iovec> {
         self.bufs
@@ -417,6 +427,24 @@ impl Slab {
 
 impl Drop for Slab {
     fn drop(&mut self) {
+        if self.registered {
+            // A device may still use any of them: leak them all rather than free them.
+            let leaked: usize = self
+                .bufs
+                .iter_mut()
+                .filter_map(Option::take)
+                .map(|b| {
+                    let n = b.len();
+                    std::mem::forget(b);
+                    n
+                })
+                .sum();
+            LEAKED_BYTES.fetch_add(leaked as u64, Ordering::Relaxed);
+            eprintln!(
+                "pollwise: a slab dropped while its buffers are a device's fixed buffers; leaking their {leaked} bytes rather than freeing memory the device may use"
+            );
+            return;
+        }
         if self.in_kernel == 0 {
             return;
         }

@@ -11,14 +11,20 @@
 //! - [`epoll`]: an epoll instance (the reactor's portable fd monitor);
 //! - [`uring`]: io_uring setup with any flag, and probing of its features and opcodes;
 //! - [`blockdev`]: block device size, logical block size and direct-I/O alignment;
-//! - [`sysconf`]: physical memory, online CPUs, and a trivial system call to time.
+//! - [`sysconf`]: physical memory, online CPUs, and a trivial system call to time;
+//! - [`limits`]: soft resource limits and whether the effective user is root;
+//! - [`fs`]: free and total space of a filesystem;
+//! - [`time`]: `ctime` text of a wall-clock time.
 
 pub mod affinity;
 pub mod blockdev;
 pub mod epoll;
 pub mod eventfd;
+pub mod fs;
 pub mod futex;
+pub mod limits;
 pub mod rusage;
 pub mod sysconf;
+pub mod time;
 pub mod timerslack;
 pub mod uring;

@@ -1,0 +1,129 @@
+//! Test helpers for the layers above the queues: simulated devices scripted for the policy
+//! tests, and a safe push for devices that touch no buffer. The `unsafe` these need stays here,
+//! in the queue layer.
+
+use std::io;
+use std::time::Duration;
+
+use super::sim::SimQueue;
+use super::{Completion, Op, Queue, QueueCounters, Tracked, WaitOutcome};
+use crate::clock::{Clock, FakeClock};
+
+/// A device that never reads or writes an operation's buffer, so any operation may be pushed
+/// on it without one.
+///
+/// # Safety
+///
+/// Implementors never dereference [`Op::buf`].
+pub(crate) unsafe trait Bufferless: Queue {}
+
+// SAFETY: the simulated device completes operations without touching their buffers.
+unsafe impl Bufferless for SimQueue {}
+
+/// [`Tracked::push`], safe on a device that touches no buffer.
+pub(crate) fn push_bufferless<Q: Bufferless>(q: &mut Tracked<Q>, op: &Op) -> io::Result<()> {
+    // SAFETY: `Q` never dereferences the buffer (`Bufferless`), so no buffer must stay valid.
+    unsafe { q.push(op) }
+}
+
+/// A simulated device whose timed-out waits wake `late` ns after their timer, as real timers
+/// do, and whose every wait costs the waiting thread `wake_cpu` ns of CPU (hybrid's tests).
+pub(crate) struct LateQueue {
+    /// The device.
+    pub(crate) inner: SimQueue,
+    /// The virtual clock the device runs on.
+    pub(crate) clock: FakeClock,
+    /// How late a timed-out wait wakes, ns.
+    pub(crate) late: u64,
+    /// CPU each wait costs, ns.
+    pub(crate) wake_cpu: u64,
+}
+
+// SAFETY: forwards to the simulated device, which touches no buffer and hands back each
+// completion once.
+unsafe impl Queue for LateQueue {
+    fn kind(&self) -> &'static str {
+        "late-sim"
+    }
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.push(op) }
+    }
+    fn submit(&mut self) -> io::Result<usize> {
+        self.inner.submit()
+    }
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        self.inner.poll(sink)
+    }
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        let r = self.inner.wait(min, timeout)?;
+        if r == WaitOutcome::TimedOut {
+            self.clock.advance(self.late);
+        }
+        self.clock.advance_cpu(self.wake_cpu);
+        Ok(r)
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn counters(&self) -> QueueCounters {
+        self.inner.counters()
+    }
+}
+
+// SAFETY: the simulated device it forwards to touches no buffer.
+unsafe impl Bufferless for LateQueue {}
+
+/// A simulated device that charges the thread's (virtual) CPU as a machine would (auto's
+/// epochs and hybrid's sleep cost read it): a poll costs `poll_cpu` ns of CPU, a wait that
+/// blocks wakes `late` ns after what it waited for and costs `wake_cpu` ns of CPU (timer,
+/// context switches), as on a real machine (auto's tests).
+pub(crate) struct ScriptedSim {
+    /// The device.
+    pub(crate) inner: SimQueue,
+    /// The virtual clock the device runs on.
+    pub(crate) clock: FakeClock,
+    /// CPU each poll costs, ns.
+    pub(crate) poll_cpu: u64,
+    /// How late a blocking wait wakes, ns.
+    pub(crate) late: u64,
+    /// CPU each blocking wait costs, ns.
+    pub(crate) wake_cpu: u64,
+}
+
+// SAFETY: forwards to the simulated device, which touches no buffer and hands back each
+// completion once.
+unsafe impl Queue for ScriptedSim {
+    fn kind(&self) -> &'static str {
+        "scripted-sim"
+    }
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.push(op) }
+    }
+    fn submit(&mut self) -> io::Result<usize> {
+        self.inner.submit()
+    }
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        self.clock.advance_cpu(self.poll_cpu);
+        self.inner.poll(sink)
+    }
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        let t0 = self.clock.now_ns();
+        let r = self.inner.wait(min, timeout)?;
+        if self.clock.now_ns() > t0 {
+            self.clock.advance(self.late);
+            self.clock.advance_cpu(self.wake_cpu);
+        }
+        Ok(r)
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn counters(&self) -> QueueCounters {
+        self.inner.counters()
+    }
+}
+
+// SAFETY: the simulated device it forwards to touches no buffer.
+unsafe impl Bufferless for ScriptedSim {}
