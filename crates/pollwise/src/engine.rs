@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-mod deadline;
+use crate::queue::deadline;
 
 use crate::clock::Clock;
 use crate::policy::{PolicyCounters, WaitPolicy};

@@ -17,6 +17,7 @@
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
 
 pub mod channel;
+pub mod deadline;
 pub mod fault;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 pub mod model;

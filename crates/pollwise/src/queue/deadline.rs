@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 use crate::clock::Clock;
-use crate::queue::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 
 /// No deadline.
 pub const NONE: u64 = u64::MAX;
