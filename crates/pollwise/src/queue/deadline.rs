@@ -92,6 +92,15 @@ unsafe impl Queue for Bounded {
         unsafe { self.inner.push(op) }
     }
 
+    unsafe fn register_buffers(&mut self, bufs: &[libc::iovec]) -> io::Result<()> {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.inner.register_buffers(bufs) }
+    }
+
+    fn unregister_buffers(&mut self) -> io::Result<()> {
+        self.inner.unregister_buffers()
+    }
+
     fn submit(&mut self) -> io::Result<usize> {
         self.inner.submit()
     }
