@@ -696,15 +696,10 @@ fn fill(path: &Path, mut f: File, from: u64, to: u64, direct: bool) -> Result<()
     use std::io::{Seek, SeekFrom};
     f.seek(SeekFrom::Start(from)).map_err(io)?;
     let mut chunk = vec![0u8; 1 << 20];
-    let mut x = 0x2545_F491_4F6C_DD1Du64 ^ from;
+    let mut rng = pollwise::rng::Rng::new(from);
     let mut left = to - from;
     while left > 0 {
-        for w in chunk.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            w.copy_from_slice(&x.to_le_bytes()[..w.len()]);
-        }
+        rng.fill(&mut chunk);
         if crate::signals::interrupted() {
             return Err(Error::interrupted("while laying out the file"));
         }

@@ -25,6 +25,7 @@ use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
+use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Result};
 
@@ -122,12 +123,12 @@ pub type OnDone = Box<dyn FnMut(&Done) + Send>;
 
 /// Submission pacing: one request per `interval_ns`, the first at `next_ns` (see
 /// [`Engine::set_pace`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Pace {
     next_ns: u64,
     interval_ns: u64,
     /// Exponential gaps of mean `interval_ns` (Poisson arrivals), from this xorshift state.
-    poisson: Option<u64>,
+    poisson: Option<Rng>,
 }
 
 /// What one engine does: the per-thread part of a job.
@@ -201,7 +202,7 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     cfg: EngineConfig,
     blocks: u64,
-    rng: u64,
+    rng: Rng,
     submitted: u64,
     since_think: u32,
     written: Vec<u64>,
@@ -289,12 +290,8 @@ impl Engine {
             done: Vec::with_capacity(depth),
             clock,
             blocks,
-            // xorshift needs a non-zero state; `seed | 1` made seeds 2 and 3 one stream.
-            rng: if cfg.seed == 0 {
-                0x9E37_79B9_7F4A_7C15
-            } else {
-                cfg.seed
-            },
+            // Every seed is its own stream (`seed | 1` once made seeds 2 and 3 one).
+            rng: Rng::new(cfg.seed),
             submitted: 0,
             since_think: 0,
             written,
@@ -397,23 +394,12 @@ impl Engine {
         Ok(left)
     }
 
-    #[inline]
-    fn next_rand(&mut self) -> u64 {
-        // xorshift64*
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
     fn next_io(&mut self) -> (Dir, u64) {
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
             Rw::RandRw | Rw::ReadWrite => {
-                if self.next_rand() % 100 < self.cfg.rwmixread as u64 {
+                if self.rng.below(100) < self.cfg.rwmixread as u64 {
                     Dir::Read
                 } else {
                     Dir::Write
@@ -426,9 +412,9 @@ impl Engine {
             let blocks = (len / bs).max(1);
             if bs == self.cfg.bs as u64 && len == self.cfg.size {
                 // The common case keeps its precomputed block count.
-                (self.next_rand() % self.blocks) * bs
+                self.rng.below(self.blocks) * bs
             } else {
-                (self.next_rand() % blocks) * bs
+                self.rng.below(blocks) * bs
             }
         } else {
             let pos = &mut self.extra.seq_pos[dir_index(dir)];
@@ -727,14 +713,7 @@ impl Engine {
             Some(p) if now >= p.next_ns => {
                 p.next_ns += match p.poisson.as_mut() {
                     None => p.interval_ns,
-                    Some(x) => {
-                        // xorshift64, uniform in (0, 1], then an exponential gap.
-                        *x ^= *x << 13;
-                        *x ^= *x >> 7;
-                        *x ^= *x << 17;
-                        let u = ((*x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-                        (-u.ln() * p.interval_ns as f64) as u64
-                    }
+                    Some(r) => r.exponential(p.interval_ns as f64) as u64,
                 };
                 true
             }
@@ -745,23 +724,23 @@ impl Engine {
     /// With pacing and nothing in flight: sleeps until the next slot and says true, unless
     /// `stop` comes first.
     fn sleep_to_slot(&mut self, stop: Stop) -> bool {
-        let Some(p) = self.pace else {
+        let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
             return false;
         };
         if self.stopped(stop) {
             return false;
         }
         if let Stop::At(t) | Stop::Either(t, _) = stop {
-            if p.next_ns >= t {
+            if next_ns >= t {
                 return false;
             }
         }
         loop {
             let now = self.clock.now_ns();
-            if now >= p.next_ns {
+            if now >= next_ns {
                 return true;
             }
-            std::thread::sleep(Duration::from_nanos(p.next_ns - now));
+            std::thread::sleep(Duration::from_nanos(next_ns - now));
         }
     }
 
@@ -840,7 +819,7 @@ impl Engine {
         let spin = self.cfg.thinktime_spin.as_nanos() as u64;
         let t0 = self.clock.now_ns();
         // Spend CPU "on the data", as a database would, not just time.
-        let mut x = self.rng;
+        let mut x = self.cfg.seed;
         loop {
             let now = self.clock.now_ns();
             if now - t0 >= spin || now >= deadline || self.stop_requested() {
@@ -1056,7 +1035,7 @@ impl Engine {
             interval_ns: ((1e9 / r.iops) as u64).max(1),
             poisson: r
                 .poisson
-                .then_some(self.cfg.seed ^ 0x9E37_79B9_7F4A_7C15 | 1),
+                .then(|| Rng::new(self.cfg.seed ^ 0x9E37_79B9_7F4A_7C15)),
         });
         Ok(())
     }

@@ -80,6 +80,7 @@ pub mod predict;
 pub mod queue;
 pub mod reactor;
 pub mod request;
+pub mod rng;
 pub use sync::spsc;
 pub mod stats;
 pub mod sync;

@@ -16,14 +16,7 @@ const MAGIC: &[u8; 4] = b"PWV2";
 /// Fills `block` with the verify pattern for file offset `offset`.
 pub fn fill(block: &mut [u8], offset: u64, seed: u64) {
     debug_assert!(block.len() >= HEADER);
-    let mut x = (offset ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    for chunk in block[HEADER..].chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let b = x.to_le_bytes();
-        chunk.copy_from_slice(&b[..chunk.len()]);
-    }
+    crate::rng::Rng::new(offset ^ seed.rotate_left(32)).fill(&mut block[HEADER..]);
     block[0..4].copy_from_slice(MAGIC);
     block[8..16].copy_from_slice(&offset.to_le_bytes());
     let len = u32::try_from(block.len()).unwrap_or(u32::MAX);

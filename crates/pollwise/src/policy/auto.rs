@@ -361,11 +361,9 @@ impl Auto {
 
     fn hybrid_lead_ns(&self) -> Option<f64> {
         self.cands[HYBRID]
-            .beliefs()
-            .into_iter()
-            .find(|(k, _)| k == "hybrid.timer_lead_ns")
-            .map(|(_, v)| v)
-            .filter(|&v| v > 0.0)
+            .timer_lead_ns()
+            .filter(|&v| v > 0)
+            .map(|v| v as f64)
     }
 
     /// The least CPU per I/O among the candidates whose median is within the slack of poll's.
@@ -563,6 +561,10 @@ impl WaitPolicy for Auto {
         sink: &mut dyn FnMut(&OpInfo, Completion),
     ) -> io::Result<usize> {
         if self.phase == Phase::Idle {
+            // Each candidate sizes its tables now, not the first time it is tried.
+            for c in &mut self.cands {
+                c.prepare(q.capacity());
+            }
             let now = self.clock.now_ns();
             self.mode_since = now;
             self.sampler.maybe_sample(now);

@@ -225,14 +225,19 @@ impl Hybrid {
         (self.cost.samples > 0).then_some(self.cost.cost_ns)
     }
 
+    /// Sizes the per-slot table and the scratch list for `capacity` operations (once per
+    /// capacity; steady state allocates nothing).
+    fn size_for(&mut self, capacity: usize) {
+        if self.slots.len() < capacity {
+            self.slots.resize(capacity, FRESH);
+            self.scratch.reserve(capacity);
+        }
+    }
+
     /// Sizes the table to the queue (once), and gives every operation submitted since the last
     /// look its deadline.
     fn refresh(&mut self, q: &Tracked<dyn Queue + '_>) {
-        if self.slots.len() < q.capacity() {
-            // Once per queue capacity; steady state allocates nothing.
-            self.slots.resize(q.capacity(), FRESH);
-            self.scratch.reserve(q.capacity());
-        }
+        self.size_for(q.capacity());
         for op in q.ops() {
             let (Some(sub), Some(s)) = (op.submitted_ns, self.slots.get_mut(op.slot)) else {
                 continue;
@@ -509,6 +514,14 @@ impl WaitPolicy for Hybrid {
 
     fn counters(&self) -> PolicyCounters {
         self.c
+    }
+
+    fn prepare(&mut self, capacity: usize) {
+        self.size_for(capacity);
+    }
+
+    fn timer_lead_ns(&self) -> Option<u64> {
+        Some(self.lead_ns)
     }
 
     fn beliefs(&self) -> Vec<(String, f64)> {

@@ -186,8 +186,19 @@ pub trait WaitPolicy: Send {
     fn counters(&self) -> PolicyCounters;
 
     /// What the policy believes (predictions, windows), as (name, value) pairs for reports.
+    /// It allocates: for reports, never on the I/O path.
     fn beliefs(&self) -> Vec<(String, f64)> {
         Vec::new()
+    }
+
+    /// Sizes the policy's own tables for a queue of `capacity` operations, so that its first
+    /// wait allocates nothing (`auto` prepares every candidate before it starts measuring).
+    fn prepare(&mut self, _capacity: usize) {}
+
+    /// How early the policy sets its timers to make up for late wake-ups, in nanoseconds, if it
+    /// sleeps on timers at all (hybrid); read on the I/O path without allocating (`auto`).
+    fn timer_lead_ns(&self) -> Option<u64> {
+        None
     }
 }
 

@@ -18,7 +18,7 @@
 //!
 //! Only completions that moved bytes (result above 0) get a result fault; errors, nops and
 //! completions reaped while cancelling ([`Queue::cancel_all`]) pass unchanged. Each such
-//! completion draws the same three numbers from a seeded SplitMix64, and each submission with
+//! completion draws the same three numbers from a seeded Rng, and each submission with
 //! something to submit draws one when EAGAIN is asked for: a seed and the same sequence of calls
 //! give the same faults. What was injected is counted in a [`FaultTally`] the caller keeps (the
 //! queue itself is usually boxed inside an engine).
@@ -27,9 +27,10 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::sim::{SimTime, SplitMix64};
+use super::sim::SimTime;
 use super::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
+use crate::rng::Rng;
 use crate::{Error, Result};
 
 /// What to inject, and how often. Rates are probabilities in [0, 1].
@@ -188,7 +189,7 @@ impl FaultReport {
 pub struct FaultQueue<Q: Queue> {
     inner: Q,
     spec: FaultSpec,
-    rng: SplitMix64,
+    rng: Rng,
     clock: Arc<dyn Clock>,
     virt: Option<FakeClock>,
     align: u32,
@@ -216,7 +217,7 @@ impl<Q: Queue> FaultQueue<Q> {
         Ok(FaultQueue {
             inner,
             spec,
-            rng: SplitMix64::new(seed ^ 0xFA17_FA17_FA17_FA17),
+            rng: Rng::new(seed ^ 0xFA17_FA17_FA17_FA17),
             clock,
             virt,
             align: align.max(1),
@@ -284,7 +285,7 @@ impl<Q: Queue> FaultQueue<Q> {
 /// Rewrites `c` as the spec says; `Some(due)` holds it back until `due`.
 fn inject(
     spec: &FaultSpec,
-    rng: &mut SplitMix64,
+    rng: &mut Rng,
     tally: &FaultTally,
     align: u32,
     now: u64,

@@ -3,7 +3,7 @@
 //! Real devices differ from run to run and from machine to machine; a policy's *decisions* should
 //! not have to. [`SimQueue`] completes each operation at its submit time plus a latency from a
 //! [`LatencyModel`] (`fixed:10us`, `uniform:8us,12us`, `normal:10us,1us`, `lognormal:10us,0.5`,
-//! `bimodal:10us,100us,0.1`), drawn from a seeded generator of its own (SplitMix64, so a seed gives
+//! `bimodal:10us,100us,0.1`), drawn from a seeded generator of its own (Rng, so a seed gives
 //! the same latencies on every build and every version of every crate).
 //!
 //! Time comes in two kinds ([`SimTime`]):
@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
+use crate::rng::Rng;
 use crate::units::{self, DurationError};
 use crate::{Error, Result};
 
@@ -88,11 +89,11 @@ impl LatencyModel {
     }
 
     /// Draws one latency, at most [`MAX_LATENCY_NS`] (a log-normal tail can reach any value).
-    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
         self.draw(rng).min(MAX_LATENCY_NS)
     }
 
-    fn draw(&self, rng: &mut SplitMix64) -> u64 {
+    fn draw(&self, rng: &mut Rng) -> u64 {
         match *self {
             LatencyModel::Fixed(n) => n,
             LatencyModel::Uniform(a, b) => a + rng.next_u64() % (b - a + 1),
@@ -242,38 +243,6 @@ impl FromStr for LatencyModel {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence forever for a seed.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A standard normal draw (Box-Muller).
-    pub fn std_normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.unit(); // (0, 1]: ln is finite
-        let u2 = self.unit();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-}
-
 /// How the simulated device experiences time. See the module docs.
 #[derive(Debug, Clone)]
 pub enum SimTime {
@@ -291,7 +260,7 @@ pub enum SimTime {
 /// The simulated device. See the module docs.
 pub struct SimQueue {
     model: LatencyModel,
-    rng: SplitMix64,
+    rng: Rng,
     clock: Arc<dyn Clock>,
     virt: Option<(FakeClock, u64)>,
     entries: usize,
@@ -317,7 +286,7 @@ impl SimQueue {
         };
         SimQueue {
             model,
-            rng: SplitMix64::new(seed),
+            rng: Rng::new(seed),
             clock,
             virt,
             entries,
@@ -485,7 +454,7 @@ mod tests {
         // Before: exp() of a wide log-normal reached u64::MAX and `now + latency` overflowed
         // (a panic in debug builds, a wrapped due time in release).
         let m: LatencyModel = "lognormal:1000000s,10".parse().unwrap();
-        let mut rng = SplitMix64::new(7);
+        let mut rng = Rng::new(7);
         assert!((0..10_000).all(|_| m.sample(&mut rng) <= MAX_LATENCY_NS));
         let (mut q, _clock) = virt("lognormal:1000000s,10", 1);
         for i in 0..64 {
@@ -569,7 +538,7 @@ mod tests {
             "bimodal:10us,100us,0.1",
         ] {
             let m: LatencyModel = s.parse().unwrap();
-            let (mut a, mut b) = (SplitMix64::new(3), SplitMix64::new(3));
+            let (mut a, mut b) = (Rng::new(3), Rng::new(3));
             let xs: Vec<u64> = (0..20_000).map(|_| m.sample(&mut a)).collect();
             let ys: Vec<u64> = (0..20_000).map(|_| m.sample(&mut b)).collect();
             assert_eq!(xs, ys, "{s}");
@@ -578,7 +547,7 @@ mod tests {
             assert!(rel < 0.03, "{s}: sample mean {mean} vs {}", m.mean_ns());
         }
         let u = LatencyModel::Uniform(8_000, 12_000);
-        let mut r = SplitMix64::new(1);
+        let mut r = Rng::new(1);
         assert!((0..10_000)
             .map(|_| u.sample(&mut r))
             .all(|v| (8_000..=12_000).contains(&v)));

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::Clock;
-use crate::queue::sim::{LatencyModel, SplitMix64};
+use crate::queue::sim::LatencyModel;
+use crate::rng::Rng;
 use crate::{Error, Result};
 use sched::Shared;
 
@@ -140,7 +141,7 @@ pub(crate) struct ModelQueue {
     me: usize,
     p: Platform,
     model: LatencyModel,
-    rng: SplitMix64,
+    rng: Rng,
     entries: usize,
     pending: Vec<(u64, i32)>,
     /// (due, sequence, user_data, result).
@@ -164,7 +165,7 @@ impl ModelQueue {
             me,
             model: p.device,
             p: p.clone(),
-            rng: SplitMix64::new(seed),
+            rng: Rng::new(seed),
             entries,
             pending: Vec::with_capacity(entries),
             flying: BinaryHeap::with_capacity(entries * 2),
