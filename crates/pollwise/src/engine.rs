@@ -251,27 +251,25 @@ impl Engine {
         slab: Slab,
     ) -> Result<Self> {
         check(&cfg)?;
-        if slab.capacity() < cfg.iodepth as usize {
-            return Err(Error::config(
-                "iodepth",
-                format!(
-                    "is {} but the slab has {} slots",
-                    cfg.iodepth,
-                    slab.capacity()
-                ),
-            ));
-        }
+        // `field` asks for `want` but the slab has only `has` (`what` says of what).
+        let fits = |field: &'static str, want: u32, has: usize, what: String| {
+            if has < want as usize {
+                return Err(Error::config(
+                    field,
+                    format!("is {want} but the slab{what}"),
+                ));
+            }
+            Ok(())
+        };
+        fits(
+            "iodepth",
+            cfg.iodepth,
+            slab.capacity(),
+            format!(" has {} slots", slab.capacity()),
+        )?;
         // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        if slab.buf_len() < cfg.bs as usize {
-            return Err(Error::config(
-                "bs",
-                format!(
-                    "is {} but the slab's buffers hold {} bytes",
-                    cfg.bs,
-                    slab.buf_len()
-                ),
-            ));
-        }
+        let held = format!("'s buffers hold {} bytes", slab.buf_len());
+        fits("bs", cfg.bs, slab.buf_len(), held)?;
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = if cfg.verify {
             vec![0u64; blocks.div_ceil(64) as usize]

@@ -134,6 +134,19 @@ fn drive(
     Run { done }
 }
 
+/// Drives `q` with nops for half a second (at least 1,000 of them), each completing with 0.
+fn drive_nops(q: &mut Tracked<dyn Queue + '_>, depth: usize) {
+    let r = drive(
+        q,
+        depth,
+        Duration::from_millis(500),
+        1_000,
+        &mut nop_only,
+        &mut |_, _, res| assert_eq!(res, 0),
+    );
+    assert!(r.done >= 1_000);
+}
+
 fn nop_only(ud: u64, _: usize) -> Op {
     Op::nop(ud)
 }
@@ -142,30 +155,14 @@ fn nop_only(ud: u64, _: usize) -> Op {
 fn auto_on_the_simulated_device_in_real_time() {
     let dev = SimQueue::new(LatencyModel::Uniform(5_000, 40_000), 3, 32, SimTime::Real);
     let mut q = Tracked::new(dev, clock::monotonic(), 16).unwrap();
-    let r = drive(
-        &mut q,
-        16,
-        Duration::from_millis(500),
-        1_000,
-        &mut nop_only,
-        &mut |_, _, res| assert_eq!(res, 0),
-    );
-    assert!(r.done >= 1_000);
+    drive_nops(&mut q, 16);
 }
 
 #[test]
 fn auto_on_a_real_ring_with_nops() {
     let ring = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
     let mut q = Tracked::new(ring, clock::monotonic(), 8).unwrap();
-    let r = drive(
-        &mut q,
-        8,
-        Duration::from_millis(500),
-        1_000,
-        &mut nop_only,
-        &mut |_, _, res| assert_eq!(res, 0),
-    );
-    assert!(r.done >= 1_000);
+    drive_nops(&mut q, 8);
 }
 
 #[test]
@@ -280,13 +277,5 @@ fn auto_on_a_shared_poller_client() {
         })
         .unwrap();
     let mut q = Tracked::new(client, clock::monotonic(), 8).unwrap();
-    let r = drive(
-        &mut q,
-        8,
-        Duration::from_millis(500),
-        1_000,
-        &mut nop_only,
-        &mut |_, _, res| assert_eq!(res, 0),
-    );
-    assert!(r.done >= 1_000);
+    drive_nops(&mut q, 8);
 }

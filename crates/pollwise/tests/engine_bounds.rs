@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pollwise::clock;
-use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
+use pollwise::engine::{Engine, EngineConfig, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::{Completion, Op, Queue, QueueCounters, WaitOutcome};
@@ -47,22 +47,10 @@ unsafe impl Queue for Recording {
 
 fn config(seed: u64, thinktime: Duration) -> EngineConfig {
     EngineConfig {
-        rw: Rw::RandRead,
-        rwmixread: 50,
-        bs: 4096,
-        size: 1 << 30,
-        iodepth: 1,
-        batch_submit: 1,
-        batch_complete_min: 1,
-        fixedbufs: false,
-        verify: false,
         thinktime,
-        thinktime_spin: Duration::ZERO,
-        thinktime_blocks: 1,
         seed,
-        align: 4096,
-        hipri: false,
         target: "sim".into(),
+        ..EngineConfig::default()
     }
 }
 

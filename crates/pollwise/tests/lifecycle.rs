@@ -43,17 +43,9 @@ fn cfg(bs: u32, iodepth: u32) -> EngineConfig {
         bs,
         size: bs as u64,
         iodepth,
-        batch_submit: 1,
-        batch_complete_min: 1,
-        fixedbufs: false,
-        verify: false,
-        thinktime: Duration::ZERO,
-        thinktime_spin: Duration::ZERO,
-        thinktime_blocks: 1,
         seed: 1,
-        align: 4096,
-        hipri: false,
         target: "pipe".into(),
+        ..EngineConfig::default()
     }
 }
 
