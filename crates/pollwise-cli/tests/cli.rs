@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{pollwise, tempdir, usage_error};
+use common::{pollwise, run_on_temp_file, tempdir, usage_error};
 
 /// Runs `args` and checks: exit 2, one stderr line, containing every `needle`.
 
@@ -111,16 +111,8 @@ fn bad_input_gets_exit_2_and_the_fix() {
 
 #[test]
 fn polled_io_on_this_disk_is_refused_clearly() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
-    let (code, _out, err) = pollwise(&[
-        "run",
-        &format!("--filename={}", f.display()),
-        "--size=1M",
-        "--hipri",
-        "--runtime=2s",
-        "--mode=poll",
-    ]);
+    let (code, _out, err) =
+        run_on_temp_file(&["--size=1M", "--hipri", "--runtime=2s", "--mode=poll"]);
     if code == 0 {
         // A disk with poll queues: polled I/O works, nothing to refuse.
         return;
@@ -136,11 +128,7 @@ fn polled_io_on_this_disk_is_refused_clearly() {
 
 #[test]
 fn run_json_has_fio_fields() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
-    let (code, out, err) = pollwise(&[
-        "run",
-        &format!("--filename={}", f.display()),
+    let (code, out, err) = run_on_temp_file(&[
         "--size=4M",
         "--rw=randread",
         "--bs=4k",

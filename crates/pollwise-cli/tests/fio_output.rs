@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use common::{json_of, pollwise, tempdir};
+use common::{json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir};
 use serde_json::Value;
 
 fn have(tool: &str) -> bool {
@@ -226,15 +226,8 @@ fn terse_is_fios_v3_line() {
 
 #[test]
 fn percentiles_print_in_numeric_order() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
-    let (code, out, err) = pollwise(&[
-        "run",
-        &format!("--filename={}", f.display()),
-        "--size=4M",
-        "--runtime=200ms",
-        "--output-format=json",
-    ]);
+    let (code, out, err) =
+        run_on_temp_file(&["--size=4M", "--runtime=200ms", "--output-format=json"]);
     assert_eq!(code, 0, "{err}");
     let pos = |k: &str| {
         out.find(&format!("\"{k}\""))
@@ -248,15 +241,7 @@ fn percentiles_print_in_numeric_order() {
 
 #[test]
 fn clat_is_never_total_latency() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
-    let v = json_of(&[
-        "run",
-        &format!("--filename={}", f.display()),
-        "--size=4M",
-        "--runtime=200ms",
-        "--output-format=json",
-    ]);
+    let v = json_on_temp_file(&["--size=4M", "--runtime=200ms", "--output-format=json"]);
     let j = &v["jobs"][0];
     let r = &j["read"];
     let (clat_n, lat_n) = (
@@ -282,11 +267,7 @@ fn clat_is_never_total_latency() {
 
 #[test]
 fn percentile_options_choose_list_and_carrier() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
-    let v = json_of(&[
-        "run",
-        &format!("--filename={}", f.display()),
+    let v = json_on_temp_file(&[
         "--size=4M",
         "--runtime=200ms",
         "--percentile_list=99.9:50",
