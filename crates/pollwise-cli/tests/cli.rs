@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{pollwise, run_on_temp_file, tempdir, usage_error};
+use common::{json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir, usage_error};
 
 /// Runs `args` and checks: exit 2, one stderr line, containing every `needle`.
 
@@ -128,7 +128,7 @@ fn polled_io_on_this_disk_is_refused_clearly() {
 
 #[test]
 fn run_json_has_fio_fields() {
-    let (code, out, err) = run_on_temp_file(&[
+    let v = json_on_temp_file(&[
         "--size=4M",
         "--rw=randread",
         "--bs=4k",
@@ -139,8 +139,6 @@ fn run_json_has_fio_fields() {
         "--output-format",
         "json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let j = &v["jobs"][0];
     assert_eq!(j["read"]["total_ios"], 512);
     assert!(j["read"]["iops"].as_f64().unwrap() > 0.0);
@@ -171,7 +169,7 @@ fn run_json_has_fio_fields() {
 fn compare_reports_every_mode_as_a_job() {
     let d = tempdir();
     let f = d.path().join("f.dat");
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "compare",
         &format!("--filename={}", f.display()),
         "--size=4M",
@@ -180,8 +178,6 @@ fn compare_reports_every_mode_as_a_job() {
         "--warmup=0",
         "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let jobs = v["jobs"].as_array().unwrap();
     let names: Vec<&str> = jobs
         .iter()

@@ -1,21 +1,11 @@
 //! `--fault` and `--continue_on_error` through the command: the JSON's `pollwise.faults` counts
 //! what was injected and what the job saw, and they match; bad specs exit 2 naming the option.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+
+use common::pollwise;
 
 fn faults_of(stdout: &str) -> (Value, u64) {
     let v: Value = serde_json::from_str(stdout).unwrap();

@@ -11,24 +11,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use common::{json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir};
+use common::{have, json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir};
 use serde_json::Value;
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--help")
-        .output()
-        .map(|o| o.status.success() || !o.stdout.is_empty() || !o.stderr.is_empty())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("POLLWISE_REQUIRE_FIO").is_none(),
-            "{tool} is not installed and POLLWISE_REQUIRE_FIO is set"
-        );
-        eprintln!("skipped: {tool} is not installed (apt-get install fio)");
-    }
-    ok
-}
 
 /// The job both tools run: 4 KiB random O_DIRECT reads on io_uring for 1 s.
 fn job(f: &Path) -> Vec<String> {

@@ -11,23 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{pollwise, tempdir, usage_error};
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("POLLWISE_REQUIRE_FIO").is_none(),
-            "{tool} is not installed and POLLWISE_REQUIRE_FIO is set"
-        );
-        eprintln!("skipped: {tool} is not installed (apt-get install fio)");
-    }
-    ok
-}
+use common::{have, pollwise, tempdir, usage_error};
 
 /// The job both tools run: 4 KiB random O_DIRECT reads and writes on io_uring for 1 s.
 fn job(f: &Path, log: &Path, extra: &[&str]) -> Vec<String> {

@@ -1,19 +1,9 @@
 //! `--ioengine=sim --platform`: the same command gives the same figures, bit for bit; bad
 //! platforms exit 2 naming the field.
 
-use std::process::Command;
+mod common;
 
-fn pollwise(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::pollwise;
 
 fn figures(mode: &str) -> Vec<serde_json::Value> {
     let (code, out, err) = pollwise(&[

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::pollwise;
+use common::{json_of, pollwise};
 
 #[test]
 fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {
@@ -77,7 +77,7 @@ fn sim_runs_every_new_mode_and_reports_beliefs() {
 
 #[test]
 fn hybrid_contention_prints_the_promised_json() {
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "scenario",
         "hybrid-contention",
         "--threads=1,2",
@@ -87,8 +87,6 @@ fn hybrid_contention_prints_the_promised_json() {
         "--size=8M",
         "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(v["scenario"], "hybrid-contention");
     let results = v["results"].as_array().unwrap();
     assert_eq!(

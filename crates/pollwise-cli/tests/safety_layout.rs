@@ -6,6 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::pollwise_env;
+
 /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop; `None` where this
 /// process may not mount (then the test says so and passes vacuously).
 struct Tmpfs {
@@ -50,19 +52,6 @@ fn entries(dir: &Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
-}
-
-fn pollwise_env(args: &[&str], tmpdir: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(args)
-        .env("TMPDIR", tmpdir)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -20,12 +20,8 @@ fn limited(limits: &str, args: &[&str]) -> (i32, String, String, Duration) {
         .args(args)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        t0.elapsed(),
-    )
+    let (code, stdout, stderr) = common::outcome(out);
+    (code, stdout, stderr, t0.elapsed())
 }
 
 #[test]

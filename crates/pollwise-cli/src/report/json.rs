@@ -288,11 +288,19 @@ pub fn iodepth_level(iodepth: u32) -> Value {
         32..=63 => 5,
         _ => 6,
     };
+    all_in(&labels, Some(idx))
+}
+
+/// fio's bucket object over `labels`: 100% in the bucket `full` (none: all zero).
+fn all_in(labels: &[&str], full: Option<usize>) -> Value {
     Value::Object(
         labels
             .iter()
             .enumerate()
-            .map(|(i, l)| (l.to_string(), json!(if i == idx { 100.0 } else { 0.0 })))
+            .map(|(i, l)| {
+                let v = if full == Some(i) { 100.0 } else { 0.0 };
+                (l.to_string(), json!(v))
+            })
             .collect(),
     )
 }
@@ -310,16 +318,7 @@ pub fn iodepth_batches(batch: u32, any_io: bool) -> Value {
         33..=64 => 5,
         _ => 6,
     };
-    Value::Object(
-        labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let v = if any_io && i == idx { 100.0 } else { 0.0 };
-                (l.to_string(), json!(v))
-            })
-            .collect(),
-    )
+    all_in(&labels, any_io.then_some(idx))
 }
 
 /// The histogram fio's `latency_*` buckets and terse latency distribution are drawn from: `clat`

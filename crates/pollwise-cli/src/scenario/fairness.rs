@@ -30,7 +30,7 @@ use pollwise::request::Slab;
 use pollwise::stats::DirStats;
 use serde_json::json;
 
-use super::shared_poller::{client_cpus, jain, open_file, prepare_file, take_poller_config};
+use super::shared_poller::{client_cpus, jain, open_file, prepare_file, take_poller_job};
 use super::{client_config, joined, spawn_client};
 use crate::options::Opts;
 use crate::report::{table, us, Output};
@@ -88,14 +88,12 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             1 << 20
         )));
     }
-    let pcfg = take_poller_config(o, DEFAULT_POLLER_DEPTH)?;
-    let mut spec = o.job_spec_from(JobSpec {
-        runtime: DEFAULT_RUNTIME,
-        ramp_time: Duration::from_millis(500),
-        iodepth: DEFAULT_HEAVY_DEPTH,
-        ..JobSpec::default()
-    })?;
-    o.finish()?;
+    let (pcfg, mut spec) = take_poller_job(
+        o,
+        DEFAULT_POLLER_DEPTH,
+        DEFAULT_RUNTIME,
+        DEFAULT_HEAVY_DEPTH,
+    )?;
     // The clients only read, and back to back.
     spec.verify = false;
     spec.thinktime = Duration::ZERO;

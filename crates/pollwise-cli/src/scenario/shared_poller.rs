@@ -49,6 +49,26 @@ pub const DEFAULT_HEAVY_DEPTH: u32 = 128;
 /// The file's size when the scenario makes its own.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
 
+/// Takes the shared poller's options (default depth `poller_depth`) and the job's (runtime
+/// `runtime`, ramp 500 ms, depth `iodepth` unless given), and checks nothing else was given:
+/// what the shared-poller scenarios start from.
+pub fn take_poller_job(
+    o: &mut Opts,
+    poller_depth: u32,
+    runtime: Duration,
+    iodepth: u32,
+) -> Result<(PollerConfig, JobSpec)> {
+    let pcfg = take_poller_config(o, poller_depth)?;
+    let spec = o.job_spec_from(JobSpec {
+        runtime,
+        ramp_time: Duration::from_millis(500),
+        iodepth,
+        ..JobSpec::default()
+    })?;
+    o.finish()?;
+    Ok((pcfg, spec))
+}
+
 /// Takes the shared poller's options (`--poller_cpu`, `--poller_batch`, `--poller_idle_us`,
 /// `--poller_quantum`, `--poller_depth`) and checks them. The CPU defaults to the last one this
 /// process may use.
@@ -188,14 +208,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             "--sparse_interval must be greater than 0: it is the sparse client's gap between reads, e.g. 500ms".into(),
         ));
     }
-    let pcfg = take_poller_config(o, 256)?;
-    let mut spec = o.job_spec_from(JobSpec {
-        runtime: DEFAULT_RUNTIME,
-        ramp_time: Duration::from_millis(500),
-        iodepth: DEFAULT_HEAVY_DEPTH,
-        ..JobSpec::default()
-    })?;
-    o.finish()?;
+    let (pcfg, mut spec) = take_poller_job(o, 256, DEFAULT_RUNTIME, DEFAULT_HEAVY_DEPTH)?;
     spec.time_based = true;
     spec.sqthread_poll = true;
     spec.sqthread_poll_cpu = pcfg.cpu.map(|c| c as u32);

@@ -1,7 +1,17 @@
 //! Helpers shared by the command-line tests (each test file says `mod common;`).
 #![allow(dead_code)]
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A finished command's (exit code, stdout, stderr); -1 for a death by signal.
+pub fn outcome(out: Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// Runs the built `pollwise` with `args`: (exit code, stdout, stderr).
 pub fn pollwise(args: &[&str]) -> (i32, String, String) {
@@ -9,11 +19,35 @@ pub fn pollwise(args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .expect("run pollwise");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    outcome(out)
+}
+
+/// As [`pollwise`], with `TMPDIR` set to `tmpdir`.
+pub fn pollwise_env(args: &[&str], tmpdir: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(args)
+        .env("TMPDIR", tmpdir)
+        .output()
+        .expect("run pollwise");
+    outcome(out)
+}
+
+/// Whether `tool` is installed; when not, says the test is skipped (and fails if
+/// `POLLWISE_REQUIRE_FIO` is set).
+pub fn have(tool: &str) -> bool {
+    let ok = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        assert!(
+            std::env::var_os("POLLWISE_REQUIRE_FIO").is_none(),
+            "{tool} is not installed and POLLWISE_REQUIRE_FIO is set"
+        );
+        eprintln!("skipped: {tool} is not installed (apt-get install fio)");
+    }
+    ok
 }
 
 /// A temporary directory on a disk filesystem (the temp dir), where O_DIRECT works.
