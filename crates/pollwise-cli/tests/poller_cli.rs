@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{json_of, tempdir, usage_error};
+use common::{json_with_temp_file, usage_error};
 
 #[test]
 fn bad_poller_options_exit_2() {
@@ -35,20 +35,17 @@ fn bad_poller_options_exit_2() {
 
 #[test]
 fn shared_poller_json_shape() {
-    let d = tempdir();
-    let f = d.path().join("sp.dat");
-    let fname = format!("--filename={}", f.display());
-    let v = json_of(&[
-        "scenario",
-        "shared-poller",
-        &fname,
-        "--size=16M",
-        "--runtime=300ms",
-        "--ramp_time=50ms",
-        "--sparse_interval=20ms",
-        "--iodepth=16",
-        "--output-format=json",
-    ]);
+    let v = json_with_temp_file(
+        &["scenario", "shared-poller"],
+        &[
+            "--size=16M",
+            "--runtime=300ms",
+            "--ramp_time=50ms",
+            "--sparse_interval=20ms",
+            "--iodepth=16",
+            "--output-format=json",
+        ],
+    );
     assert_eq!(v["scenario"], "shared-poller");
     let r = v["results"].as_array().unwrap();
     let names: Vec<&str> = r.iter().map(|x| x["variant"].as_str().unwrap()).collect();
@@ -69,20 +66,17 @@ fn shared_poller_json_shape() {
 
 #[test]
 fn fairness_json_shape() {
-    let d = tempdir();
-    let f = d.path().join("fa.dat");
-    let fname = format!("--filename={}", f.display());
-    let v = json_of(&[
-        "scenario",
-        "fairness",
-        &fname,
-        "--size=16M",
-        "--runtime=400ms",
-        "--ramp_time=50ms",
-        "--burst=512",
-        "--iodepth=8",
-        "--output-format=json",
-    ]);
+    let v = json_with_temp_file(
+        &["scenario", "fairness"],
+        &[
+            "--size=16M",
+            "--runtime=400ms",
+            "--ramp_time=50ms",
+            "--burst=512",
+            "--iodepth=8",
+            "--output-format=json",
+        ],
+    );
     assert_eq!(v["scenario"], "fairness");
     let r = &v["results"];
     let keys: Vec<&String> = r.as_object().unwrap().keys().collect();

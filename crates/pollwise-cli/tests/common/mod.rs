@@ -76,19 +76,30 @@ pub fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
-/// Runs `pollwise run` on `f.dat` in a fresh temp dir, with `args` after the file:
+/// Runs `pollwise CMD... --filename=f.dat ARGS...` with `f.dat` in a fresh temp dir:
 /// (exit code, stdout, stderr).
-pub fn run_on_temp_file(args: &[&str]) -> (i32, String, String) {
+pub fn with_temp_file(cmd: &[&str], args: &[&str]) -> (i32, String, String) {
     let d = tempdir();
     let file = format!("--filename={}", d.path().join("f.dat").display());
-    let mut all = vec!["run", file.as_str()];
+    let mut all = cmd.to_vec();
+    all.push(file.as_str());
     all.extend_from_slice(args);
     pollwise(&all)
 }
 
+/// As [`with_temp_file`], expecting success; stdout parsed as JSON.
+pub fn json_with_temp_file(cmd: &[&str], args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = with_temp_file(cmd, args);
+    assert_eq!(code, 0, "{cmd:?} {args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Runs `pollwise run` on a file in a fresh temp dir, with `args` after the file.
+pub fn run_on_temp_file(args: &[&str]) -> (i32, String, String) {
+    with_temp_file(&["run"], args)
+}
+
 /// As [`run_on_temp_file`], expecting success; stdout parsed as JSON.
 pub fn json_on_temp_file(args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = run_on_temp_file(args);
-    assert_eq!(code, 0, "{args:?}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    json_with_temp_file(&["run"], args)
 }
