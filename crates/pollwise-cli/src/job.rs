@@ -130,7 +130,7 @@ pub struct JobSpec {
     /// `--sim_latency` was given (with a platform, it replaces the platform's device).
     pub sim_latency_given: bool,
     /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
-    pub extra: crate::jobs::JobExtras,
+    pub extra: crate::extras::JobExtras,
     /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
     pub logs: crate::report::logs::LogSpec,
     /// The run's live progress (ETA line, interim reports) and this job's index in it; `None`
@@ -181,7 +181,7 @@ impl Default for JobSpec {
             ioengine: IoEngine::IoUring,
             platform: None,
             sim_latency_given: false,
-            extra: crate::jobs::JobExtras::default(),
+            extra: crate::extras::JobExtras::default(),
             logs: crate::report::logs::LogSpec::default(),
             live: None,
             fault: None,

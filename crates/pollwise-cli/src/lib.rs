@@ -12,6 +12,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod errno;
 pub mod error;
+pub mod extras;
 pub mod job;
 pub mod jobs;
 pub mod options;

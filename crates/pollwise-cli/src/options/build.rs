@@ -9,7 +9,7 @@ use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
 
 use super::{Opts, SizeOrPercent};
-use crate::jobs::{parse_cpus, Rate};
+use crate::extras::{parse_cpus, Rate};
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
