@@ -548,6 +548,33 @@ fn errno_op(writable: bool) -> crate::errno::Op {
     }
 }
 
+/// `--hipri` needs a device with poll queues, for reads and writes alike. The kernel refuses a
+/// polled read on a device without them (EOPNOTSUPP) but quietly completes a write by
+/// interrupt, which a report would call polled: so ask the device first (`queue/io_poll`),
+/// before anything is laid out. A device sysfs cannot name is left to the kernel's answer.
+fn check_polled_io(spec: &JobSpec) -> Result<()> {
+    if !spec.hipri {
+        return Ok(());
+    }
+    // The file may not exist yet: its directory lives on the same device.
+    let on = if spec.filename.exists() {
+        spec.filename.clone()
+    } else {
+        spec.filename
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
+    };
+    match crate::device::device_of(&on) {
+        Ok(d) if d.io_poll == Some(0) => Err(Error::Unsupported(format!(
+            "polled I/O (--hipri) is not supported for {}: it needs O_DIRECT on a device with poll queues (nvme.poll_queues > 0), and {} has none (queue/io_poll = 0); run without --hipri",
+            spec.filename.display(),
+            d.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
@@ -565,6 +592,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         });
     }
     let path = &spec.filename;
+    check_polled_io(spec)?;
     let meta = std::fs::metadata(path).ok();
     let is_blockdev = meta
         .as_ref()

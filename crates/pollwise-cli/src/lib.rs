@@ -10,6 +10,7 @@
 pub mod calibrate;
 pub mod cleanup;
 pub mod compare;
+pub mod device;
 pub mod errno;
 pub mod error;
 pub mod extras;
