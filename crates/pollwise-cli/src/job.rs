@@ -856,7 +856,7 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 /// the measured period.
 pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
-        return crate::platform::run_job_threads(spec, p);
+        return run_model_threads(spec, p);
     }
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
@@ -1244,6 +1244,97 @@ fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultRepo
         failed: e.failed,
         first_error: e.first_error,
     })
+}
+
+/// Runs `spec` (every thread) on `platform` in virtual time: per-thread stats and the threads'
+/// CPU as the process's, as [`run_job_threads`] reports real runs.
+fn run_model_threads(
+    spec: &JobSpec,
+    platform: &pollwise::platform::Platform,
+) -> Result<(Vec<Stats>, Rusage)> {
+    let IoEngine::Sim(device) = spec.ioengine else {
+        return Err(Error::Usage(
+            "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
+        ));
+    };
+    if !spec.thinktime.is_zero() {
+        return Err(Error::Usage(
+            "--thinktime is not modelled by --platform yet: drop it or drop --platform".into(),
+        ));
+    }
+    if spec.extra.rate.is_some() {
+        return Err(Error::Usage(
+            "--rate_iops is not modelled by --platform yet: drop it or drop --platform".into(),
+        ));
+    }
+    let target = prepare_target(spec)?;
+    // --sim_latency given with --platform replaces the platform's device.
+    let mut p = platform.clone();
+    if spec.sim_latency_given {
+        p.device = device;
+    }
+    let jobs: Vec<pollwise::platform::ThreadJob> = (0..spec.numjobs as usize)
+        .map(|i| pollwise::platform::ThreadJob {
+            cfg: engine_config_for(spec, target.size, i),
+            policy: spec.policy,
+            seed: spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ramp_ns: spec.ramp_time.as_nanos() as u64,
+            runtime_ns: spec.runtime.as_nanos() as u64,
+            ios: (!spec.time_based).then(|| {
+                let io_size = if spec.io_size == 0 {
+                    target.size
+                } else {
+                    spec.io_size
+                };
+                (io_size / spec.bs as u64).max(1)
+            }),
+        })
+        .collect();
+    let results = pollwise::platform::run(&p, &jobs)?;
+    let mut total = Rusage::default();
+    let threads = results
+        .into_iter()
+        .map(|r| {
+            let cpu = Rusage {
+                usr_ns: r.cpu_ns,
+                sys_ns: 0,
+                ctx: r.switches,
+                majf: 0,
+                minf: 0,
+            };
+            total.add(&cpu);
+            let mut beliefs = r.beliefs;
+            beliefs.push(("platform.cores".into(), p.cores as f64));
+            Stats {
+                read: r.read,
+                write: r.write,
+                elapsed_ns: r.elapsed_ns,
+                process: cpu,
+                threads: cpu,
+                queue: r.queue,
+                policy: r.policy,
+                beliefs,
+                faults: None,
+            }
+        })
+        .collect();
+    Ok((threads, total))
+}
+
+/// What the progress reporter needs to know of `s`.
+pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
+    crate::report::progress::JobPlan {
+        threads: s.numjobs.max(1),
+        rw: s.rw,
+        span: s.ramp_time + s.runtime,
+        io_bytes: match (s.time_based, s.io_size, s.size) {
+            (true, _, _) => None,
+            (false, 0, 0) => None,
+            (false, 0, size) => Some(size),
+            (false, n, _) => Some(n),
+        },
+        stonewall: s.extra.stonewall,
+    }
 }
 
 #[cfg(test)]

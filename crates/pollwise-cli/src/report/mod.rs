@@ -426,8 +426,12 @@ pub fn run_and_report(
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
     let eta = ro.eta.shown(progress::stderr_is_tty());
-    let live = (eta || ro.status_interval.is_some())
-        .then(|| Arc::new(progress::Live::new(specs, ro.status_interval.is_some())));
+    let live = (eta || ro.status_interval.is_some()).then(|| {
+        Arc::new(progress::Live::new(
+            specs.iter().map(crate::job::progress_plan).collect(),
+            ro.status_interval.is_some(),
+        ))
+    });
     // fio's thread numbers (log file names) count every job's clones across the run.
     let mut next_index = 1u32;
     let specs: Vec<JobSpec> = specs

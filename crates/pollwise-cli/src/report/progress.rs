@@ -21,8 +21,6 @@ use pollwise::engine::Rw;
 use pollwise::request::Dir;
 use pollwise::stats::Stats;
 
-use crate::job::JobSpec;
-
 /// `--eta`: when to print the ETA line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Eta {
@@ -133,17 +131,19 @@ impl ThreadLive {
     }
 }
 
-/// What the reporter knows of one job.
+/// What the reporter knows of one job (the job module makes it from a job's spec).
 #[derive(Debug, Clone)]
-struct JobPlan {
-    threads: u32,
-    rw: Rw,
+pub struct JobPlan {
+    /// Threads (`numjobs`).
+    pub threads: u32,
+    /// The pattern (for the state letters).
+    pub rw: Rw,
     /// ramp + runtime.
-    span: Duration,
+    pub span: Duration,
     /// Bytes each thread does before it stops, if the job is not time-based and that is known.
-    io_bytes: Option<u64>,
+    pub io_bytes: Option<u64>,
     /// Starts a new group (stonewall): it waits for every job before it.
-    stonewall: bool,
+    pub stonewall: bool,
 }
 
 /// The run's live state: every job thread's counters.
@@ -165,23 +165,8 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    /// The live state of a run of `specs`.
-    pub fn new(specs: &[JobSpec], snapshots: bool) -> Live {
-        let jobs = specs
-            .iter()
-            .map(|s| JobPlan {
-                threads: s.numjobs.max(1),
-                rw: s.rw,
-                span: s.ramp_time + s.runtime,
-                io_bytes: match (s.time_based, s.io_size, s.size) {
-                    (true, _, _) => None,
-                    (false, 0, 0) => None,
-                    (false, 0, size) => Some(size),
-                    (false, n, _) => Some(n),
-                },
-                stonewall: s.extra.stonewall,
-            })
-            .collect();
+    /// The live state of a run of the jobs `jobs` describes.
+    pub fn new(jobs: Vec<JobPlan>, snapshots: bool) -> Live {
         Live {
             start: Instant::now(),
             jobs,
@@ -580,13 +565,14 @@ mod tests {
 
     #[test]
     fn the_line_counts_threads_rates_and_time_left() {
-        let spec = JobSpec {
-            numjobs: 2,
-            time_based: true,
-            runtime: Duration::from_secs(10),
-            ..JobSpec::default()
+        let plan = JobPlan {
+            threads: 2,
+            rw: Rw::RandRead,
+            span: Duration::from_secs(10),
+            io_bytes: None,
+            stonewall: false,
         };
-        let live = Live::new(&[spec], false);
+        let live = Live::new(vec![plan], false);
         let a = live.register(0);
         live.measuring(&a);
         for _ in 0..100 {
