@@ -234,6 +234,8 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
         json!(m.rounds.iter().map(|s| s.iops()).collect::<Vec<_>>()),
     );
     f.extra.insert("rw".into(), json!(spec.rw.name()));
+    f.extra
+        .insert("submit_mode".into(), json!(spec.submit_mode.name()));
     f.json()
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use pollwise::clock;
 pub use pollwise::engine::Rw;
-use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop};
+use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop, SubmitMode};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
@@ -106,6 +106,8 @@ pub struct JobSpec {
     pub defer_taskrun: bool,
     /// SINGLE_ISSUER ring.
     pub single_issuer: bool,
+    /// Submit the last batch with the wait or in a call of its own (`--submit_mode`).
+    pub submit_mode: SubmitMode,
     /// Choose the task-run flags by mode, as fio's io_uring engine does for its (blocking) waits:
     /// `interrupt` rings get COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, every polling mode a
     /// plain ring, where a completion reaches user space without a system call. Cleared when the
@@ -171,6 +173,7 @@ impl Default for JobSpec {
             coop_taskrun: false,
             defer_taskrun: false,
             single_issuer: false,
+            submit_mode: SubmitMode::WithWait,
             taskrun_auto: true,
             verify: false,
             thinktime: Duration::ZERO,
@@ -775,6 +778,7 @@ pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
         align: 4096,
         hipri: spec.hipri,
         target: spec.filename.display().to_string(),
+        submit: spec.submit_mode,
     }
 }
 

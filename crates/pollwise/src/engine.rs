@@ -166,6 +166,44 @@ pub struct EngineConfig {
     pub hipri: bool,
     /// The target's name, for messages.
     pub target: String,
+    /// Whether the last batch of a fill is submitted with the wait or in a call of its own.
+    pub submit: SubmitMode,
+}
+
+/// How the engine hands the last batch of a fill to the device (see [`EngineConfig::submit`]).
+///
+/// fio's times split at the submission's return: slat ends there and clat starts. Where the
+/// submission and the wait share one system call, that return comes only with a completion, so
+/// the request is stamped as submitted when the call begins, and the call's submit cost (a
+/// doorbell, a VM exit in a virtual machine) falls in clat; lat is the same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubmitMode {
+    /// The wait policy submits it first thing: a blocking wait in the same system call as its
+    /// wait (liburing's `io_uring_submit_and_wait`), one call per batch.
+    #[default]
+    WithWait,
+    /// The engine submits it in a call of its own and the policy then waits, as fio's io_uring
+    /// engine does (one `io_uring_enter` to submit, another to wait): slat holds the submit
+    /// cost, as fio's does, at one more call per batch for a blocking wait.
+    Separate,
+}
+
+impl SubmitMode {
+    /// Every mode.
+    pub const ALL: &'static [SubmitMode] = &[SubmitMode::WithWait, SubmitMode::Separate];
+
+    /// Its name: `with_wait` or `separate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubmitMode::WithWait => "with_wait",
+            SubmitMode::Separate => "separate",
+        }
+    }
+
+    /// The mode called `s`, if any.
+    pub fn from_name(s: &str) -> Option<SubmitMode> {
+        SubmitMode::ALL.iter().copied().find(|m| m.name() == s)
+    }
 }
 
 impl Default for EngineConfig {
@@ -188,6 +226,7 @@ impl Default for EngineConfig {
             align: 4096,
             hipri: false,
             target: String::new(),
+            submit: SubmitMode::WithWait,
         }
     }
 }
@@ -502,7 +541,8 @@ impl Engine {
         Ok(h)
     }
 
-    /// Lets the policy reap at least `min` completions and handles each.
+    /// Lets the policy reap at least `min` completions and handles each (with
+    /// [`SubmitMode::Separate`], after submitting what is queued in a call of its own).
     pub fn reap(&mut self, min: usize) -> Result<usize> {
         if min > 0 && self.q.in_flight() == 0 && self.slab().live() > 0 {
             // Nothing can complete the live slots: say so rather than spin for ever.
@@ -510,6 +550,9 @@ impl Engine {
                 "{} requests are live but the queue has none in flight: they were lost (a pollwise bug; please report it)",
                 self.slab().live()
             )));
+        }
+        if self.cfg.submit == SubmitMode::Separate && self.q.unsubmitted() > 0 {
+            self.submit()?;
         }
         let Engine {
             q,
@@ -771,7 +814,8 @@ impl Engine {
                 }
                 // A full batch is submitted now, unless it is the last of this fill: that one
                 // goes to the policy, which submits it first thing (a blocking policy in the
-                // same enter as its wait, liburing's `io_uring_submit_and_wait`).
+                // same enter as its wait, liburing's `io_uring_submit_and_wait`), or with
+                // `SubmitMode::Separate` to reap(), which submits it on its own first.
                 if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
@@ -1432,6 +1476,7 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::policy::{Mode, PolicyConfig};
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
+    use crate::queue::testing::{Call, Recorded};
 
     fn cfg(iodepth: u32) -> EngineConfig {
         EngineConfig {
@@ -1458,6 +1503,87 @@ mod tests {
         let slab = Slab::new(slots, 4096, 4096).unwrap();
         let e = Engine::with_slab(Box::new(q), policy, clock, cfg(iodepth), slab).unwrap();
         (e, fake)
+    }
+
+    /// `ios` requests at depth `iodepth` under `interrupt`, submitted `submit`'s way, on a
+    /// device of 10 us whose every submitting call costs 3 us: the reads' stats and the calls.
+    fn recorded_run(submit: SubmitMode, iodepth: u32, ios: u64) -> (DirStats, Vec<Call>) {
+        let fake = FakeClock::new(0);
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let q = Recorded {
+            inner: SimQueue::new(
+                "fixed:10us".parse::<LatencyModel>().unwrap(),
+                1,
+                iodepth as usize,
+                SimTime::Virtual {
+                    clock: fake.clone(),
+                    poll_cost_ns: 0,
+                },
+            ),
+            clock: fake.clone(),
+            submit_ns: 3_000,
+            calls: calls.clone(),
+            unsubmitted: 0,
+        };
+        let clock: Arc<dyn Clock> = Arc::new(fake);
+        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+        let cfg = EngineConfig {
+            submit,
+            batch_submit: 2,
+            ..cfg(iodepth)
+        };
+        let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
+        e.run(Stop::Ios(ios)).unwrap();
+        let calls = calls.lock().unwrap().clone();
+        (e.stats().0, calls)
+    }
+
+    #[test]
+    fn separate_submission_is_a_call_of_its_own_and_slat_holds_its_cost() {
+        let (sep, sep_calls) = recorded_run(SubmitMode::Separate, 1, 40);
+        let (with, with_calls) = recorded_run(SubmitMode::WithWait, 1, 40);
+        // fio's io_uring engine: one call submits the request, the next waits for it.
+        assert_eq!(sep_calls, [Call::Submit(1), Call::Wait(0)].repeat(40));
+        // Today's default: the wait submits it (io_uring_submit_and_wait).
+        assert_eq!(with_calls, [Call::Wait(1)].repeat(40));
+        let p50 = |h: &hdrhistogram::Histogram<u64>| h.value_at_quantile(0.5);
+        assert_eq!(sep.ios, 40);
+        assert_eq!(with.ios, 40);
+        // Separate: slat is the submit call, clat the device; with the wait: the submit call
+        // falls in clat. lat is the same.
+        assert!(
+            sep.slat.equivalent(p50(&sep.slat), 3_000),
+            "{}",
+            p50(&sep.slat)
+        );
+        assert!(sep.clat.equivalent(p50(&sep.clat), 10_000));
+        assert!(p50(&with.slat) < 3_000, "{}", p50(&with.slat));
+        assert!(with.clat.equivalent(p50(&with.clat), 13_000));
+        assert_eq!(p50(&sep.lat), p50(&with.lat));
+    }
+
+    #[test]
+    fn separate_submission_leaves_nothing_for_a_wait_to_submit_at_any_depth() {
+        let (sep, calls) = recorded_run(SubmitMode::Separate, 4, 101);
+        assert_eq!(sep.ios, 101);
+        let submitted: usize = calls
+            .iter()
+            .map(|c| match c {
+                Call::Submit(n) => *n,
+                Call::Wait(n) => {
+                    assert_eq!(*n, 0, "a wait submitted: {calls:?}");
+                    0
+                }
+            })
+            .sum();
+        assert_eq!(submitted, 101, "every request submitted by a submit call");
+        let (_, with_calls) = recorded_run(SubmitMode::WithWait, 4, 101);
+        assert!(
+            with_calls
+                .iter()
+                .any(|c| matches!(c, Call::Wait(n) if *n > 0)),
+            "with the wait, waits submit: {with_calls:?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::str::FromStr;
 
 use crate::job::{IoEngine, JobSpec};
 use crate::{Error, Result};
+use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
@@ -223,6 +224,10 @@ impl Opts {
         }
         if let Some(v) = self.take_bool("fixedbufs")? {
             s.fixedbufs = v;
+        }
+        if let Some(v) = self.take_str("submit_mode")? {
+            s.submit_mode = SubmitMode::from_name(&v)
+                .ok_or_else(|| usage(format!("--submit_mode={v}: use with_wait or separate")))?;
         }
         if let Some(v) = self.take_bool("sqthread_poll")? {
             s.sqthread_poll = v;
@@ -475,6 +480,7 @@ mod tests {
                 "name",
                 "ramp_time",
                 "thinktime",
+                "submit_mode",
             ]
             .iter()
             .map(|n| format!("--{n}={}", t(n)))

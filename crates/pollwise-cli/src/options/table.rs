@@ -322,6 +322,9 @@ use Scope::{All, Job, Only};
 
 /// The wait modes, as `--mode` and `--modes` accept them (a test checks them against the library).
 pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive", "auto"];
+/// How the last batch is submitted, as `--submit_mode` accepts it (a test checks them against
+/// the library).
+pub const SUBMIT_MODES: &[&str] = &["with_wait", "separate"];
 /// The shared-poller scenario's variants (a test checks them against the scenario).
 pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
 
@@ -400,6 +403,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("coop_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0 (as fio's io_uring engine)"), C::IoUring, Job, "COOP_TASKRUN ring"),
     opt("defer_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "DEFER_TASKRUN ring"),
     opt("single_issuer", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "SINGLE_ISSUER ring"),
+    opt("submit_mode", Kind::Enum { choices: SUBMIT_MODES, noun: None }, val("with_wait"), C::IoUring, Only(RUN_LIKE), "with_wait: a blocking wait submits the last batch in its own io_uring_enter (liburing's io_uring_submit_and_wait: one call per batch; slat ends where that call begins and its submit cost falls in clat); separate: submit in an io_uring_enter of its own, then wait in another, as fio's io_uring engine (slat holds the submit cost, as fio's)"),
     // policy
     opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait: interrupt = fio's io_uring engine (sleep in io_uring_enter until the interrupt); poll = spin on the completion ring in user space (no fio equivalent; fio's --hipri polls in the kernel); hybrid = sleep part of the predicted latency, then spin (HYBRID_IOPOLL in user space); adaptive = spin up to a learned window, then sleep (QEMU's poll-max-ns)"),
     opt("modes", Kind::EnumList { choices: MODES, noun: "mode" }, Default::Text("every mode"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare"),
@@ -820,6 +824,11 @@ mod tests {
             .map(|m| m.name())
             .collect();
         assert_eq!(MODES, lib.as_slice());
+        let submit: Vec<&str> = pollwise::engine::SubmitMode::ALL
+            .iter()
+            .map(|m| m.name())
+            .collect();
+        assert_eq!(SUBMIT_MODES, submit.as_slice());
         let stats: Vec<&str> = pollwise::predict::Statistic::ALL
             .iter()
             .map(|s| s.name())

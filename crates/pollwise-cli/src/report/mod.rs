@@ -551,6 +551,8 @@ fn render_jobs(
             .collect();
         f.iodepth = spec.iodepth;
         f.batch_submit = spec.iodepth_batch_submit.max(1);
+        f.extra
+            .insert("submit_mode".into(), json!(spec.submit_mode.name()));
         f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
         f.disk_util = disk_util.clone();
         if ro.format == OutputFormat::Terse {
