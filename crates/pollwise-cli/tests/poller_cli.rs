@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{json_with_temp_file, usage_error};
+use common::{check_p50_p99, json_with_temp_file, keys, usage_error, words};
 
 #[test]
 fn bad_poller_options_exit_2() {
@@ -37,30 +37,23 @@ fn bad_poller_options_exit_2() {
 fn shared_poller_json_shape() {
     let v = json_with_temp_file(
         &["scenario", "shared-poller"],
-        &[
-            "--size=16M",
-            "--runtime=300ms",
-            "--ramp_time=50ms",
-            "--sparse_interval=20ms",
-            "--iodepth=16",
-            "--output-format=json",
-        ],
+        &words(
+            "--size=16M --runtime=300ms --ramp_time=50ms --sparse_interval=20ms --iodepth=16 \
+             --output-format=json",
+        ),
     );
     assert_eq!(v["scenario"], "shared-poller");
     let r = v["results"].as_array().unwrap();
     let names: Vec<&str> = r.iter().map(|x| x["variant"].as_str().unwrap()).collect();
     assert_eq!(names, ["separate", "attach_wq", "pollwise"]);
     for x in r {
-        let keys: Vec<&String> = x.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys(x),
             ["heavy_bw_bytes", "heavy_iops", "sparse_lat_ns", "variant"]
         );
         assert!(x["heavy_iops"].as_f64().unwrap() > 0.0, "{x}");
         assert!(x["heavy_bw_bytes"].as_f64().unwrap() > 0.0, "{x}");
-        let p50 = x["sparse_lat_ns"]["p50"].as_u64().unwrap();
-        let p99 = x["sparse_lat_ns"]["p99"].as_u64().unwrap();
-        assert!(p50 > 0 && p99 >= p50, "{x}");
+        check_p50_p99(&x["sparse_lat_ns"]);
     }
 }
 
@@ -79,8 +72,7 @@ fn fairness_json_shape() {
     );
     assert_eq!(v["scenario"], "fairness");
     let r = &v["results"];
-    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["client_iops", "jain_index", "sensitive_lat_ns"]);
+    assert_eq!(keys(r), ["client_iops", "jain_index", "sensitive_lat_ns"]);
     let iops = r["client_iops"].as_array().unwrap();
     assert_eq!(iops.len(), 5);
     assert!(iops.iter().all(|x| x.as_f64().unwrap() > 0.0), "{r}");
