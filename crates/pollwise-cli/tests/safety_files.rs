@@ -18,8 +18,7 @@ fn left_behind(dir: &Path) -> Vec<String> {
 
 #[test]
 fn planted_symlinks_never_followed_and_nothing_left() {
-    let root = common::tempdir();
-    let tmp = root.path().join("tmp");
+    let (root, tmp) = common::temp_file("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let victim = root.path().join("victim");
     std::fs::write(&victim, b"precious root-owned data\n").unwrap();
@@ -65,8 +64,7 @@ fn planted_symlinks_never_followed_and_nothing_left() {
 
 #[test]
 fn unwritable_tmpdir_is_one_line_naming_tmpdir() {
-    let root = common::tempdir();
-    let missing = root.path().join("missing");
+    let (_root, missing) = common::temp_file("missing");
     let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
         .args(["compare", "--size=1M", "--runtime=100ms", "--rounds=1"])
         .env("TMPDIR", &missing)

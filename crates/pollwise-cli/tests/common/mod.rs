@@ -73,6 +73,14 @@ pub fn one_line_naming(what: &dyn std::fmt::Debug, err: &str, needles: &[&str]) 
     }
 }
 
+/// A fresh temp dir from [`tempdir`] (keep it: dropping it removes the file) and the path of a
+/// file called `name` in it.
+pub fn temp_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempdir();
+    let f = d.path().join(name);
+    (d, f)
+}
+
 /// Runs `args` and checks: exit 2, one stderr line, no panic, containing every `needle`.
 pub fn usage_error(args: &[&str], needles: &[&str]) {
     let (code, _out, err) = pollwise(args);
