@@ -3,33 +3,27 @@
 
 mod common;
 
-use common::{check_p50_p99, json_with_temp_file, keys, usage_error, words};
+use common::{check_p50_p99, json_with_temp_file, keys, usage_error, usage_errors, words};
 
 #[test]
 fn bad_poller_options_exit_2() {
     for sc in ["shared-poller", "fairness"] {
-        usage_error(
-            &["scenario", sc, "--poller_batch=0"],
-            &["--poller_batch", "at least 1"],
-        );
-        usage_error(
-            &["scenario", sc, "--poller_cpu=4095"],
-            &["--poller_cpu=4095", "use one of"],
-        );
-        usage_error(&["scenario", sc, "--poller_depth=0"], &["--poller_depth"]);
-        usage_error(
-            &["scenario", sc, "--numjobs=2"],
-            &["--numjobs", "set by the scenario"],
-        );
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["--poller_batch=0"], &["--poller_batch", "at least 1"]),
+            (&["--poller_cpu=4095"], &["--poller_cpu=4095", "use one of"]),
+            (&["--poller_depth=0"], &["--poller_depth"]),
+            (&["--numjobs=2"], &["--numjobs", "set by the scenario"]),
+        ];
+        usage_errors(&["scenario", sc], cases);
     }
-    usage_error(
-        &["scenario", "shared-poller", "--variants=separate,bogus"],
-        &["unknown variant 'bogus'", "attach_wq"],
-    );
-    usage_error(
-        &["scenario", "shared-poller", "--sparse_interval=0"],
-        &["--sparse_interval"],
-    );
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--variants=separate,bogus"],
+            &["unknown variant 'bogus'", "attach_wq"],
+        ),
+        (&["--sparse_interval=0"], &["--sparse_interval"]),
+    ];
+    usage_errors(&["scenario", "shared-poller"], cases);
     usage_error(&["scenario", "fairness", "--burst=0"], &["--burst=0"]);
 }
 

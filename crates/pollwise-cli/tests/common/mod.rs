@@ -63,6 +63,13 @@ pub fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
+/// Checks that `text` contains every one of `needles`.
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "'{n}' not in: {text}");
+    }
+}
+
 /// Checks the stderr of a refused command (`what`, for messages): one line, no panic,
 /// containing every `needle`.
 pub fn one_line_naming(what: &dyn std::fmt::Debug, err: &str, needles: &[&str]) {
