@@ -1348,25 +1348,32 @@ mod limit_tests {
     #[test]
     fn cgroup_v1_and_v2_limits() {
         let root = tempfile::tempdir().unwrap();
-        let v2 = root.path().join("a/b");
-        std::fs::create_dir_all(&v2).unwrap();
-        std::fs::write(v2.join("memory.max"), "1048576\n").unwrap();
-        std::fs::write(v2.join("memory.current"), "4096\n").unwrap();
-        assert_eq!(
-            cgroup_memory_in("0::/a/b\n", root.path()),
-            Some((1_048_576, 4096))
+        // Writes `files` (name, contents) into the cgroup directory `rel` under root.
+        let cgroup = |rel: &str, files: &[(&str, &str)]| {
+            let dir = root.path().join(rel);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, text) in files {
+                std::fs::write(dir.join(name), text).unwrap();
+            }
+        };
+        let limits = |proc_cgroup: &str| cgroup_memory_in(proc_cgroup, root.path());
+        cgroup(
+            "a/b",
+            &[("memory.max", "1048576\n"), ("memory.current", "4096\n")],
         );
-        std::fs::write(v2.join("memory.max"), "max\n").unwrap();
-        assert_eq!(cgroup_memory_in("0::/a/b\n", root.path()), None);
-        let v1 = root.path().join("memory/c");
-        std::fs::create_dir_all(&v1).unwrap();
-        std::fs::write(v1.join("memory.limit_in_bytes"), "2097152\n").unwrap();
-        std::fs::write(v1.join("memory.usage_in_bytes"), "1024\n").unwrap();
-        assert_eq!(
-            cgroup_memory_in("4:memory:/c\n0::/\n", root.path()),
-            Some((2_097_152, 1024))
+        assert_eq!(limits("0::/a/b\n"), Some((1_048_576, 4096)));
+        cgroup("a/b", &[("memory.max", "max\n")]);
+        assert_eq!(limits("0::/a/b\n"), None);
+        let v1 = [
+            ("memory.limit_in_bytes", "2097152\n"),
+            ("memory.usage_in_bytes", "1024\n"),
+        ];
+        cgroup("memory/c", &v1);
+        assert_eq!(limits("4:memory:/c\n0::/\n"), Some((2_097_152, 1024)));
+        cgroup(
+            "memory/c",
+            &[("memory.limit_in_bytes", "9223372036854771712\n")],
         );
-        std::fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
-        assert_eq!(cgroup_memory_in("4:memory:/c\n", root.path()), None);
+        assert_eq!(limits("4:memory:/c\n"), None);
     }
 }

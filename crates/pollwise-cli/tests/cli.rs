@@ -3,14 +3,13 @@
 
 mod common;
 
-use common::{json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir, usage_error};
+use common::{json_of, json_on_temp_file, pollwise, run_on_temp_file, temp_file, usage_error};
 
 /// Runs `args` and checks: exit 2, one stderr line, containing every `needle`.
 
 #[test]
 fn bad_input_gets_exit_2_and_the_fix() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
+    let (d, f) = temp_file("f.dat");
     let f = f.to_str().unwrap();
     let fname = format!("--filename={f}");
     let dir = format!("--filename={}", d.path().display());
@@ -167,8 +166,7 @@ fn run_json_has_fio_fields() {
 
 #[test]
 fn compare_reports_every_mode_as_a_job() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
+    let (_d, f) = temp_file("f.dat");
     let v = json_of(&[
         "compare",
         &format!("--filename={}", f.display()),

@@ -14,7 +14,7 @@ use pollwise::request::Dir;
 use pollwise_cli::job::{engine_config, run_job, JobSpec, Rw};
 use pollwise_cli::Error;
 
-use common::{job, tempdir};
+use common::{job, temp_file};
 
 /// Writes the whole file with verify patterns, so reads can check every byte they get.
 fn write_verified(spec: &JobSpec) {
@@ -31,8 +31,7 @@ fn write_verified(spec: &JobSpec) {
 
 #[test]
 fn every_policy_completes_every_request_once_with_the_right_data() {
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     let base = job(&path, Rw::RandRead, Mode::Interrupt, 1000);
     write_verified(&base);
     for &mode in Mode::ALL {
@@ -58,8 +57,7 @@ fn every_policy_completes_every_request_once_with_the_right_data() {
 
 #[test]
 fn ring_setups_work_under_every_policy() {
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     let base = job(&path, Rw::RandRead, Mode::Interrupt, 300);
     write_verified(&base);
     let setups: Vec<(&str, JobSpec)> = vec![
@@ -120,8 +118,7 @@ fn ring_setups_work_under_every_policy() {
 
 #[test]
 fn write_then_verify_round_trip_and_corruption_is_caught() {
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     // Random writes with verify: the job reads every written block back and checks it.
     let w = JobSpec {
         verify: true,
@@ -188,8 +185,7 @@ fn engine(path: &std::path::Path, mode: Mode, depth: u32) -> Engine {
 
 #[test]
 fn wait_for_one_handle_and_stale_handles_are_errors() {
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     for &mode in Mode::ALL {
         let mut e = engine(&path, mode, 4);
         let a = e.submit_one(Dir::Read, 0).unwrap();
@@ -224,8 +220,7 @@ fn wait_for_one_handle_and_stale_handles_are_errors() {
 #[test]
 fn polled_io_without_poll_queues_fails_fast_with_the_reason() {
     // This machine's disk (virtio-blk) has no poll queues; a file on it cannot do IOPOLL.
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     let spec = JobSpec {
         hipri: true,
         runtime: Duration::from_secs(5),
@@ -247,8 +242,7 @@ fn polled_io_without_poll_queues_fails_fast_with_the_reason() {
 fn interrupt_rings_are_set_up_as_fio_sets_them_up() {
     use pollwise::queue::Queue;
     use pollwise_cli::job::uring_for;
-    let dir = tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = temp_file();
     let spec = job(&path, Rw::RandRead, Mode::Interrupt, 10);
     pollwise_cli::job::prepare_target(&spec).unwrap();
     let f = std::fs::File::open(&path).unwrap();

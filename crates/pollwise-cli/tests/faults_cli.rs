@@ -5,16 +5,19 @@ use serde_json::Value;
 
 mod common;
 
-use common::pollwise;
+use common::{json_of, json_on_temp_file, pollwise, words};
 
-fn faults_of(stdout: &str) -> (Value, u64) {
-    let v: Value = serde_json::from_str(stdout).unwrap();
+/// The first job's `pollwise.faults` in the JSON `v`, and the I/Os it completed.
+fn faults_of(v: &Value) -> (Value, u64) {
     let j = &v["jobs"][0];
     let ios = j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap();
     (j["pollwise"]["faults"].clone(), ios)
 }
 
-fn check_counts_match(f: &Value, ios: u64, requests: u64) {
+/// Checks that what was injected in the run that printed `v` is what the job saw, over
+/// `requests` requests; returns `pollwise.faults`.
+fn check_counts_match(v: &Value, requests: u64) -> Value {
+    let (f, ios) = faults_of(v);
     for k in ["eio", "short", "eagain", "canceled"] {
         assert_eq!(f["injected"][k], f["seen"][k], "{k}: {f}");
     }
@@ -29,25 +32,17 @@ fn check_counts_match(f: &Value, ios: u64, requests: u64) {
         requests,
         "every request completed or failed once: {f}"
     );
+    f
 }
 
 #[test]
 fn injected_and_seen_match_in_the_json_on_the_simulated_device() {
-    let (rc, out, err) = pollwise(&[
-        "run",
-        "--ioengine=sim",
-        "--size=64M",
-        "--io_size=16M",
-        "--iodepth=16",
-        "--rw=randrw",
-        "--mode=poll",
-        "--fault=eio:1%,short:0.05,eagain:2%,spike:1%:1ms",
-        "--continue_on_error=io",
-        "--output-format=json",
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let (f, ios) = faults_of(&out);
-    check_counts_match(&f, ios, 4096);
+    let v = json_of(&words(
+        "run --ioengine=sim --size=64M --io_size=16M --iodepth=16 --rw=randrw --mode=poll \
+         --fault=eio:1%,short:0.05,eagain:2%,spike:1%:1ms --continue_on_error=io \
+         --output-format=json",
+    ));
+    let f = check_counts_match(&v, 4096);
     assert!(
         f["seen"].get("spike").is_none(),
         "spikes are latency, not seen"
@@ -56,23 +51,12 @@ fn injected_and_seen_match_in_the_json_on_the_simulated_device() {
 
 #[test]
 fn injected_and_seen_match_on_io_uring_with_verify() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    let file = format!("--filename={}", file.display());
-    let (rc, out, err) = pollwise(&[
-        "run",
-        &file,
-        "--size=4M",
-        "--iodepth=8",
-        "--rw=randrw",
-        "--verify=crc32c",
-        "--fault=eio:2%,short:10%,eagain:5%,spike:2%:1ms",
-        "--continue_on_error=all",
-        "--output-format=json",
-    ]);
-    assert_eq!(rc, 0, "{err}");
-    let (f, ios) = faults_of(&out);
-    check_counts_match(&f, ios, 1024);
+    let v = json_on_temp_file(&words(
+        "--size=4M --iodepth=8 --rw=randrw --verify=crc32c \
+         --fault=eio:2%,short:10%,eagain:5%,spike:2%:1ms --continue_on_error=all \
+         --output-format=json",
+    ));
+    check_counts_match(&v, 1024);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use common::{have, json_of, json_on_temp_file, pollwise, run_on_temp_file, tempdir};
+use common::{have, json_of, json_on_temp_file, pollwise, run_on_temp_file, temp_file, tempdir};
 use serde_json::Value;
 
 /// The job both tools run: 4 KiB random O_DIRECT reads on io_uring for 1 s.
@@ -68,8 +68,7 @@ fn json_has_fios_key_paths() {
     if !have("fio") {
         return;
     }
-    let d = tempdir();
-    let f = d.path().join("f.dat");
+    let (_d, f) = temp_file("f.dat");
     let mut a = job(&f);
     a.push("--output-format=json".into());
     // pollwise first: it lays out the file, so fio finds it ready.
@@ -113,8 +112,7 @@ fn json_has_fios_key_paths() {
 
 #[test]
 fn jsonplus_feeds_fio_jsonplus_clat2csv() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
+    let (d, f) = temp_file("f.dat");
     let out = d.path().join("pw.json");
     let mut a = vec!["run".to_string()];
     a.extend(job(&f));
@@ -166,8 +164,7 @@ const TERSE_FIELDS: usize = 121;
 
 #[test]
 fn terse_is_fios_v3_line() {
-    let d = tempdir();
-    let f = d.path().join("f.dat");
+    let (_d, f) = temp_file("f.dat");
     let mut a = vec!["run".to_string()];
     a.extend(job(&f));
     a.push("--runtime=300ms".into());

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{json_of, pollwise, tempdir, usage_error};
+use common::{json_of, pollwise, temp_file, tempdir, usage_error};
 use serde_json::Value;
 
 fn jobs(v: &Value) -> &Vec<Value> {
@@ -65,8 +65,7 @@ fn a_job_file_runs_every_job_with_globals_comments_includes_and_env() {
 
 #[test]
 fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
-    let d = tempdir();
-    let job = d.path().join("j.fio");
+    let (_d, job) = temp_file("j.fio");
     std::fs::write(&job, "[global]\nioengine=sim\n\n[a]\nbssplit=4k/50:8k/50\n").unwrap();
     let j = job.to_str().unwrap();
     usage_error(
@@ -144,8 +143,7 @@ fn misread_2_numjobs_are_separate_jobs_unless_group_reporting() {
 
 #[test]
 fn misread_3_filename_colons_are_fios_separator() {
-    let d = tempdir();
-    let a = d.path().join("a");
+    let (d, a) = temp_file("a");
     let b = d.path().join("b");
     let both = format!("--filename={}:{}", a.display(), b.display());
     usage_error(
@@ -220,16 +218,14 @@ fn misread_6_compare_refuses_what_it_cannot_honour() {
         &["compare", "--ioengine=sim", "--time_based=0"],
         &["--time_based=0", "time-based"],
     );
-    let d = tempdir();
-    let job = d.path().join("j.fio");
+    let (_d, job) = temp_file("j.fio");
     std::fs::write(&job, "[a]\nioengine=sim\n[b]\nioengine=sim\n").unwrap();
     usage_error(&["compare", job.to_str().unwrap()], &["one job", "2"]);
 }
 
 #[test]
 fn stonewall_serializes_and_the_rest_run_together() {
-    let d = tempdir();
-    let job = d.path().join("j.fio");
+    let (_d, job) = temp_file("j.fio");
     std::fs::write(
         &job,
         "[global]\nioengine=sim\nsim_latency=fixed:20us\nruntime=1s\ntime_based\n[a]\n[b]\n[c]\nstonewall\n",
@@ -298,8 +294,7 @@ fn read_write_block_sizes_and_sequential_mixed() {
 
 #[test]
 fn loops_offsets_and_cpus() {
-    let d = tempdir();
-    let f = d.path().join("t");
+    let (_d, f) = temp_file("t");
     std::fs::write(&f, vec![0u8; 1 << 20]).unwrap();
     let file = format!("--filename={}", f.display());
     // size=25% of 1 MiB from offset 50%, read twice: 2 x 64 blocks of 4k.
@@ -337,8 +332,7 @@ fn fios_examples_parse_or_say_why() {
         eprintln!("fio's examples are not installed (apt-get install fio-examples): skipped");
         return;
     };
-    let d = tempdir();
-    let target = d.path().join("t.dat");
+    let (d, target) = temp_file("t.dat");
     let file = format!("--filename={}", target.display());
     // Examples that write fio's logs write them here, not into the working directory.
     let logs = d.path().join("log").display().to_string();

@@ -15,6 +15,13 @@ pub fn tempdir() -> tempfile::TempDir {
         .expect("temp dir")
 }
 
+/// A fresh temp dir (keep it: dropping it removes the file) and the path of a file `f` in it.
+pub fn temp_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempdir();
+    let path = dir.path().join("f");
+    (dir, path)
+}
+
 /// A small job on `path`: `ios` requests, not time-based.
 pub fn job(path: &Path, rw: Rw, mode: Mode, ios: u64) -> JobSpec {
     JobSpec {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{have, pollwise, tempdir, usage_error};
+use common::{have, pollwise, temp_file, tempdir, usage_error};
 
 /// The job both tools run: 4 KiB random O_DIRECT reads and writes on io_uring for 1 s.
 fn job(f: &Path, log: &Path, extra: &[&str]) -> Vec<String> {
@@ -119,8 +119,7 @@ fn check_per_io(base: &str, dir: &Path, who: &str) -> u64 {
 
 #[test]
 fn per_io_logs_have_fios_format_and_units() {
-    let d = tempdir();
-    let f = d.path().join("data");
+    let (d, f) = temp_file("data");
     let pw = d.path().join("pw");
     run_pollwise(&job(&f, &pw, &[]));
     let ours = check_per_io("pw", d.path(), "pollwise");
@@ -139,8 +138,7 @@ fn per_io_logs_have_fios_format_and_units() {
 
 #[test]
 fn averaged_logs_with_offsets_have_fios_format() {
-    let d = tempdir();
-    let f = d.path().join("data");
+    let (d, f) = temp_file("data");
     let extra = ["--log_avg_msec=100", "--log_offset=1"];
     let check = |base: &str, who: &str| {
         for k in KINDS {
@@ -211,8 +209,7 @@ fn fio2gnuplot_reads_pollwises_logs() {
     if !have("fio2gnuplot") {
         return;
     }
-    let d = tempdir();
-    let f = d.path().join("data");
+    let (d, f) = temp_file("data");
     let logs = d.path().join("logs");
     std::fs::create_dir(&logs).unwrap();
     run_pollwise(&job(&f, &logs.join("pw"), &["--numjobs=2"]));

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json_of, pollwise, usage_error};
+use common::{assert_contains, json_of, pollwise, usage_error, usage_errors};
 
 /// Runs `args`, expects exit 0 with help on stdout and nothing on stderr; returns stdout.
 fn help_of(args: &[&str]) -> String {
@@ -43,30 +43,30 @@ fn help_anywhere_exits_0_to_stdout() {
 #[test]
 fn a_scenarios_help_lists_its_own_options_with_its_defaults() {
     let f = help_of(&["scenario", "fairness", "--help"]);
-    for needle in [
-        "--burst=N",
-        "[default: 32768]",
-        "--poller_depth=N",
-        "[default: 128]",
-        "--iodepth=N",
-        "[default: 32]",
-    ] {
-        assert!(f.contains(needle), "'{needle}' not in: {f}");
-    }
+    assert_contains(
+        &f,
+        &[
+            "--burst=N",
+            "[default: 32768]",
+            "--poller_depth=N",
+            "[default: 128]",
+        ],
+    );
+    assert_contains(&f, &["--iodepth=N", "[default: 32]"]);
     assert!(!f.contains("--sources"), "{f}");
     assert_eq!(help_of(&["help", "scenario", "fairness"]), f);
     let idle = help_of(&["scenario", "idle-sources", "-h"]);
-    for needle in [
-        "--sources=N",
-        "[default: 100]",
-        "--fdmon=",
-        "--poll_idle_ms=N",
-    ] {
-        assert!(idle.contains(needle), "'{needle}' not in: {idle}");
-    }
+    assert_contains(
+        &idle,
+        &[
+            "--sources=N",
+            "[default: 100]",
+            "--fdmon=",
+            "--poll_idle_ms=N",
+        ],
+    );
     let slow = help_of(&["scenario", "slow-handler", "--help"]);
-    assert!(slow.contains("--handler_us=N"), "{slow}");
-    assert!(slow.contains("[default: 1]"), "{slow}");
+    assert_contains(&slow, &["--handler_us=N", "[default: 1]"]);
 }
 
 #[test]
@@ -144,22 +144,19 @@ fn sizes_are_never_truncated() {
 
 #[test]
 fn a_scenario_takes_only_its_own_options() {
-    usage_error(
-        &["scenario", "fairness", "--sources=3"],
-        &["--sources", "idle-sources"],
-    );
-    usage_error(
-        &["scenario", "idle-sources", "--burst=3"],
-        &["--burst", "fairness"],
-    );
-    usage_error(
-        &["scenario", "slow-handler", "--active=1"],
-        &["--active", "idle-sources"],
-    );
-    usage_error(
-        &["scenario", "idle-sources", "--thinktime=5us"],
-        &["--thinktime does not apply"],
-    );
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["fairness", "--sources=3"], &["--sources", "idle-sources"]),
+        (&["idle-sources", "--burst=3"], &["--burst", "fairness"]),
+        (
+            &["slow-handler", "--active=1"],
+            &["--active", "idle-sources"],
+        ),
+        (
+            &["idle-sources", "--thinktime=5us"],
+            &["--thinktime does not apply"],
+        ),
+    ];
+    usage_errors(&["scenario"], cases);
     usage_error(&["run", "--threads=2"], &["--threads", "hybrid-contention"]);
     usage_error(&["run", "--modes=poll"], &["takes one --mode"]);
     usage_error(&["run", "--iodepth"], &["--iodepth needs a value"]);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json_of, pollwise};
+use common::{check_p50_p99, json_of, keys, pollwise, usage_errors, words};
 
 #[test]
 fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {
@@ -31,16 +31,7 @@ fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {
         (&["--thinktime=-5us"], &["--thinktime"]),
         (&["--verify=crc32c"], &["--verify", "--ioengine=sim"]),
     ];
-    for (extra, needles) in cases {
-        let args: Vec<&str> = sim.iter().chain(extra.iter()).copied().collect();
-        let (code, _, err) = pollwise(&args);
-        assert_eq!(code, 2, "{args:?}: exit {code}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
-        for n in *needles {
-            assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-        }
-    }
+    usage_errors(&sim, cases);
     let (code, _, err) = pollwise(&["run", "--sim_latency=fixed:10us", "--filename=/tmp/x"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--ioengine=sim"), "{err}");
@@ -77,16 +68,10 @@ fn sim_runs_every_new_mode_and_reports_beliefs() {
 
 #[test]
 fn hybrid_contention_prints_the_promised_json() {
-    let v = json_of(&[
-        "scenario",
-        "hybrid-contention",
-        "--threads=1,2",
-        "--runtime=100ms",
-        "--ramp_time=0",
-        "--batch=4",
-        "--size=8M",
-        "--output-format=json",
-    ]);
+    let v = json_of(&words(
+        "scenario hybrid-contention --threads=1,2 --runtime=100ms --ramp_time=0 --batch=4 \
+         --size=8M --output-format=json",
+    ));
     assert_eq!(v["scenario"], "hybrid-contention");
     let results = v["results"].as_array().unwrap();
     assert_eq!(
@@ -95,17 +80,14 @@ fn hybrid_contention_prints_the_promised_json() {
         "every mode (auto included) at each thread count"
     );
     for r in results {
-        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys(r),
             ["cpu_us_per_op", "lat_ns", "mode", "ops_per_sec", "threads"],
             "{r}"
         );
         assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["cpu_us_per_op"].as_f64().unwrap() > 0.0, "{r}");
-        let p50 = r["lat_ns"]["p50"].as_u64().unwrap();
-        let p99 = r["lat_ns"]["p99"].as_u64().unwrap();
-        assert!(p50 > 0 && p99 >= p50, "{r}");
+        check_p50_p99(&r["lat_ns"]);
     }
     let (code, _, err) = pollwise(&["scenario", "hybrid-contention", "--threads=0"]);
     assert_eq!(code, 2, "{err}");

@@ -3,33 +3,27 @@
 
 mod common;
 
-use common::{json_with_temp_file, usage_error};
+use common::{check_p50_p99, json_with_temp_file, keys, usage_error, usage_errors, words};
 
 #[test]
 fn bad_poller_options_exit_2() {
     for sc in ["shared-poller", "fairness"] {
-        usage_error(
-            &["scenario", sc, "--poller_batch=0"],
-            &["--poller_batch", "at least 1"],
-        );
-        usage_error(
-            &["scenario", sc, "--poller_cpu=4095"],
-            &["--poller_cpu=4095", "use one of"],
-        );
-        usage_error(&["scenario", sc, "--poller_depth=0"], &["--poller_depth"]);
-        usage_error(
-            &["scenario", sc, "--numjobs=2"],
-            &["--numjobs", "set by the scenario"],
-        );
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["--poller_batch=0"], &["--poller_batch", "at least 1"]),
+            (&["--poller_cpu=4095"], &["--poller_cpu=4095", "use one of"]),
+            (&["--poller_depth=0"], &["--poller_depth"]),
+            (&["--numjobs=2"], &["--numjobs", "set by the scenario"]),
+        ];
+        usage_errors(&["scenario", sc], cases);
     }
-    usage_error(
-        &["scenario", "shared-poller", "--variants=separate,bogus"],
-        &["unknown variant 'bogus'", "attach_wq"],
-    );
-    usage_error(
-        &["scenario", "shared-poller", "--sparse_interval=0"],
-        &["--sparse_interval"],
-    );
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--variants=separate,bogus"],
+            &["unknown variant 'bogus'", "attach_wq"],
+        ),
+        (&["--sparse_interval=0"], &["--sparse_interval"]),
+    ];
+    usage_errors(&["scenario", "shared-poller"], cases);
     usage_error(&["scenario", "fairness", "--burst=0"], &["--burst=0"]);
 }
 
@@ -37,30 +31,23 @@ fn bad_poller_options_exit_2() {
 fn shared_poller_json_shape() {
     let v = json_with_temp_file(
         &["scenario", "shared-poller"],
-        &[
-            "--size=16M",
-            "--runtime=300ms",
-            "--ramp_time=50ms",
-            "--sparse_interval=20ms",
-            "--iodepth=16",
-            "--output-format=json",
-        ],
+        &words(
+            "--size=16M --runtime=300ms --ramp_time=50ms --sparse_interval=20ms --iodepth=16 \
+             --output-format=json",
+        ),
     );
     assert_eq!(v["scenario"], "shared-poller");
     let r = v["results"].as_array().unwrap();
     let names: Vec<&str> = r.iter().map(|x| x["variant"].as_str().unwrap()).collect();
     assert_eq!(names, ["separate", "attach_wq", "pollwise"]);
     for x in r {
-        let keys: Vec<&String> = x.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys(x),
             ["heavy_bw_bytes", "heavy_iops", "sparse_lat_ns", "variant"]
         );
         assert!(x["heavy_iops"].as_f64().unwrap() > 0.0, "{x}");
         assert!(x["heavy_bw_bytes"].as_f64().unwrap() > 0.0, "{x}");
-        let p50 = x["sparse_lat_ns"]["p50"].as_u64().unwrap();
-        let p99 = x["sparse_lat_ns"]["p99"].as_u64().unwrap();
-        assert!(p50 > 0 && p99 >= p50, "{x}");
+        check_p50_p99(&x["sparse_lat_ns"]);
     }
 }
 
@@ -79,8 +66,7 @@ fn fairness_json_shape() {
     );
     assert_eq!(v["scenario"], "fairness");
     let r = &v["results"];
-    let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["client_iops", "jain_index", "sensitive_lat_ns"]);
+    assert_eq!(keys(r), ["client_iops", "jain_index", "sensitive_lat_ns"]);
     let iops = r["client_iops"].as_array().unwrap();
     assert_eq!(iops.len(), 5);
     assert!(iops.iter().all(|x| x.as_f64().unwrap() > 0.0), "{r}");

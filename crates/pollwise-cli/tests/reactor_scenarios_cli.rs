@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::pollwise;
+use common::{check_p50_p99, keys, pollwise, usage_errors, words};
 
 #[test]
 fn bad_options_get_exit_2_and_the_fix() {
@@ -38,23 +38,12 @@ fn bad_options_get_exit_2_and_the_fix() {
             &["fewer --rounds"],
         ),
     ];
-    for (args, needles) in cases {
-        let mut a = vec!["scenario"];
-        a.extend_from_slice(args);
-        let (code, _out, err) = pollwise(&a);
-        assert_eq!(code, 2, "{a:?}: exit {code}, stderr: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
-        assert!(!err.contains("panicked"), "{a:?}: {err}");
-        for n in *needles {
-            assert!(err.contains(n), "{a:?}: '{n}' not in: {err}");
-        }
-    }
+    usage_errors(&["scenario"], cases);
 }
 
 fn check_json(out: &str, scenario: &str, variants: &[&str]) {
     let v: serde_json::Value = serde_json::from_str(out).expect("JSON");
-    let top: Vec<&String> = v.as_object().unwrap().keys().collect();
-    assert_eq!(top, ["results", "scenario"]);
+    assert_eq!(keys(&v), ["results", "scenario"]);
     assert_eq!(v["scenario"], scenario);
     let results = v["results"].as_array().unwrap();
     let names: Vec<&str> = results
@@ -63,9 +52,8 @@ fn check_json(out: &str, scenario: &str, variants: &[&str]) {
         .collect();
     assert_eq!(names, variants);
     for r in results {
-        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys(r),
             [
                 "fdmon_waits_per_req",
                 "iops",
@@ -75,32 +63,20 @@ fn check_json(out: &str, scenario: &str, variants: &[&str]) {
             ],
             "{r}"
         );
-        let lat: Vec<&String> = r["lat_ns"].as_object().unwrap().keys().collect();
-        assert_eq!(lat, ["p50", "p99"], "{r}");
+        assert_eq!(keys(&r["lat_ns"]), ["p50", "p99"], "{r}");
         assert!(r["iops"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["fdmon_waits_per_req"].as_f64().unwrap() >= 0.0, "{r}");
-        let p50 = r["lat_ns"]["p50"].as_u64().unwrap();
-        let p99 = r["lat_ns"]["p99"].as_u64().unwrap();
-        assert!(p50 > 0 && p99 >= p50, "{r}");
+        check_p50_p99(&r["lat_ns"]);
     }
 }
 
 #[test]
 fn idle_sources_prints_the_promised_json() {
     for fdmon in ["io_uring", "epoll"] {
-        let fd = format!("--fdmon={fdmon}");
-        let (code, out, err) = pollwise(&[
-            "scenario",
-            "idle-sources",
-            "--sources=6",
-            &fd,
-            "--poll_idle_ms=10",
-            "--runtime=150ms",
-            "--rounds=1",
-            "--ramp_time=50ms",
-            "--size=8M",
-            "--output-format=json",
-        ]);
+        let (code, out, err) = pollwise(&words(&format!(
+            "scenario idle-sources --sources=6 --fdmon={fdmon} --poll_idle_ms=10 --runtime=150ms \
+             --rounds=1 --ramp_time=50ms --size=8M --output-format=json"
+        )));
         assert_eq!(code, 0, "{err}");
         check_json(
             &out,
@@ -121,18 +97,10 @@ fn idle_sources_prints_the_promised_json() {
 #[test]
 fn slow_handler_prints_the_promised_json() {
     for fdmon in ["io_uring", "epoll"] {
-        let fd = format!("--fdmon={fdmon}");
-        let (code, out, err) = pollwise(&[
-            "scenario",
-            "slow-handler",
-            "--handler_us=10",
-            &fd,
-            "--runtime=200ms",
-            "--rounds=2",
-            "--ramp_time=0",
-            "--size=8M",
-            "--output-format=json",
-        ]);
+        let (code, out, err) = pollwise(&words(&format!(
+            "scenario slow-handler --handler_us=10 --fdmon={fdmon} --runtime=200ms --rounds=2 \
+             --ramp_time=0 --size=8M --output-format=json"
+        )));
         assert_eq!(code, 0, "{err}");
         check_json(&out, "slow-handler", &["excluded", "included"]);
     }

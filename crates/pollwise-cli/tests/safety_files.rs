@@ -18,8 +18,7 @@ fn left_behind(dir: &Path) -> Vec<String> {
 
 #[test]
 fn planted_symlinks_never_followed_and_nothing_left() {
-    let root = common::tempdir();
-    let tmp = root.path().join("tmp");
+    let (root, tmp) = common::temp_file("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let victim = root.path().join("victim");
     std::fs::write(&victim, b"precious root-owned data\n").unwrap();
@@ -65,15 +64,9 @@ fn planted_symlinks_never_followed_and_nothing_left() {
 
 #[test]
 fn unwritable_tmpdir_is_one_line_naming_tmpdir() {
-    let root = common::tempdir();
-    let missing = root.path().join("missing");
-    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-        .args(["compare", "--size=1M", "--runtime=100ms", "--rounds=1"])
-        .env("TMPDIR", &missing)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("TMPDIR"), "{err}");
+    let (_root, missing) = common::temp_file("missing");
+    let args = ["compare", "--size=1M", "--runtime=100ms", "--rounds=1"];
+    let (code, _out, err) = common::pollwise_env(&args, &missing);
+    assert_eq!(code, 2, "{err}");
+    common::one_line_naming(&args, &err, &["TMPDIR"]);
 }

@@ -4,13 +4,12 @@
 
 mod common;
 
-use common::{pollwise, tempdir};
+use common::{pollwise, temp_file};
 use pollwise_cli::device::device_of;
 
 #[test]
 fn hipri_writes_are_refused_where_reads_are() {
-    let d = tempdir();
-    let f = d.path().join("hipri.dat");
+    let (d, f) = temp_file("hipri.dat");
     let dev = device_of(d.path());
     for rw in ["randread", "randwrite", "write"] {
         let (code, _, err) = pollwise(&[

@@ -73,20 +73,19 @@ fn free_space_is_checked_before_layout() {
 
 #[test]
 fn a_layout_that_fails_midway_leaves_no_partial_file() {
-    let dir = common::tempdir();
-    let f = dir.path().join("f");
+    let (_dir, f) = common::temp_file("f");
     // The file-size limit stops the layout after a few blocks (EFBIG, SIGXFSZ ignored).
+    let script = "trap '' XFSZ; ulimit -f 1024; exec \"$0\" run --filename=\"$1\" --size=8M --direct=0 --runtime=0.1";
     let out = Command::new("sh")
         .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 1024; exec \"$0\" run --filename=\"$1\" --size=8M --direct=0 --runtime=0.1")
+        .arg(script)
         .arg(env!("CARGO_BIN_EXE_pollwise"))
         .arg(&f)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("laying out"), "{err}");
+    let (code, _out, err) = common::outcome(out);
+    assert_eq!(code, 1, "{err}");
+    common::one_line_naming(&script, &err, &["laying out"]);
     assert!(!f.exists(), "a partial file was left");
 }
 

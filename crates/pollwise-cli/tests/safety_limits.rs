@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::{one_line_naming, words};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -66,56 +67,33 @@ fn runtime_bounds_think_time() {
     }
 }
 
+/// Runs the command line `line` under `limits`: it must fail, with exit status `code` when one
+/// is given, in one line naming `needle`.
+fn refused_under(limits: &str, line: &str, code: Option<i32>, needle: &str) {
+    let args = words(line);
+    let (rc, _out, err, _) = limited(limits, &args);
+    match code {
+        Some(code) => assert_eq!(rc, code, "{err}"),
+        None => assert_ne!(rc, 0, "{err}"),
+    }
+    one_line_naming(&args, &err, &[needle]);
+}
+
 #[test]
 fn too_many_threads_is_one_line_naming_numjobs() {
-    let (rc, _out, err, _) = limited(
-        "true",
-        &[
-            "run",
-            "--ioengine=sim",
-            "--numjobs=1000000",
-            "--runtime=0.2",
-            "--time_based",
-        ],
-    );
-    assert_eq!(rc, 2, "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains("--numjobs"), "{err}");
+    let line = "run --ioengine=sim --numjobs=1000000 --runtime=0.2 --time_based";
+    refused_under("true", line, Some(2), "--numjobs");
 }
 
 #[test]
 fn threads_that_cannot_get_memory_are_one_line() {
     // Under ulimit -v the stacks of 10000 threads do not fit.
-    let (rc, _out, err, _) = limited(
-        "ulimit -v 3000000",
-        &[
-            "run",
-            "--ioengine=sim",
-            "--numjobs=10000",
-            "--runtime=0.2",
-            "--time_based",
-        ],
-    );
-    assert_ne!(rc, 0, "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains("--numjobs"), "{err}");
+    let line = "run --ioengine=sim --numjobs=10000 --runtime=0.2 --time_based";
+    refused_under("ulimit -v 3000000", line, None, "--numjobs");
 }
 
 #[test]
 fn buffers_are_checked_against_ulimit_v() {
-    let (rc, _out, err, _) = limited(
-        "ulimit -v 1000000",
-        &[
-            "run",
-            "--ioengine=sim",
-            "--iodepth=1024",
-            "--bs=1M",
-            "--direct=0",
-        ],
-    );
-    assert_eq!(rc, 2, "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("ulimit -v"), "{err}");
+    let line = "run --ioengine=sim --iodepth=1024 --bs=1M --direct=0";
+    refused_under("ulimit -v 1000000", line, Some(2), "ulimit -v");
 }

@@ -53,12 +53,7 @@ fn compare_then(sig: i32, code: i32, name: &str) {
     let root = common::tempdir();
     let tmp = root.path();
     let child = spawn(
-        &[
-            "compare",
-            "--size=16M",
-            "--runtime=10s",
-            "--modes=interrupt,poll",
-        ],
+        &common::words("compare --size=16M --runtime=10s --modes=interrupt,poll"),
         tmp,
     );
     wait_for_dir(tmp);
@@ -96,20 +91,12 @@ fn sigterm_prints_results_so_far_removes_the_file_exits_143() {
 
 #[test]
 fn interrupted_json_says_so() {
-    let dir = common::tempdir();
-    let f = dir.path().join("f");
-    let f = format!("--filename={}", f.display());
-    let child = spawn(
-        &[
-            "run",
-            &f,
-            "--size=4M",
-            "--runtime=20s",
-            "--time_based",
-            "--output-format=json",
-        ],
-        dir.path(),
+    let (dir, f) = common::temp_file("f");
+    let line = format!(
+        "run --filename={} --size=4M --runtime=20s --time_based --output-format=json",
+        f.display()
     );
+    let child = spawn(&common::words(&line), dir.path());
     std::thread::sleep(Duration::from_millis(1500));
     kill(&child, libc::SIGINT);
     let (rc, out, err) = finish(child);
@@ -128,18 +115,9 @@ fn second_sigint_exits_at_once_and_still_removes_the_file() {
     let tmp = root.path();
     // A simulated request takes 4 s: after the first signal the drain waits for it, so the
     // second one arrives while the command is still stopping.
-    let child = spawn(
-        &[
-            "compare",
-            "--ioengine=sim",
-            "--sim_latency=fixed:4s",
-            "--runtime=30s",
-            "--warmup=0",
-            "--rounds=1",
-            "--modes=interrupt",
-        ],
-        tmp,
-    );
+    let line = "compare --ioengine=sim --sim_latency=fixed:4s --runtime=30s --warmup=0 --rounds=1 \
+                --modes=interrupt";
+    let child = spawn(&common::words(line), tmp);
     wait_for_dir(tmp);
     std::thread::sleep(Duration::from_millis(800));
     let t0 = Instant::now();

@@ -54,8 +54,7 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn steady_state_allocates_nothing_per_io() {
-    let dir = common::tempdir();
-    let path = dir.path().join("f");
+    let (_dir, path) = common::temp_file();
     for &mode in Mode::ALL {
         for (depth, batch, defer) in [(1, 1, false), (16, 4, false), (8, 8, true)] {
             let spec = JobSpec {

@@ -132,15 +132,7 @@ fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, depth: usize) -> R
         )));
     }
     let text = read(path, Some(at))?;
-    for (n, raw) in text.lines().enumerate() {
-        let here = Origin::JobFile {
-            path: path.to_path_buf(),
-            line: n + 1,
-        };
-        let l = strip(raw);
-        if l.is_empty() {
-            continue;
-        }
+    for (here, l) in lines(path, &text) {
         if l.starts_with('[') {
             return Err(usage(format!(
                 "{here}: an included file holds options only, no [sections] (as in fio)"
@@ -153,6 +145,19 @@ fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, depth: usize) -> R
         into.push(setting(l, here)?);
     }
     Ok(())
+}
+
+/// The lines of `text` (read from `path`) that hold something, comments stripped, each with
+/// where it stands.
+fn lines<'a>(path: &'a Path, text: &'a str) -> impl Iterator<Item = (Origin, &'a str)> + 'a {
+    text.lines().enumerate().filter_map(move |(n, raw)| {
+        let l = strip(raw);
+        let at = Origin::JobFile {
+            path: path.to_path_buf(),
+            line: n + 1,
+        };
+        (!l.is_empty()).then_some((at, l))
+    })
 }
 
 fn include_target(line: &str) -> Option<&str> {
@@ -180,15 +185,7 @@ pub fn parse_file(path: &Path) -> Result<Vec<Section>> {
 /// As [`parse_file`], over `text` read from `path`.
 pub fn parse_text(path: &Path, text: &str) -> Result<Vec<Section>> {
     let mut sections: Vec<Section> = Vec::new();
-    for (n, raw) in text.lines().enumerate() {
-        let at = Origin::JobFile {
-            path: path.to_path_buf(),
-            line: n + 1,
-        };
-        let l = strip(raw);
-        if l.is_empty() {
-            continue;
-        }
+    for (at, l) in lines(path, text) {
         if let Some(head) = l.strip_prefix('[') {
             let Some(name) = head.strip_suffix(']') else {
                 return Err(usage(format!(

@@ -42,6 +42,16 @@ struct Item {
     taken: bool,
 }
 
+impl Item {
+    /// The value as written (a bare flag as its bare value).
+    fn written(&self) -> String {
+        self.raw
+            .clone()
+            .or_else(|| self.opt.kind.bare().map(String::from))
+            .unwrap_or_default()
+    }
+}
+
 /// The options of one command, checked against the table, not yet taken.
 #[derive(Debug, Clone)]
 pub struct Opts {
@@ -96,6 +106,19 @@ fn from(origin: &Origin) -> String {
         Origin::CommandLine { .. } => String::new(),
         o => format!(" (at {o})"),
     }
+}
+
+/// `take_*` methods that read one [`Value`] variant as it is: `name -> type = Variant;`.
+macro_rules! take_variant {
+    ($($(#[$doc:meta])* $name:ident -> $t:ty = $variant:ident;)+) => {$(
+        $(#[$doc])*
+        pub fn $name(&mut self, name: &str) -> Result<Option<$t>> {
+            self.take_as(name, |v| match v {
+                Value::$variant(x) => Some(x.clone()),
+                _ => None,
+            })
+        }
+    )+};
 }
 
 impl Opts {
@@ -193,14 +216,7 @@ impl Opts {
         self.items
             .iter()
             .filter(|i| i.opt.scope == Scope::Job)
-            .map(|i| {
-                let v = i
-                    .raw
-                    .clone()
-                    .or_else(|| i.opt.kind.bare().map(String::from))
-                    .unwrap_or_default();
-                (i.opt.name, v)
-            })
+            .map(|i| (i.opt.name, i.written()))
             .collect()
     }
 
@@ -209,14 +225,7 @@ impl Opts {
     pub fn given(&self) -> Vec<(String, String)> {
         self.items
             .iter()
-            .map(|i| {
-                let v = i
-                    .raw
-                    .clone()
-                    .or_else(|| i.opt.kind.bare().map(String::from))
-                    .unwrap_or_default();
-                (i.opt.name.to_string(), v)
-            })
+            .map(|i| (i.opt.name.to_string(), i.written()))
             .collect()
     }
 
@@ -240,34 +249,29 @@ impl Opts {
         })
     }
 
-    /// A string (or enum) option.
-    pub fn take_str(&mut self, name: &str) -> Result<Option<String>> {
-        self.take_as(name, |v| match v {
-            Value::Word(w) => Some(w.clone()),
-            _ => None,
-        })
-    }
-
-    /// A whole number.
-    pub fn take_u64(&mut self, name: &str) -> Result<Option<u64>> {
-        self.take_as(name, |v| match v {
-            Value::Int(n) => Some(*n),
-            _ => None,
-        })
+    take_variant! {
+        /// A string (or enum) option.
+        take_str -> String = Word;
+        /// A whole number.
+        take_u64 -> u64 = Int;
+        /// A number.
+        take_f64 -> f64 = Float;
+        /// A size in bytes.
+        take_size -> u64 = Size;
+        /// A time (what a bare number means is the table's business).
+        take_duration -> Duration = Duration;
+        /// A boolean.
+        take_bool -> bool = Bool;
+        /// A comma-separated list of whole numbers.
+        take_list_u64 -> Vec<u64> = Ints;
+        /// A comma-separated list of words.
+        take_str_list -> Vec<String> = Words;
     }
 
     /// A whole number that fits in u32 (the table's range says so).
     pub fn take_u32(&mut self, name: &str) -> Result<Option<u32>> {
         self.take_as(name, |v| match v {
             Value::Int(n) => u32::try_from(*n).ok(),
-            _ => None,
-        })
-    }
-
-    /// A number.
-    pub fn take_f64(&mut self, name: &str) -> Result<Option<f64>> {
-        self.take_as(name, |v| match v {
-            Value::Float(x) => Some(*x),
             _ => None,
         })
     }
@@ -293,46 +297,6 @@ impl Opts {
     /// The command these options are for.
     pub fn command(&self) -> &'static CommandSpec {
         self.cmd
-    }
-
-    /// A size in bytes.
-    pub fn take_size(&mut self, name: &str) -> Result<Option<u64>> {
-        self.take_as(name, |v| match v {
-            Value::Size(n) => Some(*n),
-            _ => None,
-        })
-    }
-
-    /// A time (what a bare number means is the table's business).
-    pub fn take_duration(&mut self, name: &str) -> Result<Option<Duration>> {
-        self.take_as(name, |v| match v {
-            Value::Duration(d) => Some(*d),
-            _ => None,
-        })
-    }
-
-    /// A boolean.
-    pub fn take_bool(&mut self, name: &str) -> Result<Option<bool>> {
-        self.take_as(name, |v| match v {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        })
-    }
-
-    /// A comma-separated list of whole numbers.
-    pub fn take_list_u64(&mut self, name: &str) -> Result<Option<Vec<u64>>> {
-        self.take_as(name, |v| match v {
-            Value::Ints(n) => Some(n.clone()),
-            _ => None,
-        })
-    }
-
-    /// A comma-separated list of words.
-    pub fn take_str_list(&mut self, name: &str) -> Result<Option<Vec<String>>> {
-        self.take_as(name, |v| match v {
-            Value::Words(w) => Some(w.clone()),
-            _ => None,
-        })
     }
 
     /// `--output-format normal|json`: true for JSON.
@@ -365,13 +329,15 @@ mod tests {
         Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(&a)?)
     }
 
+    /// `pollwise run` with `s`, which must be valid.
+    fn run(s: &str) -> Opts {
+        opts("run", s).unwrap()
+    }
+
     #[test]
     fn typed_takes() {
-        let mut o = opts(
-            "run",
-            "--bs=4k --iodepth 32 --hipri --direct=0 --output-format json --runtime=500ms",
-        )
-        .unwrap();
+        let mut o =
+            run("--bs=4k --iodepth 32 --hipri --direct=0 --output-format json --runtime=500ms");
         assert_eq!(o.take_size("bs").unwrap(), Some(4096));
         assert_eq!(o.take_u64("iodepth").unwrap(), Some(32));
         assert_eq!(o.take_bool("hipri").unwrap(), Some(true));
@@ -403,23 +369,15 @@ mod tests {
 
     #[test]
     fn last_value_wins_whatever_name_set_it() {
-        let mut o = opts(
-            "run",
-            "--iodepth=4 --iodepth_batch=8 --iodepth_batch_submit=2",
-        )
-        .unwrap();
+        let mut o = run("--iodepth=4 --iodepth_batch=8 --iodepth_batch_submit=2");
         assert_eq!(o.take_u32("iodepth_batch_submit").unwrap(), Some(2));
-        let mut o = opts("run", "--bs=8k --bs=4k").unwrap();
+        let mut o = run("--bs=8k --bs=4k");
         assert_eq!(o.take_size("bs").unwrap(), Some(4096));
     }
 
     #[test]
     fn job_options_are_what_was_given() {
-        let o = opts(
-            "run",
-            "--bs=4k --hipri --readwrite=read --output-format=json",
-        )
-        .unwrap();
+        let o = run("--bs=4k --hipri --readwrite=read --output-format=json");
         assert_eq!(
             o.job_options(),
             [
@@ -432,7 +390,7 @@ mod tests {
 
     #[test]
     fn finish_names_what_nobody_took() {
-        let o = opts("run", "--bs=4k").unwrap();
+        let o = run("--bs=4k");
         let e = o.finish().unwrap_err();
         assert!(e.to_string().contains("--bs"), "{e}");
     }

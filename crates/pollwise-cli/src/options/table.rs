@@ -564,21 +564,9 @@ const POLLER_FIXED: &[&str] = &[
 ];
 /// As [`POLLER_FIXED`], and the fairness scenario's clients never think and never use an
 /// io_uring ring of their own (only the shared poller's).
-const FAIRNESS_FIXED: &[&str] = &[
-    "numjobs",
-    "rw",
-    "rwmixread",
-    "sqthread_poll",
-    "sqthread_poll_cpu",
-    "sqthread_share",
-    "ioengine",
-    "sim_latency",
-    "io_size",
-    "time_based",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete_min",
-    "verify",
-    "fixedbufs",
+const FAIRNESS_FIXED: &[&str] =
+    &concat::<{ POLLER_FIXED.len() + FAIRNESS_MORE.len() }>(POLLER_FIXED, FAIRNESS_MORE);
+const FAIRNESS_MORE: &[&str] = &[
     "thinktime",
     "thinktime_spin",
     "thinktime_blocks",
@@ -590,6 +578,18 @@ const FAIRNESS_FIXED: &[&str] = &[
     "defer_taskrun",
     "single_issuer",
 ];
+
+/// `a` then `b`, at compile time (`N` must be their total length).
+const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'static str; N] {
+    assert!(a.len() + b.len() == N);
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+        i += 1;
+    }
+    out
+}
 const DAEMON_JOB: &[&str] = &[
     "filename",
     "size",
@@ -845,7 +845,8 @@ mod tests {
 
     #[test]
     fn scenario_defaults_match_the_scenarios() {
-        use crate::options::value::Value;
+        use crate::compare;
+        use crate::options::value::Value::{Duration as Dur, Int, Size};
         use crate::scenario::{
             fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
         };
@@ -857,86 +858,20 @@ mod tests {
                 other => panic!("{cmd} {n}: {other:?}"),
             }
         };
-        let secs = |d: Duration| Value::Duration(d);
         assert_eq!(VARIANTS, shared_poller::VARIANTS);
-        assert_eq!(
-            get("fairness", "burst"),
-            Value::Int(fairness::DEFAULT_BURST)
-        );
-        assert_eq!(
-            get("fairness", "iodepth"),
-            Value::Int(fairness::DEFAULT_HEAVY_DEPTH.into())
-        );
-        assert_eq!(get("fairness", "runtime"), secs(fairness::DEFAULT_RUNTIME));
-        assert_eq!(
-            get("fairness", "poller_depth"),
-            Value::Int(fairness::DEFAULT_POLLER_DEPTH.into())
-        );
-        assert_eq!(
-            get("shared-poller", "iodepth"),
-            Value::Int(shared_poller::DEFAULT_HEAVY_DEPTH.into())
-        );
-        assert_eq!(
-            get("shared-poller", "runtime"),
-            secs(shared_poller::DEFAULT_RUNTIME)
-        );
-        assert_eq!(
-            get("shared-poller", "sparse_interval"),
-            secs(shared_poller::DEFAULT_SPARSE_INTERVAL)
-        );
-        assert_eq!(
-            get("shared-poller", "size"),
-            Value::Size(shared_poller::DEFAULT_SIZE)
-        );
-        assert_eq!(
-            get("hybrid-contention", "batch"),
-            Value::Int(hybrid_contention::DEFAULT_BATCH.into())
-        );
-        assert_eq!(
-            get("hybrid-contention", "thinktime"),
-            secs(hybrid_contention::DEFAULT_THINK)
-        );
-        assert_eq!(
-            get("hybrid-contention", "runtime"),
-            secs(hybrid_contention::DEFAULT_RUNTIME)
-        );
-        assert_eq!(
-            get("hybrid-contention", "size"),
-            Value::Size(hybrid_contention::DEFAULT_SIZE)
-        );
-        assert_eq!(
-            get("idle-sources", "poll_idle_ms"),
-            Value::Int(idle_sources::DEFAULT_POLL_IDLE_MS)
-        );
-        assert_eq!(
-            get("idle-sources", "runtime"),
-            secs(idle_sources::DEFAULT_RUNTIME)
-        );
-        assert_eq!(
-            get("idle-sources", "ramp_time"),
-            secs(idle_sources::DEFAULT_RAMP)
-        );
-        assert_eq!(
-            get("idle-sources", "rounds"),
-            Value::Int(idle_sources::DEFAULT_ROUNDS.into())
-        );
-        assert_eq!(
-            get("idle-sources", "size"),
-            Value::Size(idle_sources::DEFAULT_SIZE)
-        );
-        assert_eq!(
-            get("slow-handler", "handler_us"),
-            Value::Int(slow_handler::DEFAULT_HANDLER_US)
-        );
-        assert_eq!(
-            get("slow-handler", "iodepth"),
-            Value::Int(slow_handler::DEFAULT_IODEPTH.into())
-        );
-        assert_eq!(
-            get("compare", "size"),
-            Value::Size(crate::compare::DEFAULT_SIZE)
-        );
-        assert_eq!(get("compare", "warmup"), secs(Duration::from_millis(500)));
+        // One line a command: each option's default in the table against the scenario's constant.
+        macro_rules! defaults {
+            ($cmd:literal in $m:ident: $($opt:ident = $ctor:ident($c:ident)),+) => {$(
+                assert_eq!(get($cmd, stringify!($opt)), $ctor($m::$c.into()), "{} --{}", $cmd, stringify!($opt));
+            )+};
+        }
+        defaults!("fairness" in fairness: burst = Int(DEFAULT_BURST), iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), poller_depth = Int(DEFAULT_POLLER_DEPTH));
+        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE));
+        defaults!("hybrid-contention" in hybrid_contention: batch = Int(DEFAULT_BATCH), thinktime = Dur(DEFAULT_THINK), runtime = Dur(DEFAULT_RUNTIME), size = Size(DEFAULT_SIZE));
+        defaults!("idle-sources" in idle_sources: poll_idle_ms = Int(DEFAULT_POLL_IDLE_MS), runtime = Dur(DEFAULT_RUNTIME), ramp_time = Dur(DEFAULT_RAMP), rounds = Int(DEFAULT_ROUNDS), size = Size(DEFAULT_SIZE));
+        defaults!("slow-handler" in slow_handler: handler_us = Int(DEFAULT_HANDLER_US), iodepth = Int(DEFAULT_IODEPTH));
+        defaults!("compare" in compare: size = Size(DEFAULT_SIZE));
+        assert_eq!(get("compare", "warmup"), Dur(Duration::from_millis(500)));
     }
 
     #[test]

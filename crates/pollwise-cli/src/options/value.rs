@@ -76,13 +76,26 @@ fn check_size(o: &Opt, given: &str, v: &str, min: u64, max: u64) -> Result<u64, 
             example(o)
         )
     })?;
+    check_range(given, v, n, (min, max), " bytes", &size_text)
+}
+
+/// `n` (written `raw`) if it is within `min..=max`, else the range error; `unit` follows the
+/// number where the only bound is the type's own maximum.
+fn check_range(
+    given: &str,
+    raw: &str,
+    n: u64,
+    (min, max): (u64, u64),
+    unit: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<u64, String> {
+    if n > max && is_type_max(max) {
+        return Err(format!(
+            "--{given}={raw} is too large: use at most {max}{unit}"
+        ));
+    }
     if n < min || n > max {
-        if n > max && is_type_max(max) {
-            return Err(format!(
-                "--{given}={v} is too large: use at most {max} bytes"
-            ));
-        }
-        return Err(range_error(given, v, min, max, &size_text));
+        return Err(range_error(given, raw, min, max, fmt));
     }
     Ok(n)
 }
@@ -110,13 +123,7 @@ pub fn parse_value(o: &Opt, given: &str, raw: Option<&str>) -> Result<Value, Str
                     example(o)
                 )
             })?;
-            if n < min || n > max {
-                if n > max && is_type_max(max) {
-                    return Err(format!("--{given}={v} is too large: use at most {max}"));
-                }
-                return Err(range_error(given, raw, min, max, &|x| x.to_string()));
-            }
-            Ok(Value::Int(n))
+            check_range(given, raw, n, (min, max), "", &|x| x.to_string()).map(Value::Int)
         }
         Kind::Float { min, min_open, max } => {
             let x = v
@@ -257,22 +264,11 @@ mod tests {
             parse_value(lookup("hipri").unwrap(), "hipri", None),
             Ok(Value::Bool(true))
         );
-        assert_eq!(
-            p("runtime", "500ms"),
-            Ok(Value::Duration(Duration::from_millis(500)))
-        );
-        assert_eq!(
-            p("runtime", "2"),
-            Ok(Value::Duration(Duration::from_secs(2)))
-        );
-        assert_eq!(
-            p("thinktime", "40"),
-            Ok(Value::Duration(Duration::from_micros(40)))
-        );
-        assert_eq!(
-            p("sqthread_idle", "5"),
-            Ok(Value::Duration(Duration::from_millis(5)))
-        );
+        let dur = |d: Duration| Ok(Value::Duration(d));
+        assert_eq!(p("runtime", "500ms"), dur(Duration::from_millis(500)));
+        assert_eq!(p("runtime", "2"), dur(Duration::from_secs(2)));
+        assert_eq!(p("thinktime", "40"), dur(Duration::from_micros(40)));
+        assert_eq!(p("sqthread_idle", "5"), dur(Duration::from_millis(5)));
         assert_eq!(p("hybrid_fraction", "1"), Ok(Value::Float(1.0)));
         assert_eq!(p("rw", "randrw"), Ok(Value::Word("randrw".into())));
         assert_eq!(

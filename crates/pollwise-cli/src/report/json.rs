@@ -219,22 +219,19 @@ const LAT_LABELS: [&str; 12] = [
     "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
 ];
 
+/// Where fio's latency buckets start within one unit (ns, µs or ms), after the one at 0: the
+/// last two only for ms.
+const LAT_STARTS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+/// The index of the bucket `v` falls in, of buckets starting at 0 and at each of `starts`
+/// (ascending): fio's latency, iodepth and batch buckets alike.
+fn bucket(v: u64, starts: &[u64]) -> usize {
+    starts.partition_point(|&s| s <= v)
+}
+
 /// fio's bucket index (0..10) of `v` within one unit (ns, µs or ms); 10 and 11 only for ms.
 fn lat_bucket(v: u64) -> usize {
-    match v {
-        0..=1 => 0,
-        2..=3 => 1,
-        4..=9 => 2,
-        10..=19 => 3,
-        20..=49 => 4,
-        50..=99 => 5,
-        100..=249 => 6,
-        250..=499 => 7,
-        500..=749 => 8,
-        750..=999 => 9,
-        1000..=1999 => 10,
-        _ => 11,
-    }
+    bucket(v, &LAT_STARTS)
 }
 
 /// fio's `latency_ns`, `latency_us`, `latency_ms`: the percentage of I/Os whose latency in `h`
@@ -279,15 +276,7 @@ pub fn lat_buckets(h: &Histogram<u64>) -> (Value, Value, Value) {
 /// of `iodepth` (1, 2, 4, 8, 16, 32, >=64).
 pub fn iodepth_level(iodepth: u32) -> Value {
     let labels = ["1", "2", "4", "8", "16", "32", ">=64"];
-    let idx = match iodepth {
-        0..=1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    };
+    let idx = bucket(iodepth.into(), &[2, 4, 8, 16, 32, 64]);
     all_in(&labels, Some(idx))
 }
 
@@ -309,15 +298,7 @@ fn all_in(labels: &[&str], full: Option<usize>) -> Value {
 /// bucket of `batch` (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64), all zero with no I/O.
 pub fn iodepth_batches(batch: u32, any_io: bool) -> Value {
     let labels = ["0", "4", "8", "16", "32", "64", ">=64"];
-    let idx = match batch {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
-    };
+    let idx = bucket(batch.into(), &[1, 5, 9, 17, 33, 65]);
     all_in(&labels, any_io.then_some(idx))
 }
 
@@ -497,6 +478,50 @@ mod tests {
         assert_eq!(m["2"], 0.0);
         assert_eq!(n.as_object().unwrap().len(), 10);
         assert_eq!(m.as_object().unwrap().len(), 12);
+    }
+
+    #[test]
+    fn bucket_edges_are_fios() {
+        for (v, want) in [(0, 0), (1, 0), (2, 1), (9, 2), (10, 3), (749, 8), (750, 9)] {
+            assert_eq!(lat_bucket(v), want, "{v}");
+        }
+        for (v, want) in [
+            (999, 9),
+            (1_000, 10),
+            (1_999, 10),
+            (2_000, 11),
+            (u64::MAX, 11),
+        ] {
+            assert_eq!(lat_bucket(v), want, "{v}");
+        }
+        for (d, label) in [
+            (0, "1"),
+            (1, "1"),
+            (2, "2"),
+            (3, "2"),
+            (7, "4"),
+            (8, "8"),
+            (31, "16"),
+        ] {
+            assert_eq!(iodepth_level(d)[label], 100.0, "{d}");
+        }
+        for (d, label) in [(32, "32"), (63, "32"), (64, ">=64"), (u32::MAX, ">=64")] {
+            assert_eq!(iodepth_level(d)[label], 100.0, "{d}");
+        }
+        for (b, label) in [
+            (0, "0"),
+            (1, "4"),
+            (4, "4"),
+            (5, "8"),
+            (16, "16"),
+            (17, "32"),
+        ] {
+            assert_eq!(iodepth_batches(b, true)[label], 100.0, "{b}");
+        }
+        for (b, label) in [(33, "64"), (64, "64"), (65, ">=64")] {
+            assert_eq!(iodepth_batches(b, true)[label], 100.0, "{b}");
+        }
+        assert_eq!(iodepth_batches(4, false)["4"], 0.0, "no I/O: all zero");
     }
 
     #[test]

@@ -357,6 +357,17 @@ mod tests {
         }
     }
 
+    /// Lat, bw and iops logs named `base` in `dir`, the rest as default.
+    fn every_log(dir: &std::path::Path, base: &str) -> LogSpec {
+        let name = dir.join(base).display().to_string();
+        LogSpec {
+            lat: Some(name.clone()),
+            bw: Some(name.clone()),
+            iops: Some(name),
+            ..LogSpec::default()
+        }
+    }
+
     fn lines(p: &std::path::Path) -> Vec<Vec<u64>> {
         std::fs::read_to_string(p)
             .unwrap()
@@ -368,13 +379,9 @@ mod tests {
     #[test]
     fn per_io_lines_as_fio_writes_them() {
         let d = tempfile::tempdir().unwrap();
-        let name = d.path().join("j").display().to_string();
         let spec = LogSpec {
-            lat: Some(name.clone()),
-            bw: Some(name.clone()),
-            iops: Some(name.clone()),
             first_index: 3,
-            ..LogSpec::default()
+            ..every_log(d.path(), "j")
         };
         let mut l = ThreadLog::open(&spec, 1, [true, true]).unwrap();
         let t0 = 1_000_000_000;
@@ -417,14 +424,11 @@ mod tests {
     #[test]
     fn averaged_windows_and_offsets() {
         let d = tempfile::tempdir().unwrap();
-        let name = d.path().join("a").display().to_string();
         let spec = LogSpec {
-            lat: Some(name.clone()),
-            bw: Some(name.clone()),
-            iops: Some(name),
             avg_msec: 100,
             offset: true,
             first_index: 1,
+            ..every_log(d.path(), "a")
         };
         let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
         let ms = 1_000_000;

@@ -379,36 +379,31 @@ fn sig3(v: f64) -> String {
     }
 }
 
-/// A bandwidth as fio prints it in the ETA line: `0KiB/s`, `812KiB/s`, `71.2MiB/s`.
-fn bytes_rate(bytes_per_s: f64) -> String {
-    let mut v = bytes_per_s / 1024.0;
-    for unit in ["KiB", "MiB", "GiB", "TiB"] {
-        if v < 1000.0 || unit == "TiB" {
-            return if unit == "KiB" {
-                format!("{v:.0}{unit}/s")
-            } else {
-                format!("{}{unit}/s", sig3(v))
-            };
-        }
-        v /= 1024.0;
-    }
-    unreachable!("the loop returns at TiB")
-}
-
-/// A count per second as fio prints it: `987`, `18.2k`, `1.05M`.
-fn count(per_s: f64) -> String {
-    let mut v = per_s;
-    for unit in ["", "k", "M", "G"] {
-        if v < 1000.0 || unit == "G" {
-            return if unit.is_empty() {
-                format!("{v:.0}")
+/// `v` in the first of `units` it stays under 1000 in (each `step` times the one before; the
+/// last takes any size): whole in the first unit, else three significant digits.
+fn scaled(mut v: f64, step: f64, units: &[&str]) -> String {
+    for (i, unit) in units.iter().enumerate() {
+        if v < 1000.0 || i + 1 == units.len() {
+            return if i == 0 {
+                format!("{v:.0}{unit}")
             } else {
                 format!("{}{unit}", sig3(v))
             };
         }
-        v /= 1000.0;
+        v /= step;
     }
-    unreachable!("the loop returns at G")
+    format!("{v:.0}")
+}
+
+/// A bandwidth as fio prints it in the ETA line: `0KiB/s`, `812KiB/s`, `71.2MiB/s`.
+fn bytes_rate(bytes_per_s: f64) -> String {
+    let units = ["KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+    scaled(bytes_per_s / 1024.0, 1024.0, &units)
+}
+
+/// A count per second as fio prints it: `987`, `18.2k`, `1.05M`.
+fn count(per_s: f64) -> String {
+    scaled(per_s, 1000.0, &["", "k", "M", "G"])
 }
 
 /// fio's ETA: `00m:06s`, `01h:02m:03s`, `1d:01h:02m:03s`.
@@ -555,6 +550,7 @@ mod tests {
         assert_eq!(count(987.0), "987");
         assert_eq!(count(18_240.0), "18.2k");
         assert_eq!(count(1_050_000.0), "1.05M");
+        assert_eq!(count(2.5e12), "2500G", "the last unit takes any size");
         assert_eq!(eta_text(Duration::from_secs(6)), "00m:06s");
         assert_eq!(eta_text(Duration::from_millis(5_200)), "00m:06s");
         assert_eq!(eta_text(Duration::from_secs(3723)), "01h:02m:03s");

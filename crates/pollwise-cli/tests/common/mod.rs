@@ -58,14 +58,48 @@ pub fn tempdir() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// The words of a command line, split at white space: `words("run --bs=4k")`.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Checks that `text` contains every one of `needles`.
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "'{n}' not in: {text}");
+    }
+}
+
+/// Checks the stderr of a refused command (`what`, for messages): one line, no panic,
+/// containing every `needle`.
+pub fn one_line_naming(what: &dyn std::fmt::Debug, err: &str, needles: &[&str]) {
+    assert_eq!(err.trim().lines().count(), 1, "{what:?}: {err}");
+    assert!(!err.contains("panicked"), "{what:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{what:?}: '{n}' not in: {err}");
+    }
+}
+
+/// A fresh temp dir from [`tempdir`] (keep it: dropping it removes the file) and the path of a
+/// file called `name` in it.
+pub fn temp_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempdir();
+    let f = d.path().join(name);
+    (d, f)
+}
+
 /// Runs `args` and checks: exit 2, one stderr line, no panic, containing every `needle`.
 pub fn usage_error(args: &[&str], needles: &[&str]) {
     let (code, _out, err) = pollwise(args);
     assert_eq!(code, 2, "{args:?}: exit {code}, stderr: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    one_line_naming(&args, &err, needles);
+}
+
+/// [`usage_error`] for each case: `prefix` then the case's arguments, and its needles.
+pub fn usage_errors(prefix: &[&str], cases: &[(&[&str], &[&str])]) {
+    for (args, needles) in cases {
+        let all: Vec<&str> = prefix.iter().chain(args.iter()).copied().collect();
+        usage_error(&all, needles);
     }
 }
 
@@ -102,4 +136,24 @@ pub fn run_on_temp_file(args: &[&str]) -> (i32, String, String) {
 /// As [`run_on_temp_file`], expecting success; stdout parsed as JSON.
 pub fn json_on_temp_file(args: &[&str]) -> serde_json::Value {
     json_with_temp_file(&["run"], args)
+}
+
+/// The keys of the JSON object `v`, in order (serde_json keeps them sorted).
+pub fn keys(v: &serde_json::Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// Checks a scenario's `{p50, p99}` latency object: p50 above 0, p99 at least p50.
+pub fn check_p50_p99(lat: &serde_json::Value) {
+    let p50 = lat["p50"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no p50: {lat}"));
+    let p99 = lat["p99"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no p99: {lat}"));
+    assert!(p50 > 0 && p99 >= p50, "{lat}");
 }
