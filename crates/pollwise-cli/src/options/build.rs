@@ -98,6 +98,14 @@ pub fn parse_fault(v: &str) -> Result<pollwise::queue::fault::FaultSpec> {
     Ok(f)
 }
 
+/// For each `take_KIND("option") => place;`: when the option was given, store its value as
+/// given. The options that need a check or a conversion are written out beside it.
+macro_rules! store {
+    ($opts:ident: $($take:ident($name:literal) => $dst:expr;)+) => {
+        $( if let Some(v) = $opts.$take($name)? { $dst = v; } )+
+    };
+}
+
 impl Opts {
     /// Takes every job option (fio's names, `--mode` and the policy knobs) into a [`JobSpec`]
     /// with `pollwise run`'s defaults.
@@ -192,26 +200,14 @@ impl Opts {
                 _ => {}
             }
         }
-        if let Some(v) = self.take_u32("iodepth")? {
-            s.iodepth = v;
-        }
-        if let Some(v) = self.take_bool("direct")? {
-            s.direct = v;
-        }
-        if let Some(v) = self.take_duration("runtime")? {
-            s.runtime = v;
-        }
-        if let Some(v) = self.take_bool("time_based")? {
-            s.time_based = v;
-        }
-        if let Some(v) = self.take_duration("ramp_time")? {
-            s.ramp_time = v;
-        }
-        if let Some(v) = self.take_u32("numjobs")? {
-            s.numjobs = v;
-        }
-        if let Some(v) = self.take_u32("iodepth_batch_submit")? {
-            s.iodepth_batch_submit = v;
+        store! { self:
+            take_u32("iodepth") => s.iodepth;
+            take_bool("direct") => s.direct;
+            take_duration("runtime") => s.runtime;
+            take_bool("time_based") => s.time_based;
+            take_duration("ramp_time") => s.ramp_time;
+            take_u32("numjobs") => s.numjobs;
+            take_u32("iodepth_batch_submit") => s.iodepth_batch_submit;
         }
         if let Some(v) = self.take_u32("iodepth_batch_complete_min")? {
             s.iodepth_batch_complete_min = v;
@@ -219,11 +215,9 @@ impl Opts {
             // every request queued (backend.c's io_in_polling): about one request in flight.
             s.extra.reap_each = v == 0;
         }
-        if let Some(v) = self.take_bool("registerfiles")? {
-            s.registerfiles = v;
-        }
-        if let Some(v) = self.take_bool("fixedbufs")? {
-            s.fixedbufs = v;
+        store! { self:
+            take_bool("registerfiles") => s.registerfiles;
+            take_bool("fixedbufs") => s.fixedbufs;
         }
         if let Some(v) = self.take_str("submit_mode")? {
             s.submit_mode = SubmitMode::from_name(&v)
@@ -243,14 +237,10 @@ impl Opts {
                 ))
             })?;
         }
-        if let Some(v) = self.take_bool("sqthread_share")? {
-            s.sqthread_share = v;
-        }
-        if let Some(v) = self.take_bool("hipri")? {
-            s.hipri = v;
-        }
-        if let Some(v) = self.take_bool("hybrid_iopoll")? {
-            s.hybrid_iopoll = v;
+        store! { self:
+            take_bool("sqthread_share") => s.sqthread_share;
+            take_bool("hipri") => s.hipri;
+            take_bool("hybrid_iopoll") => s.hybrid_iopoll;
         }
         if let Some(v) = self.take_bool("coop_taskrun")? {
             s.coop_taskrun = v;
@@ -275,17 +265,11 @@ impl Opts {
                 }
             };
         }
-        if let Some(v) = self.take_duration("thinktime")? {
-            s.thinktime = v;
-        }
-        if let Some(v) = self.take_duration("thinktime_spin")? {
-            s.thinktime_spin = v;
-        }
-        if let Some(v) = self.take_u32("thinktime_blocks")? {
-            s.thinktime_blocks = v;
-        }
-        if let Some(v) = self.take_u64("randseed")? {
-            s.seed = v;
+        store! { self:
+            take_duration("thinktime") => s.thinktime;
+            take_duration("thinktime_spin") => s.thinktime_spin;
+            take_u32("thinktime_blocks") => s.thinktime_blocks;
+            take_u64("randseed") => s.seed;
         }
         self.take_job_file_options(&mut s)?;
         self.take_log_options(&mut s)?;
@@ -382,11 +366,9 @@ impl Opts {
         s.logs.lat = lat;
         s.logs.bw = bw;
         s.logs.iops = iops;
-        if let Some(v) = self.take_u64("log_avg_msec")? {
-            s.logs.avg_msec = v;
-        }
-        if let Some(v) = self.take_bool("log_offset")? {
-            s.logs.offset = v;
+        store! { self:
+            take_u64("log_avg_msec") => s.logs.avg_msec;
+            take_bool("log_offset") => s.logs.offset;
         }
         Ok(())
     }
@@ -400,17 +382,11 @@ impl Opts {
         if let Some(v) = self.take_str("hybrid_stat")? {
             p.hybrid_stat = v.parse::<Statistic>()?;
         }
-        if let Some(v) = self.take_u64("poll_max_ns")? {
-            p.poll_max_ns = v;
-        }
-        if let Some(v) = self.take_u64("poll_grow")? {
-            p.poll_grow = v;
-        }
-        if let Some(v) = self.take_u64("poll_shrink")? {
-            p.poll_shrink = v;
-        }
-        if let Some(v) = self.take_f64("auto_latency_slack")? {
-            p.auto_latency_slack = v;
+        store! { self:
+            take_u64("poll_max_ns") => p.poll_max_ns;
+            take_u64("poll_grow") => p.poll_grow;
+            take_u64("poll_shrink") => p.poll_shrink;
+            take_f64("auto_latency_slack") => p.auto_latency_slack;
         }
         Ok(p)
     }
