@@ -17,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use pollwise::stats::Stats;
@@ -538,7 +539,7 @@ fn why_not(file: &str) -> &'static str {
     match file {
         "latency_cdf" => "the report has no latency percentiles",
         "cpu_frontier" => "the report has no CPU per I/O beside p50 and p99",
-        _ => "the report has no per-interval IOPS samples (each run shorter than 500 ms?)",
+        _ => "the report has no per-interval IOPS samples (`pollwise.iops_samples`: a run shorter than 500 ms has none, and scenarios report none)",
     }
 }
 
@@ -696,11 +697,15 @@ fn cdf(area: &Area, c: &Chart) -> Drawn {
         .light_line_style(LIGHT)
         .draw()?;
     draw_lines(&mut whole, c, &curves, dots, true)?;
-    // The tail: one step of the y axis per nine, up to the highest percentile reported.
-    let top = curves
+    // The tail: one step of the y axis per nine, up to the highest percentile reported, or
+    // for bins the last nine their count resolves (4000 I/Os: 99.9%, not 100%).
+    let top = c
+        .series
         .iter()
-        .flatten()
-        .map(|p| nines(p.1))
+        .map(|s| match s.bins.is_empty() {
+            true => s.pcts.iter().map(|p| nines(p.0)).fold(0.0, f64::max),
+            false => (s.bins.iter().map(|b| b.1).sum::<u64>().max(1) as f64).log10(),
+        })
         .fold(2.0f64, f64::max)
         .ceil()
         .min(6.0);
@@ -735,32 +740,60 @@ fn frontier(area: &Area, c: &Chart) -> Drawn {
         .filter(|(s, _)| has_frontier(s))
         .map(|(s, col)| (*s, *col))
         .collect();
+    for (panel, q) in [(&left, 50.0), (&right, 99.0)] {
+        let xs = || points.iter().filter_map(|p| p.0.pct(q));
+        let (lo, hi) = xs().fold((f64::MAX, 0f64), |(l, h), x| (l.min(x), h.max(x)));
+        // Latencies an order of magnitude apart (a tail) are read on a log axis, with room on
+        // the right for the last point's label.
+        if lo > 0.0 && hi / lo > 10.0 {
+            let xr = (lo / 1.5)..(hi * 3.0);
+            frontier_panel(panel, c, &points, q, xr.log_scale(), "log scale, ")?;
+        } else {
+            frontier_panel(panel, c, &points, q, pad_range(xs(), false), "")?;
+        }
+    }
+    Ok(())
+}
+
+/// One panel of the frontier: CPU per I/O against percentile `q` on the x axis `xr`.
+fn frontier_panel<X>(
+    panel: &Area,
+    c: &Chart,
+    points: &[(&Series, RGBColor)],
+    q: f64,
+    xr: X,
+    scale: &str,
+) -> Drawn
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+{
     let cpu = |s: &Series| s.cpu_us_per_io.unwrap_or(0.0);
     let yr = pad_range(points.iter().map(|p| cpu(p.0)), true);
-    for (panel, q) in [(&left, 50.0), (&right, 99.0)] {
-        let xr = pad_range(points.iter().filter_map(|p| p.0.pct(q)), false);
-        let mut ch = ChartBuilder::on(panel)
-            .caption(format!("against p{q} (lower left is better)"), (FONT, 16))
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(55)
-            .build_cartesian_2d(xr, yr.clone())?;
-        ch.configure_mesh()
-            .x_desc(format!("p{q} {}, µs", c.d.latency))
-            .y_desc("CPU µs per I/O (whole process)")
-            .x_label_formatter(&fmt_num)
-            .y_label_formatter(&fmt_num)
-            .axis_desc_style((FONT, 14))
-            .light_line_style(LIGHT)
-            .draw()?;
-        for (s, col) in &points {
-            let Some(x) = s.pct(q) else { continue };
-            ch.draw_series(std::iter::once(
-                EmptyElement::at((x, cpu(s)))
-                    + Circle::new((0, 0), 5, col.filled())
-                    + Text::new(s.label.clone(), (8, -16), (FONT, 14).into_font().color(col)),
-            ))?;
-        }
+    let mut ch = ChartBuilder::on(panel)
+        .caption(format!("against p{q} (lower left is better)"), (FONT, 16))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(55)
+        .build_cartesian_2d(xr, yr)?;
+    ch.configure_mesh()
+        .x_desc(format!(
+            "p{q} {}, µs ({scale}one point per mode)",
+            c.d.latency
+        ))
+        .y_desc("CPU µs per I/O (whole process)")
+        .x_label_formatter(&fmt_num)
+        .y_label_formatter(&fmt_num)
+        .axis_desc_style((FONT, 14))
+        .light_line_style(LIGHT)
+        .draw()?;
+    for (s, col) in points {
+        let Some(x) = s.pct(q) else { continue };
+        ch.draw_series(std::iter::once(
+            EmptyElement::at((x, cpu(s)))
+                + Circle::new((0, 0), 5, col.filled())
+                + Text::new(s.label.clone(), (8, -16), (FONT, 14).into_font().color(col)),
+        ))?;
     }
     Ok(())
 }
