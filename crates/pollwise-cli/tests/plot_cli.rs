@@ -79,6 +79,7 @@ fn compare_then_plot_draws_one_series_per_mode() {
         "--runtime=1200ms",
         "--rounds=2",
         "--warmup=0",
+        "--iodepth=2",
         &format!("--modes={}", modes.join(",")),
         "--output-format=json",
         &format!("--output={report}"),
@@ -116,6 +117,12 @@ fn compare_then_plot_draws_one_series_per_mode() {
     }
     let cdf = std::fs::read_to_string(Path::new(&later).join("latency_cdf.svg")).unwrap();
     let labels = texts(&cdf);
+    assert!(
+        labels
+            .iter()
+            .any(|x| x.starts_with("pollwise compare randread iodepth=2 bs=4096")),
+        "the title says what ran: {labels:?}"
+    );
     assert!(
         labels.contains(&"99.9%"),
         "the tail axis counts nines: {labels:?}"

@@ -693,6 +693,7 @@ fn cdf(area: &Area, c: &Chart) -> Drawn {
         .x_desc(x_desc.as_str())
         .y_desc("I/Os at or below, %")
         .x_label_formatter(&fmt_num)
+        .y_label_formatter(&fmt_num)
         .axis_desc_style((FONT, 14))
         .light_line_style(LIGHT)
         .draw()?;
