@@ -226,6 +226,8 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     f.iops = (med(&|r| r.iops.0), med(&|r| r.iops.1));
     f.cpu = (med(&|r| r.cpu.0), med(&|r| r.cpu.1));
     f.pcts = (Some(dir_pcts(true)), Some(dir_pcts(false)));
+    f.iodepth = spec.iodepth;
+    f.batch_submit = spec.iodepth_batch_submit.max(1);
     f.cpu_us_per_io = m.med(|s| s.cpu_us_per_io());
     f.enters_per_io = m.med(|s| s.enters_per_io());
     f.extra.insert("rounds".into(), json!(m.rounds.len()));

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use pollwise_cli::jobs::{check_compare, parse_only_text, plan, Planned};
 use pollwise_cli::options::table::{self, CommandSpec};
 use pollwise_cli::options::{self, cmdline, help, jobfile, Opts};
-use pollwise_cli::report::{self, facts::Facts, Output, ReportFor, ReportOpts};
+use pollwise_cli::report::{self, facts::Facts, plot, Output, ReportFor, ReportOpts};
 use pollwise_cli::{compare, scenario, signals, Error, Result};
 
 /// `pollwise run` with its jobs (job files, `--name` sections, or one job): each job's
@@ -143,6 +143,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         "help" | "--help" | "-h" => {
             return Ok(Some(text_only(&help_topic(rest)?)));
         }
+        "plot" => return Ok(Some(text_only(&plot::command(rest)?))),
         "--version" | "version" => {
             return Ok(Some(text_only(&format!(
                 "pollwise {}\n",
@@ -196,7 +197,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use calibrate, compare, run, scenario or help"
+                "unknown command '{other}': use calibrate, compare, run, plot, scenario or help"
             )))
         }
     };
@@ -211,16 +212,27 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         return cmd_run_jobs(vec![o]).map(Some);
     }
     let ro = ReportOpts::take(&mut o, ReportFor::Other)?;
+    let plot_dir = o.take_str("plot")?.map(std::path::PathBuf::from);
+    if let Some(d) = &plot_dir {
+        plot::prepare_dir(d)?;
+    }
     let out = match spec.name {
         "compare" => {
             let target = report::facts_target(&o.given());
-            let mut out = compare::run(&mut o, ro.is_json())?;
+            let mut out = compare::run(&mut o, ro.is_json() || plot_dir.is_some())?;
             report::add_facts(&mut out, &Facts::gather(&target));
             out
         }
         name => scenario::run(name, &mut o)?,
     };
     o.finish()?;
+    if let Some(d) = plot_dir {
+        // The report comes first: a chart that cannot be drawn after the run is said, not fatal.
+        match plot::after_run(&out.json, &d) {
+            Ok(t) => eprint!("{t}"),
+            Err(e) => eprintln!("pollwise: --plot: {e}"),
+        }
+    }
     Ok(Some((out, ro)))
 }
 

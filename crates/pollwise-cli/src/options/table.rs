@@ -448,6 +448,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
     opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format (bare number: seconds)"),
+    opt("plot", STR, NONE, C::Output, Only(COMPARE_LIKE), "after the run, also draw its results as SVG charts in this directory (as `pollwise plot`)"),
+    opt("out", STR, NONE, C::Output, Only(&["plot"]), "the directory to write the SVG charts in (created if missing)"),
     opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
     opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
 ];
@@ -623,6 +625,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         job_refusal: "`pollwise compare` takes --modes=a,b,... (several), not --{opt}",
         refuse: &[],
         defaults: &[("runtime", "8s / the number of modes"), ("size", "256M")],
+    },
+    CommandSpec {
+        name: "plot",
+        scenario: false,
+        about: "Draws RESULT.json (the JSON of compare, run or scenario hybrid-contention) as SVG charts: latency CDF, CPU per I/O against p50 and p99, IOPS over time. Usage: pollwise plot RESULT.json --out=DIR",
+        job: JobUse::Only(&[]),
+        job_refusal: "`pollwise plot` draws a report and runs no job: --{opt} belongs to the command that wrote RESULT.json",
+        refuse: &[
+            ("output_format", "`pollwise plot` writes SVG files: give --out=DIR, not --{opt}"),
+            ("output", "`pollwise plot` writes SVG files: give --out=DIR, not --{opt}"),
+        ],
+        defaults: &[],
     },
     CommandSpec {
         name: "hybrid-contention",

@@ -10,6 +10,7 @@
 pub mod facts;
 pub mod json;
 pub mod logs;
+pub mod plot;
 pub mod progress;
 pub mod sample;
 pub mod terse;
@@ -337,6 +338,7 @@ impl<'a> JobFigures<'a> {
             json!(["iodepth_level", "iodepth_submit", "iodepth_complete"]),
         );
         pw.insert("sample_msec".into(), json!(sample::AVG_MSEC));
+        pw.insert("iops_samples".into(), plot::samples_json(s));
         if let Some(f) = &s.faults {
             pw.insert("faults".into(), json::faults_json(f));
         }

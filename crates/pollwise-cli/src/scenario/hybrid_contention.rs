@@ -25,7 +25,7 @@ use serde_json::json;
 
 use crate::compare::take_modes;
 use crate::options::Opts;
-use crate::report::{table, us, Output};
+use crate::report::{clat_json, table, us, Output};
 use crate::target::{default_target, TempFile};
 
 /// Reads per batch when `--batch` is not given.
@@ -134,7 +134,7 @@ fn render(cells: &[Cell], batch: u32, think: Duration, runtime: Duration, cores:
             "threads": c.threads,
             "ops_per_sec": c.stats.iops(),
             "cpu_us_per_op": c.stats.cpu_us_per_io(),
-            "lat_ns": {"p50": p50, "p99": p99},
+            "lat_ns": {"p50": p50, "p99": p99, "percentile": clat_json(&lat, None)["percentile"]},
         }));
     }
     let mut text = format!(
