@@ -82,9 +82,9 @@ use std::io;
 use std::sync::Arc;
 
 use super::contention::{ContentionSampler, CpuSignals, ProcSignals};
-use super::{PolicyConfig, PolicyCounters, WaitPolicy};
+use super::{DynQueue, PolicyConfig, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use crate::queue::{Completion, OpInfo};
 
 /// Completions at the start of an epoch left out of its measurements.
 pub const SETTLE_IOS: u64 = 64;
@@ -554,12 +554,7 @@ impl WaitPolicy for Auto {
         "auto"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         if self.phase == Phase::Idle {
             // Each candidate sizes its tables now, not the first time it is tried.
             for c in &mut self.cands {
@@ -670,9 +665,9 @@ mod tests {
     use crate::policy::contention::Reading;
     use crate::policy::Mode;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
-    use crate::queue::testing::{push_bufferless, ScriptedSim};
+    use crate::queue::testing::{push_bufferless, ScriptedSim, Wake};
     use crate::queue::uring::{UringOptions, UringQueue};
-    use crate::queue::{Op, OpKind};
+    use crate::queue::{Op, Tracked};
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -740,6 +735,7 @@ mod tests {
                 poll_cpu: POLL_COST,
                 late,
                 wake_cpu,
+                wake: Wake::Blocked,
             };
             Rig {
                 q: Tracked::new(dev, Arc::new(clock.clone()), 64).unwrap(),
@@ -755,15 +751,7 @@ mod tests {
         fn push(&mut self, slot: u64) {
             self.gen += 1;
             let ud = (self.gen << 32) | slot;
-            let op = Op {
-                kind: OpKind::Read,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 4096,
-                offset: 0,
-                buf_index: None,
-                user_data: ud,
-            };
+            let op = Op::read(0, std::ptr::null_mut(), 4096, 0, ud);
             push_bufferless(&mut self.q, &op).unwrap();
             assert!(self.flying.insert(ud, 0).is_none());
         }
