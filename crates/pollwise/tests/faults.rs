@@ -16,10 +16,7 @@ const SPIKE_NS: u64 = 2_000_000;
 
 fn engine(spec: FaultSpec, rw: Rw, mode: Mode, depth: u32, seed: u64) -> (Engine, FaultTally) {
     let clock = FakeClock::new(0);
-    let time = SimTime::Virtual {
-        clock: clock.clone(),
-        poll_cost_ns: 200,
-    };
+    let time = SimTime::virtual_on(&clock, 200);
     let sim = SimQueue::new(
         "uniform:5us,50us".parse::<LatencyModel>().unwrap(),
         seed,

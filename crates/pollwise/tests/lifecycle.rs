@@ -179,10 +179,7 @@ fn sim(clock: &FakeClock, model: &str) -> SimQueue {
         model.parse::<LatencyModel>().unwrap(),
         3,
         64,
-        SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        },
+        SimTime::virtual_on(clock, 100),
     )
 }
 

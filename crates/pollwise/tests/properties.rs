@@ -231,10 +231,7 @@ struct Totals {
 /// Runs one case; returns its totals, or why it broke a property.
 fn run_case(c: &Case) -> Result<Totals, String> {
     let clock = FakeClock::new(0);
-    let time = SimTime::Virtual {
-        clock: clock.clone(),
-        poll_cost_ns: 2_000,
-    };
+    let time = SimTime::virtual_on(&clock, 2_000);
     let blocks = 64u64;
     let size = blocks * c.bs as u64;
     let sim = SimQueue::new(

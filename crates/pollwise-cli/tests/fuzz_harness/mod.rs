@@ -163,15 +163,7 @@ pub fn fuzz_latency(data: &[u8]) -> std::result::Result<(), String> {
         return Err(format!("{s:?}: mean {}", m.mean_ns()));
     }
     let clock = FakeClock::new(1_000);
-    let mut q = SimQueue::new(
-        m,
-        data.len() as u64,
-        8,
-        SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        },
-    );
+    let mut q = SimQueue::new(m, data.len() as u64, 8, SimTime::virtual_on(&clock, 100));
     let mut done = 0usize;
     for i in 0..16u64 {
         let op = Op::read(0, std::ptr::null_mut(), 4096, 0, i);

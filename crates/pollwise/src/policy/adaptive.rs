@@ -235,10 +235,7 @@ mod tests {
                 LatencyModel::Fixed(latency_ns),
                 1,
                 64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns,
-                },
+                SimTime::virtual_on(&clock, poll_cost_ns),
             );
             let q = Tracked::new(q, Arc::new(clock.clone()), 64).unwrap();
             let p = Adaptive::new(Arc::new(clock.clone()), max_ns, 0, 0);

@@ -712,15 +712,7 @@ mod tests {
         fn new(model: LatencyModel, late: u64, wake_cpu: u64) -> Rig {
             let clock = FakeClock::new(1_000_000);
             let runnable = Arc::new(AtomicU32::new(1));
-            let inner = SimQueue::new(
-                model,
-                7,
-                64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns: POLL_COST,
-                },
-            );
+            let inner = SimQueue::new(model, 7, 64, SimTime::virtual_on(&clock, POLL_COST));
             let p = Auto::with_signals(
                 Arc::new(clock.clone()),
                 &PolicyConfig::new(Mode::Auto),

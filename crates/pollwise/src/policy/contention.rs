@@ -265,14 +265,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn samples_at_most_every_interval_and_sees_runnable_over_cores() {
+    /// A sampler on `cores` cores reading what the test sets in the returned reading: one
+    /// runnable thread and no waiting at first.
+    fn calm_sampler(cores: u32) -> (Arc<Mutex<Reading>>, ContentionSampler) {
         let r = Arc::new(Mutex::new(Reading {
             runnable: Some(1),
             pressure_us: Some(0),
             run_delay_ns: Some(0),
         }));
-        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 2)));
+        let s = ContentionSampler::new(Box::new(Script(r.clone(), cores)));
+        (r, s)
+    }
+
+    #[test]
+    fn samples_at_most_every_interval_and_sees_runnable_over_cores() {
+        let (r, mut s) = calm_sampler(2);
         assert!(!s.contended(), "no sample, no verdict");
         assert!(s.maybe_sample(0));
         assert!(!s.maybe_sample(SAMPLE_NS - 1), "too soon");
@@ -300,12 +307,7 @@ mod tests {
 
     #[test]
     fn a_thread_waiting_for_a_cpu_is_contended_whatever_the_count() {
-        let r = Arc::new(Mutex::new(Reading {
-            runnable: Some(1),
-            pressure_us: Some(0),
-            run_delay_ns: Some(0),
-        }));
-        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 4)));
+        let (r, mut s) = calm_sampler(4);
         s.maybe_sample(0);
         // Waited 4 ms of the next 10 ms.
         *r.lock().unwrap() = Reading {

@@ -160,13 +160,16 @@ struct SleepCost {
     last_sleep: bool,
 }
 
-fn mean_step(mean: &mut f64, n: u64, x: f64, weight: f64) {
-    let w = if n == 0 {
+/// Adds sample `x` to a running `mean` of `n` samples (and counts it): a plain average at first,
+/// then each new sample weighs at least [`COST_WEIGHT`].
+fn learn(mean: &mut f64, n: &mut u64, x: f64) {
+    let w = if *n == 0 {
         1.0
     } else {
-        (1.0 / (n + 1) as f64).max(weight)
+        (1.0 / (*n + 1) as f64).max(COST_WEIGHT)
     };
     *mean += w * (x - *mean);
+    *n += 1;
 }
 
 /// The hybrid policy. See the module docs.
@@ -310,13 +313,11 @@ impl Hybrid {
         }
         // Does the sleep pay? The spin it avoids runs from now to the deadline.
         let saving = (until_ns - now) as f64;
-        mean_step(
+        learn(
             &mut self.cost.saving_mean_ns,
-            self.cost.savings,
+            &mut self.cost.savings,
             saving,
-            COST_WEIGHT,
         );
-        self.cost.savings += 1;
         let learning = self.cost.samples < LEARN_SLEEPS;
         if learning || saving >= SLEEP_MARGIN * self.cost.cost_ns {
             self.cost.last_sleep = true;
@@ -339,13 +340,11 @@ impl Hybrid {
 
     /// Learns from one timed-out sleep that woke `late_ns` after its timer.
     fn late(&mut self, late_ns: u64) {
-        mean_step(
+        learn(
             &mut self.cost.late_mean_ns,
-            self.cost.late_samples,
+            &mut self.cost.late_samples,
             late_ns as f64,
-            COST_WEIGHT,
         );
-        self.cost.late_samples += 1;
         self.late_min_ns = self.late_min_ns.min(late_ns);
         self.late_n += 1;
         if self.late_n == LATE_WINDOW {
@@ -472,13 +471,7 @@ impl WaitPolicy for Hybrid {
                             .thread_cpu_ns()
                             .saturating_sub(cpu0)
                             .saturating_sub(read_ns);
-                        mean_step(
-                            &mut self.cost.cost_ns,
-                            self.cost.samples,
-                            spent as f64,
-                            COST_WEIGHT,
-                        );
-                        self.cost.samples += 1;
+                        learn(&mut self.cost.cost_ns, &mut self.cost.samples, spent as f64);
                         self.cost.since_sample = 0;
                     } else {
                         self.cost.since_sample += 1;
@@ -587,6 +580,14 @@ mod tests {
             Rig::with(fraction, stat, |q, _| q)
         }
 
+        /// Sets the device's latency to `ns` and runs one request: (its submit time, the
+        /// counters after it).
+        fn one_at(&mut self, ns: u64) -> (u64, PolicyCounters) {
+            self.q.inner_mut().set_model(LatencyModel::Fixed(ns));
+            let t = self.one();
+            (t, self.p.counters())
+        }
+
         /// A rig past the predictor's bootstrap.
         fn primed(fraction: f64, stat: Statistic) -> Rig {
             let mut r = Rig::new(fraction, stat);
@@ -607,10 +608,7 @@ mod tests {
                 LatencyModel::Fixed(10_000),
                 1,
                 64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns: POLL_COST,
-                },
+                SimTime::virtual_on(&clock, POLL_COST),
             );
             let q = Tracked::new(wrap(q, clock.clone()), Arc::new(clock.clone()), 64).unwrap();
             let p = Hybrid::with_predictor(
@@ -698,9 +696,7 @@ mod tests {
     fn a_slow_request_sleeps_once_and_then_polls() {
         let mut r = Rig::primed(0.5, Statistic::Mean);
         // The device slows to 50 µs: the sleep ends at 5 µs and must not be taken again.
-        r.q.inner_mut().set_model(LatencyModel::Fixed(50_000));
-        let t = r.one();
-        let c = r.p.counters();
+        let (t, c) = r.one_at(50_000);
         assert_eq!(c.sleeps, 1);
         assert_eq!(c.spin_after_wake_ns, 45_000);
         assert_eq!(r.clock.now_ns(), t + 50_000);
@@ -710,9 +706,7 @@ mod tests {
     #[test]
     fn a_fast_completion_ends_the_sleep_early_and_counts_as_oversleep() {
         let mut r = Rig::primed(0.5, Statistic::Mean);
-        r.q.inner_mut().set_model(LatencyModel::Fixed(2_000));
-        let t = r.one();
-        let c = r.p.counters();
+        let (t, c) = r.one_at(2_000);
         assert_eq!((c.sleeps, c.oversleeps), (1, 1));
         // The wait ended at the completion (2 µs), not at the 5 µs deadline; one poll reaped it.
         assert_eq!(r.clock.now_ns(), t + 2_000 + POLL_COST);

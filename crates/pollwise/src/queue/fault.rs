@@ -470,10 +470,7 @@ mod tests {
 
     fn faulty(spec: FaultSpec, seed: u64) -> (FaultQueue<SimQueue>, FakeClock) {
         let clock = FakeClock::new(0);
-        let time = SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        };
+        let time = SimTime::virtual_on(&clock, 100);
         let sim = SimQueue::new(LatencyModel::Fixed(10_000), 1, 64, time.clone());
         (FaultQueue::new(sim, spec, seed, time, 512).unwrap(), clock)
     }

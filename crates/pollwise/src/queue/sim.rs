@@ -257,6 +257,17 @@ pub enum SimTime {
     },
 }
 
+impl SimTime {
+    /// Virtual time on `clock` (shared: the clone moves with it), each poll costing
+    /// `poll_cost_ns`.
+    pub fn virtual_on(clock: &FakeClock, poll_cost_ns: u64) -> SimTime {
+        SimTime::Virtual {
+            clock: clock.clone(),
+            poll_cost_ns,
+        }
+    }
+}
+
 /// The operations of a simulated device: queued, then in flight until due, with latencies drawn
 /// from a [`LatencyModel`]. [`SimQueue`] and the platform model's queue keep their own time and
 /// costs around it.
@@ -500,10 +511,7 @@ mod tests {
             model.parse().unwrap(),
             7,
             64,
-            SimTime::Virtual {
-                clock: clock.clone(),
-                poll_cost_ns: cost,
-            },
+            SimTime::virtual_on(&clock, cost),
         );
         (q, clock)
     }
@@ -678,15 +686,7 @@ mod tests {
     #[test]
     fn full_submission_queue_would_block() {
         let clock = FakeClock::new(0);
-        let mut q = SimQueue::new(
-            LatencyModel::Fixed(1),
-            0,
-            2,
-            SimTime::Virtual {
-                clock,
-                poll_cost_ns: 0,
-            },
-        );
+        let mut q = SimQueue::new(LatencyModel::Fixed(1), 0, 2, SimTime::virtual_on(&clock, 0));
         // SAFETY: the sim touches no buffer.
         unsafe {
             q.push(&nop(0)).unwrap();
