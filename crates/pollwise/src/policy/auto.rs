@@ -662,7 +662,7 @@ impl WaitPolicy for Auto {
 mod tests {
     use super::*;
     use crate::clock::{FakeClock, MonotonicClock};
-    use crate::policy::contention::Reading;
+    use crate::policy::contention::{FlappingSignals, Reading};
     use crate::policy::Mode;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
     use crate::queue::testing::{push_bufferless, ScriptedSim, Wake};
@@ -970,30 +970,6 @@ mod tests {
         assert_eq!(qc.submitted, qc.completed);
     }
 
-    /// Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes about
-    /// 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every period has
-    /// a switch to interrupt and one away from it.
-    struct Flapping {
-        clock: MonotonicClock,
-    }
-
-    impl CpuSignals for Flapping {
-        fn thread_cpu_ns(&mut self) -> u64 {
-            crate::sys::rusage::thread_cpu_ns()
-        }
-        fn read(&mut self) -> Reading {
-            let on = self.clock.now_ns() % 300_000_000 < 30_000_000;
-            Reading {
-                runnable: Some(if on { 8 } else { 1 }),
-                pressure_us: None,
-                run_delay_ns: None,
-            }
-        }
-        fn cores(&self) -> u32 {
-            2
-        }
-    }
-
     #[test]
     fn every_completion_once_across_switches_on_a_real_ring() {
         let ring = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
@@ -1002,8 +978,13 @@ mod tests {
         let mut p = Auto::with_signals(
             clock.clone(),
             &PolicyConfig::new(Mode::Auto),
-            Box::new(Flapping {
-                clock: MonotonicClock,
+            // Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes
+            // about 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every
+            // period has a switch to interrupt and one away from it.
+            Box::new(FlappingSignals {
+                start_ns: 0,
+                period_ns: 300_000_000,
+                on: 0..30_000_000,
             }),
         );
         let mut seen: HashMap<u64, u32> = HashMap::new();

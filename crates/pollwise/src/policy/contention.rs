@@ -26,6 +26,8 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use crate::clock::Clock;
+
 /// Least time between two contention samples: 10 ms.
 pub const SAMPLE_NS: u64 = 10_000_000;
 /// Weight of a new runnable-count reading in the smoothed count.
@@ -131,6 +133,42 @@ impl CpuSignals for ProcSignals {
 
     fn cores(&self) -> u32 {
         self.cores
+    }
+}
+
+/// Signals that flap on the real (monotonic) clock, for tests and demonstrations of `auto`'s
+/// contention rule: two cores, and eight runnable threads (contended) during `on` of every
+/// `period_ns` counted from `start_ns`, one (calm) the rest of the time. The thread's CPU time is
+/// real.
+#[derive(Debug, Clone)]
+pub struct FlappingSignals {
+    /// Where the periods start, on the monotonic clock, nanoseconds.
+    pub start_ns: u64,
+    /// The period, nanoseconds.
+    pub period_ns: u64,
+    /// When in each period the CPU is contended, nanoseconds from the period's start.
+    pub on: std::ops::Range<u64>,
+}
+
+impl CpuSignals for FlappingSignals {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        crate::sys::rusage::thread_cpu_ns()
+    }
+
+    fn read(&mut self) -> Reading {
+        let now = crate::clock::MonotonicClock.now_ns();
+        let on = self
+            .on
+            .contains(&(now.saturating_sub(self.start_ns) % self.period_ns.max(1)));
+        Reading {
+            runnable: Some(if on { 8 } else { 1 }),
+            pressure_us: None,
+            run_delay_ns: None,
+        }
+    }
+
+    fn cores(&self) -> u32 {
+        2
     }
 }
 

@@ -475,6 +475,14 @@ mod tests {
         (FaultQueue::new(sim, spec, seed, time, 512).unwrap(), clock)
     }
 
+    /// A faulty device (seed 1) with one 4 KiB read pushed, not yet submitted.
+    fn one_read(spec: FaultSpec) -> (FaultQueue<SimQueue>, FakeClock) {
+        let (mut q, clock) = faulty(spec, 1);
+        // SAFETY: the simulated device touches no buffer.
+        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        (q, clock)
+    }
+
     /// Pushes `n` reads of 4 KiB, submits them (retrying refusals), and reaps them all.
     fn run(q: &mut FaultQueue<SimQueue>, n: u64) -> (Vec<Completion>, u64) {
         let mut got = Vec::new();
@@ -566,14 +574,11 @@ mod tests {
 
     #[test]
     fn a_spike_holds_a_completion_back_for_its_duration() {
-        let spec = FaultSpec {
+        let (mut q, clock) = one_read(FaultSpec {
             spike: 1.0,
             spike_ns: 5_000_000,
             ..FaultSpec::default()
-        };
-        let (mut q, clock) = faulty(spec, 1);
-        // SAFETY: the simulated device touches no buffer.
-        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        });
         q.submit().unwrap();
         assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
         let mut got = Vec::new();
@@ -585,7 +590,7 @@ mod tests {
             clock.now_ns()
         );
         // A timed-out wait stops at the deadline, not the spike.
-        // SAFETY: as above.
+        // SAFETY: the simulated device touches no buffer.
         unsafe { q.push(&read(2, 4096)) }.unwrap();
         let t0 = clock.now_ns();
         assert_eq!(
@@ -598,14 +603,11 @@ mod tests {
 
     #[test]
     fn eagain_never_refuses_twice_in_a_row_and_cancel_stops_injection() {
-        let spec = FaultSpec {
+        let (mut q, _) = one_read(FaultSpec {
             eagain: 1.0,
             eio: 1.0,
             ..FaultSpec::default()
-        };
-        let (mut q, _) = faulty(spec, 1);
-        // SAFETY: the simulated device touches no buffer.
-        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        });
         assert!(q.submit().is_err());
         assert_eq!(q.submit().unwrap(), 1);
         q.cancel_all().unwrap();
