@@ -110,27 +110,9 @@ pub struct FaultCounts {
     pub spike: u64,
 }
 
+counter_ops! { FaultCounts: add, fields(eio, canceled, short, eagain, spike) }
+
 impl FaultCounts {
-    /// Adds `o`, kind by kind.
-    pub fn add(&mut self, o: &FaultCounts) {
-        self.eio += o.eio;
-        self.canceled += o.canceled;
-        self.short += o.short;
-        self.eagain += o.eagain;
-        self.spike += o.spike;
-    }
-
-    /// Every kind with its count, in a fixed order (for reports).
-    pub fn fields(&self) -> [(&'static str, u64); 5] {
-        [
-            ("eio", self.eio),
-            ("canceled", self.canceled),
-            ("short", self.short),
-            ("eagain", self.eagain),
-            ("spike", self.spike),
-        ]
-    }
-
     /// All kinds summed.
     pub fn total(&self) -> u64 {
         self.fields().iter().map(|f| f.1).sum()
