@@ -979,7 +979,7 @@ mod tests {
             clock.clone(),
             &PolicyConfig::new(Mode::Auto),
             // Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes
-            // about 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every
+            // about 60 ms to fall back under the cores, then `CALM_MIN_NS` must pass, so every
             // period has a switch to interrupt and one away from it.
             Box::new(FlappingSignals {
                 start_ns: 0,
