@@ -1493,10 +1493,7 @@ mod tests {
             "fixed:10us".parse::<LatencyModel>().unwrap(),
             1,
             slots,
-            SimTime::Virtual {
-                clock: fake.clone(),
-                poll_cost_ns: 100,
-            },
+            SimTime::virtual_on(&fake, 100),
         );
         let clock: Arc<dyn Clock> = Arc::new(fake.clone());
         let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());

@@ -70,6 +70,30 @@
 //! [`request::Slab`], waited on by a policy you name), `reactor_channel` (a [`reactor`] serving
 //! a channel) and `shared_poller` (a [`poller::SharedPoller`] with two clients).
 
+/// Field-by-field arithmetic for a struct of `u64` counters, written once: `add` sums `o` into
+/// `self` field by field, and `fields` (where asked for) lists each field's name and value in
+/// the order given, for reports.
+macro_rules! counter_ops {
+    ($t:ident: add($($f:ident),+ $(,)?)) => {
+        impl $t {
+            /// Adds `o` into `self`, field by field.
+            pub fn add(&mut self, o: &$t) {
+                $(self.$f += o.$f;)+
+            }
+        }
+    };
+    ($t:ident: add, fields($($f:ident),+ $(,)?)) => {
+        counter_ops!($t: add($($f),+));
+
+        impl $t {
+            /// Every field with its value, in a fixed order (for reports).
+            pub fn fields(&self) -> [(&'static str, u64); [$(stringify!($f)),+].len()] {
+                [$((stringify!($f), self.$f)),+]
+            }
+        }
+    };
+}
+
 pub mod clock;
 pub mod engine;
 mod error;

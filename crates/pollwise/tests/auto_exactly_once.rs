@@ -14,7 +14,7 @@ use std::time::Duration;
 use poller_common::*;
 use pollwise::clock::{self, Clock, MonotonicClock};
 use pollwise::policy::auto::{Auto, CANDIDATES};
-use pollwise::policy::contention::{CpuSignals, Reading};
+use pollwise::policy::contention::FlappingSignals;
 use pollwise::policy::{Mode, PolicyConfig, WaitPolicy};
 use pollwise::poller::{ClientOptions, PollerConfig, SharedPoller};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue, Link};
@@ -23,37 +23,17 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, Op, OpKind, Queue, Tracked};
 use pollwise::request::AlignedBuf;
 
-/// Contended from 100 to 130 ms after it was made, and so on every 400 ms: `auto` goes to
-/// interrupt, then back to exploring once the smoothed count has fallen under the cores (about
-/// 60 ms) and the first calm period (100 ms) has passed, at about 290 ms.
-struct Flapping {
-    start: u64,
-}
-
-impl CpuSignals for Flapping {
-    fn thread_cpu_ns(&mut self) -> u64 {
-        pollwise::sys::rusage::thread_cpu_ns()
-    }
-    fn read(&mut self) -> Reading {
-        let t = (MonotonicClock.now_ns() - self.start) % 400_000_000;
-        let on = (100_000_000..130_000_000).contains(&t);
-        Reading {
-            runnable: Some(if on { 8 } else { 1 }),
-            pressure_us: None,
-            run_delay_ns: None,
-        }
-    }
-    fn cores(&self) -> u32 {
-        2
-    }
-}
-
 fn auto() -> Auto {
     Auto::with_signals(
         clock::monotonic(),
         &PolicyConfig::new(Mode::Auto),
-        Box::new(Flapping {
-            start: MonotonicClock.now_ns(),
+        // Contended from 100 to 130 ms after it was made, and so on every 400 ms: `auto` goes to
+        // interrupt, then back to exploring once the smoothed count has fallen under the cores
+        // (about 60 ms) and the first calm period (100 ms) has passed, at about 290 ms.
+        Box::new(FlappingSignals {
+            start_ns: MonotonicClock.now_ns(),
+            period_ns: 400_000_000,
+            on: 100_000_000..130_000_000,
         }),
     )
 }

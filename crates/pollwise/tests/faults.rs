@@ -16,10 +16,7 @@ const SPIKE_NS: u64 = 2_000_000;
 
 fn engine(spec: FaultSpec, rw: Rw, mode: Mode, depth: u32, seed: u64) -> (Engine, FaultTally) {
     let clock = FakeClock::new(0);
-    let time = SimTime::Virtual {
-        clock: clock.clone(),
-        poll_cost_ns: 200,
-    };
+    let time = SimTime::virtual_on(&clock, 200);
     let sim = SimQueue::new(
         "uniform:5us,50us".parse::<LatencyModel>().unwrap(),
         seed,
@@ -43,6 +40,14 @@ fn engine(spec: FaultSpec, rw: Rw, mode: Mode, depth: u32, seed: u64) -> (Engine
     (Engine::new(Box::new(q), policy, clock, cfg).unwrap(), tally)
 }
 
+/// Keeps every request the engine reports done.
+fn record_done(e: &mut Engine) -> Arc<Mutex<Vec<Done>>> {
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let d = done.clone();
+    e.set_on_done(Box::new(move |x: &Done| d.lock().unwrap().push(*x)));
+    done
+}
+
 #[test]
 fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
     let spec = FaultSpec {
@@ -56,9 +61,7 @@ fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
     for (i, &mode) in Mode::ALL.iter().enumerate() {
         let (mut e, tally) = engine(spec, Rw::RandRw, mode, 16, 11 + i as u64);
         e.set_continue_on_error(ContinueOn::Io);
-        let done = Arc::new(Mutex::new(Vec::new()));
-        let d = done.clone();
-        e.set_on_done(Box::new(move |x: &Done| d.lock().unwrap().push(*x)));
+        let done = record_done(&mut e);
         let n = 20_000;
         e.run(Stop::Ios(n)).unwrap();
         let injected = tally.snapshot();
@@ -177,9 +180,7 @@ fn a_short_transfer_is_resubmitted_until_whole_and_timed_from_its_first_part() {
         ..FaultSpec::default()
     };
     let (mut e, tally) = engine(spec, Rw::Read, Mode::Interrupt, 1, 3);
-    let done = Arc::new(Mutex::new(Vec::new()));
-    let d = done.clone();
-    e.set_on_done(Box::new(move |x: &Done| d.lock().unwrap().push(*x)));
+    let done = record_done(&mut e);
     e.run(Stop::Ios(50)).unwrap();
     let done = done.lock().unwrap();
     assert_eq!(done.len(), 50);

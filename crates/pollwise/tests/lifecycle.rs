@@ -12,7 +12,7 @@ use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, Op, OpKind, Queue, QueueCounters, Tracked, WaitOutcome};
+use pollwise::queue::{Completion, Op, Queue, QueueCounters, Tracked, WaitOutcome};
 use pollwise::request::{leaked_bytes, AlignedBuf, Dir};
 
 /// A pipe: (read end, write end), both non-blocking for the test's own reads.
@@ -36,6 +36,17 @@ fn pipe_still_holds(mut r: std::fs::File, mut w: std::fs::File, msg: &[u8]) {
     assert_eq!(&got[..n], msg, "a cancelled read took the data");
 }
 
+/// Drops `x`, which has a read in flight, and checks the drop returned within a second.
+fn drops_within_a_second<T>(x: T) {
+    let t = Instant::now();
+    drop(x);
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "drop took {:?}",
+        t.elapsed()
+    );
+}
+
 fn cfg(bs: u32, iodepth: u32) -> EngineConfig {
     EngineConfig {
         rw: Rw::Read,
@@ -55,27 +66,13 @@ fn dropping_a_ring_with_a_pipe_read_in_flight_returns_within_a_second_and_frees_
     // Declared before the ring: it outlives the drop, so the test can look at it afterwards.
     let mut buf = AlignedBuf::new(64, 64);
     let mut q = UringQueue::new(&UringOptions::default(), &[r.as_raw_fd()], false).unwrap();
-    let op = Op {
-        kind: OpKind::Read,
-        file: 0,
-        buf: buf.as_mut_ptr(),
-        len: 64,
-        offset: 0,
-        buf_index: None,
-        user_data: 1,
-    };
+    let op = Op::read(0, buf.as_mut_ptr(), 64, 0, 1);
     // SAFETY: `buf` outlives the ring, and is only looked at after the ring's drop returned.
     unsafe { q.push(&op) }.unwrap();
     q.submit().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(q.in_flight(), 1, "a read on an empty pipe stays in flight");
-    let t = Instant::now();
-    drop(q);
-    assert!(
-        t.elapsed() < Duration::from_secs(1),
-        "drop took {:?}",
-        t.elapsed()
-    );
+    drops_within_a_second(q);
     pipe_still_holds(r, w, b"after the drop");
     assert!(
         buf.as_slice().iter().all(|&b| b == 0),
@@ -93,13 +90,7 @@ fn dropping_an_engine_with_a_pipe_read_in_flight_cancels_it_within_a_second() {
     let h = e.submit_one(Dir::Read, 0).unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(e.is_in_flight(h));
-    let t = Instant::now();
-    drop(e);
-    assert!(
-        t.elapsed() < Duration::from_secs(1),
-        "drop took {:?}",
-        t.elapsed()
-    );
+    drops_within_a_second(e);
     // The read was cancelled, not left to land later in the freed buffer: the data written
     // now stays in the pipe.
     pipe_still_holds(r, w, b"the read was cancelled");
@@ -188,10 +179,7 @@ fn sim(clock: &FakeClock, model: &str) -> SimQueue {
         model.parse::<LatencyModel>().unwrap(),
         3,
         64,
-        SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        },
+        SimTime::virtual_on(clock, 100),
     )
 }
 

@@ -11,18 +11,15 @@ use pollwise::request::AlignedBuf;
 
 #[test]
 fn dropped_client_leaves_nothing_behind() {
-    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let file = patterned_file(dir.path(), 4 << 20);
-    let (pipe_r, _pipe_w) = idle_pipe();
-    let poller = SharedPoller::new(PollerConfig {
+    let (files, poller) = FileAndPipe::with_poller(PollerConfig {
         depth: 8,
         ..Default::default()
-    })
-    .unwrap();
+    });
+    let (file, pipe_r) = (&files.file, &files.pipe_r);
     let mut healthy = poller
         .client(ClientOptions {
             depth: 4,
-            files: vec![fd(&file)],
+            files: vec![fd(file)],
         })
         .unwrap();
 
@@ -35,7 +32,7 @@ fn dropped_client_leaves_nothing_behind() {
         let mut doomed = poller
             .client(ClientOptions {
                 depth: N,
-                files: vec![fd(&file), fd(&pipe_r)],
+                files: vec![fd(file), fd(pipe_r)],
             })
             .unwrap();
         for (i, b) in bufs.iter_mut().enumerate() {

@@ -6,21 +6,18 @@ mod poller_common;
 use std::collections::HashMap;
 
 use poller_common::*;
-use pollwise::poller::{ClientOptions, PollerConfig, SharedPoller};
+use pollwise::poller::{ClientOptions, PollerConfig};
 use pollwise::queue::Queue;
 use pollwise::request::AlignedBuf;
 
 #[test]
 fn shutdown_completes_or_cancels_every_request() {
-    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let file = patterned_file(dir.path(), 4 << 20);
-    let (pipe_r, _pipe_w) = idle_pipe();
-    let poller = SharedPoller::new(PollerConfig {
+    let (files, poller) = FileAndPipe::with_poller(PollerConfig {
         depth: 6,
         batch: 2,
         ..Default::default()
-    })
-    .unwrap();
+    });
+    let (file, pipe_r) = (&files.file, &files.pipe_r);
     const N: usize = 48;
     let mut bufs: Vec<AlignedBuf> = (0..2 * N).map(|_| AlignedBuf::new(4096, 4096)).collect();
     let (b1, b2) = bufs.split_at_mut(N);
@@ -29,13 +26,13 @@ fn shutdown_completes_or_cancels_every_request() {
     let mut a = poller
         .client(ClientOptions {
             depth: N,
-            files: vec![fd(&file), fd(&pipe_r)],
+            files: vec![fd(file), fd(pipe_r)],
         })
         .unwrap();
     let mut b = poller
         .client(ClientOptions {
             depth: N,
-            files: vec![fd(&file)],
+            files: vec![fd(file)],
         })
         .unwrap();
     for (i, buf) in b1.iter_mut().enumerate() {

@@ -159,65 +159,60 @@ struct Case {
     target: u64,
 }
 
-fn case(per_case: u64) -> impl Strategy<Value = Case> {
+/// Faults: none, or each kind at a rate below 5%.
+fn faults() -> impl Strategy<Value = Option<FaultSpec>> {
     let rate = prop_oneof![Just(0.0), 0.0..0.05f64];
-    let faults = prop_oneof![
+    prop_oneof![
         1 => Just(None),
         3 => (rate.clone(), rate.clone(), rate.clone(), rate.clone(), rate, 1u64..200_000)
             .prop_map(|(eio, canceled, short, eagain, spike, spike_ns)| Some(FaultSpec {
                 eio, canceled, short, eagain, spike, spike_ns,
             })),
-    ];
-    let step = prop_oneof![
+    ]
+}
+
+/// One step of a case of `per_case` requests.
+fn step(per_case: u64) -> impl Strategy<Value = Step> {
+    prop_oneof![
         4 => (1..per_case / 3).prop_map(Step::RunUntil),
         4 => (1..per_case / 3).prop_map(Step::Run),
         1 => Just(Step::Cancel),
-    ];
-    (
-        0..Mode::ALL.len(),
-        1u32..=32,
-        any::<(u16, u16)>(),
-        prop_oneof![Just(512u32), Just(1024), Just(4096)],
-        any::<bool>(),
-        faults,
-        prop_oneof![
+    ]
+}
+
+prop_compose! {
+    /// A case of `per_case` requests.
+    fn case(per_case: u64)(
+        m in 0..Mode::ALL.len(),
+        depth in 1u32..=32,
+        (bs1, bc1) in any::<(u16, u16)>(),
+        bs in prop_oneof![Just(512u32), Just(1024), Just(4096)],
+        verify in any::<bool>(),
+        faults in faults(),
+        continue_on in prop_oneof![
             Just(ContinueOn::All),
             Just(ContinueOn::Io),
             Just(ContinueOn::None)
         ],
-        proptest::collection::vec(step, 1..6),
-        any::<bool>(),
-        any::<u64>(),
-    )
-        .prop_map(
-            move |(
-                m,
-                depth,
-                (bs1, bc1),
-                bs,
-                verify,
-                faults,
-                continue_on,
-                steps,
-                drop_in_flight,
-                seed,
-            )| {
-                Case {
-                    mode: Mode::ALL[m],
-                    depth,
-                    batch_submit: 1 + bs1 as u32 % depth,
-                    batch_complete_min: 1 + bc1 as u32 % depth,
-                    bs,
-                    verify,
-                    faults,
-                    continue_on,
-                    steps,
-                    drop_in_flight,
-                    seed,
-                    target: per_case,
-                }
-            },
-        )
+        steps in proptest::collection::vec(step(per_case), 1..6),
+        drop_in_flight in any::<bool>(),
+        seed in any::<u64>(),
+    ) -> Case {
+        Case {
+            mode: Mode::ALL[m],
+            depth,
+            batch_submit: 1 + bs1 as u32 % depth,
+            batch_complete_min: 1 + bc1 as u32 % depth,
+            bs,
+            verify,
+            faults,
+            continue_on,
+            steps,
+            drop_in_flight,
+            seed,
+            target: per_case,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -236,10 +231,7 @@ struct Totals {
 /// Runs one case; returns its totals, or why it broke a property.
 fn run_case(c: &Case) -> Result<Totals, String> {
     let clock = FakeClock::new(0);
-    let time = SimTime::Virtual {
-        clock: clock.clone(),
-        poll_cost_ns: 2_000,
-    };
+    let time = SimTime::virtual_on(&clock, 2_000);
     let blocks = 64u64;
     let size = blocks * c.bs as u64;
     let sim = SimQueue::new(

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use pollwise::clock::FakeClock;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
-use pollwise::queue::{Op, OpKind, Queue};
+use pollwise::queue::{Op, Queue};
 use pollwise_cli::options::cmdline::{self, CmdLine};
 use pollwise_cli::options::table::{self, CommandSpec};
 use pollwise_cli::options::{help, jobfile, Opts};
@@ -163,26 +163,10 @@ pub fn fuzz_latency(data: &[u8]) -> std::result::Result<(), String> {
         return Err(format!("{s:?}: mean {}", m.mean_ns()));
     }
     let clock = FakeClock::new(1_000);
-    let mut q = SimQueue::new(
-        m,
-        data.len() as u64,
-        8,
-        SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        },
-    );
+    let mut q = SimQueue::new(m, data.len() as u64, 8, SimTime::virtual_on(&clock, 100));
     let mut done = 0usize;
     for i in 0..16u64 {
-        let op = Op {
-            kind: OpKind::Read,
-            file: 0,
-            buf: std::ptr::null_mut(),
-            len: 4096,
-            offset: 0,
-            buf_index: None,
-            user_data: i,
-        };
+        let op = Op::read(0, std::ptr::null_mut(), 4096, 0, i);
         // SAFETY: the simulated device never touches the (null) buffer.
         unsafe { q.push(&op) }.map_err(|e| format!("push: {e}"))?;
         if i % 8 == 7 {

@@ -13,13 +13,15 @@
 //! wanted completion, minus the time the completion sink ran (seed 003: counting handler time as
 //! polling time made the window grow for the wrong reason; leaving it out took QEMU from 168k to
 //! 174k IOPS).
+//!
+//! [`Queue::wait`]: crate::queue::Queue::wait
 
 use std::io;
 use std::sync::Arc;
 
-use super::{PolicyCounters, WaitPolicy};
+use super::{DynQueue, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use crate::queue::{Completion, OpInfo};
 
 /// The first window when growing from zero (QEMU starts at 4 µs).
 pub const INITIAL_WINDOW_NS: u64 = 4_000;
@@ -130,8 +132,8 @@ impl Adaptive {
     /// One poll; the sink's run time is added to `handler_ns`.
     fn poll_once(
         &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
+        q: &mut DynQueue,
+        sink: Sink,
         handler_ns: &mut u64,
     ) -> io::Result<usize> {
         let clock = &self.clock;
@@ -140,10 +142,7 @@ impl Adaptive {
             sink(op, c);
             *handler_ns += clock.now_ns().saturating_sub(t);
         })?;
-        self.c.polls += 1;
-        if n == 0 {
-            self.c.empty_polls += 1;
-        }
+        self.c.count_poll(n);
         Ok(n)
     }
 }
@@ -153,12 +152,7 @@ impl WaitPolicy for Adaptive {
         "adaptive"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         let min = min.min(q.in_flight());
         if min == 0 {
             return Ok(0);
@@ -225,7 +219,7 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
     use crate::queue::testing::push_bufferless;
-    use crate::queue::{Op, OpKind};
+    use crate::queue::{Op, Tracked};
 
     struct Rig {
         clock: FakeClock,
@@ -241,10 +235,7 @@ mod tests {
                 LatencyModel::Fixed(latency_ns),
                 1,
                 64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns,
-                },
+                SimTime::virtual_on(&clock, poll_cost_ns),
             );
             let q = Tracked::new(q, Arc::new(clock.clone()), 64).unwrap();
             let p = Adaptive::new(Arc::new(clock.clone()), max_ns, 0, 0);
@@ -259,15 +250,7 @@ mod tests {
         /// Submits one request and waits for it; `handler_ns` is the sink's (virtual) run time.
         fn one(&mut self, handler_ns: u64) -> u64 {
             self.next += 1;
-            let op = Op {
-                kind: OpKind::Read,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 4096,
-                offset: 0,
-                buf_index: None,
-                user_data: self.next,
-            };
+            let op = Op::read(0, std::ptr::null_mut(), 4096, 0, self.next);
             push_bufferless(&mut self.q, &op).unwrap();
             self.q.submit().unwrap();
             let clock = self.clock.clone();

@@ -82,9 +82,9 @@ use std::io;
 use std::sync::Arc;
 
 use super::contention::{ContentionSampler, CpuSignals, ProcSignals};
-use super::{PolicyConfig, PolicyCounters, WaitPolicy};
+use super::{DynQueue, PolicyConfig, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use crate::queue::{Completion, OpInfo};
 
 /// Completions at the start of an epoch left out of its measurements.
 pub const SETTLE_IOS: u64 = 64;
@@ -554,12 +554,7 @@ impl WaitPolicy for Auto {
         "auto"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         if self.phase == Phase::Idle {
             // Each candidate sizes its tables now, not the first time it is tried.
             for c in &mut self.cands {
@@ -667,12 +662,12 @@ impl WaitPolicy for Auto {
 mod tests {
     use super::*;
     use crate::clock::{FakeClock, MonotonicClock};
-    use crate::policy::contention::Reading;
+    use crate::policy::contention::{FlappingSignals, Reading};
     use crate::policy::Mode;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
-    use crate::queue::testing::{push_bufferless, ScriptedSim};
+    use crate::queue::testing::{push_bufferless, ScriptedSim, Wake};
     use crate::queue::uring::{UringOptions, UringQueue};
-    use crate::queue::{Op, OpKind};
+    use crate::queue::{Op, Tracked};
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -717,15 +712,7 @@ mod tests {
         fn new(model: LatencyModel, late: u64, wake_cpu: u64) -> Rig {
             let clock = FakeClock::new(1_000_000);
             let runnable = Arc::new(AtomicU32::new(1));
-            let inner = SimQueue::new(
-                model,
-                7,
-                64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns: POLL_COST,
-                },
-            );
+            let inner = SimQueue::new(model, 7, 64, SimTime::virtual_on(&clock, POLL_COST));
             let p = Auto::with_signals(
                 Arc::new(clock.clone()),
                 &PolicyConfig::new(Mode::Auto),
@@ -740,6 +727,7 @@ mod tests {
                 poll_cpu: POLL_COST,
                 late,
                 wake_cpu,
+                wake: Wake::Blocked,
             };
             Rig {
                 q: Tracked::new(dev, Arc::new(clock.clone()), 64).unwrap(),
@@ -755,15 +743,7 @@ mod tests {
         fn push(&mut self, slot: u64) {
             self.gen += 1;
             let ud = (self.gen << 32) | slot;
-            let op = Op {
-                kind: OpKind::Read,
-                file: 0,
-                buf: std::ptr::null_mut(),
-                len: 4096,
-                offset: 0,
-                buf_index: None,
-                user_data: ud,
-            };
+            let op = Op::read(0, std::ptr::null_mut(), 4096, 0, ud);
             push_bufferless(&mut self.q, &op).unwrap();
             assert!(self.flying.insert(ud, 0).is_none());
         }
@@ -990,30 +970,6 @@ mod tests {
         assert_eq!(qc.submitted, qc.completed);
     }
 
-    /// Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes about
-    /// 60 ms to fall back under the cores, then [`CALM_MIN_NS`] must pass, so every period has
-    /// a switch to interrupt and one away from it.
-    struct Flapping {
-        clock: MonotonicClock,
-    }
-
-    impl CpuSignals for Flapping {
-        fn thread_cpu_ns(&mut self) -> u64 {
-            crate::sys::rusage::thread_cpu_ns()
-        }
-        fn read(&mut self) -> Reading {
-            let on = self.clock.now_ns() % 300_000_000 < 30_000_000;
-            Reading {
-                runnable: Some(if on { 8 } else { 1 }),
-                pressure_us: None,
-                run_delay_ns: None,
-            }
-        }
-        fn cores(&self) -> u32 {
-            2
-        }
-    }
-
     #[test]
     fn every_completion_once_across_switches_on_a_real_ring() {
         let ring = UringQueue::new(&UringOptions::default(), &[0], false).unwrap();
@@ -1022,8 +978,13 @@ mod tests {
         let mut p = Auto::with_signals(
             clock.clone(),
             &PolicyConfig::new(Mode::Auto),
-            Box::new(Flapping {
-                clock: MonotonicClock,
+            // Contention for 30 ms in every 300 ms of the real clock: the smoothed count takes
+            // about 60 ms to fall back under the cores, then `CALM_MIN_NS` must pass, so every
+            // period has a switch to interrupt and one away from it.
+            Box::new(FlappingSignals {
+                start_ns: 0,
+                period_ns: 300_000_000,
+                on: 0..30_000_000,
             }),
         );
         let mut seen: HashMap<u64, u32> = HashMap::new();

@@ -26,6 +26,8 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use crate::clock::Clock;
+
 /// Least time between two contention samples: 10 ms.
 pub const SAMPLE_NS: u64 = 10_000_000;
 /// Weight of a new runnable-count reading in the smoothed count.
@@ -131,6 +133,42 @@ impl CpuSignals for ProcSignals {
 
     fn cores(&self) -> u32 {
         self.cores
+    }
+}
+
+/// Signals that flap on the real (monotonic) clock, for tests and demonstrations of `auto`'s
+/// contention rule: two cores, and eight runnable threads (contended) during `on` of every
+/// `period_ns` counted from `start_ns`, one (calm) the rest of the time. The thread's CPU time is
+/// real.
+#[derive(Debug, Clone)]
+pub struct FlappingSignals {
+    /// Where the periods start, on the monotonic clock, nanoseconds.
+    pub start_ns: u64,
+    /// The period, nanoseconds.
+    pub period_ns: u64,
+    /// When in each period the CPU is contended, nanoseconds from the period's start.
+    pub on: std::ops::Range<u64>,
+}
+
+impl CpuSignals for FlappingSignals {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        crate::sys::rusage::thread_cpu_ns()
+    }
+
+    fn read(&mut self) -> Reading {
+        let now = crate::clock::MonotonicClock.now_ns();
+        let on = self
+            .on
+            .contains(&(now.saturating_sub(self.start_ns) % self.period_ns.max(1)));
+        Reading {
+            runnable: Some(if on { 8 } else { 1 }),
+            pressure_us: None,
+            run_delay_ns: None,
+        }
+    }
+
+    fn cores(&self) -> u32 {
+        2
     }
 }
 
@@ -265,14 +303,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn samples_at_most_every_interval_and_sees_runnable_over_cores() {
+    /// A sampler on `cores` cores reading what the test sets in the returned reading: one
+    /// runnable thread and no waiting at first.
+    fn calm_sampler(cores: u32) -> (Arc<Mutex<Reading>>, ContentionSampler) {
         let r = Arc::new(Mutex::new(Reading {
             runnable: Some(1),
             pressure_us: Some(0),
             run_delay_ns: Some(0),
         }));
-        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 2)));
+        let s = ContentionSampler::new(Box::new(Script(r.clone(), cores)));
+        (r, s)
+    }
+
+    #[test]
+    fn samples_at_most_every_interval_and_sees_runnable_over_cores() {
+        let (r, mut s) = calm_sampler(2);
         assert!(!s.contended(), "no sample, no verdict");
         assert!(s.maybe_sample(0));
         assert!(!s.maybe_sample(SAMPLE_NS - 1), "too soon");
@@ -300,12 +345,7 @@ mod tests {
 
     #[test]
     fn a_thread_waiting_for_a_cpu_is_contended_whatever_the_count() {
-        let r = Arc::new(Mutex::new(Reading {
-            runnable: Some(1),
-            pressure_us: Some(0),
-            run_delay_ns: Some(0),
-        }));
-        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 4)));
+        let (r, mut s) = calm_sampler(4);
         s.maybe_sample(0);
         // Waited 4 ms of the next 10 ms.
         *r.lock().unwrap() = Reading {

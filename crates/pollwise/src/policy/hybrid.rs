@@ -72,15 +72,18 @@
 //! Per-operation state (deadline, slept) lives in a table indexed by the queue's slot for the
 //! operation ([`OpInfo::slot`]), tagged with the queue's token so a reused slot starts afresh; it
 //! is sized to the queue's capacity on the first wait and never allocates again.
+//!
+//! [`Queue::wait`]: crate::queue::Queue::wait
+//! [`Tracked::ops`]: crate::queue::Tracked::ops
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{PolicyCounters, WaitPolicy};
+use super::{DynQueue, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
 use crate::predict::{Predictor, Statistic};
-use crate::queue::{Completion, OpInfo, Queue, Tracked, WaitOutcome};
+use crate::queue::{Completion, OpInfo, WaitOutcome};
 
 /// Sleeps shorter than this (1 µs) cost more than they save: poll instead.
 pub const MIN_SLEEP_NS: u64 = 1_000;
@@ -157,13 +160,16 @@ struct SleepCost {
     last_sleep: bool,
 }
 
-fn mean_step(mean: &mut f64, n: u64, x: f64, weight: f64) {
-    let w = if n == 0 {
+/// Adds sample `x` to a running `mean` of `n` samples (and counts it): a plain average at first,
+/// then each new sample weighs at least [`COST_WEIGHT`].
+fn learn(mean: &mut f64, n: &mut u64, x: f64) {
+    let w = if *n == 0 {
         1.0
     } else {
-        (1.0 / (n + 1) as f64).max(weight)
+        (1.0 / (*n + 1) as f64).max(COST_WEIGHT)
     };
     *mean += w * (x - *mean);
+    *n += 1;
 }
 
 /// The hybrid policy. See the module docs.
@@ -236,7 +242,7 @@ impl Hybrid {
 
     /// Sizes the table to the queue (once), and gives every operation submitted since the last
     /// look its deadline.
-    fn refresh(&mut self, q: &Tracked<dyn Queue + '_>) {
+    fn refresh(&mut self, q: &DynQueue) {
         self.size_for(q.capacity());
         for op in q.ops() {
             let (Some(sub), Some(s)) = (op.submitted_ns, self.slots.get_mut(op.slot)) else {
@@ -268,7 +274,7 @@ impl Hybrid {
     }
 
     /// Marks `fate` on every request in flight, still open, whose deadline is at most `until_ns`.
-    fn mark(&mut self, q: &Tracked<dyn Queue + '_>, until_ns: u64, fate: Fate) -> u64 {
+    fn mark(&mut self, q: &DynQueue, until_ns: u64, fate: Fate) -> u64 {
         let mut n = 0;
         for op in q.ops() {
             if let Some(s) = self.slots.get_mut(op.slot) {
@@ -282,7 +288,7 @@ impl Hybrid {
     }
 
     /// What to do when a poll found nothing and `need` completions are still wanted.
-    fn plan(&mut self, q: &Tracked<dyn Queue + '_>, now: u64, need: usize) -> Plan {
+    fn plan(&mut self, q: &DynQueue, now: u64, need: usize) -> Plan {
         self.refresh(q);
         let mut due = 0;
         self.scratch.clear();
@@ -307,13 +313,11 @@ impl Hybrid {
         }
         // Does the sleep pay? The spin it avoids runs from now to the deadline.
         let saving = (until_ns - now) as f64;
-        mean_step(
+        learn(
             &mut self.cost.saving_mean_ns,
-            self.cost.savings,
+            &mut self.cost.savings,
             saving,
-            COST_WEIGHT,
         );
-        self.cost.savings += 1;
         let learning = self.cost.samples < LEARN_SLEEPS;
         if learning || saving >= SLEEP_MARGIN * self.cost.cost_ns {
             self.cost.last_sleep = true;
@@ -336,13 +340,11 @@ impl Hybrid {
 
     /// Learns from one timed-out sleep that woke `late_ns` after its timer.
     fn late(&mut self, late_ns: u64) {
-        mean_step(
+        learn(
             &mut self.cost.late_mean_ns,
-            self.cost.late_samples,
+            &mut self.cost.late_samples,
             late_ns as f64,
-            COST_WEIGHT,
         );
-        self.cost.late_samples += 1;
         self.late_min_ns = self.late_min_ns.min(late_ns);
         self.late_n += 1;
         if self.late_n == LATE_WINDOW {
@@ -375,11 +377,7 @@ impl Hybrid {
 
     /// One poll of `q`; feeds the predictor and counts each reaped request's fate. Returns
     /// (reaped, time of the first completion).
-    fn poll_once(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<(usize, u64)> {
+    fn poll_once(&mut self, q: &mut DynQueue, sink: Sink) -> io::Result<(usize, u64)> {
         let Hybrid {
             clock,
             pred,
@@ -412,10 +410,7 @@ impl Hybrid {
             }
             sink(op, c);
         })?;
-        self.c.polls += 1;
-        if n == 0 {
-            self.c.empty_polls += 1;
-        }
+        self.c.count_poll(n);
         Ok((n, first))
     }
 }
@@ -425,12 +420,7 @@ impl WaitPolicy for Hybrid {
         "hybrid"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         let min = min.min(q.in_flight());
         let mut got = 0;
         // Set when a sleep timed out: the spin after waking runs from here.
@@ -481,13 +471,7 @@ impl WaitPolicy for Hybrid {
                             .thread_cpu_ns()
                             .saturating_sub(cpu0)
                             .saturating_sub(read_ns);
-                        mean_step(
-                            &mut self.cost.cost_ns,
-                            self.cost.samples,
-                            spent as f64,
-                            COST_WEIGHT,
-                        );
-                        self.cost.samples += 1;
+                        learn(&mut self.cost.cost_ns, &mut self.cost.samples, spent as f64);
                         self.cost.since_sample = 0;
                     } else {
                         self.cost.since_sample += 1;
@@ -570,8 +554,8 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::predict::BOOTSTRAP_SAMPLES;
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
-    use crate::queue::testing::{push_bufferless, Bufferless, LateQueue};
-    use crate::queue::{Op, OpKind};
+    use crate::queue::testing::{push_bufferless, Bufferless, ScriptedSim, Wake};
+    use crate::queue::{Op, Tracked};
     use crate::request::{Dir, ReqClass};
 
     const POLL_COST: u64 = 100;
@@ -581,15 +565,7 @@ mod tests {
     };
 
     fn read_op(user_data: u64) -> Op {
-        Op {
-            kind: OpKind::Read,
-            file: 0,
-            buf: std::ptr::null_mut(),
-            len: 4096,
-            offset: 0,
-            buf_index: None,
-            user_data,
-        }
+        Op::read(0, std::ptr::null_mut(), 4096, 0, user_data)
     }
 
     struct Rig<Q: Bufferless = SimQueue> {
@@ -602,6 +578,21 @@ mod tests {
     impl Rig {
         fn new(fraction: f64, stat: Statistic) -> Rig {
             Rig::with(fraction, stat, |q, _| q)
+        }
+
+        /// Sets the device's latency to `ns` and runs one request: (its submit time, the
+        /// counters after it).
+        fn one_at(&mut self, ns: u64) -> (u64, PolicyCounters) {
+            self.q.inner_mut().set_model(LatencyModel::Fixed(ns));
+            let t = self.one();
+            (t, self.p.counters())
+        }
+
+        /// A rig past the predictor's bootstrap.
+        fn primed(fraction: f64, stat: Statistic) -> Rig {
+            let mut r = Rig::new(fraction, stat);
+            r.bootstrap();
+            r
         }
     }
 
@@ -617,10 +608,7 @@ mod tests {
                 LatencyModel::Fixed(10_000),
                 1,
                 64,
-                SimTime::Virtual {
-                    clock: clock.clone(),
-                    poll_cost_ns: POLL_COST,
-                },
+                SimTime::virtual_on(&clock, POLL_COST),
             );
             let q = Tracked::new(wrap(q, clock.clone()), Arc::new(clock.clone()), 64).unwrap();
             let p = Hybrid::with_predictor(
@@ -647,6 +635,13 @@ mod tests {
             ud
         }
 
+        /// Runs the predictor's bootstrap, one request at a time.
+        fn bootstrap(&mut self) {
+            for _ in 0..BOOTSTRAP_SAMPLES {
+                self.one();
+            }
+        }
+
         /// One request at a time: submit, wait for it; returns its submit time.
         fn one(&mut self) -> u64 {
             let t = self.clock.now_ns();
@@ -665,10 +660,7 @@ mod tests {
 
     #[test]
     fn polls_until_predicted_then_sleeps_the_fraction_once_per_request() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        let mut r = Rig::primed(0.5, Statistic::Mean);
         // No prediction yet: it only polled.
         let c = r.p.counters();
         assert_eq!((c.sleeps, c.blocks), (0, 0));
@@ -692,10 +684,7 @@ mod tests {
     #[test]
     fn the_fraction_and_the_statistic_are_what_is_slept() {
         for (fraction, stat) in [(0.25, Statistic::Min), (0.8, Statistic::LowQuantile)] {
-            let mut r = Rig::new(fraction, stat);
-            for _ in 0..BOOTSTRAP_SAMPLES {
-                r.one();
-            }
+            let mut r = Rig::primed(fraction, stat);
             let pred = r.p.predictor().predict(CLASS, stat).unwrap();
             r.one();
             let want = (pred as f64 * fraction).round() as u64 - POLL_COST;
@@ -705,14 +694,9 @@ mod tests {
 
     #[test]
     fn a_slow_request_sleeps_once_and_then_polls() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        let mut r = Rig::primed(0.5, Statistic::Mean);
         // The device slows to 50 µs: the sleep ends at 5 µs and must not be taken again.
-        r.q.inner_mut().set_model(LatencyModel::Fixed(50_000));
-        let t = r.one();
-        let c = r.p.counters();
+        let (t, c) = r.one_at(50_000);
         assert_eq!(c.sleeps, 1);
         assert_eq!(c.spin_after_wake_ns, 45_000);
         assert_eq!(r.clock.now_ns(), t + 50_000);
@@ -721,13 +705,8 @@ mod tests {
 
     #[test]
     fn a_fast_completion_ends_the_sleep_early_and_counts_as_oversleep() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
-        r.q.inner_mut().set_model(LatencyModel::Fixed(2_000));
-        let t = r.one();
-        let c = r.p.counters();
+        let mut r = Rig::primed(0.5, Statistic::Mean);
+        let (t, c) = r.one_at(2_000);
         assert_eq!((c.sleeps, c.oversleeps), (1, 1));
         // The wait ended at the completion (2 µs), not at the 5 µs deadline; one poll reaped it.
         assert_eq!(r.clock.now_ns(), t + 2_000 + POLL_COST);
@@ -736,10 +715,7 @@ mod tests {
 
     #[test]
     fn a_batch_sleeps_at_most_once_per_request() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        let mut r = Rig::primed(0.5, Statistic::Mean);
         r.q.inner_mut()
             .set_model(LatencyModel::Uniform(5_000, 40_000));
         for _ in 0..50 {
@@ -761,19 +737,19 @@ mod tests {
 
     #[test]
     fn the_timer_is_set_early_by_the_least_lateness_seen() {
-        let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| LateQueue {
+        let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| ScriptedSim {
             inner,
             clock,
+            poll_cpu: 0,
             late: 2_000,
             wake_cpu: 0,
+            wake: Wake::Timer,
         });
         // No sleep while bootstrapping, so no wait times out and nothing is late yet.
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        r.bootstrap();
         // Requests now take 50 µs, so every 5 µs sleep times out, and wakes 2 µs late.
         r.q.inner_mut().inner.set_model(LatencyModel::Fixed(50_000));
-        let run = |r: &mut Rig<LateQueue>| {
+        let run = |r: &mut Rig<ScriptedSim>| {
             let before = r.p.counters().spin_after_wake_ns;
             r.submit(0);
             assert_eq!(r.p.wait(&mut r.q, 1, &mut |_| {}).unwrap(), 1);
@@ -790,10 +766,7 @@ mod tests {
 
     #[test]
     fn beliefs_name_the_fraction_and_the_prediction() {
-        let mut r = Rig::new(0.5, Statistic::Mean);
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        let r = Rig::primed(0.5, Statistic::Mean);
         let b = r.p.beliefs();
         assert!(b.contains(&("hybrid.fraction".to_string(), 0.5)));
         assert!(b.contains(&("predict.read.4k.mean_ns".to_string(), 10_000.0)));
@@ -802,16 +775,16 @@ mod tests {
     /// A rig whose sleeps cost `wake_cpu` ns of the thread's CPU each, primed past the
     /// predictor's bootstrap (a fixed 10 µs device: each sleep is for 0.5 x 10 µs after a
     /// 100 ns poll, so it is expected to save 4.9 µs).
-    fn costly(wake_cpu: u64) -> Rig<LateQueue> {
-        let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| LateQueue {
+    fn costly(wake_cpu: u64) -> Rig<ScriptedSim> {
+        let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| ScriptedSim {
             inner,
             clock,
+            poll_cpu: 0,
             late: 0,
             wake_cpu,
+            wake: Wake::Timer,
         });
-        for _ in 0..BOOTSTRAP_SAMPLES {
-            r.one();
-        }
+        r.bootstrap();
         r
     }
 
@@ -905,7 +878,7 @@ mod tests {
         for _ in 0..LEARN_SLEEPS {
             r.one();
         }
-        let at = |r: &Rig<LateQueue>| {
+        let at = |r: &Rig<ScriptedSim>| {
             r.p.beliefs()
                 .into_iter()
                 .find(|(k, _)| k == "hybrid.sleep_cost_samples")

@@ -7,8 +7,7 @@
 
 use std::io;
 
-use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitPolicy};
 
 /// The interrupt policy. See the module docs.
 #[derive(Debug, Default)]
@@ -21,27 +20,15 @@ impl WaitPolicy for Interrupt {
         "interrupt"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
-        let min = min.min(q.in_flight());
-        let mut got = 0;
-        while got < min {
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
+        let c = &mut self.c;
+        reap_until(q, min, |q, left| {
             // Block first: a poll first would cost a system call on DEFER_TASKRUN rings, and
             // wait() returns at once when the completions are already there.
-            q.wait(min - got, None)?;
-            self.c.blocks += 1;
-            let n = q.poll_with(sink)?;
-            self.c.polls += 1;
-            if n == 0 {
-                self.c.empty_polls += 1;
-            }
-            got += n;
-        }
-        Ok(got)
+            q.wait(left, None)?;
+            c.blocks += 1;
+            c.poll(q, sink)
+        })
     }
 
     fn counters(&self) -> PolicyCounters {

@@ -32,6 +32,29 @@ use crate::queue::{Completion, OpInfo, Queue, Tracked};
 
 pub use crate::request::ReqClass;
 
+/// The queue a policy waits on: any [`Queue`] behind its records.
+pub type DynQueue<'q> = Tracked<dyn Queue + 'q>;
+
+/// Where a policy hands each completion, with what the queue knew of its operation (the same
+/// type as `&mut dyn FnMut(&OpInfo, Completion)`).
+pub type Sink<'s> = &'s mut (dyn FnMut(&OpInfo, Completion) + 's);
+
+/// Reaps until `min` completions (at most as many as are in flight) have come, calling `step`
+/// with `q` and how many are still wanted; `step` returns how many it reaped. Returns how many
+/// were reaped in all. The loop of the policies that reap in steps.
+pub(crate) fn reap_until<'q>(
+    q: &mut DynQueue<'q>,
+    min: usize,
+    mut step: impl FnMut(&mut DynQueue<'q>, usize) -> io::Result<usize>,
+) -> io::Result<usize> {
+    let min = min.min(q.in_flight());
+    let mut got = 0;
+    while got < min {
+        got += step(q, min - got)?;
+    }
+    Ok(got)
+}
+
 /// What a policy did, counted by the policy. Fields a policy has no use for stay zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PolicyCounters {
@@ -91,6 +114,22 @@ pub struct PolicyCounters {
 }
 
 impl PolicyCounters {
+    /// One counted poll of `q`: hands what is there to `sink`, counts the poll (and an empty
+    /// one) and returns how many were reaped.
+    pub(crate) fn poll(&mut self, q: &mut DynQueue, sink: Sink) -> io::Result<usize> {
+        let n = q.poll_with(sink)?;
+        Ok(self.count_poll(n))
+    }
+
+    /// Counts one poll that reaped `n` (an empty one too) and returns `n`.
+    pub(crate) fn count_poll(&mut self, n: usize) -> usize {
+        self.polls += 1;
+        if n == 0 {
+            self.empty_polls += 1;
+        }
+        n
+    }
+
     /// Adds `o` to `self` (the window is kept as the maximum).
     pub fn add(&mut self, o: &PolicyCounters) {
         self.polls += o.polls;
@@ -165,17 +204,12 @@ pub trait WaitPolicy: Send {
     /// queued and submitted), submitting first whatever was pushed. Returns how many were
     /// reaped. A policy that chooses among others (`auto`) measures latencies from the
     /// [`OpInfo`] its candidates hand on.
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize>;
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize>;
 
     /// As [`wait_with`](WaitPolicy::wait_with), handing `sink` the completions alone.
     fn wait(
         &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
+        q: &mut DynQueue,
         min: usize,
         sink: &mut dyn FnMut(Completion),
     ) -> io::Result<usize> {

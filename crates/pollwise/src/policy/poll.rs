@@ -8,8 +8,7 @@
 use std::hint;
 use std::io;
 
-use super::{PolicyCounters, WaitPolicy};
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitPolicy};
 
 /// The polling policy. See the module docs.
 #[derive(Debug, Default)]
@@ -22,24 +21,15 @@ impl WaitPolicy for Poll {
         "poll"
     }
 
-    fn wait_with(
-        &mut self,
-        q: &mut Tracked<dyn Queue + '_>,
-        min: usize,
-        sink: &mut dyn FnMut(&OpInfo, Completion),
-    ) -> io::Result<usize> {
-        let min = min.min(q.in_flight());
-        let mut got = 0;
-        while got < min {
-            let n = q.poll_with(sink)?;
-            self.c.polls += 1;
+    fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
+        let c = &mut self.c;
+        reap_until(q, min, |q, _| {
+            let n = c.poll(q, sink)?;
             if n == 0 {
-                self.c.empty_polls += 1;
                 hint::spin_loop();
             }
-            got += n;
-        }
-        Ok(got)
+            Ok(n)
+        })
     }
 
     fn counters(&self) -> PolicyCounters {

@@ -110,27 +110,9 @@ pub struct FaultCounts {
     pub spike: u64,
 }
 
+counter_ops! { FaultCounts: add, fields(eio, canceled, short, eagain, spike) }
+
 impl FaultCounts {
-    /// Adds `o`, kind by kind.
-    pub fn add(&mut self, o: &FaultCounts) {
-        self.eio += o.eio;
-        self.canceled += o.canceled;
-        self.short += o.short;
-        self.eagain += o.eagain;
-        self.spike += o.spike;
-    }
-
-    /// Every kind with its count, in a fixed order (for reports).
-    pub fn fields(&self) -> [(&'static str, u64); 5] {
-        [
-            ("eio", self.eio),
-            ("canceled", self.canceled),
-            ("short", self.short),
-            ("eagain", self.eagain),
-            ("spike", self.spike),
-        ]
-    }
-
     /// All kinds summed.
     pub fn total(&self) -> u64 {
         self.fields().iter().map(|f| f.1).sum()
@@ -470,12 +452,17 @@ mod tests {
 
     fn faulty(spec: FaultSpec, seed: u64) -> (FaultQueue<SimQueue>, FakeClock) {
         let clock = FakeClock::new(0);
-        let time = SimTime::Virtual {
-            clock: clock.clone(),
-            poll_cost_ns: 100,
-        };
+        let time = SimTime::virtual_on(&clock, 100);
         let sim = SimQueue::new(LatencyModel::Fixed(10_000), 1, 64, time.clone());
         (FaultQueue::new(sim, spec, seed, time, 512).unwrap(), clock)
+    }
+
+    /// A faulty device (seed 1) with one 4 KiB read pushed, not yet submitted.
+    fn one_read(spec: FaultSpec) -> (FaultQueue<SimQueue>, FakeClock) {
+        let (mut q, clock) = faulty(spec, 1);
+        // SAFETY: the simulated device touches no buffer.
+        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        (q, clock)
     }
 
     /// Pushes `n` reads of 4 KiB, submits them (retrying refusals), and reaps them all.
@@ -569,14 +556,11 @@ mod tests {
 
     #[test]
     fn a_spike_holds_a_completion_back_for_its_duration() {
-        let spec = FaultSpec {
+        let (mut q, clock) = one_read(FaultSpec {
             spike: 1.0,
             spike_ns: 5_000_000,
             ..FaultSpec::default()
-        };
-        let (mut q, clock) = faulty(spec, 1);
-        // SAFETY: the simulated device touches no buffer.
-        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        });
         q.submit().unwrap();
         assert_eq!(q.wait(1, None).unwrap(), WaitOutcome::Ready);
         let mut got = Vec::new();
@@ -588,7 +572,7 @@ mod tests {
             clock.now_ns()
         );
         // A timed-out wait stops at the deadline, not the spike.
-        // SAFETY: as above.
+        // SAFETY: the simulated device touches no buffer.
         unsafe { q.push(&read(2, 4096)) }.unwrap();
         let t0 = clock.now_ns();
         assert_eq!(
@@ -601,14 +585,11 @@ mod tests {
 
     #[test]
     fn eagain_never_refuses_twice_in_a_row_and_cancel_stops_injection() {
-        let spec = FaultSpec {
+        let (mut q, _) = one_read(FaultSpec {
             eagain: 1.0,
             eio: 1.0,
             ..FaultSpec::default()
-        };
-        let (mut q, _) = faulty(spec, 1);
-        // SAFETY: the simulated device touches no buffer.
-        unsafe { q.push(&read(1, 4096)) }.unwrap();
+        });
         assert!(q.submit().is_err());
         assert_eq!(q.submit().unwrap(), 1);
         q.cancel_all().unwrap();

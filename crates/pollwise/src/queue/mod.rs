@@ -746,10 +746,7 @@ mod tests {
             LatencyModel::Fixed(10_000),
             1,
             8,
-            SimTime::Virtual {
-                clock: clock.clone(),
-                poll_cost_ns: 0,
-            },
+            SimTime::virtual_on(&clock, 0),
         );
         let mut q = Tracked::new(dev, Arc::new(clock.clone()), 2).unwrap();
         let op = Op {

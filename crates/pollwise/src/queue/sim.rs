@@ -257,59 +257,108 @@ pub enum SimTime {
     },
 }
 
-/// The simulated device. See the module docs.
-pub struct SimQueue {
-    model: LatencyModel,
+impl SimTime {
+    /// Virtual time on `clock` (shared: the clone moves with it), each poll costing
+    /// `poll_cost_ns`.
+    pub fn virtual_on(clock: &FakeClock, poll_cost_ns: u64) -> SimTime {
+        SimTime::Virtual {
+            clock: clock.clone(),
+            poll_cost_ns,
+        }
+    }
+}
+
+/// The operations of a simulated device: queued, then in flight until due, with latencies drawn
+/// from a [`LatencyModel`]. [`SimQueue`] and the platform model's queue keep their own time and
+/// costs around it.
+pub(crate) struct Device {
+    /// The latency model for operations started from now on.
+    pub(crate) model: LatencyModel,
     rng: Rng,
-    clock: Arc<dyn Clock>,
-    virt: Option<(FakeClock, u64)>,
     entries: usize,
     pending: Vec<(u64, i32)>,
     /// (due time, sequence, user_data, result): ties complete in submission order.
     flying: BinaryHeap<Reverse<(u64, u64, u64, i32)>>,
     scratch: Vec<u64>,
     seq: u64,
-    c: QueueCounters,
 }
 
-impl SimQueue {
-    /// A simulated device taking up to `entries` queued operations per submit, with latencies
-    /// from `model` drawn with `seed`, living in `time`.
-    pub fn new(model: LatencyModel, seed: u64, entries: usize, time: SimTime) -> Self {
+impl Device {
+    /// A device taking up to `entries` (at least 1) queued operations per submit, with
+    /// latencies from `model` drawn with `seed`.
+    pub(crate) fn new(model: LatencyModel, seed: u64, entries: usize) -> Self {
         let entries = entries.max(1);
-        let (clock, virt): (Arc<dyn Clock>, _) = match time {
-            SimTime::Real => (crate::clock::monotonic(), None),
-            SimTime::Virtual {
-                clock,
-                poll_cost_ns,
-            } => (Arc::new(clock.clone()), Some((clock, poll_cost_ns))),
-        };
-        SimQueue {
+        Device {
             model,
             rng: Rng::new(seed),
-            clock,
-            virt,
             entries,
             pending: Vec::with_capacity(entries),
             flying: BinaryHeap::with_capacity(entries * 2),
             scratch: Vec::with_capacity(entries * 2),
             seq: 0,
-            c: QueueCounters::default(),
         }
     }
 
-    /// Changes the latency model for operations submitted from now on.
-    pub fn set_model(&mut self, model: LatencyModel) {
-        self.model = model;
+    /// `WouldBlock` when the submission queue is full.
+    pub(crate) fn room(&self) -> io::Result<()> {
+        if self.pending.len() >= self.entries {
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+        Ok(())
     }
 
-    /// The latency model.
-    pub fn model(&self) -> LatencyModel {
-        self.model
+    /// Queues `op` for the next submit: a read or a write transfers all it asked for.
+    pub(crate) fn queue(&mut self, op: &Op) {
+        let result = match op.kind {
+            OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
+            OpKind::Nop => 0,
+        };
+        self.pending.push((op.user_data, result));
+    }
+
+    /// Operations queued and not yet submitted.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Operations submitted and not yet reaped.
+    pub(crate) fn flying(&self) -> usize {
+        self.flying.len()
+    }
+
+    /// Operations queued or in flight.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending.len() + self.flying.len()
+    }
+
+    /// Starts every queued operation at `now`; returns how many.
+    pub(crate) fn start(&mut self, now: u64) -> usize {
+        let n = self.pending.len();
+        for (user_data, result) in self.pending.drain(..) {
+            let due = now.saturating_add(self.model.sample(&mut self.rng));
+            self.flying
+                .push(Reverse((due, self.seq, user_data, result)));
+            self.seq += 1;
+        }
+        n
+    }
+
+    /// Hands `sink` every operation due by `now`, earliest first; returns how many.
+    pub(crate) fn reap(&mut self, now: u64, sink: &mut dyn FnMut(Completion)) -> usize {
+        let mut n = 0;
+        while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
+            if due > now {
+                break;
+            }
+            self.flying.pop();
+            n += 1;
+            sink(Completion { user_data, result });
+        }
+        n
     }
 
     /// When the `k`-th (1-based) earliest operation in flight completes.
-    fn kth_due(&mut self, k: usize) -> u64 {
+    pub(crate) fn kth_due(&mut self, k: usize) -> u64 {
         if k == 1 {
             return self.flying.peek().map_or(0, |r| r.0 .0);
         }
@@ -319,9 +368,60 @@ impl SimQueue {
         *v
     }
 
-    fn ready(&self, now: u64) -> usize {
+    /// Operations in flight due by `now`.
+    pub(crate) fn ready(&self, now: u64) -> usize {
         // Cheap enough for the depths a simulation uses; exact for any min.
         self.flying.iter().filter(|r| r.0 .0 <= now).count()
+    }
+
+    /// Every operation in flight not due by `now` completes at `now`, with `-ECANCELED`.
+    pub(crate) fn cancel(&mut self, now: u64) {
+        let mut v = std::mem::take(&mut self.flying).into_vec();
+        for Reverse((due, _, _, result)) in v.iter_mut() {
+            if *due > now {
+                *due = now;
+                *result = -libc::ECANCELED;
+            }
+        }
+        self.flying = BinaryHeap::from(v);
+    }
+}
+
+/// The simulated device. See the module docs.
+pub struct SimQueue {
+    dev: Device,
+    clock: Arc<dyn Clock>,
+    virt: Option<(FakeClock, u64)>,
+    c: QueueCounters,
+}
+
+impl SimQueue {
+    /// A simulated device taking up to `entries` queued operations per submit, with latencies
+    /// from `model` drawn with `seed`, living in `time`.
+    pub fn new(model: LatencyModel, seed: u64, entries: usize, time: SimTime) -> Self {
+        let (clock, virt): (Arc<dyn Clock>, _) = match time {
+            SimTime::Real => (crate::clock::monotonic(), None),
+            SimTime::Virtual {
+                clock,
+                poll_cost_ns,
+            } => (Arc::new(clock.clone()), Some((clock, poll_cost_ns))),
+        };
+        SimQueue {
+            dev: Device::new(model, seed, entries),
+            clock,
+            virt,
+            c: QueueCounters::default(),
+        }
+    }
+
+    /// Changes the latency model for operations submitted from now on.
+    pub fn set_model(&mut self, model: LatencyModel) {
+        self.dev.model = model;
+    }
+
+    /// The latency model.
+    pub fn model(&self) -> LatencyModel {
+        self.dev.model
     }
 }
 
@@ -332,26 +432,13 @@ unsafe impl Queue for SimQueue {
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        if self.pending.len() >= self.entries {
-            return Err(io::Error::from(io::ErrorKind::WouldBlock));
-        }
-        let result = match op.kind {
-            OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
-            OpKind::Nop => 0,
-        };
-        self.pending.push((op.user_data, result));
+        self.dev.room()?;
+        self.dev.queue(op);
         Ok(())
     }
 
     fn submit(&mut self) -> io::Result<usize> {
-        let now = self.clock.now_ns();
-        let n = self.pending.len();
-        for (user_data, result) in self.pending.drain(..) {
-            let due = now.saturating_add(self.model.sample(&mut self.rng));
-            self.flying
-                .push(Reverse((due, self.seq, user_data, result)));
-            self.seq += 1;
-        }
+        let n = self.dev.start(self.clock.now_ns());
         self.c.submitted += n as u64;
         Ok(n)
     }
@@ -360,27 +447,18 @@ unsafe impl Queue for SimQueue {
         if let Some((clock, cost)) = &self.virt {
             clock.advance(*cost);
         }
-        let now = self.clock.now_ns();
-        let mut n = 0;
-        while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
-            if due > now {
-                break;
-            }
-            self.flying.pop();
-            n += 1;
-            sink(Completion { user_data, result });
-        }
+        let n = self.dev.reap(self.clock.now_ns(), sink);
         self.c.completed += n as u64;
         Ok(n)
     }
 
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
         self.submit()?;
-        let min = min.min(self.flying.len());
+        let min = min.min(self.dev.flying());
         if min == 0 {
             return Ok(WaitOutcome::Ready);
         }
-        let target = self.kth_due(min);
+        let target = self.dev.kth_due(min);
         let now = self.clock.now_ns();
         let deadline = timeout.map_or(u64::MAX, |t| {
             now.saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
@@ -396,7 +474,7 @@ unsafe impl Queue for SimQueue {
                 }
             }
         }
-        if self.ready(self.clock.now_ns()) >= min {
+        if self.dev.ready(self.clock.now_ns()) >= min {
             Ok(WaitOutcome::Ready)
         } else {
             Ok(WaitOutcome::TimedOut)
@@ -404,21 +482,13 @@ unsafe impl Queue for SimQueue {
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.flying.len()
+        self.dev.in_flight()
     }
 
     /// Every operation submitted and not yet handed back completes now, with `-ECANCELED`.
     fn cancel_all(&mut self) -> io::Result<()> {
         self.submit()?;
-        let now = self.clock.now_ns();
-        let mut v = std::mem::take(&mut self.flying).into_vec();
-        for Reverse((due, _, _, result)) in v.iter_mut() {
-            if *due > now {
-                *due = now;
-                *result = -libc::ECANCELED;
-            }
-        }
-        self.flying = BinaryHeap::from(v);
+        self.dev.cancel(self.clock.now_ns());
         Ok(())
     }
 
@@ -441,10 +511,7 @@ mod tests {
             model.parse().unwrap(),
             7,
             64,
-            SimTime::Virtual {
-                clock: clock.clone(),
-                poll_cost_ns: cost,
-            },
+            SimTime::virtual_on(&clock, cost),
         );
         (q, clock)
     }
@@ -460,7 +527,7 @@ mod tests {
         for i in 0..64 {
             // SAFETY: the simulated device never touches the (null) buffer.
             unsafe { q.push(&nop(i)).unwrap() };
-            if q.pending.len() == q.entries {
+            if q.dev.pending() == q.dev.entries {
                 q.submit().unwrap();
             }
         }
@@ -619,15 +686,7 @@ mod tests {
     #[test]
     fn full_submission_queue_would_block() {
         let clock = FakeClock::new(0);
-        let mut q = SimQueue::new(
-            LatencyModel::Fixed(1),
-            0,
-            2,
-            SimTime::Virtual {
-                clock,
-                poll_cost_ns: 0,
-            },
-        );
+        let mut q = SimQueue::new(LatencyModel::Fixed(1), 0, 2, SimTime::virtual_on(&clock, 0));
         // SAFETY: the sim touches no buffer.
         unsafe {
             q.push(&nop(0)).unwrap();

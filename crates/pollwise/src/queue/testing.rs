@@ -26,58 +26,21 @@ pub(crate) fn push_bufferless<Q: Bufferless>(q: &mut Tracked<Q>, op: &Op) -> io:
     unsafe { q.push(op) }
 }
 
-/// A simulated device whose timed-out waits wake `late` ns after their timer, as real timers
-/// do, and whose every wait costs the waiting thread `wake_cpu` ns of CPU (hybrid's tests).
-pub(crate) struct LateQueue {
-    /// The device.
-    pub(crate) inner: SimQueue,
-    /// The virtual clock the device runs on.
-    pub(crate) clock: FakeClock,
-    /// How late a timed-out wait wakes, ns.
-    pub(crate) late: u64,
-    /// CPU each wait costs, ns.
-    pub(crate) wake_cpu: u64,
+/// Which waits of a [`ScriptedSim`] wake late and cost CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// A wait that blocked (the clock moved) wakes `late` ns after what it waited for and costs
+    /// `wake_cpu` ns of CPU (timer, context switches); one that returned at once costs nothing
+    /// (auto's tests).
+    Blocked,
+    /// A wait that timed out wakes `late` ns after its timer, as real timers do, and every wait
+    /// costs `wake_cpu` ns of CPU (hybrid's tests).
+    Timer,
 }
-
-// SAFETY: forwards to the simulated device, which touches no buffer and hands back each
-// completion once.
-unsafe impl Queue for LateQueue {
-    fn kind(&self) -> &'static str {
-        "late-sim"
-    }
-    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        // SAFETY: forwarded under the caller's contract.
-        unsafe { self.inner.push(op) }
-    }
-    fn submit(&mut self) -> io::Result<usize> {
-        self.inner.submit()
-    }
-    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        self.inner.poll(sink)
-    }
-    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-        let r = self.inner.wait(min, timeout)?;
-        if r == WaitOutcome::TimedOut {
-            self.clock.advance(self.late);
-        }
-        self.clock.advance_cpu(self.wake_cpu);
-        Ok(r)
-    }
-    fn in_flight(&self) -> usize {
-        self.inner.in_flight()
-    }
-    fn counters(&self) -> QueueCounters {
-        self.inner.counters()
-    }
-}
-
-// SAFETY: the simulated device it forwards to touches no buffer.
-unsafe impl Bufferless for LateQueue {}
 
 /// A simulated device that charges the thread's (virtual) CPU as a machine would (auto's
-/// epochs and hybrid's sleep cost read it): a poll costs `poll_cpu` ns of CPU, a wait that
-/// blocks wakes `late` ns after what it waited for and costs `wake_cpu` ns of CPU (timer,
-/// context switches), as on a real machine (auto's tests).
+/// epochs and hybrid's sleep cost read it): a poll costs `poll_cpu` ns of CPU, and waits wake
+/// late and cost CPU as [`Wake`] says.
 pub(crate) struct ScriptedSim {
     /// The device.
     pub(crate) inner: SimQueue,
@@ -85,10 +48,12 @@ pub(crate) struct ScriptedSim {
     pub(crate) clock: FakeClock,
     /// CPU each poll costs, ns.
     pub(crate) poll_cpu: u64,
-    /// How late a blocking wait wakes, ns.
+    /// How late a wait wakes, ns.
     pub(crate) late: u64,
-    /// CPU each blocking wait costs, ns.
+    /// CPU a wake-up costs, ns.
     pub(crate) wake_cpu: u64,
+    /// Which waits wake late and cost CPU.
+    pub(crate) wake: Wake,
 }
 
 // SAFETY: forwards to the simulated device, which touches no buffer and hands back each
@@ -111,8 +76,17 @@ unsafe impl Queue for ScriptedSim {
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
         let t0 = self.clock.now_ns();
         let r = self.inner.wait(min, timeout)?;
-        if self.clock.now_ns() > t0 {
+        let (late, costs) = match self.wake {
+            Wake::Blocked => {
+                let blocked = self.clock.now_ns() > t0;
+                (blocked, blocked)
+            }
+            Wake::Timer => (r == WaitOutcome::TimedOut, true),
+        };
+        if late {
             self.clock.advance(self.late);
+        }
+        if costs {
             self.clock.advance_cpu(self.wake_cpu);
         }
         Ok(r)

@@ -36,6 +36,14 @@ unsafe impl<T: Send> Sync for Ring<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Ring<T> {}
 
+impl<T> Ring<T> {
+    /// Entries between head and tail, loading the tail and the head with these orderings: each
+    /// end loads its own counter `Relaxed` and acquires the other's.
+    fn len(&self, tail: Ordering, head: Ordering) -> usize {
+        self.tail.0.load(tail).wrapping_sub(self.head.0.load(head))
+    }
+}
+
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
         let head = self.head.0.load(Ordering::Relaxed);
@@ -92,11 +100,7 @@ impl<T: Send> Producer<T> {
 
     /// Entries the ring holds now (the consumer may be taking some).
     pub fn len(&self) -> usize {
-        let r = &*self.ring;
-        r.tail
-            .0
-            .load(Ordering::Relaxed)
-            .wrapping_sub(r.head.0.load(Ordering::Acquire))
+        self.ring.len(Ordering::Relaxed, Ordering::Acquire)
     }
 
     /// Whether the ring looks empty.
@@ -133,11 +137,7 @@ impl<T: Send> Consumer<T> {
 
     /// Entries waiting.
     pub fn len(&self) -> usize {
-        let r = &*self.ring;
-        r.tail
-            .0
-            .load(Ordering::Acquire)
-            .wrapping_sub(r.head.0.load(Ordering::Relaxed))
+        self.ring.len(Ordering::Acquire, Ordering::Relaxed)
     }
 
     /// Whether nothing is waiting.

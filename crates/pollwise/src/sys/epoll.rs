@@ -71,10 +71,7 @@ impl Epoll {
         let max = self.buf.len() as libc::c_int;
         let n = loop {
             let r = if self.has_pwait2 {
-                let ts = timeout.map(crate::clock::timespec);
-                let tsp = ts
-                    .as_ref()
-                    .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+                let ts = super::Timeout::new(timeout);
                 // SAFETY: epoll_pwait2 writes at most `max` events into our buffer of that
                 // many and reads the timespec (or null: no limit); no signal mask is passed.
                 unsafe {
@@ -83,7 +80,7 @@ impl Epoll {
                         epfd,
                         self.buf.as_mut_ptr(),
                         max,
-                        tsp,
+                        ts.as_ptr(),
                         std::ptr::null::<libc::sigset_t>(),
                         0usize,
                     )

@@ -8,10 +8,7 @@ use std::time::Duration;
 /// Sleeps while `*word == expected`, for at most `timeout` (`None`: no limit). Returns at once
 /// if the word differs; spurious returns (signals, timeouts) are allowed, so callers loop.
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
-    let ts = timeout.map(crate::clock::timespec);
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts = super::Timeout::new(timeout);
     // SAFETY: FUTEX_WAIT reads the 32-bit word, which lives as long as the &AtomicU32, and the
     // optional relative timespec we own across the call; it writes nothing of ours.
     unsafe {
@@ -20,7 +17,7 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
             word.as_ptr(),
             libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
             expected,
-            tsp,
+            ts.as_ptr(),
         )
     };
 }

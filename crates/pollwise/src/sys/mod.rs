@@ -28,3 +28,21 @@ pub mod sysconf;
 pub mod time;
 pub mod timerslack;
 pub mod uring;
+
+/// An optional relative timeout as a timed system call reads it (futex, epoll_pwait2): a
+/// `timespec`, or a null pointer for no limit.
+pub(crate) struct Timeout(Option<libc::timespec>);
+
+impl Timeout {
+    /// `t` as the kernel reads it (`None`: no limit).
+    pub(crate) fn new(t: Option<std::time::Duration>) -> Self {
+        Timeout(t.map(crate::clock::timespec))
+    }
+
+    /// The pointer to pass: valid while `self` lives, null for no limit.
+    pub(crate) fn as_ptr(&self) -> *const libc::timespec {
+        self.0
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec)
+    }
+}

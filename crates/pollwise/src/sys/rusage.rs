@@ -57,16 +57,9 @@ impl Rusage {
     pub fn cpu_ns(&self) -> u64 {
         self.usr_ns + self.sys_ns
     }
-
-    /// Adds `o` into `self`.
-    pub fn add(&mut self, o: &Rusage) {
-        self.usr_ns += o.usr_ns;
-        self.sys_ns += o.sys_ns;
-        self.ctx += o.ctx;
-        self.majf += o.majf;
-        self.minf += o.minf;
-    }
 }
+
+counter_ops! { Rusage: add(usr_ns, sys_ns, ctx, majf, minf) }
 
 /// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
 pub fn thread_cpu_ns() -> u64 {

@@ -120,6 +120,26 @@ pub struct SetupError {
     pub hint: String,
 }
 
+/// For tests: `r` is a refusal with the kernel's `errno`, naming `feature`, whose message shows
+/// the flags as `flags` and names no program option. Returns the error.
+#[cfg(test)]
+pub(crate) fn assert_refused<T>(
+    r: std::result::Result<T, SetupError>,
+    errno: i32,
+    feature: &str,
+    flags: &str,
+) -> SetupError {
+    let Err(e) = r else {
+        panic!("the kernel took a setup it must refuse: {flags}");
+    };
+    assert_eq!(e.errno(), Some(errno), "{e}");
+    assert_eq!(e.feature, Some(feature), "{e}");
+    let m = e.to_string();
+    assert!(m.contains(flags), "{m}");
+    assert!(!m.contains("--"), "the library names no option: {m}");
+    e
+}
+
 impl SetupError {
     /// The errno of the kernel's answer, if it was one.
     pub fn errno(&self) -> Option<i32> {
@@ -379,19 +399,18 @@ mod tests {
     #[test]
     fn a_refused_flag_is_named_without_program_options() {
         // Bit 31 is no setup flag: every kernel refuses it with EINVAL.
-        let Err(e) = setup(&SetupParams {
+        let params = SetupParams {
             entries: 8,
             flags: IORING_SETUP_DEFER_TASKRUN | (1 << 31),
             ..Default::default()
-        }) else {
-            panic!("the kernel took an unknown setup flag");
         };
+        let e = assert_refused(
+            setup(&params),
+            libc::EINVAL,
+            "DEFER_TASKRUN",
+            "DEFER_TASKRUN|0x80000000",
+        );
         assert_eq!(e.stage, SetupStage::Setup);
-        assert_eq!(e.errno(), Some(libc::EINVAL));
-        assert_eq!(e.feature, Some("DEFER_TASKRUN"));
-        let m = e.to_string();
-        assert!(m.contains("DEFER_TASKRUN|0x80000000"), "{m}");
-        assert!(!m.contains("--"), "the library names no option: {m}");
     }
 
     #[test]

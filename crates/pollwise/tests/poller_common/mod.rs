@@ -9,7 +9,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use pollwise::queue::{Op, OpKind};
+use pollwise::poller::{PollerConfig, SharedPoller};
+use pollwise::queue::Op;
 use pollwise::request::AlignedBuf;
 
 /// A file of `size` bytes where the u64 at every 8-byte offset `o` is `o` itself, opened with
@@ -48,15 +49,7 @@ pub fn fill_pattern(buf: &mut [u8], offset: u64, len: usize) {
 
 /// A read of `len` bytes at `offset` of file 0 into `buf`.
 pub fn read_op(buf: &mut AlignedBuf, offset: u64, len: u32, user_data: u64) -> Op {
-    Op {
-        kind: OpKind::Read,
-        file: 0,
-        buf: buf.as_mut_ptr(),
-        len,
-        offset,
-        buf_index: None,
-        user_data,
-    }
+    Op::read(0, buf.as_mut_ptr(), len, offset, user_data)
 }
 
 /// A nop.
@@ -72,6 +65,40 @@ pub fn idle_pipe() -> (File, File) {
     use std::os::fd::FromRawFd;
     // SAFETY: both fds are fresh and owned by us from here.
     unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+}
+
+/// A 4 MiB patterned file in a fresh temp dir, and an idle pipe: what the tests that leave reads
+/// stuck in the kernel read from. Keep it alive while they run (the write end keeps the pipe
+/// idle rather than at its end).
+pub struct FileAndPipe {
+    /// The temp dir the file lives in.
+    pub dir: tempfile::TempDir,
+    /// The patterned file ([`patterned_file`]).
+    pub file: File,
+    /// The idle pipe's read end.
+    pub pipe_r: File,
+    /// The idle pipe's write end.
+    pub pipe_w: File,
+}
+
+impl FileAndPipe {
+    /// Makes them.
+    pub fn new() -> FileAndPipe {
+        let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+        let file = patterned_file(dir.path(), 4 << 20);
+        let (pipe_r, pipe_w) = idle_pipe();
+        FileAndPipe {
+            dir,
+            file,
+            pipe_r,
+            pipe_w,
+        }
+    }
+
+    /// Makes them, and a shared poller configured by `cfg`.
+    pub fn with_poller(cfg: PollerConfig) -> (FileAndPipe, SharedPoller) {
+        (FileAndPipe::new(), SharedPoller::new(cfg).unwrap())
+    }
 }
 
 /// The raw fd of a file, for a client's file table.

@@ -6,16 +6,13 @@
 //! cores until the completion or the timer wakes the thread, and the CPU of coming back. The
 //! device completes each operation at its submission plus a latency from a [`LatencyModel`].
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use super::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 use crate::clock::Clock;
-use crate::queue::sim::LatencyModel;
-use crate::rng::Rng;
+use crate::queue::sim::{Device, LatencyModel};
 use crate::{Error, Result};
 use sched::Shared;
 
@@ -140,14 +137,7 @@ pub(crate) struct ModelQueue {
     shared: Arc<Shared>,
     me: usize,
     p: Platform,
-    model: LatencyModel,
-    rng: Rng,
-    entries: usize,
-    pending: Vec<(u64, i32)>,
-    /// (due, sequence, user_data, result).
-    flying: BinaryHeap<Reverse<(u64, u64, u64, i32)>>,
-    scratch: Vec<u64>,
-    seq: u64,
+    dev: Device,
     c: QueueCounters,
 }
 
@@ -159,18 +149,11 @@ impl ModelQueue {
         seed: u64,
         entries: usize,
     ) -> Self {
-        let entries = entries.max(1);
         ModelQueue {
             shared,
             me,
-            model: p.device,
+            dev: Device::new(p.device, seed, entries),
             p: p.clone(),
-            rng: Rng::new(seed),
-            entries,
-            pending: Vec::with_capacity(entries),
-            flying: BinaryHeap::with_capacity(entries * 2),
-            scratch: Vec::with_capacity(entries * 2),
-            seq: 0,
             c: QueueCounters::default(),
         }
     }
@@ -186,17 +169,6 @@ impl ModelQueue {
         }
         Ok(())
     }
-
-    fn kth_due(&mut self, k: usize) -> u64 {
-        self.scratch.clear();
-        self.scratch.extend(self.flying.iter().map(|r| r.0 .0));
-        let (_, v, _) = self.scratch.select_nth_unstable(k - 1);
-        *v
-    }
-
-    fn ready(&self, now: u64) -> usize {
-        self.flying.iter().filter(|r| r.0 .0 <= now).count()
-    }
 }
 
 // SAFETY: the modelled device never touches a buffer, and hands each operation back once.
@@ -206,50 +178,28 @@ unsafe impl Queue for ModelQueue {
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        if self.pending.len() >= self.entries {
-            return Err(io::Error::from(io::ErrorKind::WouldBlock));
-        }
+        self.dev.room()?;
         // The engine's own work for one request (prepare, handle, record).
         self.charge(self.p.engine_ns)?;
-        let result = match op.kind {
-            OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
-            OpKind::Nop => 0,
-        };
-        self.pending.push((op.user_data, result));
+        self.dev.queue(op);
         Ok(())
     }
 
     fn submit(&mut self) -> io::Result<usize> {
-        if self.pending.is_empty() {
+        if self.dev.pending() == 0 {
             return Ok(0);
         }
         self.charge(self.p.submit_ns)?;
         self.c.enters += 1;
         // The device starts when the submit call has issued the requests.
-        let now = self.now();
-        let n = self.pending.len();
-        for (user_data, result) in self.pending.drain(..) {
-            let due = now + self.model.sample(&mut self.rng);
-            self.flying
-                .push(Reverse((due, self.seq, user_data, result)));
-            self.seq += 1;
-        }
+        let n = self.dev.start(self.now());
         self.c.submitted += n as u64;
         Ok(n)
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
         self.charge(self.p.poll_ns)?;
-        let now = self.now();
-        let mut n = 0;
-        while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
-            if due > now {
-                break;
-            }
-            self.flying.pop();
-            n += 1;
-            sink(Completion { user_data, result });
-        }
+        let n = self.dev.reap(self.now(), sink);
         self.c.completed += n as u64;
         Ok(n)
     }
@@ -259,11 +209,11 @@ unsafe impl Queue for ModelQueue {
         // One call submits and waits, as `io_uring_enter` with `to_submit` and `GETEVENTS`:
         // a wait that submitted has entered the kernel already.
         let submitted = self.submit()? > 0;
-        let min = min.min(self.flying.len());
+        let min = min.min(self.dev.flying());
         if min == 0 {
             return Ok(WaitOutcome::Ready);
         }
-        let target = self.kth_due(min);
+        let target = self.dev.kth_due(min);
         if !submitted {
             self.charge(self.p.syscall_ns)?;
             self.c.enters += 1;
@@ -289,7 +239,7 @@ unsafe impl Queue for ModelQueue {
         if self.shared.is_aborted() {
             return Err(aborted());
         }
-        if self.ready(self.now()) >= min {
+        if self.dev.ready(self.now()) >= min {
             Ok(WaitOutcome::Ready)
         } else {
             Ok(WaitOutcome::TimedOut)
@@ -297,7 +247,7 @@ unsafe impl Queue for ModelQueue {
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.flying.len()
+        self.dev.in_flight()
     }
 
     fn counters(&self) -> QueueCounters {
@@ -307,15 +257,7 @@ unsafe impl Queue for ModelQueue {
     /// Every operation not yet handed back completes now, with `-ECANCELED`.
     fn cancel_all(&mut self) -> io::Result<()> {
         self.submit()?;
-        let now = self.now();
-        let mut v = std::mem::take(&mut self.flying).into_vec();
-        for Reverse((due, _, _, result)) in v.iter_mut() {
-            if *due > now {
-                *due = now;
-                *result = -libc::ECANCELED;
-            }
-        }
-        self.flying = BinaryHeap::from(v);
+        self.dev.cancel(self.now());
         Ok(())
     }
 }
