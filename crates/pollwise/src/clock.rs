@@ -81,14 +81,6 @@ impl Clock for FakeClock {
     }
 }
 
-/// `d` as a kernel `timespec` (for futex, epoll_pwait2 and other timed system calls).
-pub fn timespec(d: std::time::Duration) -> libc::timespec {
-    libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    }
-}
-
 /// The shared real clock, as an `Arc<dyn Clock>`.
 pub fn monotonic() -> Arc<dyn Clock> {
     Arc::new(MonotonicClock)

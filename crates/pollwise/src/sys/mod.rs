@@ -14,7 +14,7 @@
 //! - [`sysconf`]: physical memory, online CPUs, and a trivial system call to time;
 //! - [`limits`]: soft resource limits and whether the effective user is root;
 //! - [`fs`]: free and total space of a filesystem;
-//! - [`time`]: `ctime` text of a wall-clock time.
+//! - [`time`]: a `Duration` as a `timespec`; `ctime` text of a wall-clock time.
 
 pub mod affinity;
 pub mod blockdev;
@@ -36,7 +36,7 @@ pub(crate) struct Timeout(Option<libc::timespec>);
 impl Timeout {
     /// `t` as the kernel reads it (`None`: no limit).
     pub(crate) fn new(t: Option<std::time::Duration>) -> Self {
-        Timeout(t.map(crate::clock::timespec))
+        Timeout(t.map(time::timespec))
     }
 
     /// The pointer to pass: valid while `self` lives, null for no limit.

@@ -1,4 +1,13 @@
-//! Wall-clock time as text: `ctime_r(3)` for fio's `time` key.
+//! Time as the kernel and the C library take it: a `Duration` as a `timespec` for timed system
+//! calls, and wall-clock time as text (`ctime_r(3)`) for fio's `time` key.
+
+/// `d` as a kernel `timespec` (for futex, epoll_pwait2 and other timed system calls).
+pub fn timespec(d: std::time::Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
+}
 
 /// `ctime(3)` of `secs` since the epoch, in local time and without its newline:
 /// `Sun Nov 22 02:43:56 2026`. Empty if the C library cannot convert it (a year past 9999).
