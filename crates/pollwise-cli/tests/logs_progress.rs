@@ -329,9 +329,11 @@ fn status_interval_prints_interim_reports() {
         .iter()
         .map(|d| d["jobs"][0]["read"]["total_ios"].as_u64().unwrap())
         .collect();
-    // Each report holds the run so far: more I/O each time, the final the most.
-    assert!(ios.windows(2).all(|w| w[0] < w[1]), "{ios:?}");
-    assert!(ios[0] > 0, "{ios:?}");
+    // Each report holds the run so far: never less I/O than the one before (an interim report
+    // that falls at the very end of the run may equal the final one), the final more than the
+    // first.
+    assert!(ios.windows(2).all(|w| w[0] <= w[1]), "{ios:?}");
+    assert!(ios[0] > 0 && ios[0] < *ios.last().unwrap(), "{ios:?}");
     // The final report alone has the machine's facts.
     assert!(docs.last().unwrap()["pollwise"].get("facts").is_some());
     assert!(docs[0]

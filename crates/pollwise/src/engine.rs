@@ -1649,35 +1649,49 @@ mod tests {
 
     #[test]
     fn pacing_spaces_submissions_by_the_interval() {
-        let q = SimQueue::new(
-            "fixed:10us".parse::<LatencyModel>().unwrap(),
-            1,
-            1,
-            SimTime::Real,
-        );
-        let clock = crate::clock::monotonic();
-        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
-        let mut e = Engine::new(Box::new(q), policy, clock.clone(), cfg(1)).unwrap();
-        let starts = Arc::new(Mutex::new(Vec::new()));
-        let s = starts.clone();
-        e.set_on_done(Box::new(move |d: &Done| {
-            s.lock().unwrap().push(d.submit_ns)
-        }));
-        let interval = Duration::from_millis(3);
-        let first = clock.now_ns() + 2_000_000;
-        let until = first + 10 * interval.as_nanos() as u64;
-        e.set_pace(first, interval);
-        e.run(Stop::At(until)).unwrap();
-        let starts = starts.lock().unwrap();
-        // Slots first + k * interval for k = 0..9; each request waits for its slot, and a slot
-        // at the stop time is not taken.
-        assert!(!starts.is_empty() && starts.len() <= 10, "{}", starts.len());
-        assert!(starts[0] >= first);
-        for (k, &t) in starts.iter().enumerate() {
-            assert!(
-                t >= first + k as u64 * interval.as_nanos() as u64,
-                "slot {k}"
+        // Runs the engine paced from `first` every `interval` until `stop`; the start times.
+        fn paced(
+            first_in: Duration,
+            interval: Duration,
+            stop: impl Fn(u64) -> Stop,
+        ) -> (u64, Vec<u64>) {
+            let q = SimQueue::new(
+                "fixed:10us".parse::<LatencyModel>().unwrap(),
+                1,
+                1,
+                SimTime::Real,
             );
+            let clock = crate::clock::monotonic();
+            let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+            let mut e = Engine::new(Box::new(q), policy, clock.clone(), cfg(1)).unwrap();
+            let starts = Arc::new(Mutex::new(Vec::new()));
+            let s = starts.clone();
+            e.set_on_done(Box::new(move |d: &Done| {
+                s.lock().unwrap().push(d.submit_ns)
+            }));
+            let first = clock.now_ns() + first_in.as_nanos() as u64;
+            e.set_pace(first, interval);
+            e.run(stop(first)).unwrap();
+            let starts = starts.lock().unwrap().clone();
+            (first, starts)
+        }
+        let interval = Duration::from_millis(3);
+        let step = interval.as_nanos() as u64;
+        // By count: however late this thread is scheduled, request k waits for slot k.
+        let (first, starts) = paced(Duration::from_millis(2), interval, |_| Stop::Ios(5));
+        assert_eq!(starts.len(), 5);
+        for (k, &t) in starts.iter().enumerate() {
+            assert!(t >= first + k as u64 * step, "slot {k}");
+        }
+        // By time: slots first + k * interval for k = 0..9; a slot at the stop time is not
+        // taken. (On a loaded machine the thread may see fewer slots, never more.)
+        let (first, starts) = paced(Duration::from_millis(2), interval, |f| {
+            Stop::At(f + 10 * step)
+        });
+        let until = first + 10 * step;
+        assert!(starts.len() <= 10, "{}", starts.len());
+        for (k, &t) in starts.iter().enumerate() {
+            assert!(t >= first + k as u64 * step, "slot {k}");
             assert!(t < until);
         }
     }
