@@ -176,8 +176,8 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             };
             return Ok(Some(text_only(&text)));
         }
-        "run" | "compare" => (
-            table::command(cmd).expect("run and compare are in the table"),
+        "run" | "compare" | "advise" => (
+            table::command(cmd).expect("run, compare and advise are in the table"),
             rest,
         ),
         "scenario" => {
@@ -196,7 +196,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use calibrate, compare, run, scenario or help"
+                "unknown command '{other}': use advise, calibrate, compare, run, scenario or help"
             )))
         }
     };
@@ -218,6 +218,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             report::add_facts(&mut out, &Facts::gather(&target));
             out
         }
+        "advise" => pollwise_cli::advise::run(&mut o)?,
         name => scenario::run(name, &mut o)?,
     };
     o.finish()?;

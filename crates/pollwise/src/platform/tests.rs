@@ -38,6 +38,7 @@ fn job(mode: Mode, ios: u64) -> ThreadJob {
         ramp_ns: 0,
         runtime_ns: u64::MAX / 4,
         ios: Some(ios),
+        rate: None,
     }
 }
 
