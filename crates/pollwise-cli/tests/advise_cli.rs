@@ -147,3 +147,38 @@ fn a_short_time_cuts_the_sweep_and_says_so() {
     // Within its time, with room for a loaded machine (one cell may overrun the estimate).
     assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
 }
+
+#[test]
+fn scenarios_take_platform_or_say_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = tiny_platform(dir.path());
+    // hybrid-contention runs on the model; its thread counts follow the platform's cores (1).
+    let (code, out, err) = pollwise(&[
+        "scenario",
+        "hybrid-contention",
+        "--ioengine=sim",
+        &format!("--platform={p}"),
+        "--modes=poll,hybrid",
+        "--runtime=2ms",
+        "--ramp_time=1ms",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let mut threads: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    threads.dedup();
+    assert_eq!(threads, [1, 2, 4]);
+    for name in ["shared-poller", "fairness", "idle-sources", "slow-handler"] {
+        let (code, _, err) = pollwise(&["scenario", name, "--platform=optane"]);
+        assert_eq!(code, 2, "{name}");
+        assert!(
+            err.contains("--platform") && err.len() > 40,
+            "{name}: {err}"
+        );
+    }
+}
