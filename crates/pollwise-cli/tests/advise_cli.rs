@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::pollwise;
+use common::{json_of, pollwise, usage_error};
 use serde_json::Value;
 
 /// A one-core platform with a 100 µs device (nvme-baremetal's costs): a small, cheap sweep
@@ -32,9 +32,7 @@ fn advise(platform: &str, extra: &[&str]) -> Value {
         "--output-format=json",
     ];
     args.extend_from_slice(extra);
-    let (code, out, err) = pollwise(&args);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap()
+    json_of(&args)
 }
 
 #[test]
@@ -45,18 +43,19 @@ fn help_exits_0_and_typos_are_caught() {
         out.contains("--latency_target") && out.contains("--time"),
         "{out}"
     );
-    let (code, _, err) = pollwise(&["advise", "--latency_targt=p99:1ms", "--ioengine=sim"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("latency_target"), "{err}");
-    let (code, _, err) = pollwise(&["advise", "--ioengine=sim", "--latency_target=99:1ms"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--latency_target=99:1ms"), "{err}");
-    let (code, _, err) = pollwise(&["advise", "--ioengine=sim", "--iodepth=4"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--iodepth") && err.contains("advise"), "{err}");
-    let (code, _, err) = pollwise(&["advise"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--filename"), "{err}");
+    usage_error(
+        &["advise", "--latency_targt=p99:1ms", "--ioengine=sim"],
+        &["latency_target"],
+    );
+    usage_error(
+        &["advise", "--ioengine=sim", "--latency_target=99:1ms"],
+        &["--latency_target=99:1ms"],
+    );
+    usage_error(
+        &["advise", "--ioengine=sim", "--iodepth=4"],
+        &["--iodepth", "advise"],
+    );
+    usage_error(&["advise"], &["--filename"]);
 }
 
 fn f(v: &Value, k: &str) -> f64 {
@@ -121,9 +120,7 @@ fn same_figures_twice_and_the_picks_are_the_sweeps_best() {
         args.push(format!("--rate_iops={r}"));
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = pollwise(&args);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = json_of(&args);
     let run_iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
     let iops = f(pick, "iops");
     assert!(
@@ -153,7 +150,7 @@ fn scenarios_take_platform_or_say_why_not() {
     let dir = tempfile::tempdir().unwrap();
     let p = tiny_platform(dir.path());
     // hybrid-contention runs on the model; its thread counts follow the platform's cores (1).
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "scenario",
         "hybrid-contention",
         "--ioengine=sim",
@@ -163,8 +160,6 @@ fn scenarios_take_platform_or_say_why_not() {
         "--ramp_time=1ms",
         "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
     let mut threads: Vec<u64> = v["results"]
         .as_array()
         .unwrap()
@@ -174,11 +169,6 @@ fn scenarios_take_platform_or_say_why_not() {
     threads.dedup();
     assert_eq!(threads, [1, 2, 4]);
     for name in ["shared-poller", "fairness", "idle-sources", "slow-handler"] {
-        let (code, _, err) = pollwise(&["scenario", name, "--platform=optane"]);
-        assert_eq!(code, 2, "{name}");
-        assert!(
-            err.contains("--platform") && err.len() > 40,
-            "{name}: {err}"
-        );
+        usage_error(&["scenario", name, "--platform=optane"], &["--platform"]);
     }
 }

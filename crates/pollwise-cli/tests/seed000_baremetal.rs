@@ -15,12 +15,11 @@
 
 mod common;
 
-use common::pollwise;
-use serde_json::Value;
+use common::json_of;
 
 /// One mode at QD1 on nvme-baremetal: (p50 of total latency in ns, CPU µs per I/O).
 fn qd1(mode: &str) -> (f64, f64) {
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "run",
         "--ioengine=sim",
         "--platform=nvme-baremetal",
@@ -31,8 +30,6 @@ fn qd1(mode: &str) -> (f64, f64) {
         "--lat_percentiles=1",
         "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
     let j = &v["jobs"][0];
     let p50 = j["read"]["lat_ns"]["percentile"]["50.000000"]
         .as_f64()
@@ -81,7 +78,7 @@ fn qd1_hybrid_latency_of_poll_at_less_cpu_and_auto_near_the_best() {
 
 /// Every mode of hybrid-contention with 16 threads on nvme-baremetal's 8 cores: ops/s by mode.
 fn contention(batch: &str, think: &str) -> Vec<(String, f64)> {
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "scenario",
         "hybrid-contention",
         "--ioengine=sim",
@@ -93,8 +90,6 @@ fn contention(batch: &str, think: &str) -> Vec<(String, f64)> {
         "--ramp_time=2ms",
         "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
     v["results"]
         .as_array()
         .unwrap()
