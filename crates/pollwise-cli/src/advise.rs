@@ -15,6 +15,9 @@
 //! 4. **check** the recommended cells with short real runs on F (real io_uring), model beside
 //!    real (not with `--ioengine=sim`: there is nothing real to check against).
 //!
+//! The first SIGINT or SIGTERM ends the sweep and the checks (a real check stops as `run` does)
+//! and prints what was found so far, marked interrupted, as `run` and `compare` do.
+//!
 //! Every mode is a user-space wait over a plain or interrupt ring, so every target can take
 //! each one; kernel polled I/O (`--hipri`) is not a candidate here, and the report says
 //! whether the target could take it (poll queues).
@@ -410,7 +413,13 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let real_s = t0.elapsed().as_secs_f64() - calibrate_s - model_s;
     notes.extend(points.iter().filter_map(miss_note));
     notes.extend(target_notes(&a));
-    if !cut.is_empty() {
+    if !cut.is_empty() && crate::signals::interrupted() {
+        notes.push(format!(
+            "interrupted: {} of {} cells not modelled, and no real check after the signal",
+            cut.len(),
+            cut.len() + points.len()
+        ));
+    } else if !cut.is_empty() {
         notes.push(format!(
             "the sweep was cut: {} of {} cells not modelled within --time={}s (the costliest: most threads and depth); a longer --time models them",
             cut.len(),

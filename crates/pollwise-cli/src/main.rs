@@ -265,11 +265,11 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
-    // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
+    // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
     signals::set_graceful(matches!(
         args.first().map(String::as_str),
-        Some("run" | "compare")
+        Some("run" | "compare" | "advise")
     ));
     if let Err(e) = signals::install() {
         let _ = writeln!(

@@ -172,3 +172,36 @@ fn scenarios_take_platform_or_say_why_not() {
         usage_error(&["scenario", name, "--platform=optane"], &["--platform"]);
     }
 }
+
+#[test]
+fn sigint_ends_the_sweep_and_prints_what_it_found() {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args([
+            "advise",
+            "--ioengine=sim",
+            "--platform=nvme-baremetal",
+            "--time=120s",
+            "--output-format=json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to model a few cells, far from the 120 s the sweep would take.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let (code, stdout) = (out.status.code(), String::from_utf8_lossy(&out.stdout));
+    assert_eq!(code, Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["interrupted"], "SIGINT");
+    assert!(
+        v["advise"]["cells_modelled"].as_u64().unwrap() > 0,
+        "{stdout}"
+    );
+    assert!(v["advise"]["cells_cut"].as_u64().unwrap() > 0, "{stdout}");
+}
