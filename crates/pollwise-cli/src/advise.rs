@@ -413,6 +413,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let real_s = t0.elapsed().as_secs_f64() - calibrate_s - model_s;
     notes.extend(points.iter().filter_map(miss_note));
     notes.extend(target_notes(&a));
+    notes.push(format!(
+        "auto's cells are {} ms of virtual time, less than one of its {} ms epochs: they show its start (its first candidates), not the choice it settles on; run `pollwise run --mode=auto` longer to see that",
+        CELL_RUNTIME.as_millis(),
+        pollwise::policy::auto::EPOCH_NS / 1_000_000
+    ));
     if !cut.is_empty() && crate::signals::interrupted() {
         notes.push(format!(
             "interrupted: {} of {} cells not modelled, and no real check after the signal",
