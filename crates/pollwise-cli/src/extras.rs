@@ -99,20 +99,24 @@ impl JobExtras {
             let base = offset + self.increment * thread as u64;
             engine.set_region(base, len)?;
         }
-        if let Some(r) = self.rate {
-            let iops = match (r.iops, r.bytes) {
-                (Some(n), _) => n as f64,
-                (None, Some(b)) => b as f64 / bs as f64,
-                (None, None) => 0.0,
-            };
-            if iops > 0.0 {
-                engine.set_rate(Some(RateLimit {
-                    iops,
-                    poisson: r.poisson,
-                }))?;
-            }
+        if let Some(r) = self.rate_limit(bs) {
+            engine.set_rate(Some(r))?;
         }
         engine.set_reap_each(self.reap_each);
         Ok(())
+    }
+
+    /// The engine's rate limit for `rate_iops` / `rate` (`bs`: the read block size), if any.
+    pub fn rate_limit(&self, bs: u32) -> Option<RateLimit> {
+        let r = self.rate?;
+        let iops = match (r.iops, r.bytes) {
+            (Some(n), _) => n as f64,
+            (None, Some(b)) => b as f64 / bs as f64,
+            (None, None) => 0.0,
+        };
+        (iops > 0.0).then_some(RateLimit {
+            iops,
+            poisson: r.poisson,
+        })
     }
 }

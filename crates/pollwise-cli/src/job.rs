@@ -1261,16 +1261,6 @@ fn run_model_threads(
             "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
         ));
     };
-    if !spec.thinktime.is_zero() {
-        return Err(Error::Usage(
-            "--thinktime is not modelled by --platform yet: drop it or drop --platform".into(),
-        ));
-    }
-    if spec.extra.rate.is_some() {
-        return Err(Error::Usage(
-            "--rate_iops is not modelled by --platform yet: drop it or drop --platform".into(),
-        ));
-    }
     let target = prepare_target(spec)?;
     // --sim_latency given with --platform replaces the platform's device.
     let mut p = platform.clone();
@@ -1292,6 +1282,7 @@ fn run_model_threads(
                 };
                 (io_size / spec.bs as u64).max(1)
             }),
+            rate: spec.extra.rate_limit(spec.bs),
         })
         .collect();
     let results = pollwise::platform::run(&p, &jobs)?;

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod advise;
 pub mod calibrate;
 pub mod cleanup;
 pub mod compare;

@@ -177,8 +177,8 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             };
             return Ok(Some(text_only(&text)));
         }
-        "run" | "compare" => (
-            table::command(cmd).expect("run and compare are in the table"),
+        "run" | "compare" | "advise" => (
+            table::command(cmd).expect("run, compare and advise are in the table"),
             rest,
         ),
         "scenario" => {
@@ -197,7 +197,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use calibrate, compare, run, plot, scenario or help"
+                "unknown command '{other}': use advise, calibrate, compare, run, plot, scenario or help"
             )))
         }
     };
@@ -223,6 +223,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
             report::add_facts(&mut out, &Facts::gather(&target));
             out
         }
+        "advise" => pollwise_cli::advise::run(&mut o)?,
         name => scenario::run(name, &mut o)?,
     };
     o.finish()?;
@@ -276,11 +277,11 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
-    // run and compare stop their jobs on the first SIGINT/SIGTERM and report what they have;
+    // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
     signals::set_graceful(matches!(
         args.first().map(String::as_str),
-        Some("run" | "compare")
+        Some("run" | "compare" | "advise")
     ));
     if let Err(e) = signals::install() {
         let _ = writeln!(

@@ -19,6 +19,20 @@ pub trait Clock: Send + Sync {
     fn thread_cpu_ns(&self) -> u64 {
         crate::sys::rusage::thread_cpu_ns()
     }
+
+    /// Spends `ns` of the calling thread's CPU on work of its own (a job's think time), if the
+    /// clock can: a virtual clock (the platform model) charges it and says true; a real clock
+    /// says false and the caller spins for real.
+    fn spend_cpu(&self, _ns: u64) -> bool {
+        false
+    }
+
+    /// Sleeps until clock time `t_ns`, if the clock can: a virtual clock takes the thread off
+    /// its core until then (plus its timer's lateness) and says true; a real clock says false
+    /// and the caller sleeps for real.
+    fn sleep_until(&self, _t_ns: u64) -> bool {
+        false
+    }
 }
 
 /// The real monotonic clock (`CLOCK_MONOTONIC`, through [`Instant`]).

@@ -781,7 +781,9 @@ impl Engine {
             if now >= next_ns {
                 return true;
             }
-            std::thread::sleep(Duration::from_nanos(next_ns - now));
+            if !self.clock.sleep_until(next_ns) {
+                std::thread::sleep(Duration::from_nanos(next_ns - now));
+            }
         }
     }
 
@@ -860,6 +862,20 @@ impl Engine {
         };
         let spin = self.cfg.thinktime_spin.as_nanos() as u64;
         let t0 = self.clock.now_ns();
+        // A virtual clock charges the spin at once and sleeps the rest in virtual time (never
+        // past the stop time).
+        if self.clock.spend_cpu(spin.min(deadline.saturating_sub(t0))) {
+            let rest = self.cfg.thinktime.saturating_sub(self.cfg.thinktime_spin);
+            let end = self
+                .clock
+                .now_ns()
+                .saturating_add(rest.as_nanos() as u64)
+                .min(deadline);
+            if !rest.is_zero() && end > self.clock.now_ns() {
+                self.clock.sleep_until(end);
+            }
+            return;
+        }
         // Spend CPU "on the data", as a database would, not just time.
         let mut x = self.cfg.seed;
         loop {

@@ -422,6 +422,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
+    opt("latency_target", STR, val("p99:100us"), C::Scenario, Only(&["advise"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us)"),
+    opt("time", dur(TimeUnit::Secs), val("60s"), C::Scenario, Only(&["advise"]), "advise: the whole command's time (calibrate, model, real checks); the model's sweep is cut to fit"),
     // shared poller
     opt("poller_cpu", int(0, u64::MAX), Default::Text("the last CPU this process may use"), C::Poller, Only(POLLER), "the CPU the shared poller is pinned to"),
     opt("poller_batch", int(1, U32), val("8"), C::Poller, Only(POLLER), "requests the poller takes from each client per turn"),
@@ -606,6 +608,23 @@ const DAEMON_JOB: &[&str] = &[
     "poll_shrink",
 ];
 
+/// Why the shared-poller scenarios refuse `--platform`.
+const NO_MODEL_POLLER: &str = "--{opt} is not modelled for the shared-poller scenarios: their poller is a real thread over real rings, outside the model's scheduler; run them on a real device";
+
+/// Job options `pollwise advise` uses (the rest it sweeps or sets).
+const ADVISE_JOB: &[&str] = &[
+    "filename",
+    "size",
+    "rw",
+    "rwmixread",
+    "bs",
+    "direct",
+    "randseed",
+    "ioengine",
+    "sim_latency",
+    "platform",
+];
+
 /// Every command that takes options, in help order.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -639,6 +658,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         defaults: &[],
     },
     CommandSpec {
+        name: "advise",
+        scenario: false,
+        about: "Calibrates the target, models every mode over depth, load and threads in virtual time, checks the best with short real runs, and recommends a mode per objective. Ends within --time.",
+        job: JobUse::Only(ADVISE_JOB),
+        job_refusal: "--{opt} is swept or set by `pollwise advise`: it models every mode at depths 1, 4, 16, 64, threads 1, cores, 2x cores and loads 10-100% of the peak",
+        refuse: &[],
+        defaults: &[],
+    },
+    CommandSpec {
         name: "hybrid-contention",
         scenario: true,
         about: "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
@@ -653,7 +681,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
         job: JobUse::Except(POLLER_FIXED),
         job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
-        refuse: &[],
+        refuse: &[("platform", NO_MODEL_POLLER)],
         defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
     },
     CommandSpec {
@@ -662,7 +690,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         about: "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
         job: JobUse::Except(FAIRNESS_FIXED),
         job_refusal: "--{opt} is set by the scenario (`pollwise scenario fairness`) or not used by it: use --iodepth, --burst and the --poller_* options",
-        refuse: &[],
+        refuse: &[("platform", NO_MODEL_POLLER)],
         defaults: &[("runtime", "4s"), ("ramp_time", "500ms"), ("iodepth", "32"), ("poller_depth", "128"), ("size", "256M")],
     },
     CommandSpec {

@@ -50,9 +50,11 @@ struct Cell {
 
 /// Runs the scenario with the options in `o`.
 pub fn run(o: &mut Opts) -> Result<Output> {
-    let c = cores();
-    let threads = o.take_list_u64("threads")?.unwrap_or(vec![c, 2 * c, 4 * c]);
-    if threads.is_empty() || threads.iter().any(|&t| t == 0 || t > 1024) {
+    let threads = o.take_list_u64("threads")?;
+    if threads
+        .as_ref()
+        .is_some_and(|t| t.is_empty() || t.iter().any(|&t| t == 0 || t > 1024))
+    {
         return Err(Error::Usage(
             "--threads takes thread counts from 1 to 1024, e.g. --threads=2,4,8".into(),
         ));
@@ -76,6 +78,12 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ..JobSpec::default()
     })?;
     o.finish()?;
+    // On a modelled platform (--platform), its cores.
+    let c = spec
+        .platform
+        .as_ref()
+        .map_or_else(cores, |p| p.cores as u64);
+    let threads = threads.unwrap_or(vec![c, 2 * c, 4 * c]);
 
     spec.iodepth = batch;
     spec.iodepth_batch_submit = batch;

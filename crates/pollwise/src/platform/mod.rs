@@ -54,6 +54,9 @@ pub struct ThreadJob {
     pub runtime_ns: u64,
     /// Stop the measured period after this many requests, if it comes first.
     pub ios: Option<u64>,
+    /// Pace the thread's requests (fio's `rate_iops`), in virtual time; `None`: as fast as
+    /// its depth allows.
+    pub rate: Option<crate::engine::RateLimit>,
 }
 
 /// What one simulated thread measured over its measured period.
@@ -151,10 +154,7 @@ fn thread_body(
     platform: &Platform,
     job: &ThreadJob,
 ) -> Result<ThreadResult> {
-    let clock = Arc::new(ThreadClock {
-        shared: shared.clone(),
-        me,
-    });
+    let clock = Arc::new(ThreadClock::new(shared.clone(), me, platform));
     let q = ModelQueue::new(
         shared.clone(),
         me,
@@ -165,10 +165,7 @@ fn thread_body(
     let policy: Box<dyn crate::policy::WaitPolicy> = if job.policy.mode == Mode::Auto {
         // auto reads contention from the model's scheduler, not from this machine's /proc.
         let signals = ModelSignals {
-            clock: ThreadClock {
-                shared: shared.clone(),
-                me,
-            },
+            clock: ThreadClock::new(shared.clone(), me, platform),
             cores: platform.cores,
         };
         Box::new(Auto::with_signals(
@@ -180,6 +177,7 @@ fn thread_body(
         job.policy.build(clock.clone())
     };
     let mut engine = Engine::new(Box::new(q), policy, clock, job.cfg.clone())?;
+    engine.set_rate(job.rate)?;
     if job.ramp_ns > 0 {
         engine.run(Stop::At(job.ramp_ns))?;
         engine.reset_stats();

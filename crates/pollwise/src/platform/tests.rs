@@ -38,6 +38,7 @@ fn job(mode: Mode, ios: u64) -> ThreadJob {
         ramp_ns: 0,
         runtime_ns: u64::MAX / 4,
         ios: Some(ios),
+        rate: None,
     }
 }
 
@@ -212,4 +213,59 @@ fn bad_platforms_name_the_field() {
         ),
         Err(Error::Config { field: "cores", .. })
     ));
+}
+
+/// A poller that thinks `think` ns (spinning `spin` of it) after every completion.
+fn thinker(think: u64, spin: u64, ios: u64) -> ThreadJob {
+    let mut j = job(Mode::Poll, ios);
+    j.cfg.thinktime = std::time::Duration::from_nanos(think);
+    j.cfg.thinktime_spin = std::time::Duration::from_nanos(spin);
+    j
+}
+
+#[test]
+fn spun_think_time_is_cpu_and_time_to_the_nanosecond() {
+    let n = 100;
+    let think = 5_000;
+    let r = run(&platform(1), &[thinker(think, think, n)])
+        .unwrap()
+        .remove(0);
+    let cycle = E + S + L.div_ceil(P) * P + think;
+    assert_eq!(r.read.ios, n);
+    assert_eq!(r.elapsed_ns, n * cycle);
+    assert_eq!(r.cpu_ns, n * cycle);
+    assert_eq!(r.switches, 0);
+}
+
+#[test]
+fn slept_think_time_costs_a_timed_sleep() {
+    let n = 100;
+    let think = 5_000;
+    let p = platform(1);
+    let r = run(&p, &[thinker(think, 0, n)]).unwrap().remove(0);
+    let io = E + S + L.div_ceil(P) * P;
+    // Off the core for the think time, back its timer's lateness later; the sleep's CPU.
+    assert_eq!(r.elapsed_ns, n * (io + think + p.timer_late_ns));
+    assert_eq!(r.cpu_ns, n * (io + p.sleep_cpu_ns));
+    assert_eq!(r.switches, n);
+}
+
+#[test]
+fn a_paced_thread_sleeps_to_each_slot() {
+    let n = 50;
+    let interval = 100_000; // 10,000 IOPS
+    let p = platform(1);
+    let mut j = job(Mode::Poll, n);
+    j.rate = Some(crate::engine::RateLimit {
+        iops: 1e9 / interval as f64,
+        poisson: false,
+    });
+    let r = run(&p, &[j]).unwrap().remove(0);
+    let io = E + S + L.div_ceil(P) * P;
+    assert_eq!(r.read.ios, n);
+    // The first request at once, each later one when its slot's sleep ends (late by the
+    // timer's lateness): the thread sleeps between requests and pays a sleep's CPU for each.
+    assert_eq!(r.cpu_ns, n * io + (n - 1) * p.sleep_cpu_ns);
+    assert_eq!(r.switches, n - 1);
+    assert_eq!(r.elapsed_ns, (n - 1) * interval + p.timer_late_ns + io);
 }

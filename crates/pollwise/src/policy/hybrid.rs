@@ -59,7 +59,9 @@
 //! *lead*: the least lateness seen over the last [`LATE_WINDOW`] timed-out sleeps (the least, so
 //! a sleep that also waited for a busy CPU does not teach it to stop sleeping). Until a sleep
 //! times out there is no lateness to see; a sleep that ends after its deadline grows the lead by
-//! [`LEAD_STEP_NS`] so the search starts. On a fake clock nothing is late and the lead stays 0.
+//! [`LEAD_STEP_NS`] so the search starts, never past the sleep it would shorten less
+//! [`MIN_SLEEP_NS`] (so a sleep is still taken, times out, and measures the real lateness). On a
+//! fake clock nothing is late and the lead stays 0.
 //! The mean lateness is reported beside the lead.
 //!
 //! Every completion's clat (submission returned to reap) feeds the predictor. The counters say how
@@ -481,8 +483,16 @@ impl WaitPolicy for Hybrid {
                         WaitOutcome::Ready => {
                             self.c.oversleeps += 1;
                             if woke > until_ns && self.late_n == 0 {
-                                // Woke past the deadline and no lateness seen yet: lead more.
-                                self.lead_ns += LEAD_STEP_NS;
+                                // Woke past the deadline and no lateness seen yet: lead more,
+                                // but leave a sleep of at least MIN_SLEEP_NS to take. A wake-up
+                                // that waited for a busy core (threads outnumber cores) is late
+                                // by the run queue, not the timer; without the cap the lead
+                                // would grow past every sleep, no sleep would time out to
+                                // measure the real lateness, and hybrid would never sleep again,
+                                // just where its sleeps give the cores away.
+                                let room = (until_ns - now).saturating_sub(MIN_SLEEP_NS);
+                                self.lead_ns =
+                                    (self.lead_ns + LEAD_STEP_NS).min(room.max(self.lead_ns));
                             }
                         }
                         WaitOutcome::TimedOut => {

@@ -115,6 +115,22 @@ impl Platform {
 pub(crate) struct ThreadClock {
     pub(crate) shared: Arc<Shared>,
     pub(crate) me: usize,
+    /// A timed sleep's costs on the platform: (system call, sleep CPU, timer lateness).
+    sleep: (u64, u64, u64),
+}
+
+/// Think time is charged in slices of at most this much CPU, so a slice end or another thread's
+/// event is handled within a slice (1 µs), not after a long think.
+const SPEND_SLICE_NS: u64 = 1_000;
+
+impl ThreadClock {
+    pub(crate) fn new(shared: Arc<Shared>, me: usize, p: &Platform) -> ThreadClock {
+        ThreadClock {
+            shared,
+            me,
+            sleep: (p.syscall_ns, p.sleep_cpu_ns, p.timer_late_ns),
+        }
+    }
 }
 
 impl Clock for ThreadClock {
@@ -125,6 +141,29 @@ impl Clock for ThreadClock {
     /// auto's CPU per I/O) learn the model's costs, deterministically.
     fn thread_cpu_ns(&self) -> u64 {
         self.shared.lock().cpu[self.me]
+    }
+
+    /// Charges `ns` of CPU and time, in slices of [`SPEND_SLICE_NS`].
+    fn spend_cpu(&self, ns: u64) -> bool {
+        let mut left = ns;
+        while left > 0 && !self.shared.is_aborted() {
+            let step = left.min(SPEND_SLICE_NS);
+            self.shared.charge(self.me, step);
+            left -= step;
+        }
+        true
+    }
+
+    /// A timed sleep as the platform costs it: a system call, off the core until `t_ns` plus
+    /// the timer's lateness, and the rest of the sleep's CPU on coming back.
+    fn sleep_until(&self, t_ns: u64) -> bool {
+        let (syscall, cpu, late) = self.sleep;
+        self.shared.charge(self.me, syscall);
+        let resume = cpu.saturating_sub(syscall);
+        let now = self.now_ns();
+        let wake = t_ns.saturating_add(late).saturating_sub(resume).max(now);
+        self.shared.block(self.me, wake, resume);
+        true
     }
 }
 

@@ -1,0 +1,207 @@
+//! `pollwise advise`: options through the table, deterministic figures on a modelled platform,
+//! and recommendations that are the full sweep's best.
+
+mod common;
+
+use common::{json_of, pollwise, usage_error};
+use serde_json::Value;
+
+/// A one-core platform with a 100 µs device (nvme-baremetal's costs): a small, cheap sweep
+/// (threads 1 and 2) that no `--time` below cuts.
+fn tiny_platform(dir: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/presets/nvme-baremetal.json"
+    ))
+    .unwrap()
+    .replace("\"cores\": 8", "\"cores\": 1")
+    .replace("\"lognormal:10us,0.1\"", "\"lognormal:100us,0.2\"");
+    assert!(text.contains("\"cores\": 1") && text.contains("100us"));
+    let f = dir.join("tiny.json");
+    std::fs::write(&f, text).unwrap();
+    f.display().to_string()
+}
+
+fn advise(platform: &str, extra: &[&str]) -> Value {
+    let p = format!("--platform={platform}");
+    let mut args = vec![
+        "advise",
+        "--ioengine=sim",
+        &p,
+        "--time=600s",
+        "--output-format=json",
+    ];
+    args.extend_from_slice(extra);
+    json_of(&args)
+}
+
+#[test]
+fn help_exits_0_and_typos_are_caught() {
+    let (code, out, _) = pollwise(&["advise", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("--latency_target") && out.contains("--time"),
+        "{out}"
+    );
+    usage_error(
+        &["advise", "--latency_targt=p99:1ms", "--ioengine=sim"],
+        &["latency_target"],
+    );
+    usage_error(
+        &["advise", "--ioengine=sim", "--latency_target=99:1ms"],
+        &["--latency_target=99:1ms"],
+    );
+    usage_error(
+        &["advise", "--ioengine=sim", "--iodepth=4"],
+        &["--iodepth", "advise"],
+    );
+    usage_error(&["advise"], &["--filename"]);
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v["model"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {k} in {v}"))
+}
+
+#[test]
+fn same_figures_twice_and_the_picks_are_the_sweeps_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = tiny_platform(dir.path());
+    let a = advise(&p, &["--latency_target=p99:400us"]);
+    let b = advise(&p, &["--latency_target=p99:400us"]);
+    let (a, b) = (&a["advise"], &b["advise"]);
+    // Determinism: the same figures, bit for bit (only the phases' wall times may differ).
+    for k in ["cells", "recommendations", "frontier"] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    // Nothing was cut: the full sweep, 2 thread counts x 4 depths x 3 loads x 5 modes.
+    assert_eq!(a["cells_cut"], 0);
+    let cells = a["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2 * 4 * 3 * 5);
+    assert!(cells.iter().all(|c| f(c, "iops") > 0.0));
+    // Each objective's pick is the best cell of the whole sweep, found here independently.
+    let rec = &a["recommendations"];
+    let lowest = cells
+        .iter()
+        .map(|c| f(c, "p50_ns"))
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(f(&rec["lowest_latency"], "p50_ns"), lowest);
+    let cheapest = cells
+        .iter()
+        .filter(|c| f(c, "target_pct_ns") <= 400_000.0)
+        .map(|c| f(c, "cpu_us_per_io"))
+        .fold(f64::INFINITY, f64::min);
+    assert!(cheapest.is_finite());
+    let pick = &rec["least_cpu_within_target"];
+    assert_eq!(f(pick, "cpu_us_per_io"), cheapest);
+    assert!(f(pick, "target_pct_ns") <= 400_000.0);
+    let most = cells
+        .iter()
+        .filter(|c| c["threads"].as_u64().unwrap() > 1)
+        .map(|c| f(c, "iops"))
+        .fold(0.0, f64::max);
+    assert_eq!(f(&rec["best_throughput_under_contention"], "iops"), most);
+    // The pick's figures are what a plain run of that cell on the platform gives.
+    let mut args = vec![
+        "run".to_string(),
+        "--ioengine=sim".into(),
+        format!("--platform={p}"),
+        format!("--mode={}", pick["mode"].as_str().unwrap()),
+        format!("--iodepth={}", pick["iodepth"]),
+        format!("--numjobs={}", pick["threads"]),
+        "--runtime=5ms".into(),
+        "--ramp_time=1ms".into(),
+        "--time_based=1".into(),
+        "--group_reporting=1".into(),
+        "--output-format=json".into(),
+    ];
+    if let Some(r) = pick["rate_iops"].as_u64() {
+        args.push(format!("--rate_iops={r}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = json_of(&args);
+    let run_iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    let iops = f(pick, "iops");
+    assert!(
+        (run_iops - iops).abs() <= 0.01 * iops,
+        "run: {run_iops} IOPS; advise: {iops}"
+    );
+}
+
+#[test]
+fn a_short_time_cuts_the_sweep_and_says_so() {
+    // nvme-baremetal's 8 cores make 16-thread cells: far more than 1 s of modelling.
+    let t = std::time::Instant::now();
+    let (code, out, err) = pollwise(&[
+        "advise",
+        "--ioengine=sim",
+        "--platform=nvme-baremetal",
+        "--time=1s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("the sweep was cut"), "{out}");
+    // Within its time, with room for a loaded machine (one cell may overrun the estimate).
+    assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
+}
+
+#[test]
+fn scenarios_take_platform_or_say_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = tiny_platform(dir.path());
+    // hybrid-contention runs on the model; its thread counts follow the platform's cores (1).
+    let v = json_of(&[
+        "scenario",
+        "hybrid-contention",
+        "--ioengine=sim",
+        &format!("--platform={p}"),
+        "--modes=poll,hybrid",
+        "--runtime=2ms",
+        "--ramp_time=1ms",
+        "--output-format=json",
+    ]);
+    let mut threads: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    threads.dedup();
+    assert_eq!(threads, [1, 2, 4]);
+    for name in ["shared-poller", "fairness", "idle-sources", "slow-handler"] {
+        usage_error(&["scenario", name, "--platform=optane"], &["--platform"]);
+    }
+}
+
+#[test]
+fn sigint_ends_the_sweep_and_prints_what_it_found() {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args([
+            "advise",
+            "--ioengine=sim",
+            "--platform=nvme-baremetal",
+            "--time=120s",
+            "--output-format=json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to model a few cells, far from the 120 s the sweep would take.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let (code, stdout) = (out.status.code(), String::from_utf8_lossy(&out.stdout));
+    assert_eq!(code, Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["interrupted"], "SIGINT");
+    assert!(
+        v["advise"]["cells_modelled"].as_u64().unwrap() > 0,
+        "{stdout}"
+    );
+    assert!(v["advise"]["cells_cut"].as_u64().unwrap() > 0, "{stdout}");
+}
