@@ -11,13 +11,12 @@ within 15% (0.85-1.15) on each of slat, clat and lat.
     python3 bench/fio_slat_clat.py --rounds 3 --runtime 2 --modes interrupt,poll,hybrid
     python3 bench/fio_slat_clat.py --pollwise target/debug/pollwise --rounds 1 --runtime 1  # smoke
 
-pollwise's `interrupt` runs once per --submit_modes (default both). With `with_wait` (pollwise's
-default) it submits its last batch and waits in one io_uring_enter (liburing's
+pollwise's `interrupt` runs once per --submit_modes (default both). With `with_wait` it submits its last batch and waits in one io_uring_enter (liburing's
 io_uring_submit_and_wait): the submission returns only with a completion, so its slat ends when
 that call begins and the call's submit cost (a virtio doorbell, a VM exit) falls in clat. fio's
 io_uring engine submits in an io_uring_enter of its own (fio_ioring_commit: to_submit=N,
 min_complete=0), stamps issue_time when it returns (slat ends there), and then waits in another
-(fio_ioring_getevents: min_complete=N); `--submit_mode=separate` does the same, so slat and clat
+(fio_ioring_getevents: min_complete=N); `--submit_mode=separate` (pollwise's default) does the same, so slat and clat
 compare like with like, at one more enter per batch. lat compares either way. The polling modes
 always submit in a call of their own (the submit mode changes nothing for them), so they run once.
 """

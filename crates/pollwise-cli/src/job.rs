@@ -106,7 +106,9 @@ pub struct JobSpec {
     pub defer_taskrun: bool,
     /// SINGLE_ISSUER ring.
     pub single_issuer: bool,
-    /// Submit the last batch with the wait or in a call of its own (`--submit_mode`).
+    /// Submit the last batch with the wait or in a call of its own (`--submit_mode`). The
+    /// command's default is fio's way, a call of its own, so that slat and clat mean what fio's
+    /// do in every mode; the library's default is liburing's submit-and-wait.
     pub submit_mode: SubmitMode,
     /// Choose the task-run flags by mode, as fio's io_uring engine does for its (blocking) waits:
     /// `interrupt` rings get COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, every polling mode a
@@ -173,7 +175,7 @@ impl Default for JobSpec {
             coop_taskrun: false,
             defer_taskrun: false,
             single_issuer: false,
-            submit_mode: SubmitMode::WithWait,
+            submit_mode: SubmitMode::Separate,
             taskrun_auto: true,
             verify: false,
             thinktime: Duration::ZERO,

@@ -1,5 +1,5 @@
-//! `--submit_mode`: `separate` submits in an io_uring_enter of its own and waits in another (fio's
-//! io_uring engine); `with_wait` (the default) submits in the wait's enter. Counted on a real
+//! `--submit_mode`: `separate` (the command's default) submits in an io_uring_enter of its own and
+//! waits in another (fio's io_uring engine); `with_wait` submits in the wait's enter. Counted on a real
 //! ring: the JSON's `enters` against the I/O done.
 
 mod common;
@@ -33,6 +33,21 @@ fn separate_submission_enters_once_to_submit_and_once_to_wait() {
     let (ios, enters, _) = interrupt_run("with_wait");
     // One enter submits and waits.
     assert!(enters < 2 * ios, "{enters} enters for {ios} I/Os");
+}
+
+#[test]
+fn the_command_submits_as_fio_unless_told() {
+    let v = json_on_temp_file(&[
+        "--size=4M",
+        "--io_size=400k",
+        "--mode=interrupt",
+        "--output-format=json",
+    ]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["pollwise"]["submit_mode"], "separate", "{job}");
+    let ios = job["read"]["total_ios"].as_u64().expect("total_ios");
+    let enters = job["pollwise"]["enters"].as_u64().expect("enters");
+    assert!(enters >= 2 * ios, "{enters} enters for {ios} I/Os");
 }
 
 #[test]
