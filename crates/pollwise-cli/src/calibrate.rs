@@ -15,6 +15,7 @@
 //! | `sleep_late_ns`, `sleep_cpu_ns` | a 10 us sleep with timer slack 1 ns: how late it returns, and its CPU |
 //! | `switch_half_round_trip_ns` | ping-pong between two threads over a socket pair, half a round trip |
 //! | `engine_ns` | the engine's own CPU per request, over the simulated device in virtual time |
+//! | `qd32_ns_per_io` | the device's rate: 4 KiB random reads at queue depth 32 on an interrupt ring for 0.3 s (the engine, as `run --iodepth=32`), elapsed time over reads (one figure: p50 = p90, samples = reads) |
 //! | `cores` | `sched_getaffinity` |
 
 use std::fs::OpenOptions;
@@ -300,6 +301,9 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     let engine = engine_cost()?;
     figures.push(("engine_ns", engine));
 
+    // The device's rate, with many requests in flight.
+    figures.push(("qd32_ns_per_io", device_rate(path, size, direct)?));
+
     let cores = pollwise::sys::affinity::allowed_cpus().len().max(1) as u32;
     let platform = platform_from(
         &figures_map(&figures),
@@ -365,7 +369,36 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
         sleep_cpu_ns: get("sleep_cpu_ns").max(syscall),
         timer_late_ns: get("sleep_late_ns"),
         device: lognormal_of(clat_f.p50, clat_f.p90),
+        device_iops: 1_000_000_000u64
+            .checked_div(get("qd32_ns_per_io"))
+            .unwrap_or(0),
     }
+}
+
+/// Reads per second the device completes with 32 in flight: 4 KiB random reads over the whole
+/// of `path` on an interrupt ring (the engine, `--mode=interrupt`), 0.3 s after 0.05 s of
+/// warm-up. One figure: the elapsed time over the reads, with the reads as its samples.
+fn device_rate(path: &Path, size: u64, direct: bool) -> Result<Figure> {
+    let spec = crate::job::JobSpec {
+        filename: path.to_path_buf(),
+        size: size / 4096 * 4096,
+        bs: 4096,
+        iodepth: 32,
+        direct,
+        runtime: Duration::from_millis(300),
+        ramp_time: Duration::from_millis(50),
+        time_based: true,
+        policy: pollwise::policy::PolicyConfig::new(pollwise::policy::Mode::Interrupt),
+        ..crate::job::JobSpec::default()
+    };
+    let st = crate::job::run_job(&spec)?;
+    let ios = st.total_ios();
+    let per = st.elapsed_ns.checked_div(ios).unwrap_or(0);
+    Ok(Figure {
+        p50: per,
+        p90: per,
+        n: ios as usize,
+    })
 }
 
 fn ping_pong(n: usize) -> Result<Figure> {
