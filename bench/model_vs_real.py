@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The `here` platform model against real runs on this machine (issue 12, step 3).
 
-Each round calibrates this machine (`pollwise calibrate --output-format=json`: its JSON is a
-file `--platform` takes, the `platform` object being the calibrated `here` model), then, for
-every case and every mode (the order rotated each round so drift on a shared machine hits every
-mode alike), runs the model (`--ioengine=sim --platform=CALIBRATION.json`, virtual time) and
-the real run (`--ioengine=io_uring`, O_DIRECT 4 KiB random reads of the same file) with the
-same job options, and prints medians over the rounds:
+For every case and every mode (the order rotated each round so drift on a shared machine hits
+every mode alike), it calibrates this machine (`pollwise calibrate --output-format=json`: its
+JSON is a file `--platform` takes, the `platform` object being the calibrated `here` model),
+runs the model on that calibration (`--ioengine=sim --platform=CALIBRATION.json`, virtual
+time), then the real run (`--ioengine=io_uring`, O_DIRECT 4 KiB random reads of the same file)
+with the same job options, and prints medians over the rounds:
 
     case, mode, metric, model, real, model/real, within 15%?
 
@@ -28,8 +28,9 @@ Cases:
     python3 bench/model_vs_real.py --quick              # debug build, 1 round x 0.5 s, smoke test
     python3 bench/model_vs_real.py --rounds 5 --runtime 4 --json-out /tmp/mvr.json
 
-The model is deterministic: with one calibration its figures are the same every time; over
-several rounds its medians move only with the calibration. The real figures move with whatever
+The model is deterministic: with one calibration its figures are the same every time; they
+move only with the calibration, which is taken afresh beside every real run because this
+machine's disk changes speed from minute to minute. The real figures move with whatever
 else runs on the machine: on a shared machine, read the real column as a noisy measurement.
 """
 
@@ -138,12 +139,13 @@ def main():
     os.close(fd)
     try:
         for r in range(args.rounds):
-            cal = calibrate(pw, args.filename, cal_path)
-            calibrations.append(cal)
-            print(f"round {r + 1}/{args.rounds}: calibrated; running", file=sys.stderr)
+            print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
             for case, threads in cases:
                 k = r % len(modes)
                 for mode in modes[k:] + modes[:k]:
+                    # This disk's speed drifts from minute to minute (a shared host): the
+                    # model gets a calibration taken just before the real run it is set beside.
+                    calibrations.append(calibrate(pw, args.filename, cal_path))
                     model = one_run(pw, args.filename, args.size, mode, threads,
                                     args.model_runtime, platform=cal_path)
                     real = one_run(pw, args.filename, args.size, mode, threads, args.runtime)
@@ -160,7 +162,7 @@ def main():
           f"{'debug' if args.debug else 'release'} build, {args.rounds} round(s), "
           f"real {args.runtime} s, model {args.model_runtime} virtual s, medians; "
           f"load average {load_before} before, {load_after} after ({os.cpu_count()} CPUs)\n")
-    print("last calibration's platform: " + ", ".join(
+    print(f"last of {len(calibrations)} calibrations' platform: " + ", ".join(
         f"{k}={plat[k]}" for k in plat if k not in ("sources", "name")) + "\n")
     print("| case | mode | metric | model | real | model/real | within 15% |")
     print("|---|---|---|---:|---:|---:|:---:|")
