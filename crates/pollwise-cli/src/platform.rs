@@ -190,7 +190,7 @@ pub fn calibrated_sources() -> Map<String, Value> {
         ("sleep_cpu_ns", "thread CPU of a 10 us nanosleep, timer slack 1 ns, median"),
         ("timer_late_ns", "lateness of a 10 us nanosleep, timer slack 1 ns, median"),
         ("device", "log-normal with the polled QD1 clat's median and 90th percentile (sigma capped at 0.5)"),
-        ("device_iops", "4 KiB random reads per second at queue depth 32 on an interrupt ring (the engine, 0.3 s)"),
+        ("device_iops", "4 KiB random reads per second at queue depth 32 on an interrupt ring (the engine): the fastest of 3 windows of 150 ms"),
     ] {
         m.insert(k.into(), v.into());
     }
