@@ -158,7 +158,7 @@ def main():
 
     load_after = loadavg()
     plat = calibrations[-1]["platform"]
-    print(f"# model (`here`, calibrated each round) against real runs: {args.filename}, "
+    print(f"# model (`here`, calibrated before every real run) against real runs: {args.filename}, "
           f"{'debug' if args.debug else 'release'} build, {args.rounds} round(s), "
           f"real {args.runtime} s, model {args.model_runtime} virtual s, medians; "
           f"load average {load_before} before, {load_after} after ({os.cpu_count()} CPUs)\n")
