@@ -15,6 +15,7 @@
 //! | `sleep_late_ns`, `sleep_cpu_ns` | a 10 us sleep with timer slack 1 ns: how late it returns, and its CPU |
 //! | `switch_half_round_trip_ns` | ping-pong between two threads over a socket pair, half a round trip |
 //! | `engine_ns` | the engine's own CPU per request, over the simulated device in virtual time |
+//! | `qd32_ns_per_io` | the device's rate: 4 KiB random reads at queue depth 32 on an interrupt ring (the engine, as `run --iodepth=32 --mode=interrupt`), elapsed time over reads in each of 3 windows of 150 ms: the p50 column holds the fastest window (the device's capacity: a stall of a shared host's disk only lowers a window's rate), the p90 column the slowest, samples the windows |
 //! | `cores` | `sched_getaffinity` |
 
 use std::fs::OpenOptions;
@@ -40,6 +41,9 @@ use crate::{Error, Result};
 
 /// Samples per figure (the minimum the design asks for is 100).
 pub const SAMPLES: usize = 200;
+
+/// Windows the device's rate is measured over (`qd32_ns_per_io`: each a rate, not a request).
+pub const RATE_WINDOWS: usize = 3;
 
 /// A median and a 90th percentile over `n` samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -300,6 +304,9 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     let engine = engine_cost()?;
     figures.push(("engine_ns", engine));
 
+    // The device's rate, with many requests in flight.
+    figures.push(("qd32_ns_per_io", device_rate(path, size, direct)?));
+
     let cores = pollwise::sys::affinity::allowed_cpus().len().max(1) as u32;
     let platform = platform_from(
         &figures_map(&figures),
@@ -365,7 +372,40 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
         sleep_cpu_ns: get("sleep_cpu_ns").max(syscall),
         timer_late_ns: get("sleep_late_ns"),
         device: lognormal_of(clat_f.p50, clat_f.p90),
+        device_iops: 1_000_000_000u64
+            .checked_div(get("qd32_ns_per_io"))
+            .unwrap_or(0),
     }
+}
+
+/// The device's time per request with 32 in flight: 4 KiB random reads over the whole of
+/// `path` on an interrupt ring (the engine, `--mode=interrupt`), elapsed time over reads in
+/// each of [`RATE_WINDOWS`] windows of 150 ms (after 50 ms of warm-up each). The device's
+/// capacity is its fastest window (`p50` here; `p90` holds the slowest): one stall of a shared
+/// host's disk only ever lowers a window's rate.
+fn device_rate(path: &Path, size: u64, direct: bool) -> Result<Figure> {
+    let spec = crate::job::JobSpec {
+        filename: path.to_path_buf(),
+        size: size / 4096 * 4096,
+        bs: 4096,
+        iodepth: 32,
+        direct,
+        runtime: Duration::from_millis(150),
+        ramp_time: Duration::from_millis(50),
+        time_based: true,
+        policy: pollwise::policy::PolicyConfig::new(pollwise::policy::Mode::Interrupt),
+        ..crate::job::JobSpec::default()
+    };
+    let mut v = Vec::with_capacity(RATE_WINDOWS);
+    for _ in 0..RATE_WINDOWS {
+        let st = crate::job::run_job(&spec)?;
+        v.push(st.elapsed_ns.checked_div(st.total_ios()).unwrap_or(0));
+    }
+    Ok(Figure {
+        p50: v.iter().copied().min().unwrap_or(0),
+        p90: v.iter().copied().max().unwrap_or(0),
+        n: v.len(),
+    })
 }
 
 fn ping_pong(n: usize) -> Result<Figure> {

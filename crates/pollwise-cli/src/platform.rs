@@ -3,8 +3,9 @@
 //! Presets ship with the command (`presets/*.json`): `here` (this project's machine, made by
 //! `pollwise calibrate`), `nvme-baremetal` and `optane` (public figures; each file says where
 //! every number comes from). A file is either a preset's form or `pollwise calibrate`'s JSON
-//! (its `platform` object). Every field is required and nothing else is allowed but `name`,
-//! `sources` and `note`: a bad or missing field exits 2 naming it.
+//! (its `platform` object). Every field is required but `device_iops` (0, no limit, when
+//! missing) and nothing else is allowed but `name`, `sources` and `note`: a bad or missing
+//! field exits 2 naming it.
 
 use std::path::Path;
 
@@ -81,13 +82,16 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
     };
     for k in o.keys() {
         if !FIELDS.contains(&k.as_str())
-            && !matches!(k.as_str(), "name" | "device" | "sources" | "note")
+            && !matches!(
+                k.as_str(),
+                "name" | "device" | "device_iops" | "sources" | "note"
+            )
         {
             return Err(bad(
                 origin,
                 k,
                 format!(
-                    "is not a platform field: use {}, device, name, sources, note",
+                    "is not a platform field: use {}, device, device_iops, name, sources, note",
                     FIELDS.join(", ")
                 ),
             ));
@@ -143,6 +147,10 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
         sleep_cpu_ns: num("sleep_cpu_ns")?,
         timer_late_ns: num("timer_late_ns")?,
         device,
+        device_iops: match o.get("device_iops") {
+            None => 0,
+            Some(_) => num("device_iops")?,
+        },
     };
     p.check().map_err(|e| match e {
         pollwise::Error::Config { field, reason } => bad(origin, field, reason),
@@ -182,6 +190,7 @@ pub fn calibrated_sources() -> Map<String, Value> {
         ("sleep_cpu_ns", "thread CPU of a 10 us nanosleep, timer slack 1 ns, median"),
         ("timer_late_ns", "lateness of a 10 us nanosleep, timer slack 1 ns, median"),
         ("device", "log-normal with the polled QD1 clat's median and 90th percentile (sigma capped at 0.5)"),
+        ("device_iops", "4 KiB random reads per second at queue depth 32 on an interrupt ring (the engine): the fastest of 3 windows of 150 ms"),
     ] {
         m.insert(k.into(), v.into());
     }
@@ -204,6 +213,7 @@ pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
         "sleep_cpu_ns": p.sleep_cpu_ns,
         "timer_late_ns": p.timer_late_ns,
         "device": model_text(&p.device),
+        "device_iops": p.device_iops,
         "sources": sources,
     })
 }
@@ -212,7 +222,7 @@ pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
 pub fn describe(p: &Platform) -> String {
     let v = to_json(p, &Map::new());
     let mut s = String::new();
-    for f in FIELDS.iter().chain(["device"].iter()) {
+    for f in FIELDS.iter().chain(["device", "device_iops"].iter()) {
         s += &format!("  {f:<20} {}\n", v[*f]);
     }
     s

@@ -17,10 +17,16 @@
 //! - the device completes each request at its submission plus a latency drawn from the model,
 //!   with a generator seeded per thread: the same inputs give the same figures, bit for bit.
 //!
+//! - a device with a limited rate (`device_iops`) starts the requests of all threads in turn,
+//!   one per `1 / device_iops` at most: requests beyond its parallelism wait in it. A thread
+//!   submitting to it first lets every running thread behind it in virtual time catch up, so
+//!   the device sees requests in time order.
+//!
 //! What it leaves out (and so what a comparison with real runs may miss): wake-up preemption (a
-//! woken thread never preempts a running one before its slice ends), a device's limited
-//! parallelism (each thread's requests are served independently), interrupts' CPU on other
-//! threads' cores, caches, and the spread of every cost (each is one figure, its median).
+//! woken thread never preempts a running one before its slice ends), the scheduler tick (a
+//! spinning thread is preempted at its slice's end, not at the next tick after it), other
+//! programs on the cores, interrupts' CPU on other threads' cores, caches, and the spread of
+//! every cost but the device's (each is one figure, its median).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

@@ -27,6 +27,7 @@ fn platform(cores: u32) -> Platform {
         sleep_cpu_ns: 600,
         timer_late_ns: 300,
         device: LatencyModel::Fixed(L),
+        device_iops: 0,
     }
 }
 
@@ -160,6 +161,52 @@ fn same_inputs_same_figures_bit_for_bit() {
 }
 
 #[test]
+fn a_rate_limited_device_serves_threads_in_turn() {
+    // One thread at QD1: a request every E + S + (L rounded up to polls) = 1_320 ns, slower
+    // than the device's one start per 1_000 ns: it never waits, and every figure is the
+    // unlimited device's, to the nanosecond.
+    let mut p = platform(1);
+    p.device_iops = 1_000_000;
+    let limited = one(&p, Mode::Poll, 200);
+    let free = one(&platform(1), Mode::Poll, 200);
+    assert_eq!(
+        (limited.elapsed_ns, limited.cpu_ns),
+        (free.elapsed_ns, free.cpu_ns)
+    );
+    assert_eq!(free.elapsed_ns, 200 * (E + S + L.div_ceil(P) * P));
+
+    // Four polling threads on four cores ask for four times that; the device starts one
+    // request per 10 us (100k/s), ten times the device latency: together they complete 100k/s,
+    // each waiting its turn, and no two requests start less than 10 us apart.
+    let mut p = platform(4);
+    p.device_iops = 100_000;
+    let jobs: Vec<ThreadJob> = (0..4)
+        .map(|i| ThreadJob {
+            seed: 3 + i,
+            ..job(Mode::Poll, 300)
+        })
+        .collect();
+    let r = run(&p, &jobs).unwrap();
+    let ios: u64 = r.iter().map(|t| t.read.ios).sum();
+    let span = r.iter().map(|t| t.elapsed_ns).max().unwrap();
+    let rate = ios as f64 * 1e9 / span as f64;
+    assert!((rate / 100_000.0 - 1.0).abs() < 0.01, "{rate}");
+    // Each request waited for the three others' turns: its latency is about 4 x 10 us.
+    for t in &r {
+        let p50 = t.read.clat.value_at_quantile(0.5);
+        assert!(p50 > 35_000 && p50 < 45_000, "{p50}");
+    }
+    // The same inputs, the same figures.
+    let again = run(&p, &jobs).unwrap();
+    let fig = |r: &[ThreadResult]| -> Vec<(u64, u64, u64)> {
+        r.iter()
+            .map(|t| (t.elapsed_ns, t.cpu_ns, t.read.clat.value_at_quantile(0.99)))
+            .collect()
+    };
+    assert_eq!(fig(&r), fig(&again));
+}
+
+#[test]
 fn hybrid_sleeps_and_spends_less_cpu_than_poll() {
     let mut p = platform(1);
     p.device = LatencyModel::Fixed(20_000);
@@ -195,6 +242,13 @@ fn bad_platforms_name_the_field() {
             ..platform(1)
         }),
         "time_slice_ns"
+    );
+    assert_eq!(
+        field(Platform {
+            device_iops: u64::MAX,
+            ..platform(1)
+        }),
+        "device_iops"
     );
     assert_eq!(
         field(Platform {

@@ -52,6 +52,12 @@ pub struct Platform {
     /// The device's latency: from the submit call issuing a request to its completion being
     /// visible in the completion queue.
     pub device: LatencyModel,
+    /// The most requests per second the device starts, all threads together (0: no limit).
+    /// A device serves a few requests at once, not any number: it starts one request per
+    /// `1 / device_iops` seconds at most, so requests beyond its parallelism wait in it, and
+    /// the latency of `n` requests in flight grows to about `n / device_iops` once that is
+    /// above [`device`](Self::device)'s latency (what a queue-depth sweep shows).
+    pub device_iops: u64,
 }
 
 impl Platform {
@@ -94,6 +100,15 @@ impl Platform {
                     format!("is {v} ns: use at most {MAX} (10 s)"),
                 ));
             }
+        }
+        if self.device_iops > 1_000_000_000 {
+            return Err(Error::config(
+                "device_iops",
+                format!(
+                    "is {}: use at most 1000000000 (one request per ns), or 0 for no limit",
+                    self.device_iops
+                ),
+            ));
         }
         if let LatencyModel::Uniform(a, b) = self.device {
             if a > b {
@@ -230,8 +245,17 @@ unsafe impl Queue for ModelQueue {
         }
         self.charge(self.p.submit_ns)?;
         self.c.enters += 1;
-        // The device starts when the submit call has issued the requests.
-        let n = self.dev.start(self.now());
+        // The device starts when the submit call has issued the requests; a device with a
+        // limited rate starts them in turn, after the other threads' earlier requests.
+        if self.p.device_iops > 0 {
+            self.shared.sync(self.me);
+            if self.shared.is_aborted() {
+                return Err(aborted());
+            }
+        }
+        let now = self.now();
+        let (shared, iops) = (&self.shared, self.p.device_iops);
+        let n = self.dev.start_by(|| shared.device_start(now, iops));
         self.c.submitted += n as u64;
         Ok(n)
     }

@@ -59,6 +59,8 @@ pub(crate) struct World {
     events: BinaryHeap<Reverse<(u64, u64, EvKind)>>,
     seq: u64,
     baton: usize,
+    /// When the shared device may start its next request (a device with a limited rate).
+    device_next: u64,
     /// Set once every thread is done or a thread failed: nobody waits any more.
     pub(crate) over: bool,
 }
@@ -96,6 +98,7 @@ impl Shared {
             events: BinaryHeap::new(),
             seq: 0,
             baton: usize::MAX,
+            device_next: 0,
             over: false,
         };
         let s = Shared {
@@ -159,6 +162,61 @@ impl Shared {
             self.choose(&mut w);
             self.await_baton(me, w);
         }
+    }
+
+    /// Thread `me` (running) waits until no running thread is behind it in virtual time (ties:
+    /// the lower index first): what it does next on a shared resource (the device) then comes
+    /// after everything the others did earlier. Threads otherwise run ahead of each other up to
+    /// the next scheduler event; a claim made out of time order would queue a request behind
+    /// one submitted later.
+    pub(crate) fn sync(&self, me: usize) {
+        loop {
+            if self.is_aborted() {
+                return;
+            }
+            let mut w = self.lock();
+            let now = self.now(me);
+            let behind = w
+                .state
+                .iter()
+                .enumerate()
+                .filter(|&(i, s)| i != me && matches!(s, State::Running { .. }))
+                .map(|(i, _)| (self.now(i), i))
+                .filter(|&k| k < (now, me))
+                .min();
+            let Some((_, i)) = behind else {
+                return;
+            };
+            // It runs until it reaches this thread's time (or the next event, if sooner).
+            let h = Self::next_event_or_slice(&w).min(now);
+            self.horizon[i].store(h, Ordering::Relaxed);
+            self.give(&mut w, i);
+            self.await_baton(me, w);
+        }
+    }
+
+    /// When a request submitted at `now` starts on a device that starts at most `iops` per
+    /// second (0: no limit): at `now`, or when the device is done starting earlier ones.
+    pub(crate) fn device_start(&self, now: u64, iops: u64) -> u64 {
+        if iops == 0 {
+            return now;
+        }
+        let mut w = self.lock();
+        let start = now.max(w.device_next);
+        w.device_next = start + 1_000_000_000 / iops;
+        start
+    }
+
+    /// The earliest pending event or running thread's slice end.
+    fn next_event_or_slice(w: &World) -> u64 {
+        let next_event = w.events.peek().map_or(u64::MAX, |r| r.0 .0);
+        w.state
+            .iter()
+            .filter_map(|s| match *s {
+                State::Running { slice_end } => Some(slice_end),
+                _ => None,
+            })
+            .fold(next_event, u64::min)
     }
 
     /// Thread `me` leaves its core now and wakes at `wake` (paying `resume` of CPU when it gets
