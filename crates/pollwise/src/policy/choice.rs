@@ -13,29 +13,15 @@
 use super::contention::{ContentionSampler, CpuSignals};
 use super::PolicyCounters;
 
-/// Completions at the start of an epoch left out of its measurements.
-pub const SETTLE_IOS: u64 = 64;
-/// Least completions an epoch measures.
-pub const EPOCH_IOS: u64 = 256;
-/// Least time an epoch measures: 20 ms.
-pub const EPOCH_NS: u64 = 20_000_000;
-/// A median that moves by more than this share starts a new exploration.
-pub const SHIFT: f64 = 0.25;
-/// First hold after an exploration: 1 s.
-pub const HOLD_MIN_NS: u64 = 1_000_000_000;
-/// Longest hold: 16 s.
-pub const HOLD_MAX_NS: u64 = 16_000_000_000;
-/// First calm period after contention: 100 ms.
-pub const CALM_MIN_NS: u64 = 100_000_000;
-/// Longest calm period: 10 s.
-pub const CALM_MAX_NS: u64 = 10_000_000_000;
-/// Poll's p90 over p50 from which adaptive is explored too.
-pub const SPREAD_FOR_ADAPTIVE: f64 = 2.0;
+pub use super::auto::{Estimate, Reason, CANDIDATES};
+use super::auto::{
+    CALM_MAX_NS, CALM_MIN_NS, EPOCH_IOS, EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT,
+    SPREAD_FOR_ADAPTIVE,
+};
+
 /// Latencies kept per epoch for its percentiles.
 const LAT_CAP: usize = 4096;
 
-/// The candidates, in the order their counters and beliefs are reported.
-pub const CANDIDATES: [&str; 4] = ["poll", "hybrid", "interrupt", "adaptive"];
 /// Index of poll in [`CANDIDATES`].
 pub const POLL: usize = 0;
 /// Index of hybrid in [`CANDIDATES`].
@@ -44,64 +30,6 @@ pub const HYBRID: usize = 1;
 pub const INTERRUPT: usize = 2;
 /// Index of adaptive in [`CANDIDATES`].
 pub const ADAPTIVE: usize = 3;
-
-/// Why `auto` chose a mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// The first exploration.
-    Start,
-    /// The next candidate of an exploration.
-    Explore,
-    /// The end of an exploration: the best candidate.
-    Best,
-    /// The median moved by more than [`SHIFT`]: explore again.
-    ClatShift,
-    /// The hold ended: explore again.
-    Periodic,
-    /// The CPU is contended: interrupt.
-    Contention,
-    /// The contention is gone: explore again.
-    ContentionGone,
-}
-
-impl Reason {
-    /// Every reason, in report order.
-    pub const ALL: [Reason; 7] = [
-        Reason::Start,
-        Reason::Explore,
-        Reason::Best,
-        Reason::ClatShift,
-        Reason::Periodic,
-        Reason::Contention,
-        Reason::ContentionGone,
-    ];
-
-    /// The reason's name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Start => "start",
-            Reason::Explore => "explore",
-            Reason::Best => "best",
-            Reason::ClatShift => "clat_shift",
-            Reason::Periodic => "periodic",
-            Reason::Contention => "contention",
-            Reason::ContentionGone => "contention_gone",
-        }
-    }
-}
-
-/// What one epoch measured of one candidate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    /// Median latency, nanoseconds.
-    pub p50_ns: f64,
-    /// 90th percentile latency, nanoseconds.
-    pub p90_ns: f64,
-    /// The waiting thread's CPU time per completion, nanoseconds.
-    pub cpu_per_io_ns: f64,
-    /// Completions per second.
-    pub ios_per_s: f64,
-}
 
 /// One switch of mode (or a decision that kept the mode), as the per-second log shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +42,20 @@ pub struct Switch {
     pub to: usize,
     /// Why.
     pub reason: Reason,
+}
+
+/// A chooser's state for a report: the mode now, every reason's count, and the switches,
+/// epochs, time and completions per mode (the `auto_*` fields of [`PolicyCounters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChoiceStatus {
+    /// The mode now, a [`CANDIDATES`] index.
+    pub current: usize,
+    /// The reason of the last decision.
+    pub last_reason: Reason,
+    /// How often each of [`Reason::ALL`] was the reason of a decision.
+    pub reasons: [u64; 7],
+    /// The `auto_*` counters.
+    pub counters: PolicyCounters,
 }
 
 /// What the chooser may ask of the candidate that sleeps on a timer (hybrid). Waits without
@@ -545,6 +487,18 @@ impl Chooser {
         }
     }
 
+    /// What a report shows of the chooser at `now`.
+    pub fn status(&self, now: u64) -> ChoiceStatus {
+        let mut counters = PolicyCounters::default();
+        self.add_counters(&mut counters, now);
+        ChoiceStatus {
+            current: self.cur,
+            last_reason: self.last_reason,
+            reasons: self.reasons,
+            counters,
+        }
+    }
+
     /// Adds the switches, epochs, time and completions per mode up to `now` to `c`.
     pub fn add_counters(&self, c: &mut PolicyCounters, now: u64) {
         let t = self.mode_times(now);
@@ -604,5 +558,76 @@ impl Chooser {
         }
         b.extend(self.sampler.beliefs());
         b
+    }
+}
+
+/// How a loop that serves many sources (the [reactor](crate::reactor), the
+/// [shared poller](crate::poller)) waits when it finds nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoopWait {
+    /// Its own adaptive rule (the reactor's per-source windows, the poller's idle time): the
+    /// default, as before `auto` existed.
+    #[default]
+    Adaptive,
+    /// Spin: the reactor polls each iteration for its whole window cap; the poller never sleeps.
+    Poll,
+    /// Block at once: the reactor goes straight to its fd monitor; the poller sleeps at its
+    /// first idle round.
+    Interrupt,
+    /// Choose among the three at run time with `auto`'s [`Chooser`].
+    Auto,
+}
+
+impl LoopWait {
+    /// Every way, in report order.
+    pub const ALL: [LoopWait; 4] = [
+        LoopWait::Adaptive,
+        LoopWait::Poll,
+        LoopWait::Interrupt,
+        LoopWait::Auto,
+    ];
+
+    /// The name [`FromStr`](std::str::FromStr) takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopWait::Adaptive => "adaptive",
+            LoopWait::Poll => "poll",
+            LoopWait::Interrupt => "interrupt",
+            LoopWait::Auto => "auto",
+        }
+    }
+
+    /// The way a chooser's candidate ([`CANDIDATES`] index) stands for (hybrid has no loop
+    /// equivalent and stands for adaptive).
+    pub fn of_candidate(i: usize) -> LoopWait {
+        match i {
+            POLL => LoopWait::Poll,
+            INTERRUPT => LoopWait::Interrupt,
+            _ => LoopWait::Adaptive,
+        }
+    }
+
+    /// A chooser for a loop: no hybrid candidate, contention read from `/proc`.
+    pub fn chooser(slack: f64) -> Chooser {
+        Chooser::new(
+            slack,
+            Box::new(super::contention::ProcSignals::new()),
+            false,
+        )
+    }
+}
+
+impl std::str::FromStr for LoopWait {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        LoopWait::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| {
+                crate::Error::config(
+                    "wait",
+                    format!("={s} is not a way to wait: use adaptive, poll, interrupt or auto"),
+                )
+            })
     }
 }
