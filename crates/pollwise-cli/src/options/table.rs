@@ -444,6 +444,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("write_lat_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_lat.N.log, NAME_clat.N.log, NAME_slat.N.log (ns; N: the job thread, from 1); a bare flag uses the job's name"),
     opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)"),
     opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)"),
+    opt("write_auto_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "with --mode=auto: write NAME_auto.N.log, one line a second: time (ms), mode at the second's end, switches in it, their reasons (reason:count, - if none), ms in poll, hybrid, interrupt, adaptive, completions"),
     opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
