@@ -758,23 +758,23 @@ fn the_source_table_is_fixed_and_stale_ids_stay_stale() {
 
 /// A fixed count of runnable threads, thread CPU from the fake clock: `auto`'s signals in a test.
 struct Crowd {
-    clock: FakeClock,
     runnable: u32,
+    clock: FakeClock,
 }
 
 impl crate::policy::contention::CpuSignals for Crowd {
-    fn thread_cpu_ns(&mut self) -> u64 {
-        self.clock.thread_cpu_ns()
-    }
     fn read(&mut self) -> crate::policy::contention::Reading {
+        let runnable = Some(self.runnable);
         crate::policy::contention::Reading {
-            runnable: Some(self.runnable),
-            pressure_us: None,
-            run_delay_ns: None,
+            runnable,
+            ..Default::default()
         }
     }
     fn cores(&self) -> u32 {
         2
+    }
+    fn thread_cpu_ns(&mut self) -> u64 {
+        self.clock.thread_cpu_ns()
     }
 }
 
