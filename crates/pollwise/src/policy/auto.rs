@@ -42,7 +42,7 @@
 //!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
 //!   confirms the same choice.
 //! - *Contended*: interrupt, entered from any state as soon as the
-//!   [`ContentionSampler`] says so (sampled at most every 10 ms). Once the contention has been
+//!   [`ContentionSampler`](super::contention::ContentionSampler) says so (sampled at most every 10 ms). Once the contention has been
 //!   gone for a calm period, a new exploration starts; if contention comes back during it, the
 //!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
 //!   poll do not keep trying.
