@@ -307,20 +307,18 @@ fn render(
     if let Some(a) = &auto {
         text.push_str(&format!("poller {}\n", super::auto_line(a)));
     }
-    Output {
-        text,
-        json: json!({
-            "scenario": "fairness",
-            "poller_wait": pcfg.wait.name(),
-            "poller_auto": auto.map(|a| super::auto_json(&a)),
-            "results": {
-                "client_iops": iops,
-                "jain_index": j,
-                "sensitive_lat_ns": {
-                    "idle": {"p50": i50, "p99": i99},
-                    "burst": {"p50": b50, "p99": b99},
-                },
+    let mut json = json!({
+        "scenario": "fairness",
+        "results": {
+            "client_iops": iops,
+            "jain_index": j,
+            "sensitive_lat_ns": {
+                "idle": {"p50": i50, "p99": i99},
+                "burst": {"p50": b50, "p99": b99},
             },
-        }),
-    }
+        },
+    });
+    super::put_auto(&mut json, "poller_auto", auto.as_ref());
+    let json = super::with_wait(json, "poller_wait", pcfg.wait);
+    Output { text, json }
 }

@@ -206,14 +206,15 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
             format!("{:.0}", r.med(|d| d.polling_set_end as f64)),
         ]);
         let last_auto = r.rounds.iter().rev().find_map(|d| d.auto);
-        results.push(json!({
+        let mut res = json!({
             "variant": r.variant,
             "sources": r.sources,
             "iops": iops,
             "lat_ns": {"p50": p50, "p99": p99},
             "fdmon_waits_per_req": waits,
-            "reactor_auto": last_auto.map(|st| super::auto_json(&st)),
-        }));
+        });
+        super::put_auto(&mut res, "reactor_auto", last_auto.as_ref());
+        results.push(res);
         if let Some(st) = last_auto {
             detail.push_str(&format!(
                 "  {}: reactor {}\n",
@@ -259,7 +260,11 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
     text.push_str(notes);
     Output {
         text,
-        json: json!({"scenario": scenario, "reactor_wait": wait.name(), "results": results}),
+        json: super::with_wait(
+            json!({"scenario": scenario, "results": results}),
+            "reactor_wait",
+            wait,
+        ),
     }
 }
 

@@ -19,7 +19,7 @@ use pollwise::poller::pin_to_cpus;
 
 use crate::options::Opts;
 use crate::report::Output;
-use pollwise::policy::choice::{ChoiceStatus, Reason, CANDIDATES};
+use pollwise::policy::choice::{ChoiceStatus, LoopWait, Reason, CANDIDATES};
 use serde_json::{json, Value};
 
 /// Runs scenario `name`.
@@ -125,4 +125,21 @@ pub fn auto_json(st: &ChoiceStatus) -> Value {
         "time_ns": {"poll": c.auto_poll_ns, "interrupt": c.auto_interrupt_ns, "adaptive": c.auto_adaptive_ns},
         "completions": {"poll": c.auto_poll_completions, "interrupt": c.auto_interrupt_completions, "adaptive": c.auto_adaptive_completions},
     })
+}
+
+/// Adds `key`: [`auto_json`] of `st` to the object `v` when there is a choice to show (the
+/// loop ran `auto`); otherwise `v` keeps the shape it had before `auto`.
+pub fn put_auto(v: &mut Value, key: &str, st: Option<&ChoiceStatus>) {
+    if let (Some(st), Some(o)) = (st, v.as_object_mut()) {
+        o.insert(key.to_string(), auto_json(st));
+    }
+}
+
+/// `v` with `key`: the loop's way of waiting, when it is not the default (adaptive): a run
+/// without `--reactor_wait`/`--poller_wait` keeps the JSON it had before they existed.
+pub fn with_wait(mut v: Value, key: &str, wait: LoopWait) -> Value {
+    if let (true, Some(o)) = (wait != LoopWait::Adaptive, v.as_object_mut()) {
+        o.insert(key.to_string(), json!(wait.name()));
+    }
+    v
 }

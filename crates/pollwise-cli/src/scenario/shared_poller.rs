@@ -326,13 +326,14 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
             us(p50),
             us(p99),
         ]);
-        results.push(json!({
+        let mut res = json!({
             "variant": r.variant,
             "heavy_iops": r.heavy_iops(),
             "heavy_bw_bytes": r.heavy_bw(),
             "sparse_lat_ns": {"p50": p50, "p99": p99},
-            "poller_auto": r.auto.map(|a| super::auto_json(&a)),
-        }));
+        });
+        super::put_auto(&mut res, "poller_auto", r.auto.as_ref());
+        results.push(res);
     }
     let spec = &st.spec;
     let mut text = format!(
@@ -391,7 +392,11 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
     );
     Output {
         text,
-        json: json!({"scenario": "shared-poller", "poller_wait": st.pcfg.wait.name(), "results": results}),
+        json: super::with_wait(
+            json!({"scenario": "shared-poller", "results": results}),
+            "poller_wait",
+            st.pcfg.wait,
+        ),
     }
 }
 
