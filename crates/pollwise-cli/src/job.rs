@@ -1096,7 +1096,11 @@ fn job_thread(
         engine.set_deadline(Some(until));
         let cancelled0 = engine.cancelled();
         let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
+        let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
         let mut tick = |engine: &Engine, sampler: &Sampler| {
+            if let Some(a) = alog.as_mut() {
+                a.tick(clock.now_ns(), engine);
+            }
             if let Some(t) = publish {
                 t.publish(measure(
                     engine,
@@ -1131,7 +1135,8 @@ fn job_thread(
                 .map_err(|_| Error::Io("a job thread's log was poisoned".into()))
                 .and_then(|mut l| l.finish(t1)),
             None => Ok(()),
-        };
+        }
+        .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
         r.and(logged).map(|_| (engine, file, stats))
     });
     barrier.wait();

@@ -351,3 +351,53 @@ fn status_interval_prints_interim_reports() {
     assert_eq!(code, 0);
     assert!(out.matches("read: IOPS=").count() >= 3, "{out}");
 }
+
+/// `--write_auto_log`: a line a second (and one for the rest), nine fields each, whose
+/// completions add up to the run's and whose switches add up to auto's in the JSON.
+#[test]
+fn auto_log_has_a_line_a_second_that_adds_up() {
+    let d = tempdir();
+    let name = d.path().join("a").display().to_string();
+    let arg = format!("--write_auto_log={name}");
+    let out = common::json_of(&[
+        "run",
+        "--mode=auto",
+        "--ioengine=sim",
+        "--sim_latency=fixed:10us",
+        "--runtime=2500ms",
+        "--time_based",
+        "--output-format=json",
+        &arg,
+    ]);
+    let text = std::fs::read_to_string(format!("{name}_auto.1.log")).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(", ").collect()).collect();
+    assert!((3..=4).contains(&rows.len()), "{text}");
+    assert!(rows.iter().all(|r| r.len() == 9), "{text}");
+    let num = |r: &Vec<&str>, i: usize| r[i].parse::<u64>().unwrap();
+    assert!(
+        rows.windows(2).all(|w| num(&w[1], 0) > num(&w[0], 0)),
+        "{text}"
+    );
+    assert!(rows
+        .iter()
+        .all(|r| ["poll", "hybrid", "interrupt", "adaptive"].contains(&r[1])));
+    let job = &out["jobs"][0];
+    let done: u64 = rows.iter().map(|r| num(r, 8)).sum();
+    let ios = job["read"]["total_ios"].as_u64().unwrap();
+    // The log counts what auto reaped in the measured period: the engine's I/Os.
+    assert!(done >= ios && done <= ios + 64, "{done} vs {ios}: {text}");
+    let switches: u64 = rows.iter().map(|r| num(r, 2)).sum();
+    assert_eq!(
+        switches,
+        job["pollwise"]["auto_switches"].as_u64().unwrap(),
+        "{text}"
+    );
+}
+
+#[test]
+fn auto_log_needs_auto() {
+    usage_error(
+        &["run", "--mode=poll", "--ioengine=sim", "--write_auto_log=x"],
+        &["--write_auto_log", "--mode=auto"],
+    );
+}

@@ -81,3 +81,37 @@ fn fairness_json_shape() {
     }
     assert!(r["sensitive_lat_ns"]["idle"]["p50"].as_u64().unwrap() > 0);
 }
+
+/// `--poller_wait=auto`: the JSON names the wait and shows the poller's choice.
+#[test]
+fn poller_wait_auto_shows_its_choice() {
+    let v = json_with_temp_file(
+        &["scenario", "fairness"],
+        &[
+            "--size=16M",
+            "--runtime=400ms",
+            "--burst=64",
+            "--poller_wait=auto",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(v["poller_wait"], "auto", "{v}");
+    let a = &v["poller_auto"];
+    assert!(
+        ["poll", "interrupt", "adaptive"].contains(&a["current"].as_str().unwrap()),
+        "{a}"
+    );
+    let done: u64 = ["poll", "interrupt", "adaptive"]
+        .iter()
+        .map(|m| a["completions"][m].as_u64().unwrap())
+        .sum();
+    assert!(done > 0, "{a}");
+    assert!(
+        a["reasons"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|n| n.as_u64() > Some(0)),
+        "{a}"
+    );
+}

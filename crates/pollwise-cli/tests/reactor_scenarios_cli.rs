@@ -32,6 +32,10 @@ fn bad_options_get_exit_2_and_the_fix() {
         (&["slow-handler", "--sources=0"], &["--sources=0"]),
         (&["slow-handler", "--fdmon"], &["--fdmon"]),
         (&["slow-handler", "--mode=poll"], &["--mode"]),
+        (
+            &["idle-sources", "--reactor_wait=spin"],
+            &["--reactor_wait=spin", "auto"],
+        ),
         (&["slow-handler", "--rounds=0"], &["--rounds=3"]),
         (
             &["slow-handler", "--runtime=100ms", "--rounds=5"],
@@ -103,5 +107,30 @@ fn slow_handler_prints_the_promised_json() {
         )));
         assert_eq!(code, 0, "{err}");
         check_json(&out, "slow-handler", &["excluded", "included"]);
+    }
+}
+
+/// `--reactor_wait=auto`: the JSON names the wait, and each variant shows the reactor's choice.
+#[test]
+fn reactor_wait_auto_shows_its_choice() {
+    let v = common::json_of(&[
+        "scenario",
+        "slow-handler",
+        "--reactor_wait=auto",
+        "--handler_us=5",
+        "--runtime=300ms",
+        "--rounds=1",
+        "--size=8M",
+        "--output-format=json",
+    ]);
+    assert_eq!(v["reactor_wait"], "auto", "{v}");
+    for r in v["results"].as_array().unwrap() {
+        let a = &r["reactor_auto"];
+        let t: u64 = ["poll", "interrupt", "adaptive"]
+            .iter()
+            .map(|m| a["time_ns"][m].as_u64().unwrap())
+            .sum();
+        assert!(t > 0, "{a}");
+        assert!(a["last_reason"].is_string(), "{a}");
     }
 }

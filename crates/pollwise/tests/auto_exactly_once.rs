@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use poller_common::*;
 use pollwise::clock::{self, Clock, MonotonicClock};
-use pollwise::policy::auto::{Auto, CANDIDATES};
+use pollwise::policy::auto::{Auto, Reason, CANDIDATES};
+use pollwise::policy::choice::LoopWait;
 use pollwise::policy::contention::FlappingSignals;
 use pollwise::policy::{Mode, PolicyConfig, WaitPolicy};
 use pollwise::poller::{ClientOptions, PollerConfig, SharedPoller};
@@ -250,6 +251,11 @@ fn auto_on_a_shared_poller_client() {
         })
         .unwrap(),
     );
+    drive_a_client(&poller);
+}
+
+/// A depth-8 client of `poller`, driven with nops under `auto`.
+fn drive_a_client(poller: &SharedPoller) {
     let client = poller
         .client(ClientOptions {
             depth: 8,
@@ -258,4 +264,114 @@ fn auto_on_a_shared_poller_client() {
         .unwrap();
     let mut q = Tracked::new(client, clock::monotonic(), 8).unwrap();
     drive_nops(&mut q, 8);
+}
+
+/// The shared poller itself waits with `auto` (its own choice among spinning, its idle time and
+/// sleeping at once), its client too: every nop once, and the poller switched between rounds.
+#[test]
+fn auto_in_the_shared_pollers_own_wait() {
+    let poller = Arc::new(
+        SharedPoller::with_auto_signals(
+            PollerConfig {
+                depth: 16,
+                batch: 4,
+                idle: Duration::from_micros(50),
+                wait: LoopWait::Auto,
+                ..Default::default()
+            },
+            Box::new(FlappingSignals {
+                start_ns: MonotonicClock.now_ns(),
+                period_ns: 400_000_000,
+                on: 100_000_000..130_000_000,
+            }),
+        )
+        .unwrap(),
+    );
+    drive_a_client(&poller);
+    let st = poller.auto_status().expect("the poller runs auto");
+    let c = st.counters;
+    // The contention of 100-130 ms sent it to interrupt and it came back: two switches at
+    // least, every one between rounds, and every routed completion counted in one mode.
+    assert!(c.auto_switches >= 2, "{st:?}");
+    assert!(st.reasons[Reason::Contention as usize] >= 1, "{st:?}");
+    let by_mode = c.auto_poll_completions
+        + c.auto_hybrid_completions
+        + c.auto_interrupt_completions
+        + c.auto_adaptive_completions;
+    assert_eq!(c.auto_hybrid_completions, 0, "no hybrid in a loop's choice");
+    assert_eq!(by_mode, poller.counters().completed, "{st:?}");
+}
+
+/// The reactor waits with `auto`: a client on another thread sends numbered requests over a
+/// channel, with pauses, for 700 ms; the reactor answers each; every answer comes exactly once,
+/// in order, while the reactor switches between polling, its windows and blocking.
+#[test]
+fn auto_in_the_reactors_wait() {
+    use pollwise::reactor::channel;
+    use pollwise::reactor::{Reactor, ReactorConfig};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (mut c, s) = channel::channel::<u64, u64>(4).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let reactor = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let cfg = ReactorConfig {
+                wait: LoopWait::Auto,
+                ..Default::default()
+            };
+            let mut r = Reactor::new(cfg, clock::monotonic()).unwrap();
+            r.set_auto_signals(
+                0.1,
+                Box::new(FlappingSignals {
+                    start_ns: MonotonicClock.now_ns(),
+                    period_ns: 400_000_000,
+                    on: 100_000_000..130_000_000,
+                }),
+            );
+            serve_echo(&mut r, s);
+            tx.send(r.notifier()).unwrap();
+            while !stop.load(Ordering::Acquire) {
+                r.run_once(true).unwrap();
+            }
+            (
+                r.chooser().unwrap().status(MonotonicClock.now_ns()),
+                r.counters(),
+            )
+        })
+    };
+    let notifier = rx.recv().unwrap();
+    let end = MonotonicClock.now_ns() + 700_000_000;
+    let mut n = 0u64;
+    while MonotonicClock.now_ns() < end {
+        c.send(n).unwrap();
+        let t = MonotonicClock.now_ns();
+        let v = loop {
+            if let Some(v) = c.recv() {
+                break v;
+            }
+            assert!(
+                MonotonicClock.now_ns() - t < 5_000_000_000,
+                "request {n} never answered: a lost wake-up"
+            );
+            std::hint::spin_loop();
+        };
+        assert_eq!(v, n, "answers in order, each once");
+        n += 1;
+        if n % 64 == 0 {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    assert!(c.recv().is_none(), "an answer came twice");
+    stop.store(true, Ordering::Release);
+    notifier.notify();
+    let (st, rc) = reactor.join().unwrap();
+    let d = st.counters;
+    assert!(d.auto_switches >= 2, "{st:?}");
+    assert!(st.reasons[Reason::Contention as usize] >= 1, "{st:?}");
+    assert_eq!(d.auto_hybrid_completions, 0, "no hybrid in a loop's choice");
+    let by_mode =
+        d.auto_poll_completions + d.auto_interrupt_completions + d.auto_adaptive_completions;
+    assert_eq!(by_mode, rc.fd_dispatches + rc.poll_dispatches, "{st:?}");
+    assert!(by_mode >= n, "{st:?} {rc:?}");
 }

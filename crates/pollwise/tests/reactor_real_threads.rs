@@ -5,13 +5,15 @@
 //!   polling set all the time, racing the clients' doorbell decisions. Every request must be
 //!   answered exactly once; a lost wake-up shows up as a client waiting forever (bounded here).
 
+mod poller_common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pollwise::clock::monotonic;
-use pollwise::reactor::channel::{self, ChannelSource, Requests};
-use pollwise::reactor::{Ctx, FdMonKind, Reactor, ReactorConfig};
+use pollwise::reactor::channel;
+use pollwise::reactor::{FdMonKind, Reactor, ReactorConfig};
 
 fn spin_for(ns: u64) {
     let t = Instant::now();
@@ -43,13 +45,7 @@ fn echo_with_churn(kind: FdMonKind) {
             };
             let mut r = Reactor::new(cfg, monotonic()).unwrap();
             for s in servers {
-                let (rq, mut rs) = s.split();
-                let echo = move |rq: &mut Requests<u64>, _: &mut Ctx<'_>| {
-                    while let Some(v) = rq.pop() {
-                        assert!(rs.reply(v).is_ok(), "response ring full");
-                    }
-                };
-                r.add(Box::new(ChannelSource::new(rq, echo))).unwrap();
+                poller_common::serve_echo(&mut r, s);
             }
             tx.send(r.notifier()).unwrap();
             while !stop.load(Ordering::Acquire) {

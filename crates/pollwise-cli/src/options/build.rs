@@ -279,6 +279,12 @@ impl Opts {
             None => s.policy.mode,
         };
         s.policy = self.policy_config(mode)?;
+        if s.logs.auto.is_some() && mode != Mode::Auto {
+            return Err(Error::Usage(format!(
+                "--write_auto_log logs auto's choices, and this job runs --mode={}: add --mode=auto or drop --write_auto_log",
+                mode.name()
+            )));
+        }
         Ok(s)
     }
 
@@ -363,6 +369,7 @@ impl Opts {
         let lat = name(self, "write_lat_log")?;
         let bw = name(self, "write_bw_log")?;
         let iops = name(self, "write_iops_log")?;
+        s.logs.auto = name(self, "write_auto_log")?;
         s.logs.lat = lat;
         s.logs.bw = bw;
         s.logs.iops = iops;

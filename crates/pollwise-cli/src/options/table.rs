@@ -332,6 +332,8 @@ const RUN_LIKE: &[&str] = &["run", "compare"];
 const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
 const POLLER: &[&str] = &["shared-poller", "fairness"];
 const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
+/// The ways a reactor or a shared poller waits (`LoopWait`).
+const LOOP_WAITS: &[&str] = &["adaptive", "poll", "interrupt", "auto"];
 const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler"];
 
 /// Every option pollwise knows.
@@ -430,12 +432,14 @@ pub const OPTIONS: &[Opt] = &[
     opt("poller_idle_us", dur(TimeUnit::Micros), val("1000us"), C::Poller, Only(POLLER), "the poller's idle time before it sleeps (bare number: us)"),
     opt("poller_quantum", Kind::Size { min: 1, max: U32 }, val("32k"), C::Poller, Only(POLLER), "bytes per client per turn (deficit round robin)"),
     opt("poller_depth", int(1, 32767), val("256"), C::Poller, Only(POLLER), "requests the poller keeps in the kernel at most"),
+    opt("poller_wait", Kind::Enum { choices: LOOP_WAITS, noun: None }, val("adaptive"), C::Poller, Only(POLLER), "how the poller waits without work: adaptive (sleep after --poller_idle_us), poll (spin; sleep only after 100 ms), interrupt (sleep at once), auto (choose at run time, as --mode=auto)"),
     // reactor
     opt("fdmon", Kind::Enum { choices: &["io_uring", "uring", "epoll"], noun: None }, val("io_uring"), C::Reactor, Only(DAEMON), "the reactor's fd monitor"),
     opt("sources", int(1, 10_000), val("100"), C::Reactor, Only(DAEMON), "channels the daemon serves"),
     opt("active", int(1, 10_000), val("1"), C::Reactor, Only(&["idle-sources"]), "channels with a client reading (at most --sources)"),
     opt("poll_idle_ms", int(0, u64::MAX), val("100"), C::Reactor, Only(&["idle-sources"]), "idle time after which a source leaves the polling set (QEMU: 7000)"),
     opt("handler_us", int(0, u64::MAX), val("40"), C::Reactor, Only(&["slow-handler"]), "CPU each request's handler spins, in us"),
+    opt("reactor_wait", Kind::Enum { choices: LOOP_WAITS, noun: None }, val("adaptive"), C::Reactor, Only(DAEMON), "how the reactor waits: adaptive (per-source windows up to --poll_max_ns), poll (the whole window cap), interrupt (straight to the fd monitor), auto (choose at run time, as --mode=auto)"),
     // output and help
     opt("output_format", Kind::Enum { choices: &["normal", "json", "json+", "terse"], noun: None }, val("normal"), C::Output, All, "the report: a table, fio-shaped JSON, JSON with latency bins (json+), or fio's terse v3 line (json+ and terse: run only)"),
     opt("output", Kind::Str { bare: None }, NONE, C::Output, All, "write the report to this file instead of standard output"),
@@ -446,6 +450,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("write_lat_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_lat.N.log, NAME_clat.N.log, NAME_slat.N.log (ns; N: the job thread, from 1); a bare flag uses the job's name"),
     opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)"),
     opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)"),
+    opt("write_auto_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "with --mode=auto: write NAME_auto.N.log, one line a second: time (ms), mode at the second's end, switches in it, their reasons (reason:count, - if none), ms in poll, hybrid, interrupt, adaptive, completions"),
     opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),

@@ -47,9 +47,17 @@ pub struct LogSpec {
     /// fio's thread number of the job's first thread (1-based, counted across the run's jobs
     /// and their `numjobs` clones); 0 means 1.
     pub first_index: u32,
+    /// `write_auto_log=NAME`: `auto`'s mode and switches, one line a second
+    /// ([`autolog`](super::autolog)).
+    pub auto: Option<String>,
 }
 
 impl LogSpec {
+    /// fio's number of thread `thread` (0-based within the job) in log file names.
+    pub fn thread_number(&self, thread: u32) -> u32 {
+        self.first_index.max(1) + thread
+    }
+
     /// Whether any log is asked for.
     pub fn any(&self) -> bool {
         self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
@@ -57,7 +65,7 @@ impl LogSpec {
 
     /// The files thread `thread` (0-based within the job) writes, by kind: `(kind, path)`.
     pub fn paths(&self, thread: u32) -> Vec<(Kind, PathBuf)> {
-        let n = self.first_index.max(1) + thread;
+        let n = self.thread_number(thread);
         let mut v = Vec::new();
         let mut add = |name: &Option<String>, kinds: &[Kind]| {
             if let Some(name) = name {
@@ -332,7 +340,8 @@ impl ThreadLog {
     }
 }
 
-fn write_error(path: &std::path::Path, e: &std::io::Error) -> Error {
+/// The error of a failed write to a log.
+pub(crate) fn write_error(path: &std::path::Path, e: &std::io::Error) -> Error {
     Error::Io(format!(
         "cannot write the log {}: {}",
         path.display(),

@@ -7,6 +7,7 @@
 //! time pollwise did not measure is reported as not measured (`N: 0`, named in
 //! `jobs[].pollwise.not_measured`), never filled with another.
 
+pub mod autolog;
 pub mod facts;
 pub mod json;
 pub mod logs;

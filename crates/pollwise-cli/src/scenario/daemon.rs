@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use pollwise::clock::{self, Clock, MonotonicClock};
 use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
+use pollwise::policy::choice::ChoiceStatus;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
@@ -91,6 +92,8 @@ pub struct DaemonReport {
     pub polling_set_end: usize,
     /// Whether the reactor pruned idle sources (configured and supported by the fd monitor).
     pub prunes: bool,
+    /// Under `--reactor_wait=auto`: the reactor's choice over the whole run (ramp included).
+    pub auto: Option<ChoiceStatus>,
 }
 
 impl DaemonReport {
@@ -269,6 +272,7 @@ impl Source for RingSource {
 }
 
 struct ReactorOut {
+    auto: Option<ChoiceStatus>,
     reactor: ReactorCounters,
     fdmon: FdMonCounters,
     polling_set_end: usize,
@@ -393,6 +397,7 @@ fn reactor_thread(
     let (c1, f1, n) = at_end.unwrap_or((r.counters(), r.fdmon_counters(), r.polling_set_len()));
     Ok((
         ReactorOut {
+            auto: r.chooser().map(|a| a.status(clock.now_ns())),
             reactor: sub_reactor(c1, c0),
             fdmon: sub_fdmon(f1, f0),
             polling_set_end: n,
@@ -625,5 +630,6 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         doorbells,
         polling_set_end: ro.polling_set_end,
         prunes,
+        auto: ro.auto,
     })
 }

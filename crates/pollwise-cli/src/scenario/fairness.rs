@@ -25,6 +25,7 @@ use crate::job::JobSpec;
 use crate::{Error, Result};
 use pollwise::clock;
 use pollwise::engine::{Done, Engine, Stop};
+use pollwise::policy::choice::ChoiceStatus;
 use pollwise::poller::{cpu_list, ClientOptions, PollerConfig, SharedPoller};
 use pollwise::request::Slab;
 use pollwise::stats::DirStats;
@@ -158,6 +159,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             }
         }
     }
+    let auto = poller.auto_status();
     let report = poller.shutdown()?;
     if let Some(e) = first_err {
         return Err(e);
@@ -171,6 +173,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         burst,
         burst_at,
         report.counters.cpu_ns,
+        auto,
     ))
 }
 
@@ -232,6 +235,7 @@ fn render(
     burst: u64,
     burst_at: u64,
     poller_cpu_ns: u64,
+    auto: Option<ChoiceStatus>,
 ) -> Output {
     let secs = spec.runtime.as_secs_f64();
     let iops: Vec<f64> = outs.iter().map(|o| o.ios as f64 / secs).collect();
@@ -256,10 +260,11 @@ fn render(
         rows.push(vec![name, format!("{v:.0}")]);
     }
     let mut text = format!(
-        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (batch {}, quantum {} B, depth {}), clients on CPUs {}; heavy0 pushes {burst} more reads at {:.1}s of {:.1}s\n\n",
+        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (wait {}, batch {}, quantum {} B, depth {}), clients on CPUs {}; heavy0 pushes {burst} more reads at {:.1}s of {:.1}s\n\n",
         spec.iodepth,
         spec.bs,
         pcfg.cpu.map_or("any".into(), |c| c.to_string()),
+        pcfg.wait.name(),
         pcfg.batch,
         pcfg.quantum,
         pcfg.depth,
@@ -299,18 +304,21 @@ fn render(
             poller_cpu_ns as f64 / 1e9
         ));
     }
-    Output {
-        text,
-        json: json!({
-            "scenario": "fairness",
-            "results": {
-                "client_iops": iops,
-                "jain_index": j,
-                "sensitive_lat_ns": {
-                    "idle": {"p50": i50, "p99": i99},
-                    "burst": {"p50": b50, "p99": b99},
-                },
-            },
-        }),
+    if let Some(a) = &auto {
+        text.push_str(&format!("poller {}\n", super::auto_line(a)));
     }
+    let mut json = json!({
+        "scenario": "fairness",
+        "results": {
+            "client_iops": iops,
+            "jain_index": j,
+            "sensitive_lat_ns": {
+                "idle": {"p50": i50, "p99": i99},
+                "burst": {"p50": b50, "p99": b99},
+            },
+        },
+    });
+    super::put_auto(&mut json, "poller_auto", auto.as_ref());
+    let json = super::with_wait(json, "poller_wait", pcfg.wait);
+    Output { text, json }
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 use crate::job::{prepare_target, IoEngine, JobSpec, Rw};
 use crate::scenario::daemon::{self, DaemonConfig, DaemonReport};
 use crate::{Error, Result};
+use pollwise::policy::choice::LoopWait;
 use pollwise::reactor::{FdMonKind, ReactorConfig};
 use serde_json::json;
 
@@ -63,6 +64,14 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
     let fdmon = match o.take_str("fdmon")? {
         Some(v) => v.parse::<FdMonKind>()?,
         None => FdMonKind::IoUring,
+    };
+    let wait = match o.take_str("reactor_wait")? {
+        Some(v) => v.parse::<LoopWait>().map_err(|_| {
+            Error::Usage(format!(
+                "--reactor_wait={v} is not a way to wait: use adaptive, poll, interrupt or auto"
+            ))
+        })?,
+        None => LoopWait::Adaptive,
     };
     // Job options the daemon does not use (numjobs, mode, ioengine, hipri, ...) are refused by
     // the option table (see `options::table::COMMANDS`).
@@ -115,6 +124,7 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
             poll_max_ns: spec.policy.poll_max_ns,
             poll_grow: spec.policy.poll_grow,
             poll_shrink: spec.policy.poll_shrink,
+            wait,
             ..Default::default()
         },
         seed: spec.seed,
@@ -173,7 +183,7 @@ pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
 }
 
 /// The table and the JSON both daemon scenarios print: medians over rounds.
-pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Output {
+pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: LoopWait) -> Output {
     let mut cells = Vec::new();
     let mut results = Vec::new();
     let mut detail = String::from("\nper request (medians over rounds):\n");
@@ -195,13 +205,23 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Outpu
             format!("{:.3}", per_req(|d| d.doorbells)),
             format!("{:.0}", r.med(|d| d.polling_set_end as f64)),
         ]);
-        results.push(json!({
+        let last_auto = r.rounds.iter().rev().find_map(|d| d.auto);
+        let mut res = json!({
             "variant": r.variant,
             "sources": r.sources,
             "iops": iops,
             "lat_ns": {"p50": p50, "p99": p99},
             "fdmon_waits_per_req": waits,
-        }));
+        });
+        super::put_auto(&mut res, "reactor_auto", last_auto.as_ref());
+        results.push(res);
+        if let Some(st) = last_auto {
+            detail.push_str(&format!(
+                "  {}: reactor {}\n",
+                r.variant,
+                super::auto_line(&st)
+            ));
+        }
         detail.push_str(&format!(
             "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; IOPS by round {}\n",
             r.variant,
@@ -240,7 +260,11 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str) -> Outpu
     text.push_str(notes);
     Output {
         text,
-        json: json!({"scenario": scenario, "results": results}),
+        json: super::with_wait(
+            json!({"scenario": scenario, "results": results}),
+            "reactor_wait",
+            wait,
+        ),
     }
 }
 
@@ -295,10 +319,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let rows = run_rounds(&variants, c.rounds)?;
     let fdmon = c.base.reactor.fdmon.name();
     let intro = format!(
-        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",
+        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; reactor wait {}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",
         c.base.iodepth,
         c.base.block_size,
         sources - active,
+        c.base.reactor.wait.name(),
         c.rounds,
         c.base.runtime.as_secs_f64(),
         c.base.ramp.as_secs_f64(),
@@ -318,5 +343,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ));
     }
     notes.push_str(FOOTNOTE);
-    Ok(render("idle-sources", intro, &rows, &notes))
+    Ok(render(
+        "idle-sources",
+        intro,
+        &rows,
+        &notes,
+        c.base.reactor.wait,
+    ))
 }

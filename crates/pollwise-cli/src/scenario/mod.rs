@@ -19,6 +19,8 @@ use pollwise::poller::pin_to_cpus;
 
 use crate::options::Opts;
 use crate::report::Output;
+use pollwise::policy::choice::{ChoiceStatus, LoopWait, Reason, CANDIDATES};
+use serde_json::{json, Value};
 
 /// Runs scenario `name`.
 pub fn run(name: &str, o: &mut Opts) -> Result<Output> {
@@ -71,4 +73,73 @@ pub fn spawn_client<T: Send + 'static>(
 /// A client thread's result; a panic becomes an error.
 pub fn joined<T>(r: std::thread::Result<Result<T>>) -> Result<T> {
     r.unwrap_or_else(|_| Err(Error::Io("a client thread panicked".into())))
+}
+
+/// One line on a loop's `auto` choice: its mode at the end, its switches and their reasons, and
+/// its share of time in each mode.
+pub fn auto_line(st: &ChoiceStatus) -> String {
+    let c = &st.counters;
+    let times = [
+        c.auto_poll_ns,
+        c.auto_hybrid_ns,
+        c.auto_interrupt_ns,
+        c.auto_adaptive_ns,
+    ];
+    let all = times.iter().sum::<u64>().max(1) as f64;
+    let shares: Vec<String> = CANDIDATES
+        .iter()
+        .zip(times)
+        .filter(|(_, t)| *t > 0)
+        .map(|(m, t)| format!("{m} {:.0}%", 100.0 * t as f64 / all))
+        .collect();
+    let reasons: Vec<String> = Reason::ALL
+        .iter()
+        .filter(|r| st.reasons[**r as usize] > 0)
+        .map(|r| format!("{} {}", r.name(), st.reasons[*r as usize]))
+        .collect();
+    format!(
+        "auto: {} at the end (last reason {}), {} switches, {} epochs; decisions: {}; time: {}",
+        CANDIDATES[st.current],
+        st.last_reason.name(),
+        c.auto_switches,
+        c.auto_epochs,
+        reasons.join(", "),
+        shares.join(", ")
+    )
+}
+
+/// A loop's `auto` choice in the JSON: the mode at the end, the last reason, the count of each
+/// reason, and switches, epochs, time (ns) and completions per mode.
+pub fn auto_json(st: &ChoiceStatus) -> Value {
+    let c = &st.counters;
+    let reasons: serde_json::Map<String, Value> = Reason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), json!(st.reasons[*r as usize])))
+        .collect();
+    json!({
+        "current": CANDIDATES[st.current],
+        "last_reason": st.last_reason.name(),
+        "reasons": reasons,
+        "switches": c.auto_switches,
+        "epochs": c.auto_epochs,
+        "time_ns": {"poll": c.auto_poll_ns, "interrupt": c.auto_interrupt_ns, "adaptive": c.auto_adaptive_ns},
+        "completions": {"poll": c.auto_poll_completions, "interrupt": c.auto_interrupt_completions, "adaptive": c.auto_adaptive_completions},
+    })
+}
+
+/// Adds `key`: [`auto_json`] of `st` to the object `v` when there is a choice to show (the
+/// loop ran `auto`); otherwise `v` keeps the shape it had before `auto`.
+pub fn put_auto(v: &mut Value, key: &str, st: Option<&ChoiceStatus>) {
+    if let (Some(st), Some(o)) = (st, v.as_object_mut()) {
+        o.insert(key.to_string(), auto_json(st));
+    }
+}
+
+/// `v` with `key`: the loop's way of waiting, when it is not the default (adaptive): a run
+/// without `--reactor_wait`/`--poller_wait` keeps the JSON it had before they existed.
+pub fn with_wait(mut v: Value, key: &str, wait: LoopWait) -> Value {
+    if let (true, Some(o)) = (wait != LoopWait::Adaptive, v.as_object_mut()) {
+        o.insert(key.to_string(), json!(wait.name()));
+    }
+    v
 }

@@ -25,6 +25,7 @@ use crate::job::{prepare_target, uring_for, IoEngine, JobSpec};
 use crate::{Error, Result};
 use pollwise::clock;
 use pollwise::engine::{Engine, Stop};
+use pollwise::policy::choice::ChoiceStatus;
 use pollwise::poller::{
     allowed_cpus, cpu_list, ClientOptions, PollerConfig, PollerCounters, SharedPoller,
 };
@@ -96,6 +97,13 @@ pub fn take_poller_config(o: &mut Opts, default_depth: u32) -> Result<PollerConf
     if let Some(v) = o.take_u32("poller_depth")? {
         c.depth = v;
     }
+    if let Some(v) = o.take_str("poller_wait")? {
+        c.wait = v.parse().map_err(|_| {
+            Error::Usage(format!(
+                "--poller_wait={v} is not a way to wait: use adaptive, poll, interrupt or auto"
+            ))
+        })?;
+    }
     if c.cpu.is_none() {
         c.cpu = allowed_cpus().last().copied();
     }
@@ -159,6 +167,8 @@ struct VariantResult {
     elapsed_ns: u64,
     sparse: DirStats,
     poller: Option<PollerCounters>,
+    /// Under `--poller_wait=auto`: the poller's choice over the run.
+    auto: Option<ChoiceStatus>,
 }
 
 impl VariantResult {
@@ -287,6 +297,7 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
     })?;
     let h = joined(heavy_t.join());
     let s = joined(sparse_t.join());
+    let auto = poller.as_ref().and_then(|p| p.auto_status());
     let counters = poller
         .map(|p| p.shutdown())
         .transpose()?
@@ -298,6 +309,7 @@ fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
         elapsed_ns,
         sparse: s?,
         poller: counters,
+        auto,
     })
 }
 
@@ -314,21 +326,24 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
             us(p50),
             us(p99),
         ]);
-        results.push(json!({
+        let mut res = json!({
             "variant": r.variant,
             "heavy_iops": r.heavy_iops(),
             "heavy_bw_bytes": r.heavy_bw(),
             "sparse_lat_ns": {"p50": p50, "p99": p99},
-        }));
+        });
+        super::put_auto(&mut res, "poller_auto", r.auto.as_ref());
+        results.push(res);
     }
     let spec = &st.spec;
     let mut text = format!(
-        "pollwise scenario shared-poller: heavy client QD{} {} B random reads (direct={}), sparse client one read every {} ms; polling on CPU {}, clients on CPUs {}; {:.1}s per variant\n\n",
+        "pollwise scenario shared-poller: heavy client QD{} {} B random reads (direct={}), sparse client one read every {} ms; polling on CPU {} (wait {}), clients on CPUs {}; {:.1}s per variant\n\n",
         spec.iodepth,
         spec.bs,
         spec.direct as u8,
         st.interval.as_millis(),
         st.pcfg.cpu.map_or("any".into(), |c| c.to_string()),
+        st.pcfg.wait.name(),
         cpu_list(&st.cpus),
         spec.runtime.as_secs_f64()
     );
@@ -368,13 +383,20 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
                 c.cpu_ns as f64 / 1e9
             ));
         }
+        if let Some(a) = &r.auto {
+            text.push_str(&format!("pollwise poller {}\n", super::auto_line(a)));
+        }
     }
     text.push_str(
         "\nThe sparse client makes one sample per interval: with few samples p99 is the maximum.\n",
     );
     Output {
         text,
-        json: json!({"scenario": "shared-poller", "results": results}),
+        json: super::with_wait(
+            json!({"scenario": "shared-poller", "results": results}),
+            "poller_wait",
+            st.pcfg.wait,
+        ),
     }
 }
 

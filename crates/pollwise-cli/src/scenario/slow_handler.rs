@@ -59,10 +59,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         .collect();
     let rows = run_rounds(&variants, c.rounds)?;
     let intro = format!(
-        "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random (O_DIRECT); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
+        "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random (O_DIRECT); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; reactor wait {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
         c.base.iodepth,
         c.base.block_size,
         c.base.reactor.fdmon.name(),
+        c.base.reactor.wait.name(),
         c.base.reactor.poll_max_ns,
         c.rounds,
         c.base.runtime.as_secs_f64(),
@@ -77,5 +78,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     notes.push_str("excluded: run() time kept out of the block time (QEMU since 2021); included: counted in.\n");
     notes.push_str(FOOTNOTE);
-    Ok(render("slow-handler", intro, &rows, &notes))
+    Ok(render(
+        "slow-handler",
+        intro,
+        &rows,
+        &notes,
+        c.base.reactor.wait,
+    ))
 }

@@ -42,7 +42,7 @@
 //!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
 //!   confirms the same choice.
 //! - *Contended*: interrupt, entered from any state as soon as the
-//!   [`ContentionSampler`] says so (sampled at most every 10 ms). Once the contention has been
+//!   [`ContentionSampler`](super::contention::ContentionSampler) says so (sampled at most every 10 ms). Once the contention has been
 //!   gone for a calm period, a new exploration starts; if contention comes back during it, the
 //!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
 //!   poll do not keep trying.
@@ -81,7 +81,8 @@
 use std::io;
 use std::sync::Arc;
 
-use super::contention::{ContentionSampler, CpuSignals, ProcSignals};
+use super::choice::{Chooser, HybridProbe, HYBRID};
+use super::contention::{CpuSignals, ProcSignals};
 use super::{DynQueue, PolicyConfig, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
 use crate::queue::{Completion, OpInfo};
@@ -104,15 +105,9 @@ pub const CALM_MIN_NS: u64 = 100_000_000;
 pub const CALM_MAX_NS: u64 = 10_000_000_000;
 /// Poll's p90 over p50 from which adaptive is explored too.
 pub const SPREAD_FOR_ADAPTIVE: f64 = 2.0;
-/// Latencies kept per epoch for its percentiles.
-const LAT_CAP: usize = 4096;
 
 /// The candidates, in the order their counters and beliefs are reported.
 pub const CANDIDATES: [&str; 4] = ["poll", "hybrid", "interrupt", "adaptive"];
-const POLL: usize = 0;
-const HYBRID: usize = 1;
-const INTERRUPT: usize = 2;
-const ADAPTIVE: usize = 3;
 
 /// Why `auto` chose a mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,54 +167,22 @@ pub struct Estimate {
     pub ios_per_s: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Not waited yet.
-    Idle,
-    /// Trying `plan[..len]`, now at `at`.
-    Explore {
-        plan: [usize; 4],
-        len: usize,
-        at: usize,
-    },
-    /// Keeping the best until `until_ns`.
-    Hold { until_ns: u64 },
-    /// Interrupt while contended; calm since the given time.
-    Contended { calm_since: Option<u64> },
-}
-
-struct Epoch {
-    settle_left: u64,
-    start_ns: u64,
-    start_cpu: u64,
-    ios: u64,
-    lats: Vec<u64>,
-    hybrid_sleeps: u64,
-}
-
 /// The `auto` policy. See the module docs.
 pub struct Auto {
     clock: Arc<dyn Clock>,
-    slack: f64,
     cands: [Box<dyn WaitPolicy>; 4],
-    cur: usize,
-    sampler: ContentionSampler,
-    phase: Phase,
-    epoch: Epoch,
-    est: [Option<Estimate>; 4],
-    last_best: Option<usize>,
-    hold_ns: u64,
-    calm_ns: u64,
-    after_contention: bool,
-    hybrid_sleep_share: f64,
-    hybrid_skipped: u64,
-    epochs: u64,
-    switches: u64,
-    reasons: [u64; 7],
-    last_reason: Reason,
-    mode_ns: [u64; 4],
-    mode_ios: [u64; 4],
-    mode_since: u64,
+    /// The decision core (shared with the reactor's and the shared poller's waits).
+    ch: Chooser,
+}
+
+/// Hybrid, as the decision core sees it: its timer lead and its sleeps.
+impl HybridProbe for Box<dyn WaitPolicy> {
+    fn hybrid_lead_ns(&self) -> Option<u64> {
+        self.timer_lead_ns()
+    }
+    fn hybrid_sleeps(&self) -> u64 {
+        self.counters().sleeps
+    }
 }
 
 impl Auto {
@@ -246,306 +209,48 @@ impl Auto {
             ],
             clock,
             // The caller validates; a slack that is no number falls back to the default.
-            slack: if cfg.auto_latency_slack.is_finite() && cfg.auto_latency_slack >= 0.0 {
-                cfg.auto_latency_slack
-            } else {
-                super::DEFAULT_AUTO_LATENCY_SLACK
-            },
-            cur: POLL,
-            sampler: ContentionSampler::new(signals),
-            phase: Phase::Idle,
-            epoch: Epoch {
-                settle_left: SETTLE_IOS,
-                start_ns: 0,
-                start_cpu: 0,
-                ios: 0,
-                lats: Vec::with_capacity(LAT_CAP),
-                hybrid_sleeps: 0,
-            },
-            est: [None; 4],
-            last_best: None,
-            hold_ns: HOLD_MIN_NS,
-            calm_ns: CALM_MIN_NS,
-            after_contention: false,
-            hybrid_sleep_share: 0.0,
-            hybrid_skipped: 0,
-            epochs: 0,
-            switches: 0,
-            reasons: [0; 7],
-            last_reason: Reason::Start,
-            mode_ns: [0; 4],
-            mode_ios: [0; 4],
-            mode_since: 0,
+            ch: Chooser::new(cfg.auto_latency_slack, signals, true),
         }
+    }
+
+    /// The decision core: its state, counts and estimates.
+    pub fn chooser(&self) -> &Chooser {
+        &self.ch
     }
 
     /// The current mode's name.
     pub fn current(&self) -> &'static str {
-        CANDIDATES[self.cur]
+        self.ch.current()
     }
 
     /// Mode switches so far.
     pub fn switches(&self) -> u64 {
-        self.switches
+        self.ch.switches()
     }
 
     /// How often `r` was the reason of a decision.
     pub fn reason_count(&self, r: Reason) -> u64 {
-        self.reasons[r as usize]
+        self.ch.reason_count(r)
     }
 
     /// The reason of the last decision.
     pub fn last_reason(&self) -> Reason {
-        self.last_reason
+        self.ch.last_reason()
     }
 
     /// Epochs measured so far.
     pub fn epochs(&self) -> u64 {
-        self.epochs
+        self.ch.epochs()
     }
 
     /// The latest measurement of candidate `name`, if any.
     pub fn estimate(&self, name: &str) -> Option<Estimate> {
-        let i = CANDIDATES.iter().position(|&c| c == name)?;
-        self.est[i]
+        self.ch.estimate(name)
     }
 
     /// Completions reaped in mode `name`.
     pub fn completions_in(&self, name: &str) -> u64 {
-        CANDIDATES
-            .iter()
-            .position(|&c| c == name)
-            .map_or(0, |i| self.mode_ios[i])
-    }
-
-    /// Nanoseconds spent in each candidate up to `now`.
-    fn mode_times(&self, now: u64) -> [u64; 4] {
-        let mut t = self.mode_ns;
-        if self.phase != Phase::Idle {
-            t[self.cur] += now.saturating_sub(self.mode_since);
-        }
-        t
-    }
-
-    /// Decides `to` for `reason`; a new epoch starts either way.
-    fn switch(&mut self, to: usize, reason: Reason, now: u64) {
-        self.reasons[reason as usize] += 1;
-        self.last_reason = reason;
-        if to != self.cur {
-            self.mode_ns[self.cur] += now.saturating_sub(self.mode_since);
-            self.mode_since = now;
-            self.cur = to;
-            self.switches += 1;
-        }
-        self.epoch.settle_left = SETTLE_IOS;
-        self.epoch.ios = 0;
-        self.epoch.lats.clear();
-    }
-
-    fn explore(&mut self, reason: Reason, now: u64) {
-        let mut plan = [POLL, HYBRID, INTERRUPT, ADAPTIVE];
-        let mut len = 3;
-        // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
-        let lead = self.hybrid_lead_ns();
-        if let (Some(lead), Some(p)) = (lead, self.est[POLL]) {
-            if lead >= p.p50_ns / 2.0 {
-                plan = [POLL, INTERRUPT, ADAPTIVE, HYBRID];
-                len = 2;
-                self.hybrid_skipped += 1;
-            }
-        }
-        self.after_contention = reason == Reason::ContentionGone;
-        self.phase = Phase::Explore { plan, len, at: 0 };
-        self.switch(plan[0], reason, now);
-    }
-
-    fn hybrid_lead_ns(&self) -> Option<f64> {
-        self.cands[HYBRID]
-            .timer_lead_ns()
-            .filter(|&v| v > 0)
-            .map(|v| v as f64)
-    }
-
-    /// The least CPU per I/O among the candidates whose median is within the slack of poll's.
-    fn best(&self) -> usize {
-        let Some(p) = self.est[POLL] else {
-            return INTERRUPT;
-        };
-        let limit = p.p50_ns * (1.0 + self.slack);
-        let mut best = POLL;
-        for (i, e) in self.est.iter().enumerate() {
-            if let Some(e) = e {
-                let b = self.est[best].unwrap_or(p);
-                if e.p50_ns <= limit
-                    && (e.cpu_per_io_ns < b.cpu_per_io_ns
-                        || (e.cpu_per_io_ns == b.cpu_per_io_ns && e.p50_ns < b.p50_ns))
-                {
-                    best = i;
-                }
-            }
-        }
-        best
-    }
-
-    fn finish_epoch(&mut self, now: u64) -> Estimate {
-        let cpu = self
-            .sampler
-            .thread_cpu_ns()
-            .saturating_sub(self.epoch.start_cpu);
-        let e = &mut self.epoch;
-        let wall = now.saturating_sub(e.start_ns).max(1);
-        let ios = e.ios.max(1);
-        let (p50, p90) = if e.lats.is_empty() {
-            // No latency recorded (completions the queue had no record of): time per
-            // completion stands in.
-            let t = wall as f64 / ios as f64;
-            (t, t)
-        } else {
-            let n = e.lats.len();
-            let p50 = *e.lats.select_nth_unstable(n / 2).1 as f64;
-            let p90 = *e.lats.select_nth_unstable((n * 9 / 10).min(n - 1)).1 as f64;
-            (p50, p90)
-        };
-        Estimate {
-            p50_ns: p50,
-            p90_ns: p90,
-            cpu_per_io_ns: cpu as f64 / ios as f64,
-            ios_per_s: ios as f64 * 1e9 / wall as f64,
-        }
-    }
-
-    fn on_epoch(&mut self, est: Estimate, now: u64) {
-        self.epochs += 1;
-        let cur = self.cur;
-        match self.phase {
-            Phase::Idle => {}
-            Phase::Explore {
-                mut plan,
-                mut len,
-                at,
-            } => {
-                self.est[cur] = Some(est);
-                if cur == HYBRID {
-                    let sleeps = self.cands[HYBRID]
-                        .counters()
-                        .sleeps
-                        .saturating_sub(self.epoch.hybrid_sleeps);
-                    self.hybrid_sleep_share = sleeps as f64 / self.epoch.ios.max(1) as f64;
-                }
-                if cur == POLL
-                    && est.p90_ns >= SPREAD_FOR_ADAPTIVE * est.p50_ns
-                    && !plan[..len].contains(&ADAPTIVE)
-                {
-                    plan[len] = ADAPTIVE;
-                    len += 1;
-                }
-                let at = at + 1;
-                if at < len {
-                    self.phase = Phase::Explore { plan, len, at };
-                    self.switch(plan[at], Reason::Explore, now);
-                } else {
-                    let best = self.best();
-                    self.hold_ns = if self.last_best == Some(best) {
-                        (self.hold_ns * 2).min(HOLD_MAX_NS)
-                    } else {
-                        HOLD_MIN_NS
-                    };
-                    self.last_best = Some(best);
-                    // An exploration that ran its course without contention: calm resets.
-                    self.calm_ns = CALM_MIN_NS;
-                    self.after_contention = false;
-                    self.phase = Phase::Hold {
-                        until_ns: now + self.hold_ns,
-                    };
-                    self.switch(best, Reason::Best, now);
-                }
-            }
-            Phase::Hold { until_ns } => {
-                let shifted = self.est[cur]
-                    .is_some_and(|o| (est.p50_ns / o.p50_ns.max(1.0) - 1.0).abs() > SHIFT);
-                if shifted {
-                    self.explore(Reason::ClatShift, now);
-                } else if now >= until_ns {
-                    self.explore(Reason::Periodic, now);
-                } else {
-                    self.begin_epoch_counting(now, est);
-                }
-            }
-            Phase::Contended { .. } => self.begin_epoch_counting(now, est),
-        }
-    }
-
-    /// Starts the next epoch of the same mode at once (no settling), keeping `est` as its latest
-    /// measurement (the reference for shifts stays the exploration's).
-    fn begin_epoch_counting(&mut self, now: u64, est: Estimate) {
-        if matches!(self.phase, Phase::Contended { .. }) {
-            self.est[self.cur] = Some(est);
-        }
-        self.epoch.settle_left = 0;
-        self.start_measuring(now);
-    }
-
-    fn start_measuring(&mut self, now: u64) {
-        self.epoch.start_ns = now;
-        self.epoch.start_cpu = self.sampler.thread_cpu_ns();
-        self.epoch.ios = 0;
-        self.epoch.lats.clear();
-        self.epoch.hybrid_sleeps = self.cands[HYBRID].counters().sleeps;
-    }
-
-    fn on_sample(&mut self, now: u64) {
-        let contended = self.sampler.contended();
-        match self.phase {
-            Phase::Contended { calm_since } => {
-                if contended {
-                    self.phase = Phase::Contended { calm_since: None };
-                } else {
-                    let since = calm_since.unwrap_or(now);
-                    if now.saturating_sub(since) >= self.calm_ns {
-                        self.explore(Reason::ContentionGone, now);
-                    } else {
-                        self.phase = Phase::Contended {
-                            calm_since: Some(since),
-                        };
-                    }
-                }
-            }
-            _ if contended => {
-                if matches!(self.phase, Phase::Explore { .. }) && self.after_contention {
-                    // It came back as soon as we polled: wait longer before the next try.
-                    self.calm_ns = (self.calm_ns * 2).min(CALM_MAX_NS);
-                }
-                self.phase = Phase::Contended { calm_since: None };
-                self.switch(INTERRUPT, Reason::Contention, now);
-            }
-            _ => {}
-        }
-    }
-
-    fn after_wait(&mut self, n: usize, now: u64) {
-        let n = n as u64;
-        self.mode_ios[self.cur] += n;
-        if self.sampler.maybe_sample(now) {
-            let before = (self.switches, self.reasons);
-            self.on_sample(now);
-            if (self.switches, self.reasons) != before {
-                return;
-            }
-        }
-        if self.epoch.settle_left > 0 {
-            if n >= self.epoch.settle_left {
-                self.epoch.settle_left = 0;
-                self.start_measuring(now);
-            } else {
-                self.epoch.settle_left -= n;
-            }
-            return;
-        }
-        self.epoch.ios += n;
-        if self.epoch.ios >= EPOCH_IOS && now.saturating_sub(self.epoch.start_ns) >= EPOCH_NS {
-            let est = self.finish_epoch(now);
-            self.on_epoch(est, now);
-        }
+        self.ch.completions_in(name)
     }
 }
 
@@ -555,42 +260,27 @@ impl WaitPolicy for Auto {
     }
 
     fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
-        if self.phase == Phase::Idle {
+        if !self.ch.started() {
             // Each candidate sizes its tables now, not the first time it is tried.
             for c in &mut self.cands {
                 c.prepare(q.capacity());
             }
-            let now = self.clock.now_ns();
-            self.mode_since = now;
-            self.sampler.maybe_sample(now);
-            if self.sampler.contended() {
-                self.phase = Phase::Contended { calm_since: None };
-                self.switch(INTERRUPT, Reason::Contention, now);
-            } else {
-                self.explore(Reason::Start, now);
-            }
+            self.ch.start(self.clock.now_ns(), &self.cands[HYBRID]);
         }
         // The queue submits what was pushed before any candidate polls or waits, and tells each
         // candidate what is in flight: auto forwards nothing but the wait itself.
-        let recording = self.epoch.settle_left == 0;
-        let Auto {
-            clock,
-            cands,
-            cur,
-            epoch,
-            ..
-        } = self;
-        let lats = &mut epoch.lats;
-        let n = cands[*cur].wait_with(q, min, &mut |op: &OpInfo, c: Completion| {
+        let Auto { clock, cands, ch } = self;
+        let cur = ch.current_index();
+        let n = cands[cur].wait_with(q, min, &mut |op: &OpInfo, c: Completion| {
             // lat (queued to reaped), not clat: see the module docs. An operation the queue
             // did not record (slot usize::MAX) has no times.
-            if recording && lats.len() < LAT_CAP && op.slot != usize::MAX {
-                lats.push(clock.now_ns().saturating_sub(op.queued_ns));
+            if ch.recording() && op.slot != usize::MAX {
+                ch.record(clock.now_ns().saturating_sub(op.queued_ns));
             }
             sink(op, c);
         })?;
         let now = self.clock.now_ns();
-        self.after_wait(n, now);
+        self.ch.after_wait(n, now, &self.cands[HYBRID]);
         Ok(n)
     }
 
@@ -599,58 +289,12 @@ impl WaitPolicy for Auto {
         for p in &self.cands {
             c.add(&p.counters());
         }
-        let t = self.mode_times(self.clock.now_ns());
-        c.auto_switches = self.switches;
-        c.auto_epochs = self.epochs;
-        c.auto_poll_ns = t[POLL];
-        c.auto_hybrid_ns = t[HYBRID];
-        c.auto_interrupt_ns = t[INTERRUPT];
-        c.auto_adaptive_ns = t[ADAPTIVE];
-        c.auto_poll_completions = self.mode_ios[POLL];
-        c.auto_hybrid_completions = self.mode_ios[HYBRID];
-        c.auto_interrupt_completions = self.mode_ios[INTERRUPT];
-        c.auto_adaptive_completions = self.mode_ios[ADAPTIVE];
+        self.ch.add_counters(&mut c, self.clock.now_ns());
         c
     }
 
     fn beliefs(&self) -> Vec<(String, f64)> {
-        let now = self.clock.now_ns();
-        let mut b = vec![
-            ("auto.latency_slack".to_string(), self.slack),
-            (format!("auto.current.{}", self.current()), 1.0),
-            ("auto.switches".to_string(), self.switches as f64),
-            ("auto.epochs".to_string(), self.epochs as f64),
-            (format!("auto.last_reason.{}", self.last_reason.name()), 1.0),
-            ("auto.hold_ns".to_string(), self.hold_ns as f64),
-            ("auto.calm_ns".to_string(), self.calm_ns as f64),
-            (
-                "auto.hybrid.sleep_share".to_string(),
-                self.hybrid_sleep_share,
-            ),
-            (
-                "auto.hybrid.skipped_for_slow_wakeups".to_string(),
-                self.hybrid_skipped as f64,
-            ),
-        ];
-        for r in Reason::ALL {
-            b.push((
-                format!("auto.reason.{}", r.name()),
-                self.reasons[r as usize] as f64,
-            ));
-        }
-        let times = self.mode_times(now);
-        for (i, name) in CANDIDATES.iter().enumerate() {
-            let t = times[i];
-            b.push((format!("auto.{name}.time_ns"), t as f64));
-            b.push((format!("auto.{name}.completions"), self.mode_ios[i] as f64));
-            if let Some(e) = self.est[i] {
-                b.push((format!("auto.{name}.p50_ns"), e.p50_ns));
-                b.push((format!("auto.{name}.p90_ns"), e.p90_ns));
-                b.push((format!("auto.{name}.cpu_per_io_ns"), e.cpu_per_io_ns));
-                b.push((format!("auto.{name}.ios_per_s"), e.ios_per_s));
-            }
-        }
-        b.extend(self.sampler.beliefs());
+        let mut b = self.ch.beliefs(self.clock.now_ns());
         for c in &self.cands {
             b.extend(c.beliefs());
         }
@@ -843,7 +487,7 @@ mod tests {
         assert!(hy.cpu_per_io_ns > int.cpu_per_io_ns, "{hy:?} {int:?}");
         // The same device with a tighter slack: interrupt's 3 µs are too many.
         let mut r = Rig::new(LatencyModel::Fixed(40_000), 3_000, 20_000);
-        r.p.slack = 0.05;
+        r.p.ch.slack = 0.05;
         r.qd1_until(100_000, chose);
         assert_ne!(r.p.current(), "interrupt");
     }

@@ -17,6 +17,7 @@
 
 pub mod adaptive;
 pub mod auto;
+pub mod choice;
 pub mod contention;
 pub mod hybrid;
 pub mod interrupt;

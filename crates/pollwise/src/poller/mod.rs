@@ -48,6 +48,7 @@ pub use worker::SharedPoller;
 
 use std::time::Duration;
 
+use crate::policy::choice::LoopWait;
 use crate::{Error, Result};
 
 /// How the shared poller runs. `Default`: not pinned, batches of 8, a 32 KiB quantum, 1 ms of
@@ -66,7 +67,15 @@ pub struct PollerConfig {
     /// The poller's ring size and its cap on requests in the kernel (default 256, at most
     /// [`MAX_POLLER_DEPTH`]).
     pub depth: u32,
+    /// How the poller waits when it finds no work: after `idle` (adaptive, the default), at the
+    /// first idle round (interrupt), only after [`POLL_IDLE_NS`] (poll), or as `auto` chooses
+    /// among the three from the time it waits for work and its CPU per completion.
+    pub wait: LoopWait,
 }
+
+/// How long a poller told to poll ([`LoopWait::Poll`]) spins without work before it sleeps
+/// anyway: 100 ms, so that an idle poller does not burn a CPU for ever.
+pub const POLL_IDLE_NS: u64 = 100_000_000;
 
 impl Default for PollerConfig {
     fn default() -> Self {
@@ -76,6 +85,7 @@ impl Default for PollerConfig {
             quantum: 32 << 10,
             idle: Duration::from_micros(1000),
             depth: 256,
+            wait: LoopWait::Adaptive,
         }
     }
 }

@@ -16,9 +16,11 @@ use std::thread::JoinHandle;
 
 use super::drr::{Drr, Lane, Source};
 use super::idle::IdleTimer;
-use super::RING_SETUP_OP;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
+use super::{POLL_IDLE_NS, RING_SETUP_OP};
 use crate::clock::{self, Clock};
+use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
+use crate::policy::contention::CpuSignals;
 use crate::queue::poller_client::{Client, ClientOptions, ClientShared, PollerEnds, PollerShared};
 use crate::queue::ring::{PromisedOp, Ring};
 use crate::queue::{Completion, OpKind};
@@ -33,6 +35,7 @@ use crate::sys::uring::{
     IORING_SETUP_SINGLE_ISSUER,
 };
 use crate::{Error, Result};
+use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
@@ -41,6 +44,8 @@ const CANCEL: u64 = u64::MAX - 1;
 pub struct SharedPoller {
     shared: Arc<PollerShared>,
     thread: Option<JoinHandle<Result<ShutdownReport>>>,
+    /// Under `auto`: the chooser's state, as the poller thread last published it.
+    auto: Option<Arc<Mutex<ChoiceStatus>>>,
 }
 
 impl SharedPoller {
@@ -51,7 +56,39 @@ impl SharedPoller {
 
     /// Starts the poller thread, reading idle time from `clock`.
     pub fn with_clock(cfg: PollerConfig, clock: Arc<dyn Clock>) -> Result<SharedPoller> {
+        SharedPoller::start(cfg, clock, None)
+    }
+
+    /// As [`SharedPoller::new`]; under `auto` (`cfg.wait`), the CPU signals come from
+    /// `signals` instead of `/proc` (tests script them).
+    pub fn with_auto_signals(cfg: PollerConfig, signals: Box<dyn CpuSignals>) -> Result<Self> {
+        Self::start(cfg, clock::monotonic(), Some(signals))
+    }
+
+    /// Under `auto`: the chooser's state as the poller thread last published it (every 64
+    /// rounds, every round with work, and before it sleeps).
+    pub fn auto_status(&self) -> Option<ChoiceStatus> {
+        self.auto
+            .as_ref()
+            .map(|m| *m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn start(
+        cfg: PollerConfig,
+        clock: Arc<dyn Clock>,
+        signals: Option<Box<dyn CpuSignals>>,
+    ) -> Result<SharedPoller> {
         cfg.check()?;
+        let auto = (cfg.wait == LoopWait::Auto).then(|| {
+            let slack = crate::policy::DEFAULT_AUTO_LATENCY_SLACK;
+            let ch = match signals {
+                Some(s) => Chooser::new(slack, s, false),
+                None => LoopWait::chooser(slack),
+            };
+            let status = Arc::new(Mutex::new(ch.status(0)));
+            (ch, status)
+        });
+        let status = auto.as_ref().map(|(_, s)| s.clone());
         let bell = EventFd::new()
             .map_err(|e| Error::Io(format!("cannot create the poller's eventfd: {e}")))?;
         let shared = Arc::new(PollerShared::new(bell));
@@ -60,7 +97,7 @@ impl SharedPoller {
         let thread = std::thread::Builder::new()
             .name("pollwise-poller".into())
             .spawn(move || {
-                let mut w = match Worker::new(&cfg, sh, clock) {
+                let mut w = match Worker::new(&cfg, sh, clock, auto) {
                     Ok(w) => {
                         let _ = tx.send(Ok(()));
                         w
@@ -77,6 +114,7 @@ impl SharedPoller {
             Ok(Ok(())) => Ok(SharedPoller {
                 shared,
                 thread: Some(thread),
+                auto: status,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -211,6 +249,13 @@ struct Worker {
     cap: usize,
     doorbell_armed: bool,
     idle: IdleTimer,
+    /// Spinning without work this long sleeps anyway under [`LoopWait::Poll`].
+    poll_idle: IdleTimer,
+    wait: LoopWait,
+    /// Under `auto`: the chooser, where it publishes its state, and when the current stretch
+    /// of rounds without work began.
+    auto: Option<(Chooser, Arc<Mutex<ChoiceStatus>>)>,
+    idle_from: Option<u64>,
     touched: Vec<usize>,
     c: PollerCounters,
     /// Routed completions whose result was -ECANCELED (cancelled in the kernel).
@@ -236,7 +281,12 @@ fn build_ring(entries: u32) -> std::result::Result<Ring, SetupError> {
 }
 
 impl Worker {
-    fn new(cfg: &PollerConfig, shared: Arc<PollerShared>, clock: Arc<dyn Clock>) -> Result<Self> {
+    fn new(
+        cfg: &PollerConfig,
+        shared: Arc<PollerShared>,
+        clock: Arc<dyn Clock>,
+        auto: Option<(Chooser, Arc<Mutex<ChoiceStatus>>)>,
+    ) -> Result<Self> {
         if let Some(cpu) = cfg.cpu {
             pin_to_cpu(cpu).map_err(|e| {
                 Error::config(
@@ -269,6 +319,10 @@ impl Worker {
             cap,
             doorbell_armed: false,
             idle: IdleTimer::new(cfg.idle.as_nanos() as u64),
+            poll_idle: IdleTimer::new(POLL_IDLE_NS),
+            wait: cfg.wait,
+            auto,
+            idle_from: None,
             touched: Vec::new(),
             c: PollerCounters::default(),
             kernel_cancelled: 0,
@@ -288,7 +342,8 @@ impl Worker {
                 return Ok(());
             }
             let mut did = self.admit();
-            did |= self.reap() > 0;
+            let reaped = self.reap();
+            did |= reaped > 0;
             let taken = self.take();
             did |= taken > 0;
             if taken > 0 || self.in_flight > 0 {
@@ -298,10 +353,51 @@ impl Worker {
             if self.c.rounds % 64 == 0 || did {
                 self.publish();
             }
-            if self.idle.round(did, &*self.clock) {
+            let idle_long = self.idle.round(did, &*self.clock);
+            let sleep = match self.wait_now() {
+                LoopWait::Poll => self.poll_idle.round(did, &*self.clock),
+                LoopWait::Interrupt => !did,
+                LoopWait::Adaptive | LoopWait::Auto => idle_long,
+            };
+            self.after_round(did, reaped);
+            if sleep {
                 self.sleep()?;
                 self.idle.woke();
+                self.poll_idle.woke();
             }
+        }
+    }
+
+    fn wait_now(&self) -> LoopWait {
+        match &self.auto {
+            Some((a, _)) => LoopWait::of_candidate(a.current_index()),
+            None => self.wait,
+        }
+    }
+
+    /// Under `auto`: each routed completion is an I/O; a round that routed some after rounds
+    /// without work records how long the poller waited for it (spinning finds it at once,
+    /// sleeping adds the wake-up).
+    fn after_round(&mut self, did: bool, reaped: usize) {
+        let Some((a, status)) = self.auto.as_mut() else {
+            return;
+        };
+        let now = self.clock.now_ns();
+        if !a.started() {
+            a.start(now, &NoHybrid);
+        }
+        if did {
+            if reaped > 0 {
+                a.record(self.idle_from.map_or(0, |t| now.saturating_sub(t)));
+            }
+            self.idle_from = None;
+        } else if self.idle_from.is_none() {
+            self.idle_from = Some(now);
+        }
+        let switches = a.switches();
+        a.after_wait(reaped, now, &NoHybrid);
+        if did || a.switches() != switches || self.c.rounds % 64 == 0 {
+            *status.lock().unwrap_or_else(|e| e.into_inner()) = a.status(now);
         }
     }
 

@@ -49,6 +49,8 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::policy::adaptive::AdaptiveWindow;
+use crate::policy::choice::{Chooser, LoopWait, NoHybrid};
+use crate::policy::contention::CpuSignals;
 use crate::request::slots::{CapacityError, Handle, Slots};
 use crate::{Error, Result};
 
@@ -304,6 +306,11 @@ pub struct ReactorConfig {
     /// The most sources the reactor holds at once (its slot table is this size, allocated once;
     /// the reactor's own notifier takes one more). Adding one more fails with `OutOfMemory`.
     pub max_sources: usize,
+    /// How the loop waits: per-source adaptive windows (the default), always the window cap
+    /// (poll), straight to the fd monitor (interrupt), or `auto`'s choice among the three,
+    /// measured by the iterations' block time per dispatch and the loop thread's CPU per
+    /// dispatch. Polling needs `poll_max_ns` above 0.
+    pub wait: LoopWait,
 }
 
 impl Default for ReactorConfig {
@@ -316,6 +323,7 @@ impl Default for ReactorConfig {
             poll_idle_ns: Some(DEFAULT_POLL_IDLE_NS),
             exclude_run_time: true,
             max_sources: DEFAULT_MAX_SOURCES,
+            wait: LoopWait::Adaptive,
         }
     }
 }
@@ -384,6 +392,8 @@ struct Core {
     next_timer: u64,
     c: ReactorCounters,
     notifier: Arc<EventFd>,
+    /// `auto`'s decision core, when [`ReactorConfig::wait`] is `auto`.
+    auto: Option<Chooser>,
 }
 
 /// What a handler can do to the reactor while it runs.
@@ -436,6 +446,8 @@ impl Reactor {
                 next_timer: 0,
                 c: ReactorCounters::default(),
                 notifier: notifier.clone(),
+                auto: (cfg.wait == LoopWait::Auto)
+                    .then(|| LoopWait::chooser(crate::policy::DEFAULT_AUTO_LATENCY_SLACK)),
             },
         };
         r.core
@@ -528,6 +540,25 @@ impl Reactor {
     /// The source's polling window in nanoseconds (`None` if stale).
     pub fn window_ns(&self, id: SourceId) -> Option<u64> {
         self.core.entry(id).map(|e| e.window.window_ns())
+    }
+
+    /// How the loop waits now: the configured way, or under `auto` its current choice.
+    pub fn wait_now(&self) -> LoopWait {
+        self.core.wait_now()
+    }
+
+    /// Under `auto`: its decision core (switches and their reasons, time and dispatches per
+    /// mode, estimates).
+    pub fn chooser(&self) -> Option<&Chooser> {
+        self.core.auto.as_ref()
+    }
+
+    /// Under `auto`: reads CPU signals from `signals` instead of `/proc`, keeping the latency
+    /// slack (tests script them). Takes effect before the first iteration.
+    pub fn set_auto_signals(&mut self, slack: f64, signals: Box<dyn CpuSignals>) {
+        if self.core.auto.is_some() {
+            self.core.auto = Some(Chooser::new(slack, signals, false));
+        }
     }
 
     /// Whether the loop is in poll mode (poll sources' notifications off).
@@ -806,9 +837,35 @@ impl Core {
         progress
     }
 
+    fn wait_now(&self) -> LoopWait {
+        match &self.auto {
+            Some(a) => LoopWait::of_candidate(a.current_index()),
+            None => self.cfg.wait,
+        }
+    }
+
+    /// The polling window of this iteration: the largest of the polling set's windows, the
+    /// cap, or none, as the way of waiting says.
+    fn poll_window(&self) -> u64 {
+        match self.wait_now() {
+            LoopWait::Poll => self.cfg.poll_max_ns,
+            LoopWait::Interrupt => 0,
+            LoopWait::Adaptive | LoopWait::Auto => self
+                .poll_set
+                .iter()
+                .map(|&id| self.entry(id).map_or(0, |e| e.window.window_ns()))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
     fn run_once(&mut self, blocking: bool) -> io::Result<bool> {
         self.c.iterations += 1;
         let start = self.clock.now_ns();
+        if let Some(a) = self.auto.as_mut() {
+            a.start(start, &NoHybrid);
+        }
+        let dispatched_before = self.c.fd_dispatches + self.c.poll_dispatches;
         let mut timeout = if blocking {
             self.timers_timeout(start)
         } else {
@@ -817,12 +874,7 @@ impl Core {
         let mut progress = false;
 
         if !self.poll_set.is_empty() && self.cfg.poll_max_ns > 0 {
-            let max_window = self
-                .poll_set
-                .iter()
-                .map(|&id| self.entry(id).map_or(0, |e| e.window.window_ns()))
-                .max()
-                .unwrap_or(0);
+            let max_window = self.poll_window();
             let max_ns = soonest(timeout, Some(max_window)).unwrap_or(0);
             if max_ns > 0 && !self.fdmon.need_wait() {
                 self.set_poll_started(true);
@@ -868,6 +920,16 @@ impl Core {
 
         let block_ns = self.clock.now_ns().saturating_sub(start);
         progress |= self.dispatch(block_ns);
+        if let Some(a) = self.auto.as_mut() {
+            // Each dispatch is an I/O to `auto`; the iteration's block time (start to event
+            // found, handlers left out) is its latency: spinning finds the event at once,
+            // blocking adds the wake-up.
+            let n = self.c.fd_dispatches + self.c.poll_dispatches - dispatched_before;
+            if n > 0 {
+                a.record(block_ns);
+            }
+            a.after_wait(n as usize, self.clock.now_ns(), &NoHybrid);
+        }
         progress |= self.run_timers();
         Ok(progress)
     }

@@ -300,6 +300,7 @@ for_each_fdmon!(
     event_racing_poll_begin_of_a_readded_source_is_served,
     handlers_remove_themselves_and_each_other,
     handler_adds_a_source_and_timers_fire_in_order,
+    each_way_of_waiting_polls_or_blocks_as_it_says,
 );
 
 /// Both monitors in turn (not as two parallel tests: 10,000 eventfds each).
@@ -753,4 +754,71 @@ fn the_source_table_is_fixed_and_stale_ids_stay_stale() {
     assert_ne!(c, a, "a reused slot gets a new generation");
     assert_eq!(r.window_ns(a), None);
     assert!(r.window_ns(b).is_some() && r.window_ns(c).is_some());
+}
+
+/// A fixed count of runnable threads, thread CPU from the fake clock: `auto`'s signals in a test.
+struct Crowd {
+    runnable: u32,
+    clock: FakeClock,
+}
+
+impl crate::policy::contention::CpuSignals for Crowd {
+    fn read(&mut self) -> crate::policy::contention::Reading {
+        let runnable = Some(self.runnable);
+        crate::policy::contention::Reading {
+            runnable,
+            ..Default::default()
+        }
+    }
+    fn cores(&self) -> u32 {
+        2
+    }
+    fn thread_cpu_ns(&mut self) -> u64 {
+        self.clock.thread_cpu_ns()
+    }
+}
+
+/// Requests 20 µs apart (under the 32 µs cap): `poll` catches every one after the first by
+/// polling its whole cap; `interrupt` never polls and serves every one by fd; `auto` on a
+/// crowded CPU (8 runnable threads on 2 cores) goes to interrupt at its first iteration and
+/// serves them by fd too, saying why.
+fn each_way_of_waiting_polls_or_blocks_as_it_says(kind: FdMonKind) {
+    for wait in [LoopWait::Poll, LoopWait::Interrupt, LoopWait::Auto] {
+        let cfg = ReactorConfig {
+            wait,
+            ..Default::default()
+        };
+        let (mut r, w) = reactor(kind, cfg);
+        r.set_auto_signals(
+            0.1,
+            Box::new(Crowd {
+                clock: w.clock.clone(),
+                runnable: 8,
+            }),
+        );
+        let (_, s) = add_sim(&mut r, &w);
+        start(&w, &s, 20_000, 30);
+        run_until(&mut r, || s.served.get() == 30);
+        assert_eq!(s.served.get(), 30);
+        match wait {
+            LoopWait::Poll => {
+                assert_eq!(r.wait_now(), LoopWait::Poll);
+                assert_eq!(s.poll_runs.get(), 29, "the cap catches every later one");
+            }
+            _ => {
+                assert_eq!(r.wait_now(), LoopWait::Interrupt);
+                assert_eq!(s.poll_runs.get(), 0, "{wait:?} never polls");
+                assert_eq!(s.fd_runs.get(), 30);
+                assert_eq!(r.counters().poll_rounds, 0);
+            }
+        }
+        match r.chooser() {
+            Some(a) => {
+                assert_eq!(wait, LoopWait::Auto);
+                assert_eq!(a.reason_count(crate::policy::choice::Reason::Contention), 1);
+                assert_eq!(a.completions_in("interrupt"), 30);
+            }
+            None => assert_ne!(wait, LoopWait::Auto),
+        }
+    }
 }

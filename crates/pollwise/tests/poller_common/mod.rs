@@ -1,5 +1,5 @@
-//! Helpers shared by the shared-poller integration tests: a patterned file on a real disk, and
-//! operations on it.
+//! Helpers shared by the shared-poller and reactor integration tests: a patterned file on a real
+//! disk, and operations on it; an echo server on a reactor.
 
 #![allow(dead_code)]
 
@@ -11,6 +11,8 @@ use std::path::Path;
 
 use pollwise::poller::{PollerConfig, SharedPoller};
 use pollwise::queue::Op;
+use pollwise::reactor::channel::{ChannelServer, ChannelSource, Requests};
+use pollwise::reactor::{Ctx, Reactor};
 use pollwise::request::AlignedBuf;
 
 /// A file of `size` bytes where the u64 at every 8-byte offset `o` is `o` itself, opened with
@@ -104,4 +106,15 @@ impl FileAndPipe {
 /// The raw fd of a file, for a client's file table.
 pub fn fd(f: &File) -> i32 {
     f.as_raw_fd()
+}
+
+/// Serves `server` on `r`: every request is answered with itself.
+pub fn serve_echo(r: &mut Reactor, server: ChannelServer<u64, u64>) {
+    let (rq, mut rs) = server.split();
+    let echo = move |rq: &mut Requests<u64>, _: &mut Ctx<'_>| {
+        while let Some(v) = rq.pop() {
+            assert!(rs.reply(v).is_ok(), "response ring full");
+        }
+    };
+    r.add(Box::new(ChannelSource::new(rq, echo))).unwrap();
 }

@@ -1,0 +1,193 @@
+//! `--write_auto_log=NAME`: what `auto` chose, second by second, beside fio's logs.
+//!
+//! One file per job thread, `NAME_auto.N.log` (N: fio's thread number, as the other logs), one
+//! line per second of the measured period and one for the rest at its end:
+//!
+//! `time, mode, switches, reasons, poll_ms, hybrid_ms, interrupt_ms, adaptive_ms, completions`
+//!
+//! - `time`: milliseconds since the measured period began (after `ramp_time`), at the line's end;
+//! - `mode`: the mode `auto` was in at that moment;
+//! - `switches`: mode switches during the line's period;
+//! - `reasons`: every decision of the period by reason, `reason:count` separated by spaces
+//!   (`explore`, `best`, `clat_shift`, `periodic`, `contention`, `contention_gone`, `start`), or
+//!   `-`; a decision that kept the mode (a confirmed choice) counts here but not as a switch;
+//! - `*_ms`: milliseconds spent in each mode during the period;
+//! - `completions`: completions reaped during it.
+//!
+//! The engine runs in slices between samples (every 500 ms, fio's `avg_msec`), so a line is
+//! written at the first slice end at least a second after the previous line.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use pollwise::engine::Engine;
+use pollwise::policy::auto::Reason;
+use pollwise::policy::PolicyCounters;
+
+use super::logs::{write_error, LogSpec};
+use crate::{Error, Result};
+
+/// One line per this many nanoseconds.
+const LINE_NS: u64 = 1_000_000_000;
+
+/// What the log last saw of the policy.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    counters: PolicyCounters,
+    reasons: [u64; 7],
+}
+
+impl Seen {
+    fn of(engine: &Engine) -> (Seen, String) {
+        let (_, _, _, counters) = engine.stats();
+        let mut seen = Seen {
+            counters,
+            reasons: [0; 7],
+        };
+        let mut mode = String::from("-");
+        for (k, v) in engine.beliefs() {
+            if let Some(m) = k.strip_prefix("auto.current.") {
+                mode = m.to_string();
+            } else if let Some(r) = k.strip_prefix("auto.reason.") {
+                if let Some(i) = Reason::ALL.iter().position(|x| x.name() == r) {
+                    seen.reasons[i] = v as u64;
+                }
+            }
+        }
+        (seen, mode)
+    }
+}
+
+/// A job thread's auto log.
+pub struct AutoLog {
+    path: PathBuf,
+    out: BufWriter<File>,
+    t0: u64,
+    last_ns: u64,
+    seen: Seen,
+    error: Option<Error>,
+}
+
+impl AutoLog {
+    /// Creates thread `thread`'s log if `spec` asks for one; the measured period starts at
+    /// `t0_ns`, with `engine`'s counters as they are now.
+    pub fn open(
+        spec: &LogSpec,
+        thread: u32,
+        t0_ns: u64,
+        engine: &Engine,
+    ) -> Result<Option<AutoLog>> {
+        let Some(name) = &spec.auto else {
+            return Ok(None);
+        };
+        let path = PathBuf::from(format!("{name}_auto.{}.log", spec.thread_number(thread)));
+        let f = File::create(&path).map_err(|e| {
+            Error::Usage(format!(
+                "cannot create the log {}: {}; choose a --write_auto_log name in a directory you may write",
+                path.display(),
+                crate::errno::plain(&e),
+            ))
+        })?;
+        Ok(Some(AutoLog {
+            path,
+            out: BufWriter::new(f),
+            t0: t0_ns,
+            last_ns: t0_ns,
+            seen: Seen::of(engine).0,
+            error: None,
+        }))
+    }
+
+    /// Between slices: writes a line if a second has passed since the last.
+    pub fn tick(&mut self, now_ns: u64, engine: &Engine) {
+        if now_ns.saturating_sub(self.last_ns) >= LINE_NS {
+            self.line(now_ns, engine);
+        }
+    }
+
+    /// The end of the measured period: a line for what is left, and the file flushed.
+    pub fn finish(&mut self, now_ns: u64, engine: &Engine) -> Result<()> {
+        if now_ns > self.last_ns {
+            self.line(now_ns, engine);
+        }
+        if let Err(e) = self.out.flush() {
+            self.error.get_or_insert(write_error(&self.path, &e));
+        }
+        self.error.take().map_or(Ok(()), Err)
+    }
+
+    fn line(&mut self, now_ns: u64, engine: &Engine) {
+        let (seen, mode) = Seen::of(engine);
+        let text = line_text(now_ns.saturating_sub(self.t0), &mode, &self.seen, &seen);
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
+            self.error.get_or_insert(write_error(&self.path, &e));
+        }
+        self.seen = seen;
+        self.last_ns = now_ns;
+    }
+}
+
+/// One line for the period between `a` and `b`, ending `since_t0_ns` after the start.
+fn line_text(since_t0_ns: u64, mode: &str, a: &Seen, b: &Seen) -> String {
+    let (x, y) = (&a.counters, &b.counters);
+    let reasons: Vec<String> = Reason::ALL
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let n = b.reasons[i].saturating_sub(a.reasons[i]);
+            (n > 0).then(|| format!("{}:{n}", r.name()))
+        })
+        .collect();
+    let ms = |f: fn(&PolicyCounters) -> u64| f(y).saturating_sub(f(x)) / 1_000_000;
+    let done = |c: &PolicyCounters| {
+        c.auto_poll_completions
+            + c.auto_hybrid_completions
+            + c.auto_interrupt_completions
+            + c.auto_adaptive_completions
+    };
+    format!(
+        "{}, {mode}, {}, {}, {}, {}, {}, {}, {}\n",
+        since_t0_ns / 1_000_000,
+        y.auto_switches.saturating_sub(x.auto_switches),
+        if reasons.is_empty() {
+            "-".to_string()
+        } else {
+            reasons.join(" ")
+        },
+        ms(|c| c.auto_poll_ns),
+        ms(|c| c.auto_hybrid_ns),
+        ms(|c| c.auto_interrupt_ns),
+        ms(|c| c.auto_adaptive_ns),
+        done(y).saturating_sub(done(x)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_counts_the_periods_switches_reasons_and_time() {
+        let mut a = Seen::default();
+        a.counters.auto_switches = 1;
+        a.counters.auto_poll_ns = 5_000_000;
+        a.counters.auto_poll_completions = 10;
+        a.reasons[Reason::Start as usize] = 1;
+        let mut b = a;
+        b.counters.auto_switches = 4;
+        b.counters.auto_poll_ns = 25_000_000;
+        b.counters.auto_interrupt_ns = 980_000_000;
+        b.counters.auto_interrupt_completions = 500;
+        b.reasons[Reason::Explore as usize] = 2;
+        b.reasons[Reason::Best as usize] = 1;
+        assert_eq!(
+            line_text(2_000_400_000, "interrupt", &a, &b),
+            "2000, interrupt, 3, explore:2 best:1, 20, 0, 980, 0, 500\n"
+        );
+        assert_eq!(
+            line_text(3_000_000_000, "interrupt", &b, &b),
+            "3000, interrupt, 0, -, 0, 0, 0, 0, 0\n"
+        );
+    }
+}

@@ -1,0 +1,633 @@
+//! `auto`'s decision core: which way of waiting to use, from what the waits measure.
+//!
+//! [`Chooser`] holds everything [`auto`](super::auto) decides with and nothing it waits with:
+//! the exploration / hold / contended states, the epochs, each candidate's estimate, the
+//! contention sampler, and the count of every switch and its reason. Whoever waits tells it how
+//! many completions (or events) a wait brought and, while it records, each one's latency; it says
+//! which candidate to use next. The [`auto`](super::auto) policy drives it over its candidate
+//! policies; the [reactor](crate::reactor) and the [shared poller](crate::poller) drive it over
+//! their own ways of waiting (spin, adaptive window, block), so all three choose with the same
+//! objective and the same epochs. The states, the epochs and the objective are described in
+//! [`auto`](super::auto)'s module docs.
+
+use super::contention::{ContentionSampler, CpuSignals};
+use super::PolicyCounters;
+
+pub use super::auto::{Estimate, Reason, CANDIDATES};
+use super::auto::{
+    CALM_MAX_NS, CALM_MIN_NS, EPOCH_IOS, EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT,
+    SPREAD_FOR_ADAPTIVE,
+};
+
+/// Latencies kept per epoch for its percentiles.
+const LAT_CAP: usize = 4096;
+
+/// Index of poll in [`CANDIDATES`].
+pub const POLL: usize = 0;
+/// Index of hybrid in [`CANDIDATES`].
+pub const HYBRID: usize = 1;
+/// Index of interrupt in [`CANDIDATES`].
+pub const INTERRUPT: usize = 2;
+/// Index of adaptive in [`CANDIDATES`].
+pub const ADAPTIVE: usize = 3;
+
+/// One switch of mode (or a decision that kept the mode), as the per-second log shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switch {
+    /// When, on the chooser's clock, nanoseconds.
+    pub at_ns: u64,
+    /// The mode left ([`CANDIDATES`] index).
+    pub from: usize,
+    /// The mode taken.
+    pub to: usize,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// A chooser's state for a report: the mode now, every reason's count, and the switches,
+/// epochs, time and completions per mode (the `auto_*` fields of [`PolicyCounters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChoiceStatus {
+    /// The mode now, a [`CANDIDATES`] index.
+    pub current: usize,
+    /// The reason of the last decision.
+    pub last_reason: Reason,
+    /// How often each of [`Reason::ALL`] was the reason of a decision.
+    pub reasons: [u64; 7],
+    /// The `auto_*` counters.
+    pub counters: PolicyCounters,
+}
+
+/// What the chooser may ask of the candidate that sleeps on a timer (hybrid). Waits without
+/// such a candidate (the reactor, the shared poller) use [`NoHybrid`].
+pub trait HybridProbe {
+    /// How late the candidate's timed wake-ups come, nanoseconds (`None`: not measured).
+    fn hybrid_lead_ns(&self) -> Option<u64>;
+    /// Sleeps the candidate has taken so far.
+    fn hybrid_sleeps(&self) -> u64;
+}
+
+/// No hybrid candidate: explorations try poll, interrupt and adaptive.
+pub struct NoHybrid;
+
+impl HybridProbe for NoHybrid {
+    fn hybrid_lead_ns(&self) -> Option<u64> {
+        None
+    }
+    fn hybrid_sleeps(&self) -> u64 {
+        0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not waited yet.
+    Idle,
+    /// Trying `plan[..len]`, now at `at`.
+    Explore {
+        plan: [usize; 4],
+        len: usize,
+        at: usize,
+    },
+    /// Keeping the best until `until_ns`.
+    Hold { until_ns: u64 },
+    /// Interrupt while contended; calm since the given time.
+    Contended { calm_since: Option<u64> },
+}
+
+struct Epoch {
+    settle_left: u64,
+    start_ns: u64,
+    start_cpu: u64,
+    ios: u64,
+    lats: Vec<u64>,
+    hybrid_sleeps: u64,
+}
+
+/// `auto`'s decision core. See the module docs.
+pub struct Chooser {
+    pub(crate) slack: f64,
+    with_hybrid: bool,
+    cur: usize,
+    sampler: ContentionSampler,
+    phase: Phase,
+    epoch: Epoch,
+    est: [Option<Estimate>; 4],
+    last_best: Option<usize>,
+    hold_ns: u64,
+    calm_ns: u64,
+    after_contention: bool,
+    hybrid_sleep_share: f64,
+    hybrid_skipped: u64,
+    epochs: u64,
+    switches: u64,
+    reasons: [u64; 7],
+    last_reason: Reason,
+    last_switch: Option<Switch>,
+    mode_ns: [u64; 4],
+    mode_ios: [u64; 4],
+    mode_since: u64,
+}
+
+impl Chooser {
+    /// A chooser keeping the median within `slack` of polling's (a slack that is no number or
+    /// negative falls back to the default), reading contention from `signals`. `with_hybrid`:
+    /// whether hybrid is a candidate; without it, every exploration tries adaptive.
+    pub fn new(slack: f64, signals: Box<dyn CpuSignals>, with_hybrid: bool) -> Self {
+        Chooser {
+            slack: if slack.is_finite() && slack >= 0.0 {
+                slack
+            } else {
+                super::DEFAULT_AUTO_LATENCY_SLACK
+            },
+            with_hybrid,
+            cur: POLL,
+            sampler: ContentionSampler::new(signals),
+            phase: Phase::Idle,
+            epoch: Epoch {
+                settle_left: SETTLE_IOS,
+                start_ns: 0,
+                start_cpu: 0,
+                ios: 0,
+                lats: Vec::with_capacity(LAT_CAP),
+                hybrid_sleeps: 0,
+            },
+            est: [None; 4],
+            last_best: None,
+            hold_ns: HOLD_MIN_NS,
+            calm_ns: CALM_MIN_NS,
+            after_contention: false,
+            hybrid_sleep_share: 0.0,
+            hybrid_skipped: 0,
+            epochs: 0,
+            switches: 0,
+            reasons: [0; 7],
+            last_reason: Reason::Start,
+            last_switch: None,
+            mode_ns: [0; 4],
+            mode_ios: [0; 4],
+            mode_since: 0,
+        }
+    }
+
+    /// Whether the first decision is still to be made ([`start`](Chooser::start)).
+    pub fn started(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    /// The first decision: interrupt if the CPU is contended, else the first exploration.
+    /// Does nothing once started.
+    pub fn start(&mut self, now: u64, probe: &dyn HybridProbe) {
+        if self.started() {
+            return;
+        }
+        self.mode_since = now;
+        self.sampler.maybe_sample(now);
+        if self.sampler.contended() {
+            self.phase = Phase::Contended { calm_since: None };
+            self.switch(INTERRUPT, Reason::Contention, now);
+        } else {
+            self.explore(Reason::Start, now, probe);
+        }
+    }
+
+    /// The current mode, a [`CANDIDATES`] index.
+    pub fn current_index(&self) -> usize {
+        self.cur
+    }
+
+    /// The current mode's name.
+    pub fn current(&self) -> &'static str {
+        CANDIDATES[self.cur]
+    }
+
+    /// Mode switches so far.
+    pub fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// How often `r` was the reason of a decision.
+    pub fn reason_count(&self, r: Reason) -> u64 {
+        self.reasons[r as usize]
+    }
+
+    /// The reason of the last decision.
+    pub fn last_reason(&self) -> Reason {
+        self.last_reason
+    }
+
+    /// The last switch of mode, if any.
+    pub fn last_switch(&self) -> Option<Switch> {
+        self.last_switch
+    }
+
+    /// Epochs measured so far.
+    pub fn epochs(&self) -> u64 {
+        self.epochs
+    }
+
+    /// The latest measurement of candidate `name`, if any.
+    pub fn estimate(&self, name: &str) -> Option<Estimate> {
+        let i = CANDIDATES.iter().position(|&c| c == name)?;
+        self.est[i]
+    }
+
+    /// Completions reaped in mode `name`.
+    pub fn completions_in(&self, name: &str) -> u64 {
+        CANDIDATES
+            .iter()
+            .position(|&c| c == name)
+            .map_or(0, |i| self.mode_ios[i])
+    }
+
+    /// Nanoseconds spent in each candidate up to `now`.
+    pub fn mode_times(&self, now: u64) -> [u64; 4] {
+        let mut t = self.mode_ns;
+        if self.phase != Phase::Idle {
+            t[self.cur] += now.saturating_sub(self.mode_since);
+        }
+        t
+    }
+
+    /// Whether latencies are being recorded (the epoch has settled).
+    pub fn recording(&self) -> bool {
+        self.epoch.settle_left == 0
+    }
+
+    /// Records one completion's latency, if the epoch records and has room.
+    pub fn record(&mut self, lat_ns: u64) {
+        if self.recording() && self.epoch.lats.len() < LAT_CAP {
+            self.epoch.lats.push(lat_ns);
+        }
+    }
+
+    /// Decides `to` for `reason`; a new epoch starts either way.
+    fn switch(&mut self, to: usize, reason: Reason, now: u64) {
+        self.reasons[reason as usize] += 1;
+        self.last_reason = reason;
+        if to != self.cur {
+            self.mode_ns[self.cur] += now.saturating_sub(self.mode_since);
+            self.mode_since = now;
+            self.last_switch = Some(Switch {
+                at_ns: now,
+                from: self.cur,
+                to,
+                reason,
+            });
+            self.cur = to;
+            self.switches += 1;
+        }
+        self.epoch.settle_left = SETTLE_IOS;
+        self.epoch.ios = 0;
+        self.epoch.lats.clear();
+    }
+
+    fn explore(&mut self, reason: Reason, now: u64, probe: &dyn HybridProbe) {
+        let (mut plan, mut len) = if self.with_hybrid {
+            ([POLL, HYBRID, INTERRUPT, ADAPTIVE], 3)
+        } else {
+            // No timed sleep to try: the adaptive window is the middle ground, always tried.
+            ([POLL, INTERRUPT, ADAPTIVE, HYBRID], 3)
+        };
+        // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
+        let lead = probe.hybrid_lead_ns().filter(|&v| v > 0).map(|v| v as f64);
+        if let (true, Some(lead), Some(p)) = (self.with_hybrid, lead, self.est[POLL]) {
+            if lead >= p.p50_ns / 2.0 {
+                plan = [POLL, INTERRUPT, ADAPTIVE, HYBRID];
+                len = 2;
+                self.hybrid_skipped += 1;
+            }
+        }
+        self.after_contention = reason == Reason::ContentionGone;
+        self.phase = Phase::Explore { plan, len, at: 0 };
+        self.switch(plan[0], reason, now);
+    }
+
+    /// The least CPU per I/O among the candidates whose median is within the slack of poll's.
+    fn best(&self) -> usize {
+        let Some(p) = self.est[POLL] else {
+            return INTERRUPT;
+        };
+        let limit = p.p50_ns * (1.0 + self.slack);
+        let mut best = POLL;
+        for (i, e) in self.est.iter().enumerate() {
+            if let Some(e) = e {
+                let b = self.est[best].unwrap_or(p);
+                if e.p50_ns <= limit
+                    && (e.cpu_per_io_ns < b.cpu_per_io_ns
+                        || (e.cpu_per_io_ns == b.cpu_per_io_ns && e.p50_ns < b.p50_ns))
+                {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+
+    fn finish_epoch(&mut self, now: u64) -> Estimate {
+        let cpu = self
+            .sampler
+            .thread_cpu_ns()
+            .saturating_sub(self.epoch.start_cpu);
+        let e = &mut self.epoch;
+        let wall = now.saturating_sub(e.start_ns).max(1);
+        let ios = e.ios.max(1);
+        let (p50, p90) = if e.lats.is_empty() {
+            // No latency recorded (completions the queue had no record of): time per
+            // completion stands in.
+            let t = wall as f64 / ios as f64;
+            (t, t)
+        } else {
+            let n = e.lats.len();
+            let p50 = *e.lats.select_nth_unstable(n / 2).1 as f64;
+            let p90 = *e.lats.select_nth_unstable((n * 9 / 10).min(n - 1)).1 as f64;
+            (p50, p90)
+        };
+        Estimate {
+            p50_ns: p50,
+            p90_ns: p90,
+            cpu_per_io_ns: cpu as f64 / ios as f64,
+            ios_per_s: ios as f64 * 1e9 / wall as f64,
+        }
+    }
+
+    fn on_epoch(&mut self, est: Estimate, now: u64, probe: &dyn HybridProbe) {
+        self.epochs += 1;
+        let cur = self.cur;
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Explore {
+                mut plan,
+                mut len,
+                at,
+            } => {
+                self.est[cur] = Some(est);
+                if cur == HYBRID {
+                    let sleeps = probe
+                        .hybrid_sleeps()
+                        .saturating_sub(self.epoch.hybrid_sleeps);
+                    self.hybrid_sleep_share = sleeps as f64 / self.epoch.ios.max(1) as f64;
+                }
+                if cur == POLL
+                    && est.p90_ns >= SPREAD_FOR_ADAPTIVE * est.p50_ns
+                    && !plan[..len].contains(&ADAPTIVE)
+                {
+                    plan[len] = ADAPTIVE;
+                    len += 1;
+                }
+                let at = at + 1;
+                if at < len {
+                    self.phase = Phase::Explore { plan, len, at };
+                    self.switch(plan[at], Reason::Explore, now);
+                } else {
+                    let best = self.best();
+                    self.hold_ns = if self.last_best == Some(best) {
+                        (self.hold_ns * 2).min(HOLD_MAX_NS)
+                    } else {
+                        HOLD_MIN_NS
+                    };
+                    self.last_best = Some(best);
+                    // An exploration that ran its course without contention: calm resets.
+                    self.calm_ns = CALM_MIN_NS;
+                    self.after_contention = false;
+                    self.phase = Phase::Hold {
+                        until_ns: now + self.hold_ns,
+                    };
+                    self.switch(best, Reason::Best, now);
+                }
+            }
+            Phase::Hold { until_ns } => {
+                let shifted = self.est[cur]
+                    .is_some_and(|o| (est.p50_ns / o.p50_ns.max(1.0) - 1.0).abs() > SHIFT);
+                if shifted {
+                    self.explore(Reason::ClatShift, now, probe);
+                } else if now >= until_ns {
+                    self.explore(Reason::Periodic, now, probe);
+                } else {
+                    self.begin_epoch_counting(now, est, probe);
+                }
+            }
+            Phase::Contended { .. } => self.begin_epoch_counting(now, est, probe),
+        }
+    }
+
+    /// Starts the next epoch of the same mode at once (no settling), keeping `est` as its latest
+    /// measurement (the reference for shifts stays the exploration's).
+    fn begin_epoch_counting(&mut self, now: u64, est: Estimate, probe: &dyn HybridProbe) {
+        if matches!(self.phase, Phase::Contended { .. }) {
+            self.est[self.cur] = Some(est);
+        }
+        self.epoch.settle_left = 0;
+        self.start_measuring(now, probe);
+    }
+
+    fn start_measuring(&mut self, now: u64, probe: &dyn HybridProbe) {
+        self.epoch.start_ns = now;
+        self.epoch.start_cpu = self.sampler.thread_cpu_ns();
+        self.epoch.ios = 0;
+        self.epoch.lats.clear();
+        self.epoch.hybrid_sleeps = probe.hybrid_sleeps();
+    }
+
+    fn on_sample(&mut self, now: u64, probe: &dyn HybridProbe) {
+        let contended = self.sampler.contended();
+        match self.phase {
+            Phase::Contended { calm_since } => {
+                if contended {
+                    self.phase = Phase::Contended { calm_since: None };
+                } else {
+                    let since = calm_since.unwrap_or(now);
+                    if now.saturating_sub(since) >= self.calm_ns {
+                        self.explore(Reason::ContentionGone, now, probe);
+                    } else {
+                        self.phase = Phase::Contended {
+                            calm_since: Some(since),
+                        };
+                    }
+                }
+            }
+            _ if contended => {
+                if matches!(self.phase, Phase::Explore { .. }) && self.after_contention {
+                    // It came back as soon as we polled: wait longer before the next try.
+                    self.calm_ns = (self.calm_ns * 2).min(CALM_MAX_NS);
+                }
+                self.phase = Phase::Contended { calm_since: None };
+                self.switch(INTERRUPT, Reason::Contention, now);
+            }
+            _ => {}
+        }
+    }
+
+    /// A wait in the current mode brought `n` completions (0 is fine: the contention sample
+    /// and the clock still move). Samples contention at most every 10 ms, ends epochs, and
+    /// switches mode between waits.
+    pub fn after_wait(&mut self, n: usize, now: u64, probe: &dyn HybridProbe) {
+        let n = n as u64;
+        self.mode_ios[self.cur] += n;
+        if self.sampler.maybe_sample(now) {
+            let before = (self.switches, self.reasons);
+            self.on_sample(now, probe);
+            if (self.switches, self.reasons) != before {
+                return;
+            }
+        }
+        if self.epoch.settle_left > 0 {
+            if n >= self.epoch.settle_left {
+                self.epoch.settle_left = 0;
+                self.start_measuring(now, probe);
+            } else {
+                self.epoch.settle_left -= n;
+            }
+            return;
+        }
+        self.epoch.ios += n;
+        if self.epoch.ios >= EPOCH_IOS && now.saturating_sub(self.epoch.start_ns) >= EPOCH_NS {
+            let est = self.finish_epoch(now);
+            self.on_epoch(est, now, probe);
+        }
+    }
+
+    /// What a report shows of the chooser at `now`.
+    pub fn status(&self, now: u64) -> ChoiceStatus {
+        let mut counters = PolicyCounters::default();
+        self.add_counters(&mut counters, now);
+        ChoiceStatus {
+            current: self.cur,
+            last_reason: self.last_reason,
+            reasons: self.reasons,
+            counters,
+        }
+    }
+
+    /// Adds the switches, epochs, time and completions per mode up to `now` to `c`.
+    pub fn add_counters(&self, c: &mut PolicyCounters, now: u64) {
+        let t = self.mode_times(now);
+        c.auto_switches += self.switches;
+        c.auto_epochs += self.epochs;
+        c.auto_poll_ns += t[POLL];
+        c.auto_hybrid_ns += t[HYBRID];
+        c.auto_interrupt_ns += t[INTERRUPT];
+        c.auto_adaptive_ns += t[ADAPTIVE];
+        c.auto_poll_completions += self.mode_ios[POLL];
+        c.auto_hybrid_completions += self.mode_ios[HYBRID];
+        c.auto_interrupt_completions += self.mode_ios[INTERRUPT];
+        c.auto_adaptive_completions += self.mode_ios[ADAPTIVE];
+    }
+
+    /// What the chooser believes at `now`, its keys starting with `auto.` (the contention
+    /// sampler's included).
+    pub fn beliefs(&self, now: u64) -> Vec<(String, f64)> {
+        let mut b = vec![
+            ("auto.latency_slack".to_string(), self.slack),
+            (format!("auto.current.{}", self.current()), 1.0),
+            ("auto.switches".to_string(), self.switches as f64),
+            ("auto.epochs".to_string(), self.epochs as f64),
+            (format!("auto.last_reason.{}", self.last_reason.name()), 1.0),
+            ("auto.hold_ns".to_string(), self.hold_ns as f64),
+            ("auto.calm_ns".to_string(), self.calm_ns as f64),
+        ];
+        if self.with_hybrid {
+            b.push((
+                "auto.hybrid.sleep_share".to_string(),
+                self.hybrid_sleep_share,
+            ));
+            b.push((
+                "auto.hybrid.skipped_for_slow_wakeups".to_string(),
+                self.hybrid_skipped as f64,
+            ));
+        }
+        for r in Reason::ALL {
+            b.push((
+                format!("auto.reason.{}", r.name()),
+                self.reasons[r as usize] as f64,
+            ));
+        }
+        let times = self.mode_times(now);
+        for (i, name) in CANDIDATES.iter().enumerate() {
+            if i == HYBRID && !self.with_hybrid {
+                continue;
+            }
+            b.push((format!("auto.{name}.time_ns"), times[i] as f64));
+            b.push((format!("auto.{name}.completions"), self.mode_ios[i] as f64));
+            if let Some(e) = self.est[i] {
+                b.push((format!("auto.{name}.p50_ns"), e.p50_ns));
+                b.push((format!("auto.{name}.p90_ns"), e.p90_ns));
+                b.push((format!("auto.{name}.cpu_per_io_ns"), e.cpu_per_io_ns));
+                b.push((format!("auto.{name}.ios_per_s"), e.ios_per_s));
+            }
+        }
+        b.extend(self.sampler.beliefs());
+        b
+    }
+}
+
+/// How a loop that serves many sources (the [reactor](crate::reactor), the
+/// [shared poller](crate::poller)) waits when it finds nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoopWait {
+    /// Its own adaptive rule (the reactor's per-source windows, the poller's idle time): the
+    /// default, as before `auto` existed.
+    #[default]
+    Adaptive,
+    /// Spin: the reactor polls each iteration for its whole window cap; the poller never sleeps.
+    Poll,
+    /// Block at once: the reactor goes straight to its fd monitor; the poller sleeps at its
+    /// first idle round.
+    Interrupt,
+    /// Choose among the three at run time with `auto`'s [`Chooser`].
+    Auto,
+}
+
+impl LoopWait {
+    /// Every way, in report order.
+    pub const ALL: [LoopWait; 4] = [
+        LoopWait::Adaptive,
+        LoopWait::Poll,
+        LoopWait::Interrupt,
+        LoopWait::Auto,
+    ];
+
+    /// The name [`FromStr`](std::str::FromStr) takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopWait::Adaptive => "adaptive",
+            LoopWait::Poll => "poll",
+            LoopWait::Interrupt => "interrupt",
+            LoopWait::Auto => "auto",
+        }
+    }
+
+    /// The way a chooser's candidate ([`CANDIDATES`] index) stands for (hybrid has no loop
+    /// equivalent and stands for adaptive).
+    pub fn of_candidate(i: usize) -> LoopWait {
+        match i {
+            POLL => LoopWait::Poll,
+            INTERRUPT => LoopWait::Interrupt,
+            _ => LoopWait::Adaptive,
+        }
+    }
+
+    /// A chooser for a loop: no hybrid candidate, contention read from `/proc`.
+    pub fn chooser(slack: f64) -> Chooser {
+        Chooser::new(
+            slack,
+            Box::new(super::contention::ProcSignals::new()),
+            false,
+        )
+    }
+}
+
+impl std::str::FromStr for LoopWait {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        LoopWait::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| {
+                crate::Error::config(
+                    "wait",
+                    format!("={s} is not a way to wait: use adaptive, poll, interrupt or auto"),
+                )
+            })
+    }
+}
