@@ -373,5 +373,10 @@ fn auto_in_the_reactors_wait() {
     let by_mode =
         d.auto_poll_completions + d.auto_interrupt_completions + d.auto_adaptive_completions;
     assert_eq!(by_mode, rc.fd_dispatches + rc.poll_dispatches, "{st:?}");
-    assert!(by_mode >= n, "{st:?} {rc:?}");
+    // auto counts one completion per handler call; a call answers every request waiting (the
+    // next one can arrive while it runs), so there are at most as many calls as answers.
+    assert!(
+        by_mode > 0 && by_mode <= n,
+        "{by_mode} calls, {n} answers: {st:?} {rc:?}"
+    );
 }
