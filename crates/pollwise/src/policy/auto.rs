@@ -38,7 +38,8 @@
 //!   declines, by itself, sleeps whose learnt CPU cost exceeds what they save: then it polls,
 //!   and its epoch measures as much.)
 //! - *Hold*: the best candidate, re-measured epoch by epoch. A median that moves by more than
-//!   [`SHIFT`] from what the exploration measured starts a new exploration; so does the end of
+//!   [`SHIFT`] from what the exploration measured, in [`SHIFT_EPOCHS`] epochs in a row, starts a
+//!   new exploration; so does the end of
 //!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
 //!   confirms the same choice.
 //! - *Contended*: interrupt, entered from any state as soon as the
@@ -93,8 +94,12 @@ pub const SETTLE_IOS: u64 = 64;
 pub const EPOCH_IOS: u64 = 256;
 /// Least time an epoch measures: 20 ms.
 pub const EPOCH_NS: u64 = 20_000_000;
-/// A median that moves by more than this share starts a new exploration.
+/// A median that moves by more than this share, in [`SHIFT_EPOCHS`] epochs in a row, starts a
+/// new exploration.
 pub const SHIFT: f64 = 0.25;
+/// Hold epochs in a row whose median must have moved by more than [`SHIFT`] to start a new
+/// exploration: a change lasts, one noisy epoch does not.
+pub const SHIFT_EPOCHS: u32 = 2;
 /// First hold after an exploration: 1 s.
 pub const HOLD_MIN_NS: u64 = 1_000_000_000;
 /// Longest hold: 16 s.

@@ -16,7 +16,7 @@ use super::PolicyCounters;
 pub use super::auto::{Estimate, Reason, CANDIDATES};
 use super::auto::{
     CALM_MAX_NS, CALM_MIN_NS, EPOCH_IOS, EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT,
-    SPREAD_FOR_ADAPTIVE,
+    SHIFT_EPOCHS, SPREAD_FOR_ADAPTIVE,
 };
 
 /// Latencies kept per epoch for its percentiles.
@@ -119,6 +119,8 @@ pub struct Chooser {
     after_contention: bool,
     hybrid_sleep_share: f64,
     hybrid_skipped: u64,
+    /// Hold epochs in a row whose median moved by more than [`SHIFT`] (see [`SHIFT_EPOCHS`]).
+    shifted_epochs: u32,
     epochs: u64,
     switches: u64,
     reasons: [u64; 7],
@@ -159,6 +161,7 @@ impl Chooser {
             after_contention: false,
             hybrid_sleep_share: 0.0,
             hybrid_skipped: 0,
+            shifted_epochs: 0,
             epochs: 0,
             switches: 0,
             reasons: [0; 7],
@@ -298,6 +301,7 @@ impl Chooser {
                 self.hybrid_skipped += 1;
             }
         }
+        self.shifted_epochs = 0;
         self.after_contention = reason == Reason::ContentionGone;
         self.phase = Phase::Explore { plan, len, at: 0 };
         self.switch(plan[0], reason, now);
@@ -399,7 +403,11 @@ impl Chooser {
             Phase::Hold { until_ns } => {
                 let shifted = self.est[cur]
                     .is_some_and(|o| (est.p50_ns / o.p50_ns.max(1.0) - 1.0).abs() > SHIFT);
-                if shifted {
+                // One epoch is a few hundred completions: on a device whose latency moves
+                // from one 20 ms to the next, a single shifted epoch is noise more often than a
+                // change, and each exploration spends epochs spinning. A change lasts.
+                self.shifted_epochs = if shifted { self.shifted_epochs + 1 } else { 0 };
+                if self.shifted_epochs >= SHIFT_EPOCHS {
                     self.explore(Reason::ClatShift, now, probe);
                 } else if now >= until_ns {
                     self.explore(Reason::Periodic, now, probe);
@@ -629,5 +637,53 @@ impl std::str::FromStr for LoopWait {
                     format!("={s} is not a way to wait: use adaptive, poll, interrupt or auto"),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::contention::FlappingSignals;
+
+    fn est(p50_ns: f64, cpu_per_io_ns: f64) -> Estimate {
+        Estimate {
+            p50_ns,
+            p90_ns: p50_ns * 1.2,
+            cpu_per_io_ns,
+            ios_per_s: 100_000.0,
+        }
+    }
+
+    #[test]
+    fn one_shifted_epoch_is_noise_two_in_a_row_are_a_change() {
+        let never = FlappingSignals {
+            start_ns: 0,
+            period_ns: 1,
+            on: 0..0,
+        };
+        let mut c = Chooser::new(0.10, Box::new(never), false);
+        let ms = 1_000_000;
+        c.start(0, &NoHybrid);
+        // Exploration without hybrid: poll, interrupt, adaptive. Interrupt is within 10% of
+        // poll's median at half its CPU: the best.
+        assert_eq!(c.current(), "poll");
+        c.on_epoch(est(10_000.0, 10_000.0), 20 * ms, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        c.on_epoch(est(10_500.0, 5_000.0), 40 * ms, &NoHybrid);
+        assert_eq!(c.current(), "adaptive");
+        c.on_epoch(est(12_000.0, 7_000.0), 60 * ms, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        assert_eq!(c.reason_count(Reason::Best), 1);
+        // One epoch 50% slower, then one as before: noise, the hold goes on.
+        c.on_epoch(est(15_750.0, 5_000.0), 80 * ms, &NoHybrid);
+        c.on_epoch(est(10_500.0, 5_000.0), 100 * ms, &NoHybrid);
+        assert_eq!(c.reason_count(Reason::ClatShift), 0);
+        assert_eq!(c.current(), "interrupt");
+        // Two in a row: a change, explored again from poll.
+        c.on_epoch(est(15_750.0, 5_000.0), 120 * ms, &NoHybrid);
+        assert_eq!(c.reason_count(Reason::ClatShift), 0);
+        c.on_epoch(est(15_750.0, 5_000.0), 140 * ms, &NoHybrid);
+        assert_eq!(c.reason_count(Reason::ClatShift), 1);
+        assert_eq!(c.current(), "poll");
     }
 }
