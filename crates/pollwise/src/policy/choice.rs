@@ -13,11 +13,89 @@
 use super::contention::{ContentionSampler, CpuSignals};
 use super::PolicyCounters;
 
-pub use super::auto::{Estimate, Reason, CANDIDATES};
-use super::auto::{
-    CALM_MAX_NS, CALM_MIN_NS, EPOCH_IOS, EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT,
-    SHIFT_EPOCHS, SPREAD_FOR_ADAPTIVE,
-};
+/// Completions at the start of an epoch left out of its measurements.
+pub const SETTLE_IOS: u64 = 64;
+/// Least completions an epoch measures.
+pub const EPOCH_IOS: u64 = 256;
+/// Least time an epoch measures: 20 ms.
+pub const EPOCH_NS: u64 = 20_000_000;
+/// A median that moves by more than this share, in [`SHIFT_EPOCHS`] epochs in a row, starts a
+/// new exploration.
+pub const SHIFT: f64 = 0.25;
+/// Hold epochs in a row whose median must have moved by more than [`SHIFT`] to start a new
+/// exploration: a change lasts, one noisy epoch does not.
+pub const SHIFT_EPOCHS: u32 = 2;
+/// First hold after an exploration: 1 s.
+pub const HOLD_MIN_NS: u64 = 1_000_000_000;
+/// Longest hold: 16 s.
+pub const HOLD_MAX_NS: u64 = 16_000_000_000;
+/// First calm period after contention: 100 ms.
+pub const CALM_MIN_NS: u64 = 100_000_000;
+/// Longest calm period: 10 s.
+pub const CALM_MAX_NS: u64 = 10_000_000_000;
+/// Poll's p90 over p50 from which adaptive is explored too.
+pub const SPREAD_FOR_ADAPTIVE: f64 = 2.0;
+
+/// The candidates, in the order their counters and beliefs are reported.
+pub const CANDIDATES: [&str; 4] = ["poll", "hybrid", "interrupt", "adaptive"];
+
+/// Why `auto` chose a mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The first exploration.
+    Start,
+    /// The next candidate of an exploration.
+    Explore,
+    /// The end of an exploration: the best candidate.
+    Best,
+    /// The median moved by more than [`SHIFT`]: explore again.
+    ClatShift,
+    /// The hold ended: explore again.
+    Periodic,
+    /// The CPU is contended: interrupt.
+    Contention,
+    /// The contention is gone: explore again.
+    ContentionGone,
+}
+
+impl Reason {
+    /// Every reason, in report order.
+    pub const ALL: [Reason; 7] = [
+        Reason::Start,
+        Reason::Explore,
+        Reason::Best,
+        Reason::ClatShift,
+        Reason::Periodic,
+        Reason::Contention,
+        Reason::ContentionGone,
+    ];
+
+    /// The reason's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Start => "start",
+            Reason::Explore => "explore",
+            Reason::Best => "best",
+            Reason::ClatShift => "clat_shift",
+            Reason::Periodic => "periodic",
+            Reason::Contention => "contention",
+            Reason::ContentionGone => "contention_gone",
+        }
+    }
+}
+
+/// What one epoch measured of one candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// Median latency, submit to reap, nanoseconds.
+    pub p50_ns: f64,
+    /// 90th percentile latency, nanoseconds.
+    pub p90_ns: f64,
+    /// The waiting thread's CPU time per completion, nanoseconds.
+    pub cpu_per_io_ns: f64,
+    /// Completions per second.
+    pub ios_per_s: f64,
+}
 
 /// Latencies kept per epoch for its percentiles.
 const LAT_CAP: usize = 4096;
