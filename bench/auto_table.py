@@ -34,11 +34,12 @@ script works, not to measure. A full run takes about 4 minutes.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fio_compare import build, run_json  # noqa: E402  (same directory: the shared runner)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXED = ["poll", "hybrid", "interrupt", "adaptive"]
@@ -76,10 +77,7 @@ class Bench:
     def run(self, argv):
         cmd = [self.p] + argv
         print("$ " + " ".join(cmd), flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
-        return json.loads(r.stdout)
+        return run_json(cmd)
 
     def timing(self, runtime, rounds):
         if self.quick:
@@ -198,8 +196,7 @@ def main():
     if bad:
         ap.error(f"unknown case(s) {', '.join(bad)}: use {', '.join(CASES)}")
     if not args.pollwise:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "pollwise-cli"], cwd=ROOT,
-                       check=True)
+        build()
         args.pollwise = os.path.join(ROOT, "target", "release", "pollwise")
     b = Bench(args)
     if any(c in ("qd1", "contention", "qd32", "qd128") for c in cases):

@@ -42,6 +42,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fio_compare import run_json  # noqa: E402  (same directory: the shared runner)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["interrupt", "poll", "hybrid", "adaptive", "auto"]
 METRICS = [("p50_us", "p50 us"), ("cpu_us_per_io", "CPU us/IO"), ("ops_per_sec", "ops/s")]
@@ -55,14 +58,6 @@ def binary(debug):
 def build(debug):
     cmd = ["cargo", "build", "-q", "-p", "pollwise-cli"] + ([] if debug else ["--release"])
     subprocess.run(cmd, cwd=ROOT, check=True)
-
-
-def run_json(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
-    text = out.stdout
-    return json.loads(text[text.index("{"):])
 
 
 def loadavg():
