@@ -99,8 +99,10 @@ fn check_per_io(base: &str, dir: &Path, who: &str) -> u64 {
             4096 * 1_000_000 / c[1].max(1),
             "{who}: bw {b:?} clat {c:?}"
         );
-        // fio reads the clock for each: the ms may tick in between.
-        assert!(b[0].abs_diff(c[0]) <= 1, "{who}: bw {b:?} clat {c:?}");
+        // pollwise stamps both lines from one clock read (the ms may still round apart); fio
+        // reads the clock for each, and on a loaded machine it was seen 4 ms apart.
+        let apart = if who == "fio" { 50 } else { 1 };
+        assert!(b[0].abs_diff(c[0]) <= apart, "{who}: bw {b:?} clat {c:?}");
     }
     let median = |k: &str| {
         let mut v: Vec<u64> = logs[k].iter().map(|x| x[1]).collect();
