@@ -13,7 +13,9 @@
 //!
 //! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
 //! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
-//! [`EPOCH_NS`] of time, whichever is longer. An epoch yields the median and 90th percentile of
+//! [`EPOCH_NS`] of time, whichever is longer (while exploring, [`FAST_EPOCH_IOS`] completions
+//! in [`FAST_EPOCH_NS`] end an epoch too: at QD32 an exploration then costs a third of the
+//! time it did in candidates that lose). An epoch yields the median and 90th percentile of
 //! its latencies, its I/O rate, and the waiting thread's CPU time per completion:
 //! `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it counts what the
 //! wait really costs (spinning, timer programming, context switches).
@@ -36,7 +38,9 @@
 //!   and blocks on the slow). Hybrid is left out when its timer lead (how late its wake-ups
 //!   come) is at least half of poll's median: a sleep cannot then be aimed. (Hybrid also
 //!   declines, by itself, sleeps whose learnt CPU cost exceeds what they save: then it polls,
-//!   and its epoch measures as much.)
+//!   and its epoch measures as much.) A *close call* — a candidate cheaper than poll whose
+//!   median is within [`CLOSE_CALL`] of the slack's line — is measured once more, poll first
+//!   again, and the means of the two rounds decide.
 //! - *Hold*: the best candidate, re-measured epoch by epoch. A median that moves by more than
 //!   [`SHIFT`] from what the exploration measured, in [`SHIFT_EPOCHS`] epochs in a row, starts a
 //!   new exploration; so does the end of
@@ -46,7 +50,9 @@
 //!   [`ContentionSampler`](super::contention::ContentionSampler) says so (sampled at most every 10 ms). Once the contention has been
 //!   gone for a calm period, a new exploration starts; if contention comes back during it, the
 //!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
-//!   poll do not keep trying.
+//!   poll do not keep trying. Besides `/proc`, the sampler counts the threads of this process
+//!   whose waits `auto` chooses: more of them than cores is contention even while they all
+//!   block and the CPU looks calm.
 //!
 //! **DPAS (FAST '26).** DPAS works inside the kernel's polled-I/O path. Its PAS part sleeps
 //! before polling and adapts the sleep on *every* I/O by binary feedback (woke too early: a
@@ -91,8 +97,9 @@ use crate::queue::{Completion, OpInfo};
 // The decision core owns the constants, the reasons and the estimates; `auto` is where users
 // look for them.
 pub use super::choice::{
-    Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, EPOCH_IOS, EPOCH_NS, HOLD_MAX_NS,
-    HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS, SPREAD_FOR_ADAPTIVE,
+    Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, EPOCH_IOS, EPOCH_NS,
+    FAST_EPOCH_IOS, FAST_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
+    SPREAD_FOR_ADAPTIVE,
 };
 
 /// The `auto` policy. See the module docs.
@@ -260,8 +267,7 @@ mod tests {
         fn read(&mut self) -> Reading {
             Reading {
                 runnable: Some(self.runnable.load(Ordering::SeqCst)),
-                pressure_us: None,
-                run_delay_ns: None,
+                ..Reading::default()
             }
         }
         fn cores(&self) -> u32 {
