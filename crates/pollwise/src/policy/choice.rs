@@ -857,15 +857,23 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_close_call_is_measured_twice_and_decided_on_the_means() {
+    /// A chooser without hybrid that explored poll, interrupt and adaptive, 20 ms an epoch,
+    /// with poll at 10 µs and 10 µs of CPU per I/O, interrupt and adaptive as given.
+    fn explored(interrupt: Estimate, adaptive: Estimate) -> Chooser {
         let mut c = Chooser::new(0.10, never(), false);
         let ms = 1_000_000;
         c.start(0, &NoHybrid);
         c.on_epoch(est(10_000.0, 10_000.0), 20 * ms, &NoHybrid);
+        c.on_epoch(interrupt, 40 * ms, &NoHybrid);
+        c.on_epoch(adaptive, 60 * ms, &NoHybrid);
+        c
+    }
+
+    #[test]
+    fn a_close_call_is_measured_twice_and_decided_on_the_means() {
+        let ms = 1_000_000;
         // Interrupt 1.12x poll: outside the slack, but within 5% of its line (1.10x).
-        c.on_epoch(est(11_200.0, 5_000.0), 40 * ms, &NoHybrid);
-        c.on_epoch(est(13_000.0, 7_000.0), 60 * ms, &NoHybrid);
+        let mut c = explored(est(11_200.0, 5_000.0), est(13_000.0, 7_000.0));
         assert_eq!(c.reason_count(Reason::Best), 0, "not decided yet");
         assert_eq!(c.current(), "poll", "poll first again");
         c.on_epoch(est(10_000.0, 10_000.0), 80 * ms, &NoHybrid);
@@ -882,13 +890,9 @@ mod tests {
 
     #[test]
     fn a_clear_call_is_decided_at_once() {
-        let mut c = Chooser::new(0.10, never(), false);
         let ms = 1_000_000;
-        c.start(0, &NoHybrid);
-        c.on_epoch(est(10_000.0, 10_000.0), 20 * ms, &NoHybrid);
         // Interrupt 1.25x poll, adaptive 1.30x: neither near the line; poll it is.
-        c.on_epoch(est(12_500.0, 5_000.0), 40 * ms, &NoHybrid);
-        c.on_epoch(est(13_000.0, 7_000.0), 60 * ms, &NoHybrid);
+        let c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
         assert_eq!(c.reason_count(Reason::Best), 1);
         assert_eq!(c.current(), "poll");
         assert!(c
