@@ -18,9 +18,12 @@ Cases (every command is printed as it runs):
   sim-fixed, sim-lognormal
                compare on the simulated device (fixed:10us, lognormal:10us,0.5): the QD1 rule
 
-p50 is the median completion latency `compare` reports (read.clat_ns.percentile."50.000000":
-fio's clat; `interrupt` submits and waits in one call, so its submission falls in its clat, see
-the README), CPU/IO the JSON's pollwise.cpu_us_per_io (the process's CPU per I/O), IOPS
+p50 is the median latency in `compare`'s p50 column: lat, submission to reap
+(read.lat_ns.percentile."50.000000": medians over rounds, as the table prints them), the latency the caller
+sees and the one `auto`'s objective keeps within its slack. The same rule on clat (submission
+returned to reap; runs before 2026-11-22 09:00 judged on it) is printed as an "info" row, without
+a verdict: with fio's two system calls per I/O (pollwise's default), every mode's clat leaves out
+the ~8 us submission, so the modes' clat ratios are larger than their lat ratios. CPU/IO the JSON's pollwise.cpu_us_per_io (the process's CPU per I/O), IOPS
 read.iops, hybrid's sleeps pollwise.slept_requests over read.total_ios, and its cost rule the
 belief pollwise.beliefs."hybrid.sleeps_pay".
 
@@ -95,20 +98,28 @@ class Bench:
                 "--direct=1"]
 
 
+def clat_p50_of(job):
+    """Median clat (ns): submission returned to reap."""
+    return float(job["read"]["clat_ns"]["percentile"]["50.000000"])
+
+
 def qd1_rule(jobs):
-    """auto p50 / poll p50, and auto CPU/IO / the cheapest mode within SLACK of poll's p50."""
-    poll = p50_of(jobs["poll"])
-    within = [m for m in jobs if m != "auto" and p50_of(jobs[m]) <= SLACK * poll]
-    cheapest = min(cpu_of(jobs[m]) for m in within)
-    return {
-        "auto p50 / poll p50": (p50_of(jobs["auto"]) / poll, "<=", SLACK),
-        "auto CPU/IO / cheapest within 1.10x poll's p50": (
-            cpu_of(jobs["auto"]) / cheapest, "<=", SLACK),
-    }
+    """auto p50 / poll p50, and auto CPU/IO / the cheapest mode within SLACK of poll's p50;
+    the same on clat, for information."""
+    out = {}
+    for p50, tag, op in ((p50_of, "", "<="), (clat_p50_of, " (clat)", "info")):
+        poll = p50(jobs["poll"])
+        within = [m for m in jobs if m != "auto" and p50(jobs[m]) <= SLACK * poll]
+        cheapest = min(cpu_of(jobs[m]) for m in within)
+        out[f"auto p50 / poll p50{tag}"] = (p50(jobs["auto"]) / poll, op, SLACK)
+        out[f"auto CPU/IO / cheapest within 1.10x poll's p50{tag}"] = (
+            cpu_of(jobs["auto"]) / cheapest, op, SLACK)
+    return out
 
 
 def case_qd1(b):
-    jobs = b.compare(["poll", "hybrid", "interrupt", "auto"], b.on_file() + ["--iodepth=1"])
+    jobs = b.compare(["poll", "hybrid", "interrupt", "auto"],
+                     b.on_file() + ["--iodepth=1"])
     out = {"qd1": qd1_rule(jobs)}
     h = jobs["hybrid"]
     n = max(1, int(h["read"]["total_ios"]))
@@ -209,19 +220,24 @@ def main():
             for case, figs in CASES[c](b).items():
                 for name, (ratio, op, target) in figs.items():
                     figures.setdefault((case, name), (op, target, []))[2].append(ratio)
-    print("\ncase           figure                                            target   runs"
+    print("\ncase           figure                                                   target   runs"
           "                      range          median  verdict")
-    missed = 0
+    missed = judged = 0
     for (case, name), (op, target, vals) in figures.items():
         med = statistics.median(vals)
-        ok = med >= target if op == ">=" else med <= target
-        missed += not ok
         runs = " ".join(f"{v:.3f}" for v in vals)
-        print(f"{case:<14} {name:<49} {op}{target:<6.2f} {runs:<25} "
-              f"{min(vals):.3f}-{max(vals):.3f}  {med:.3f}   {'PASS' if ok else 'MISS'}")
+        if op == "info":
+            verdict, shown = "info", "info  "
+        else:
+            ok = med >= target if op == ">=" else med <= target
+            judged += 1
+            missed += not ok
+            verdict, shown = ("PASS" if ok else "MISS"), f"{op}{target:<6.2f}"
+        print(f"{case:<14} {name:<56} {shown} {runs:<25} "
+              f"{min(vals):.3f}-{max(vals):.3f}  {med:.3f}   {verdict}")
     if args.quick:
         print("\n--quick: short runs on a shared machine; these verdicts measure nothing.")
-    print(f"\n{len(figures) - missed} of {len(figures)} figures on target.")
+    print(f"\n{judged - missed} of {judged} figures on target (info rows not judged).")
 
 
 if __name__ == "__main__":

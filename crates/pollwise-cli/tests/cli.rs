@@ -194,5 +194,12 @@ fn compare_reports_every_mode_as_a_job() {
         assert!(j["read"]["iops"].as_f64().unwrap() > 0.0, "{j}");
         assert_eq!(j["pollwise"]["rounds"], 2);
         assert!(j["pollwise"]["cpu_us_per_io"].as_f64().unwrap() > 0.0);
+        // The table's p50 column is lat's (medians over rounds): the JSON carries lat's
+        // percentiles in lat_ns, within lat's range and in order.
+        let lat = &j["read"]["lat_ns"];
+        let p50 = lat["percentile"]["50.000000"].as_u64().expect("lat p50");
+        let p99 = lat["percentile"]["99.000000"].as_u64().expect("lat p99");
+        assert!(p50 >= lat["min"].as_u64().unwrap() && p99 <= lat["max"].as_u64().unwrap());
+        assert!(p50 <= p99);
     }
 }
