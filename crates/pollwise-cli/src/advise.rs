@@ -414,9 +414,9 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     notes.extend(points.iter().filter_map(miss_note));
     notes.extend(target_notes(&a));
     notes.push(format!(
-        "auto's cells are {} ms of virtual time, less than one of its {} ms epochs: they show its start (its first candidates), not the choice it settles on; run `pollwise run --mode=auto` longer to see that",
+        "auto's cells are {} ms of virtual time, no longer than one of its {} ms exploring epochs: they show its start (its first candidates), not the choice it settles on; run `pollwise run --mode=auto` longer to see that",
         CELL_RUNTIME.as_millis(),
-        pollwise::policy::auto::EPOCH_NS / 1_000_000
+        pollwise::policy::auto::EXPLORE_EPOCH_NS / 1_000_000
     ));
     if !cut.is_empty() && crate::signals::interrupted() {
         notes.push(format!(

@@ -13,9 +13,8 @@
 //!
 //! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
 //! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
-//! [`EPOCH_NS`] of time, whichever is longer (while exploring, [`FAST_EPOCH_IOS`] completions
-//! in [`FAST_EPOCH_NS`] end an epoch too: at QD32 an exploration then costs a third of the
-//! time it did in candidates that lose). An epoch yields the median and 90th percentile of
+//! [`EPOCH_NS`] of time, whichever is longer (while exploring, [`EXPLORE_EPOCH_NS`] of time:
+//! an exploration's epochs in candidates that lose are its cost). An epoch yields the median and 90th percentile of
 //! its latencies, its I/O rate, and the waiting thread's CPU time per completion:
 //! `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it counts what the
 //! wait really costs (spinning, timer programming, context switches).
@@ -98,7 +97,7 @@ use crate::queue::{Completion, OpInfo};
 // look for them.
 pub use super::choice::{
     Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, EPOCH_IOS, EPOCH_NS,
-    FAST_EPOCH_IOS, FAST_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
+    EXPLORE_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
     SPREAD_FOR_ADAPTIVE,
 };
 

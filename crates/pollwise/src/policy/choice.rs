@@ -19,15 +19,16 @@ pub const SETTLE_IOS: u64 = 64;
 pub const EPOCH_IOS: u64 = 256;
 /// Least time an epoch measures: 20 ms.
 pub const EPOCH_NS: u64 = 20_000_000;
-/// An exploring epoch with this many completions may end after [`FAST_EPOCH_NS`] already: a
-/// median of 512 latencies is as good at 6 ms as at 20 ms, and every millisecond an
-/// exploration spends in a candidate that loses costs that candidate's CPU (at QD32 on this
-/// project's VM the four 20 ms epochs of an exploration cost auto 10-20% more CPU per I/O than
-/// interrupt over a 0.7 s run). Holding epochs keep [`EPOCH_NS`]: they cost nothing extra, and
-/// the longer the epoch, the less a median moves by chance.
-pub const FAST_EPOCH_IOS: u64 = 512;
-/// See [`FAST_EPOCH_IOS`]: 5 ms.
-pub const FAST_EPOCH_NS: u64 = 5_000_000;
+/// Least time an epoch measures while exploring: 5 ms ([`EPOCH_IOS`] completions still).
+/// Every millisecond an exploration spends in a candidate that loses costs that candidate's CPU:
+/// at QD1 on this project's VM, three 20 ms epochs (poll, hybrid, interrupt) are 9% of a 0.67 s
+/// run spent at 2.7x interrupt's CPU per I/O, which alone puts auto 1.10-1.15x above interrupt;
+/// at QD32 the four epochs cost 10-20%. A median of 256 latencies is as good measured in 5 ms as
+/// in 20 ms; what a longer epoch buys is less of the device's drift from one moment to the next,
+/// which a close call ([`CLOSE_CALL`]) measures twice instead. Holding epochs keep
+/// [`EPOCH_NS`]: they cost nothing extra, and the longer the epoch, the less a median moves by
+/// chance and starts an exploration.
+pub const EXPLORE_EPOCH_NS: u64 = 5_000_000;
 /// A candidate whose median sits within this share of the slack's line (poll's median x
 /// (1 + slack)) is a close call: the exploration measures poll and it once more, and decides
 /// on the means of the two epochs each. On this project's VM, interrupt's median at QD1 is
@@ -646,11 +647,12 @@ impl Chooser {
             return;
         }
         self.epoch.ios += n;
-        let (ios, t) = (self.epoch.ios, now.saturating_sub(self.epoch.start_ns));
-        let exploring = matches!(self.phase, Phase::Explore { .. });
-        if (ios >= EPOCH_IOS && t >= EPOCH_NS)
-            || (exploring && ios >= FAST_EPOCH_IOS && t >= FAST_EPOCH_NS)
-        {
+        let least_ns = if matches!(self.phase, Phase::Explore { .. }) {
+            EXPLORE_EPOCH_NS
+        } else {
+            EPOCH_NS
+        };
+        if self.epoch.ios >= EPOCH_IOS && now.saturating_sub(self.epoch.start_ns) >= least_ns {
             let est = self.finish_epoch(now);
             self.on_epoch(est, now, probe);
         }
@@ -901,15 +903,15 @@ mod tests {
     }
 
     #[test]
-    fn exploring_epochs_end_sooner_with_many_completions_holding_ones_do_not() {
+    fn exploring_epochs_end_sooner_than_holding_ones() {
         let mut c = Chooser::new(0.10, never(), false);
         c.start(0, &NoHybrid);
         let mut t = 0;
-        // Settle, then FAST_EPOCH_IOS completions in 5 ms: the exploring epoch ends.
+        // Settle, then EPOCH_IOS completions: the exploring epoch ends once 5 ms have passed.
         c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
         assert_eq!(c.current(), "poll");
-        t += FAST_EPOCH_NS - 1;
-        c.after_wait(FAST_EPOCH_IOS as usize, t, &NoHybrid);
+        t += EXPLORE_EPOCH_NS - 1;
+        c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
         assert_eq!(c.current(), "poll", "5 ms have not passed");
         t += 1;
         c.after_wait(1, t, &NoHybrid);
@@ -917,15 +919,15 @@ mod tests {
         // Run the exploration out the same way.
         for _ in 0..2 {
             c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
-            t += FAST_EPOCH_NS;
-            c.after_wait(FAST_EPOCH_IOS as usize, t, &NoHybrid);
+            t += EXPLORE_EPOCH_NS;
+            c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
         }
         assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(t));
         let epochs = c.epochs();
         // Holding (after settling): as many completions in 5 ms end no epoch; 20 ms do.
         c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
-        t += FAST_EPOCH_NS;
-        c.after_wait(4 * FAST_EPOCH_IOS as usize, t, &NoHybrid);
+        t += EXPLORE_EPOCH_NS;
+        c.after_wait(4 * EPOCH_IOS as usize, t, &NoHybrid);
         assert_eq!(c.epochs(), epochs);
         t += EPOCH_NS;
         c.after_wait(1, t, &NoHybrid);
