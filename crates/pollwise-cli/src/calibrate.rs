@@ -375,6 +375,7 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
         device_iops: 1_000_000_000u64
             .checked_div(get("qd32_ns_per_io"))
             .unwrap_or(0),
+        device_latency_by_depth: Vec::new(),
     }
 }
 
