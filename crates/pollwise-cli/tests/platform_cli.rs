@@ -62,3 +62,62 @@ fn bad_platforms_exit_2_naming_the_field() {
     assert_eq!(code, 2);
     assert!(err.contains("--ioengine=sim"), "{err}");
 }
+
+/// The optane preset's file with `device_latency_by_depth` set to `curve` (JSON text).
+fn optane_with_curve(dir: &std::path::Path, name: &str, curve: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/presets/optane.json"))
+        .unwrap()
+        .replacen(
+            "\"device\":",
+            &format!("\"device_latency_by_depth\": {curve},\n  \"device\":"),
+            1,
+        );
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+fn clat_p50_of_three_pollers(platform: &str) -> (u64, serde_json::Value) {
+    let (code, out, err) = pollwise(&[
+        "run",
+        "--ioengine=sim",
+        &format!("--platform={platform}"),
+        "--mode=poll",
+        "--numjobs=3",
+        "--group_reporting",
+        "--runtime=3ms",
+        "--time_based=1",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let clat = v["jobs"][0]["read"]["clat_ns"].clone();
+    (clat["percentile"]["50.000000"].as_u64().unwrap(), clat)
+}
+
+#[test]
+fn a_depth_curve_is_taken_and_a_bad_one_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three pollers on optane's 8 cores keep 3 reads on the device: 8 us alone, and the curve
+    // adds (12 + (20 - 12) / 2) - 8 = 8 us at depth 3.
+    let f = optane_with_curve(
+        dir.path(),
+        "good.json",
+        "[[1, 8000], [2, 12000], [4, 20000]]",
+    );
+    let (p50, clat) = clat_p50_of_three_pollers(&f.display().to_string());
+    let (plain, _) = clat_p50_of_three_pollers("optane");
+    assert!(plain < 9_000, "{plain}");
+    assert!((15_000..17_500).contains(&p50), "{p50} ({plain} without)");
+    // The same file, the same figures.
+    assert_eq!(clat, clat_p50_of_three_pollers(&f.display().to_string()).1);
+
+    let bad = optane_with_curve(dir.path(), "bad.json", "[[1, 8000], [2, 4000]]");
+    let (code, _, err) = pollwise(&[
+        "run",
+        "--ioengine=sim",
+        &format!("--platform={}", bad.display()),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("field 'device_latency_by_depth'"), "{err}");
+}
