@@ -5,19 +5,27 @@ mod common;
 
 use common::pollwise;
 
-fn figures(mode: &str) -> Vec<serde_json::Value> {
-    let (code, out, err) = pollwise(&[
+/// The JSON of 3 threads for 3 virtual ms on `platform` in `mode`, with `extra` options.
+fn sim_json(platform: &str, mode: &str, extra: &[&str]) -> serde_json::Value {
+    let (platform, mode) = (format!("--platform={platform}"), format!("--mode={mode}"));
+    let mut args = vec![
         "run",
         "--ioengine=sim",
-        "--platform=nvme-baremetal",
-        &format!("--mode={mode}"),
+        &platform,
+        &mode,
         "--numjobs=3",
         "--runtime=3ms",
         "--time_based=1",
         "--output-format=json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = pollwise(&args);
     assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+fn figures(mode: &str) -> Vec<serde_json::Value> {
+    let v = sim_json("nvme-baremetal", mode, &[]);
     v["jobs"]
         .as_array()
         .unwrap()
@@ -51,13 +59,7 @@ fn bad_platforms_exit_2_naming_the_field() {
         .unwrap()
         .replace("\"poll_ns\": 30", "\"poll_ns\": 0");
     std::fs::write(&f, text).unwrap();
-    let (code, _, err) = pollwise(&[
-        "run",
-        "--ioengine=sim",
-        &format!("--platform={}", f.display()),
-    ]);
-    assert_eq!(code, 2);
-    assert!(err.contains("field 'poll_ns'"), "{err}");
+    exits_2_naming(&f, "poll_ns");
     let (code, _, err) = pollwise(&["run", "--platform=optane"]);
     assert_eq!(code, 2);
     assert!(err.contains("--ioengine=sim"), "{err}");
@@ -78,19 +80,7 @@ fn optane_with_curve(dir: &std::path::Path, name: &str, curve: &str) -> std::pat
 }
 
 fn clat_p50_of_three_pollers(platform: &str) -> (u64, serde_json::Value) {
-    let (code, out, err) = pollwise(&[
-        "run",
-        "--ioengine=sim",
-        &format!("--platform={platform}"),
-        "--mode=poll",
-        "--numjobs=3",
-        "--group_reporting",
-        "--runtime=3ms",
-        "--time_based=1",
-        "--output-format=json",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = sim_json(platform, "poll", &["--group_reporting"]);
     let clat = v["jobs"][0]["read"]["clat_ns"].clone();
     (clat["percentile"]["50.000000"].as_u64().unwrap(), clat)
 }
@@ -113,11 +103,16 @@ fn a_depth_curve_is_taken_and_a_bad_one_exits_2_naming_it() {
     assert_eq!(clat, clat_p50_of_three_pollers(&f.display().to_string()).1);
 
     let bad = optane_with_curve(dir.path(), "bad.json", "[[1, 8000], [2, 4000]]");
+    exits_2_naming(&bad, "device_latency_by_depth");
+}
+
+/// A simulated run on the platform file `f` exits 2 naming `field`.
+fn exits_2_naming(f: &std::path::Path, field: &str) {
     let (code, _, err) = pollwise(&[
         "run",
         "--ioengine=sim",
-        &format!("--platform={}", bad.display()),
+        &format!("--platform={}", f.display()),
     ]);
     assert_eq!(code, 2);
-    assert!(err.contains("field 'device_latency_by_depth'"), "{err}");
+    assert!(err.contains(&format!("field '{field}'")), "{err}");
 }
