@@ -461,7 +461,7 @@ fn miss_note(p: &Point) -> Option<String> {
             r.iops,
             m.iops,
             if r.iops < m.iops && (p.cell.qd > 1 || p.cell.threads > 1) {
-                " (the model serves every request in flight at once: a device that does not is slower)"
+                " (the disk was slower at this depth than calibration's latency by depth says: its speed drifts, and beyond depth 8 the model extends the curve by the QD32 rate)"
             } else {
                 ""
             }

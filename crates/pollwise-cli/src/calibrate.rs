@@ -15,6 +15,7 @@
 //! | `sleep_late_ns`, `sleep_cpu_ns` | a 10 us sleep with timer slack 1 ns: how late it returns, and its CPU |
 //! | `switch_half_round_trip_ns` | ping-pong between two threads over a socket pair, half a round trip |
 //! | `engine_ns` | the engine's own CPU per request, over the simulated device in virtual time |
+//! | `depth1_clat_ns` .. `depth8_clat_ns` | the device's latency with 1, 2, 4 and 8 reads kept on it (one thread, a plain ring, each completed read re-issued at once): from the submit call's return to the poll that finds it, counted only when the poll before found nothing (timed to a poll, not delayed by a submit call); at most 100 ms each. The platform's `device_latency_by_depth` is their medians' running maximum |
 //! | `qd32_ns_per_io` | the device's rate: 4 KiB random reads at queue depth 32 on an interrupt ring (the engine, as `run --iodepth=32 --mode=interrupt`), elapsed time over reads in each of 3 windows of 150 ms: the p50 column holds the fastest window (the device's capacity: a stall of a shared host's disk only lowers a window's rate), the p90 column the slowest, samples the windows |
 //! | `cores` | `sched_getaffinity` |
 
@@ -106,39 +107,52 @@ fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
         .collect()
 }
 
-/// One ring over `fd` with one 4 KiB buffer (its one request, reused), reading block after
-/// block.
+/// One ring over `fd` with 4 KiB buffers (its requests, reused), reading block after block.
 struct Reader {
-    /// The ring, owning the request's buffer. Its clock is a fake one: calibration times with
+    /// The ring, owning the requests' buffers. Its clock is a fake one: calibration times with
     /// `Instant` and reads none of the queue's timestamps, so they cost only an atomic load.
     q: Tracked<UringQueue>,
-    req: Handle,
+    reqs: Vec<Handle>,
     blocks: u64,
     next: u64,
 }
 
 impl Reader {
+    /// A reader of one request at a time.
     fn new(opts: &UringOptions, fd: i32, blocks: u64) -> Result<Reader> {
+        Self::with_requests(opts, fd, blocks, 1)
+    }
+
+    /// A reader of up to `n` requests at once.
+    fn with_requests(opts: &UringOptions, fd: i32, blocks: u64, n: usize) -> Result<Reader> {
         let q = UringQueue::new(opts, &[fd], false).map_err(crate::job::ring_setup_error)?;
-        let mut slab = Slab::new(1, 4096, 4096)?;
-        let req = slab
-            .alloc(ReqMeta::default())
-            .ok_or_else(|| Error::Io("calibrate: a one-request slab has no free slot".into()))?;
+        let mut slab = Slab::new(n, 4096, 4096)?;
+        let reqs = (0..n)
+            .map(|_| slab.alloc(ReqMeta::default()))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Io(format!("calibrate: a {n}-request slab has no free slot")))?;
         Ok(Reader {
             q: Tracked::with_requests(q, Arc::new(FakeClock::new(0)), slab),
-            req,
+            reqs,
             blocks: blocks.max(1),
             next: 0,
         })
     }
 
+    /// Queues a read with the (first) request.
     fn push(&mut self) -> Result<()> {
+        self.push_nth(0)
+    }
+
+    /// Queues a read with request `i`.
+    fn push_nth(&mut self, i: usize) -> Result<()> {
+        let req = self.reqs[i];
         // A spread of offsets, so a cache ahead of the device sees little reuse.
         self.next = (self.next + 7919) % self.blocks;
         if let Some(slab) = self.q.requests_mut() {
             // The last read was reaped (Completed): take the request back for the next one.
-            if slab.state(self.req) == Ok(State::Completed) {
-                slab.restart(self.req)
+            if slab.state(req) == Ok(State::Completed) {
+                slab.restart(req)
                     .map_err(|e| Error::Io(format!("calibrate: {e}")))?;
             }
         }
@@ -150,23 +164,127 @@ impl Reader {
             fixed: false,
         };
         self.q
-            .push_request(self.req, op)
+            .push_request(req, op)
             .map_err(|e| io("queueing a read", e))
     }
 
+    /// Reaps what completed: whether anything did.
     fn reap(&mut self) -> Result<bool> {
-        let mut res = 0;
+        Ok(self.reap_each(|_| {})? > 0)
+    }
+
+    /// Reaps what completed, calling `done` with each one's request index; returns how many.
+    fn reap_each(&mut self, mut done: impl FnMut(usize)) -> Result<usize> {
+        let mut failed = 0;
+        let reqs = &self.reqs;
         let n = self
             .q
-            .poll(&mut |c: Completion| res = c.result)
+            .poll(&mut |c: Completion| {
+                if c.result < 0 {
+                    failed = c.result;
+                }
+                if let Some(i) = reqs.iter().position(|h| h.user_data() == c.user_data) {
+                    done(i);
+                }
+            })
             .map_err(|e| io("reaping a read", e))?;
-        if n > 0 && res < 0 {
+        if failed < 0 {
             return Err(io(
                 "reading the file",
-                std::io::Error::from_raw_os_error(-res),
+                std::io::Error::from_raw_os_error(-failed),
             ));
         }
-        Ok(n > 0)
+        Ok(n)
+    }
+}
+
+/// The depths the device's latency is measured at, with their figures' names.
+pub const DEPTHS: [(u32, &str); 4] = [
+    (1, "depth1_clat_ns"),
+    (2, "depth2_clat_ns"),
+    (4, "depth4_clat_ns"),
+    (8, "depth8_clat_ns"),
+];
+
+/// The longest a depth of [`DEPTHS`] is measured for (fewer samples then; the count says so).
+pub const DEPTH_STEP_MAX: Duration = Duration::from_millis(100);
+
+/// The device's latency with `depth` reads kept on it: one thread on a plain ring re-issues
+/// each completed read at once (4 KiB, spread offsets) and polls in between. A read's latency
+/// runs from its submit call's return to the poll that finds it, counted only when the poll
+/// before that one found nothing: then the completion is timed to one poll, not delayed by a
+/// submit call the thread was in. [`SAMPLES`] such latencies after 20 completions of warm-up,
+/// or what [`DEPTH_STEP_MAX`] allows.
+fn depth_clat(fd: i32, blocks: u64, depth: usize) -> Result<Figure> {
+    let opts = UringOptions {
+        entries: (depth as u32).next_power_of_two().max(4),
+        ..UringOptions::default()
+    };
+    let mut r = Reader::with_requests(&opts, fd, blocks, depth)?;
+    for i in 0..depth {
+        r.push_nth(i)?;
+    }
+    r.q.submit().map_err(|e| io("submitting a read", e))?;
+    let mut sent = vec![Instant::now(); depth];
+    let start = Instant::now();
+    let (mut v, mut ready) = (Vec::with_capacity(SAMPLES), Vec::with_capacity(depth));
+    let (mut seen, mut after_empty) = (0usize, false);
+    let result = loop {
+        if v.len() >= SAMPLES || start.elapsed() >= DEPTH_STEP_MAX {
+            break Ok(());
+        }
+        ready.clear();
+        if let Err(e) = r.reap_each(|i| ready.push(i)) {
+            break Err(e);
+        }
+        if ready.is_empty() {
+            after_empty = true;
+            std::hint::spin_loop();
+            continue;
+        }
+        let t = Instant::now();
+        for &i in &ready {
+            seen += 1;
+            if after_empty && seen > 20 {
+                v.push((t - sent[i]).as_nanos() as u64);
+            }
+        }
+        if let Err(e) = ready.iter().try_for_each(|&i| r.push_nth(i)) {
+            break Err(e);
+        }
+        if let Err(e) = r.q.submit() {
+            break Err(io("submitting a read", e));
+        }
+        let t = Instant::now();
+        for &i in &ready {
+            sent[i] = t;
+        }
+        after_empty = false;
+    };
+    // Let the reads on the device finish before the ring and its buffers go.
+    while r.q.in_flight() > 0 && r.reap_each(|_| {}).is_ok() {
+        std::hint::spin_loop();
+    }
+    result.map(|_| Figure::of(v))
+}
+
+/// The latency-by-depth curve of the depth figures: (depth, median) for every depth measured,
+/// from depth 1, as a running maximum (a device is not faster with more reads on it; a dip is
+/// noise). Empty when depth 1 was not measured.
+fn depth_curve(get: &impl Fn(&str) -> u64) -> Vec<(u32, u64)> {
+    let mut curve: Vec<(u32, u64)> = Vec::with_capacity(DEPTHS.len());
+    for (depth, name) in DEPTHS {
+        let p50 = get(name);
+        if p50 == 0 {
+            continue;
+        }
+        let floor = curve.last().map_or(0, |&(_, p)| p);
+        curve.push((depth, p50.max(floor)));
+    }
+    if curve.first().is_some_and(|&(d, _)| d == 1) {
+        curve
+    } else {
+        Vec::new()
     }
 }
 
@@ -304,6 +422,11 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     let engine = engine_cost()?;
     figures.push(("engine_ns", engine));
 
+    // The device's latency with 1, 2, 4, 8 reads on it.
+    for (depth, name) in DEPTHS {
+        figures.push((name, depth_clat(fd, blocks, depth as usize)?));
+    }
+
     // The device's rate, with many requests in flight.
     figures.push(("qd32_ns_per_io", device_rate(path, size, direct)?));
 
@@ -375,6 +498,7 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
         device_iops: 1_000_000_000u64
             .checked_div(get("qd32_ns_per_io"))
             .unwrap_or(0),
+        device_latency_by_depth: depth_curve(get),
     }
 }
 
@@ -580,6 +704,28 @@ mod tests {
         let median = mean_ns as f64 / (sigma * sigma / 2.0).exp();
         assert!((median - 10_000.0).abs() < 20.0, "{median}");
         assert!(sigma > 0.19 && sigma < 0.22, "{sigma}");
+    }
+
+    #[test]
+    fn the_depth_curve_is_a_running_maximum_from_depth_one() {
+        let figs = |v: [u64; 4]| {
+            move |name: &str| {
+                DEPTHS
+                    .iter()
+                    .position(|(_, n)| *n == name)
+                    .map_or(0, |i| v[i])
+            }
+        };
+        assert_eq!(
+            depth_curve(&figs([20_000, 33_000, 31_000, 90_000])),
+            vec![(1, 20_000), (2, 33_000), (4, 33_000), (8, 90_000)]
+        );
+        // A depth with no samples is left out; without depth 1 there is no curve.
+        assert_eq!(
+            depth_curve(&figs([20_000, 0, 50_000, 90_000])),
+            vec![(1, 20_000), (4, 50_000), (8, 90_000)]
+        );
+        assert_eq!(depth_curve(&figs([0, 33_000, 50_000, 90_000])), vec![]);
     }
 
     #[test]

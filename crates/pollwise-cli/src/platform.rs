@@ -4,8 +4,10 @@
 //! `pollwise calibrate`), `nvme-baremetal` and `optane` (public figures; each file says where
 //! every number comes from). A file is either a preset's form or `pollwise calibrate`'s JSON
 //! (its `platform` object). Every field is required but `device_iops` (0, no limit, when
-//! missing) and nothing else is allowed but `name`, `sources` and `note`: a bad or missing
-//! field exits 2 naming it.
+//! missing) and `device_latency_by_depth` (`[[depth, p50_ns], ...]`, the device's median
+//! latency by the requests on it, depths rising from 1; none when missing: the latency does
+//! not depend on the depth), and nothing else is allowed but `name`, `sources` and `note`: a
+//! bad or missing field exits 2 naming it.
 
 use std::path::Path;
 
@@ -84,14 +86,14 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
         if !FIELDS.contains(&k.as_str())
             && !matches!(
                 k.as_str(),
-                "name" | "device" | "device_iops" | "sources" | "note"
+                "name" | "device" | "device_iops" | DEPTH_FIELD | "sources" | "note"
             )
         {
             return Err(bad(
                 origin,
                 k,
                 format!(
-                    "is not a platform field: use {}, device, device_iops, name, sources, note",
+                    "is not a platform field: use {}, device, device_iops, {DEPTH_FIELD}, name, sources, note",
                     FIELDS.join(", ")
                 ),
             ));
@@ -151,12 +153,44 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
             None => 0,
             Some(_) => num("device_iops")?,
         },
+        device_latency_by_depth: match o.get(DEPTH_FIELD) {
+            None => Vec::new(),
+            Some(v) => depth_curve(origin, v)?,
+        },
     };
     p.check().map_err(|e| match e {
         pollwise::Error::Config { field, reason } => bad(origin, field, reason),
         other => Error::from(other),
     })?;
     Ok(p)
+}
+
+/// The platform file's field for the device's latency by depth.
+pub const DEPTH_FIELD: &str = "device_latency_by_depth";
+
+/// `[[depth, p50_ns], ...]`: pairs of whole numbers (the library checks their order).
+fn depth_curve(origin: &str, v: &Value) -> Result<Vec<(u32, u64)>> {
+    let shape = || {
+        bad(
+            origin,
+            DEPTH_FIELD,
+            format!("is {v}: write [[depth, p50_ns], ...], whole numbers, e.g. [[1, 21000], [2, 33000]]"),
+        )
+    };
+    let pairs = v.as_array().ok_or_else(shape)?;
+    pairs
+        .iter()
+        .map(|pair| match pair.as_array().map(Vec::as_slice) {
+            Some([d, p]) => {
+                let d = d.as_u64().and_then(|d| u32::try_from(d).ok());
+                match (d, p.as_u64()) {
+                    (Some(d), Some(p)) => Ok((d, p)),
+                    _ => Err(shape()),
+                }
+            }
+            _ => Err(shape()),
+        })
+        .collect()
 }
 
 /// A latency model in `--sim_latency`'s grammar.
@@ -191,6 +225,7 @@ pub fn calibrated_sources() -> Map<String, Value> {
         ("timer_late_ns", "lateness of a 10 us nanosleep, timer slack 1 ns, median"),
         ("device", "log-normal with the polled QD1 clat's median and 90th percentile (sigma capped at 0.5)"),
         ("device_iops", "4 KiB random reads per second at queue depth 32 on an interrupt ring (the engine): the fastest of 3 windows of 150 ms"),
+        (DEPTH_FIELD, "median polled clat of 4 KiB random reads kept at depths 1, 2, 4 and 8 on a plain ring (one thread, each completed read re-issued at once), counting only completions seen by a poll after an empty one (timed to a poll, not delayed by a submit); running maximum over the depths"),
     ] {
         m.insert(k.into(), v.into());
     }
@@ -214,6 +249,7 @@ pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
         "timer_late_ns": p.timer_late_ns,
         "device": model_text(&p.device),
         "device_iops": p.device_iops,
+        DEPTH_FIELD: p.device_latency_by_depth.iter().map(|&(d, ns)| json!([d, ns])).collect::<Vec<_>>(),
         "sources": sources,
     })
 }
@@ -222,7 +258,10 @@ pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
 pub fn describe(p: &Platform) -> String {
     let v = to_json(p, &Map::new());
     let mut s = String::new();
-    for f in FIELDS.iter().chain(["device", "device_iops"].iter()) {
+    for f in FIELDS
+        .iter()
+        .chain(["device", "device_iops", DEPTH_FIELD].iter())
+    {
         s += &format!("  {f:<20} {}\n", v[*f]);
     }
     s
@@ -237,6 +276,20 @@ mod tests {
             Err(Error::Usage(m)) => m,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_depth_curve_round_trips_and_its_absence_is_none() {
+        let mut p = load("nvme-baremetal").unwrap();
+        assert!(p.device_latency_by_depth.is_empty());
+        p.device_latency_by_depth = vec![(1, 10_000), (2, 12_500), (8, 30_000)];
+        let v = to_json(&p, &Map::new());
+        assert_eq!(
+            v[DEPTH_FIELD],
+            json!([[1, 10_000], [2, 12_500], [8, 30_000]])
+        );
+        assert_eq!(parse("t.json", &v.to_string()).unwrap(), p);
+        assert!(describe(&p).contains("[[1,10000],[2,12500],[8,30000]]"));
     }
 
     #[test]
@@ -279,6 +332,22 @@ mod tests {
         assert!(field_of(&with("wake_ns", json!(1))).contains("field 'wake_ns'"));
         assert!(field_of(&without("timer_late_ns")).contains("field 'timer_late_ns' is missing"));
         assert!(field_of("[1]").contains("not a JSON object"));
+        for curve in [
+            json!(5),
+            json!([[1]]),
+            json!([[1, -3]]),
+            json!([[1, "20us"]]),
+            json!([[0, 1000]]),
+            json!([[1, 2000], [2, 1000]]),
+            json!([[1, 1000], [1, 2000]]),
+            json!([[5_000_000_000u64, 1000]]),
+        ] {
+            let m = field_of(&with(DEPTH_FIELD, curve.clone()));
+            assert!(
+                m.contains("field 'device_latency_by_depth'"),
+                "{curve}: {m}"
+            );
+        }
         assert!(matches!(load("no-such-preset"), Err(Error::Usage(_))));
     }
 }

@@ -21,6 +21,11 @@
 //!   one per `1 / device_iops` at most: requests beyond its parallelism wait in it. A thread
 //!   submitting to it first lets every running thread behind it in virtual time catch up, so
 //!   the device sees requests in time order.
+//! - a device whose latency grows with the requests on it (`device_latency_by_depth`, a
+//!   median latency per depth that `pollwise calibrate` measures): a request issued while `n`
+//!   requests of any thread are on the device (itself included) takes the latency model's
+//!   draw plus the curve's rise from depth 1 to `n`. Two threads at queue depth 1 each are
+//!   depth 2 for the device, as one thread at depth 2 is. The same time-order rule holds.
 //!
 //! What it leaves out (and so what a comparison with real runs may miss): wake-up preemption (a
 //! woken thread never preempts a running one before its slice ends), the scheduler tick (a
@@ -43,7 +48,7 @@ use crate::policy::auto::Auto;
 use crate::policy::Mode;
 use crate::queue::model::sched::Shared;
 use crate::queue::model::{ModelQueue, ThreadClock};
-pub use crate::queue::model::{Platform, MAX_CORES};
+pub use crate::queue::model::{Platform, MAX_CORES, MAX_DEPTH_POINTS};
 
 /// One simulated job thread.
 #[derive(Debug, Clone)]

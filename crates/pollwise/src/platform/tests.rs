@@ -28,6 +28,7 @@ fn platform(cores: u32) -> Platform {
         timer_late_ns: 300,
         device: LatencyModel::Fixed(L),
         device_iops: 0,
+        device_latency_by_depth: Vec::new(),
     }
 }
 
@@ -126,7 +127,14 @@ fn same_inputs_same_figures_bit_for_bit() {
     };
     p.time_slice_ns = 50_000;
     p.context_switch_ns = 900;
-    for mode in Mode::ALL {
+    let mut by_depth = p.clone();
+    by_depth.device_latency_by_depth = vec![(1, 10_000), (2, 14_000), (4, 30_000)];
+    by_depth.device_iops = 150_000;
+    for (p, mode) in Mode::ALL
+        .iter()
+        .map(|m| (&p, m))
+        .chain(Mode::ALL.iter().map(|m| (&by_depth, m)))
+    {
         let jobs: Vec<ThreadJob> = (0..5)
             .map(|i| ThreadJob {
                 seed: 11 + i,
@@ -152,8 +160,8 @@ fn same_inputs_same_figures_bit_for_bit() {
                 })
                 .collect()
         };
-        let a = fig(&run(&p, &jobs).unwrap());
-        let b = fig(&run(&p, &jobs).unwrap());
+        let a = fig(&run(p, &jobs).unwrap());
+        let b = fig(&run(p, &jobs).unwrap());
         assert_eq!(a, b, "{}", mode.name());
         // Five threads on two cores: someone waited for a core.
         assert!(a.iter().all(|f| f.0 == 300));
@@ -322,4 +330,144 @@ fn a_paced_thread_sleeps_to_each_slot() {
     assert_eq!(r.cpu_ns, n * io + (n - 1) * p.sleep_cpu_ns);
     assert_eq!(r.switches, n - 1);
     assert_eq!(r.elapsed_ns, (n - 1) * interval + p.timer_late_ns + io);
+}
+
+/// A platform whose every cost is a multiple of its poll (10 ns), so a poller reaps each
+/// completion at its due time exactly: clat is the device's latency to the nanosecond.
+fn aligned(cores: u32, curve: &[(u32, u64)]) -> Platform {
+    Platform {
+        poll_ns: 10,
+        device_latency_by_depth: curve.to_vec(),
+        ..platform(cores)
+    }
+}
+
+fn at_depth(mut j: ThreadJob, depth: u32) -> ThreadJob {
+    j.cfg.iodepth = depth;
+    j
+}
+
+#[test]
+fn latency_by_depth_to_the_nanosecond() {
+    // Device L = 1000 ns alone, 1500 ns with two requests on it.
+    let (l1, l2) = (L, 1_500);
+    let p = aligned(1, &[(1, l1), (2, l2)]);
+    // QD1: one request on the device at a time: the curve adds nothing, and every figure is
+    // the platform's without a curve.
+    let r1 = run(&p, &[job(Mode::Poll, 200)]).unwrap().remove(0);
+    let plain = run(&aligned(1, &[]), &[job(Mode::Poll, 200)])
+        .unwrap()
+        .remove(0);
+    assert_eq!(r1.read.clat.value_at_quantile(0.5), l1);
+    assert_eq!(r1.read.clat.max(), l1);
+    assert_eq!((r1.elapsed_ns, r1.cpu_ns), (plain.elapsed_ns, plain.cpu_ns));
+    // QD2: the engine pushes two (2E), submits both (S): the first starts alone (l1, due at
+    // 2E+S+l1), the second with it (l2). From then on every request is issued E+S after a
+    // completion while the other is still on the device (l2 - l1 = 500 > E + S = 300): each
+    // takes l2, and a poller reaps it at its due time.
+    let n = 200;
+    let r2 = run(&p, &[at_depth(job(Mode::Poll, n), 2)])
+        .unwrap()
+        .remove(0);
+    assert_eq!(r2.read.ios, n);
+    assert_eq!(r2.read.clat.value_at_quantile(0.5), l2);
+    assert_eq!(r2.read.clat.min(), l1);
+    assert_eq!(r2.read.clat.max(), l2);
+    // Without the curve, QD2's requests take L (reaped within a poll of it).
+    let flat = run(&aligned(1, &[]), &[at_depth(job(Mode::Poll, n), 2)])
+        .unwrap()
+        .remove(0);
+    assert_eq!(flat.read.clat.value_at_quantile(0.5), L);
+    assert!(flat.read.clat.max() <= L + 10, "{}", flat.read.clat.max());
+
+    // Depth 2 halfway between points at depths 1 and 3: interpolated, 1000 + (2000-1000)/2.
+    let p3 = aligned(1, &[(1, l1), (3, 2_000)]);
+    let r = run(&p3, &[at_depth(job(Mode::Poll, n), 2)])
+        .unwrap()
+        .remove(0);
+    assert_eq!(r.read.clat.value_at_quantile(0.5), 1_500);
+}
+
+#[test]
+fn two_threads_at_qd1_are_depth_two_for_the_device() {
+    // Two pollers on two cores, QD1 each. Both issue at E+S = 300: thread 0 first (l1, due
+    // 1300), thread 1 beside it (l2, due 1800). Thread 0 reaps at 1300 and issues at 1600
+    // while thread 1's is on the device (due 1800): l2; thread 1 issues at 2100 beside thread
+    // 0's (due 3100): l2; and so on, each beside the other's.
+    let (l1, l2) = (L, 1_500);
+    let p = aligned(2, &[(1, l1), (2, l2)]);
+    let n = 100;
+    let jobs = [job(Mode::Poll, n), job(Mode::Poll, n)];
+    let r = run(&p, &jobs).unwrap();
+    for (i, t) in r.iter().enumerate() {
+        assert_eq!(t.read.ios, n);
+        assert_eq!(t.read.clat.value_at_quantile(0.5), l2, "thread {i}");
+        assert_eq!(t.read.clat.max(), l2, "thread {i}");
+    }
+    assert_eq!(r[0].read.clat.min(), l1);
+    assert_eq!(r[1].read.clat.min(), l2);
+    // Each thread's cycle is E + S + l2 once both run: its elapsed time is n such cycles,
+    // give or take the first request and the other thread's offset.
+    let cycle = E + S + l2;
+    for t in &r {
+        let d = t.elapsed_ns.abs_diff(n * cycle);
+        assert!(d <= l2, "{} vs {}", t.elapsed_ns, n * cycle);
+    }
+}
+
+#[test]
+fn the_curve_interpolates_and_extends_by_the_device_rate() {
+    let mut p = aligned(1, &[(1, 20_000), (2, 32_000), (4, 50_000), (8, 90_000)]);
+    let extra: Vec<u64> = [0, 1, 2, 3, 4, 6, 8, 10]
+        .map(|n| p.depth_extra_ns(n))
+        .to_vec();
+    // Over the 20 us at depth 1: nothing below and at depth 1; 12 us at 2; (32 + 18/2) - 20 =
+    // 21 at 3; 30 at 4; (50 + 40/2) - 20 = 50 at 6; 70 at 8; beyond 8, with no rate limit, the
+    // last point holds.
+    assert_eq!(
+        extra,
+        [0, 0, 12_000, 21_000, 30_000, 50_000, 70_000, 70_000]
+    );
+    // With a device rate of 100k/s (10 us per request), each request beyond depth 8 adds
+    // 10 us.
+    p.device_iops = 100_000;
+    assert_eq!(p.depth_extra_ns(8), 70_000);
+    assert_eq!(p.depth_extra_ns(10), 90_000);
+    // Rounded down between points: (1, 1) to (4, 11) rises 10 x 2/3 = 6.67 by depth 3: 6.
+    let q = aligned(1, &[(1, 1), (4, 11)]);
+    assert_eq!(q.depth_extra_ns(3), 6);
+    // No curve: nothing at any depth.
+    assert_eq!(platform(1).depth_extra_ns(64), 0);
+}
+
+#[test]
+fn bad_depth_curves_name_the_field() {
+    for curve in [
+        vec![(2, 1_000), (4, 2_000)],
+        vec![(1, 1_000), (1, 2_000)],
+        vec![(1, 1_000), (4, 2_000), (2, 3_000)],
+        vec![(1, 2_000), (2, 1_000)],
+        vec![(1, u64::MAX)],
+        (1..=65).map(|d| (d, 1_000)).collect(),
+    ] {
+        let p = Platform {
+            device_latency_by_depth: curve.clone(),
+            ..platform(1)
+        };
+        assert!(
+            matches!(
+                p.check(),
+                Err(Error::Config {
+                    field: "device_latency_by_depth",
+                    ..
+                })
+            ),
+            "{curve:?}"
+        );
+    }
+    let ok = Platform {
+        device_latency_by_depth: vec![(1, 1_000), (2, 1_000), (8, 5_000)],
+        ..platform(1)
+    };
+    assert!(ok.check().is_ok());
 }

@@ -333,15 +333,16 @@ impl Device {
 
     /// Starts every queued operation at `now`; returns how many.
     pub(crate) fn start(&mut self, now: u64) -> usize {
-        self.start_by(|| now)
+        self.start_each(|latency| now.saturating_add(latency))
     }
 
-    /// Starts every queued operation at the time `start_at` gives it, one call per operation in
-    /// queue order (a device with a limited rate starts them in turn); returns how many.
-    pub(crate) fn start_by(&mut self, mut start_at: impl FnMut() -> u64) -> usize {
+    /// Starts every queued operation, in queue order: `due_of` turns the latency drawn for it
+    /// into its completion time (a shared device starts them in turn, and may add to the
+    /// latency); returns how many.
+    pub(crate) fn start_each(&mut self, mut due_of: impl FnMut(u64) -> u64) -> usize {
         let n = self.pending.len();
         for (user_data, result) in self.pending.drain(..) {
-            let due = start_at().saturating_add(self.model.sample(&mut self.rng));
+            let due = due_of(self.model.sample(&mut self.rng));
             self.flying
                 .push(Reverse((due, self.seq, user_data, result)));
             self.seq += 1;

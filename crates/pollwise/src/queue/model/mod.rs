@@ -4,7 +4,9 @@
 //! virtual CPU and time ([`Platform`]): a push the engine's work per I/O, a submission the
 //! submit call, a poll one completion-queue check, a blocking wait a system call, the time off the
 //! cores until the completion or the timer wakes the thread, and the CPU of coming back. The
-//! device completes each operation at its submission plus a latency from a [`LatencyModel`].
+//! device completes each operation at its submission plus a latency from a [`LatencyModel`],
+//! plus what the platform's latency-by-depth curve adds for the requests on the device then
+//! (every thread's: the device is shared).
 
 use std::io;
 use std::sync::Arc;
@@ -20,6 +22,9 @@ pub mod sched;
 
 /// The most cores a platform may have.
 pub const MAX_CORES: u32 = 4096;
+
+/// The most points a device's latency-by-depth curve may have.
+pub const MAX_DEPTH_POINTS: usize = 64;
 
 /// The costs and resources of a platform. See the module docs.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,9 +63,46 @@ pub struct Platform {
     /// the latency of `n` requests in flight grows to about `n / device_iops` once that is
     /// above [`device`](Self::device)'s latency (what a queue-depth sweep shows).
     pub device_iops: u64,
+    /// The device's median latency by the requests on it: `(depth, p50_ns)` points, depths
+    /// rising from 1, latencies never falling (empty: the latency does not depend on the
+    /// depth). A request issued while `n` requests are on the device (itself included, every
+    /// thread's together) takes [`device`](Self::device)'s latency plus what the curve adds
+    /// at `n` over depth 1: linear between points; beyond the last point each request more
+    /// adds the device's time per request at its rate, `1 / device_iops` (nothing with no
+    /// limit). See [`depth_extra_ns`](Self::depth_extra_ns).
+    pub device_latency_by_depth: Vec<(u32, u64)>,
 }
 
 impl Platform {
+    /// What the device adds to the latency of a request issued while `n` requests are on it
+    /// (itself included): the [`device_latency_by_depth`](Self::device_latency_by_depth)
+    /// curve at `n` less the curve at depth 1, interpolated linearly between points (rounded
+    /// down) and extended beyond the last point by `1 / device_iops` per request. 0 with no
+    /// curve or at depth 1.
+    pub fn depth_extra_ns(&self, n: u64) -> u64 {
+        let c = &self.device_latency_by_depth;
+        let (Some(&(_, base)), Some(&(last_d, last_p))) = (c.first(), c.last()) else {
+            return 0;
+        };
+        if n <= 1 {
+            return 0;
+        }
+        let at_n = match c.windows(2).find(|w| n <= u64::from(w[1].0)) {
+            Some(w) => {
+                let ((d0, p0), (d1, p1)) = (w[0], w[1]);
+                let (d0, d1) = (u64::from(d0), u64::from(d1));
+                let rise = u128::from(p1.saturating_sub(p0)) * u128::from(n.saturating_sub(d0))
+                    / u128::from(d1.saturating_sub(d0).max(1));
+                p0.saturating_add(u64::try_from(rise).unwrap_or(u64::MAX))
+            }
+            None => {
+                let per = 1_000_000_000u64.checked_div(self.device_iops).unwrap_or(0);
+                last_p.saturating_add(n.saturating_sub(u64::from(last_d)).saturating_mul(per))
+            }
+        };
+        at_n.saturating_sub(base)
+    }
+
     /// Checks the figures: an [`Error::Config`] naming the field that cannot be used.
     pub fn check(&self) -> Result<()> {
         if self.cores == 0 || self.cores > MAX_CORES {
@@ -110,6 +152,7 @@ impl Platform {
                 ),
             ));
         }
+        self.check_depth_curve()?;
         if let LatencyModel::Uniform(a, b) = self.device {
             if a > b {
                 return Err(Error::config(
@@ -120,6 +163,50 @@ impl Platform {
         }
         if self.device.mean_ns() > MAX as f64 {
             return Err(Error::config("device", "mean latency above 10 s"));
+        }
+        Ok(())
+    }
+
+    fn check_depth_curve(&self) -> Result<()> {
+        const FIELD: &str = "device_latency_by_depth";
+        const MAX: u64 = 10_000_000_000;
+        let c = &self.device_latency_by_depth;
+        if c.len() > MAX_DEPTH_POINTS {
+            return Err(Error::config(
+                FIELD,
+                format!("has {} points: use at most {MAX_DEPTH_POINTS}", c.len()),
+            ));
+        }
+        if let Some(&(d, _)) = c.first() {
+            if d != 1 {
+                return Err(Error::config(
+                    FIELD,
+                    format!("starts at depth {d}: the first point is depth 1 (one request on the device)"),
+                ));
+            }
+        }
+        if let Some(&(d, p)) = c.iter().find(|&&(_, p)| p > MAX) {
+            return Err(Error::config(
+                FIELD,
+                format!("is {p} ns at depth {d}: use at most {MAX} (10 s)"),
+            ));
+        }
+        for w in c.windows(2) {
+            let ((d0, p0), (d1, p1)) = (w[0], w[1]);
+            if d1 <= d0 {
+                return Err(Error::config(
+                    FIELD,
+                    format!("has depth {d1} after depth {d0}: list the depths rising"),
+                ));
+            }
+            if p1 < p0 {
+                return Err(Error::config(
+                    FIELD,
+                    format!(
+                        "falls from {p0} ns at depth {d0} to {p1} ns at depth {d1}: a device is not faster with more requests on it (use the running maximum)"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -246,16 +333,22 @@ unsafe impl Queue for ModelQueue {
         self.charge(self.p.submit_ns)?;
         self.c.enters += 1;
         // The device starts when the submit call has issued the requests; a device with a
-        // limited rate starts them in turn, after the other threads' earlier requests.
-        if self.p.device_iops > 0 {
+        // limited rate starts them in turn, after the other threads' earlier requests; a
+        // device whose latency grows with its depth counts every thread's requests on it.
+        let by_depth = !self.p.device_latency_by_depth.is_empty();
+        if self.p.device_iops > 0 || by_depth {
             self.shared.sync(self.me);
             if self.shared.is_aborted() {
                 return Err(aborted());
             }
         }
         let now = self.now();
-        let (shared, iops) = (&self.shared, self.p.device_iops);
-        let n = self.dev.start_by(|| shared.device_start(now, iops));
+        let (shared, p) = (&self.shared, &self.p);
+        let extra = |depth: u64| p.depth_extra_ns(depth);
+        let extra: Option<&dyn Fn(u64) -> u64> = if by_depth { Some(&extra) } else { None };
+        let n = self
+            .dev
+            .start_each(|latency| shared.device_issue(now, p.device_iops, latency, extra));
         self.c.submitted += n as u64;
         Ok(n)
     }

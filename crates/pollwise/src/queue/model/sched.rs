@@ -61,6 +61,9 @@ pub(crate) struct World {
     baton: usize,
     /// When the shared device may start its next request (a device with a limited rate).
     device_next: u64,
+    /// When each request on the shared device completes (kept only for a device whose latency
+    /// grows with its depth): a request started at `t` sees those due after `t`.
+    device_due: BinaryHeap<Reverse<u64>>,
     /// Set once every thread is done or a thread failed: nobody waits any more.
     pub(crate) over: bool,
 }
@@ -99,6 +102,7 @@ impl Shared {
             seq: 0,
             baton: usize::MAX,
             device_next: 0,
+            device_due: BinaryHeap::new(),
             over: false,
         };
         let s = Shared {
@@ -195,16 +199,42 @@ impl Shared {
         }
     }
 
-    /// When a request submitted at `now` starts on a device that starts at most `iops` per
-    /// second (0: no limit): at `now`, or when the device is done starting earlier ones.
-    pub(crate) fn device_start(&self, now: u64, iops: u64) -> u64 {
-        if iops == 0 {
-            return now;
+    /// When a request submitted at `now`, with `latency` drawn from the device's model,
+    /// completes on the device every thread shares. It starts at `now`, or, on a device that
+    /// starts at most `iops` per second (0: no limit), when the device is done starting
+    /// earlier ones. With `extra` (the latency-by-depth curve), `extra(n)` is added for the
+    /// `n` requests on the device when it starts, itself included. Callers call in virtual-time
+    /// order (after [`sync`](Self::sync)) whenever `iops` or `extra` is set: starts then never
+    /// go back in time, so requests due by a start are done for every later one too.
+    pub(crate) fn device_issue(
+        &self,
+        now: u64,
+        iops: u64,
+        latency: u64,
+        extra: Option<&dyn Fn(u64) -> u64>,
+    ) -> u64 {
+        if iops == 0 && extra.is_none() {
+            return now.saturating_add(latency);
         }
         let mut w = self.lock();
-        let start = now.max(w.device_next);
-        w.device_next = start + 1_000_000_000 / iops;
-        start
+        let start = match 1_000_000_000u64.checked_div(iops) {
+            None => now,
+            Some(gap) => {
+                let start = now.max(w.device_next);
+                w.device_next = start + gap;
+                start
+            }
+        };
+        let Some(extra) = extra else {
+            return start.saturating_add(latency);
+        };
+        while w.device_due.peek().is_some_and(|r| r.0 <= start) {
+            w.device_due.pop();
+        }
+        let depth = w.device_due.len() as u64 + 1;
+        let due = start.saturating_add(latency).saturating_add(extra(depth));
+        w.device_due.push(Reverse(due));
+        due
     }
 
     /// The earliest pending event or running thread's slice end.
