@@ -189,7 +189,8 @@ impl Advise {
         })
         .collect();
         let facts = format!(
-            "platform '{name}': {cores} cores, device {}, {} · {} cells in virtual time · target p{} ≤ {} µs",
+            "platform {name}: {}, device {}, {} · {} cells in virtual time · target p{} ≤ {} µs",
+            cores_text(cores),
             p["device"].as_str().unwrap_or("?"),
             costs.join(", "),
             cells.len(),
@@ -198,7 +199,10 @@ impl Advise {
         );
         Ok(Advise {
             head: PlotData {
-                title: format!("pollwise advise on {on} (platform '{name}', {cores} cores)"),
+                title: format!(
+                    "pollwise advise on {on} (platform {name}, {})",
+                    cores_text(cores)
+                ),
                 facts,
                 latency: "total latency (fio's lat)".into(),
                 time_axis: String::new(),
@@ -505,7 +509,7 @@ impl Advise {
         let keep = |c: &Cell| c.qd == 1 && c.load >= 1.0;
         let iops = self.curves(keep, |c| (c.threads as f64, c.model.iops));
         let cpu = self.curves(keep, |c| (c.threads as f64, c.model.cpu));
-        let x_desc = format!("threads ({} cores)", self.cores);
+        let x_desc = format!("threads (on {})", cores_text(self.cores));
         let xr = 0f64..LEGEND_ROOM * (self.cores as f64 * 2.0).max(2.0);
         for (panel, curves, caption, y_desc, legend) in [
             (
@@ -537,6 +541,11 @@ impl Advise {
         }
         Ok(())
     }
+}
+
+/// "1 core", "8 cores".
+fn cores_text(n: u64) -> String {
+    format!("{n} core{}", if n == 1 { "" } else { "s" })
 }
 
 /// A text style of `size` centred on its point.
