@@ -609,3 +609,78 @@ where
     }
     draw_lines(&mut ch, p.c, p.curves, |_| true, p.legend)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(mode: &str, qd: u64, threads: u64, rate: Option<u64>, iops: f64) -> Value {
+        json!({
+            "mode": mode, "iodepth": qd, "threads": threads, "load": if rate.is_some() { 0.1 } else { 1.0 },
+            "rate_iops": rate,
+            "model": {"p50_ns": 11_000, "p99_ns": 14_000, "target_pct_ns": 14_000,
+                      "cpu_us_per_io": 3.5, "iops": iops},
+            "real": null,
+        })
+    }
+
+    fn report(cells: Vec<Value>) -> Value {
+        let mut pick = cells[0].clone();
+        pick["objective"] = "lowest latency".into();
+        json!({
+            "platform": {"name": "p", "cores": 1, "device": "fixed:10000ns", "submit_ns": 1500},
+            "latency_target": {"percentile": 99.0, "ns": 100_000},
+            "recommendations": {
+                "best_throughput_under_contention": {"none": "cut"},
+                "lowest_latency": pick,
+            },
+            "cells": cells,
+        })
+    }
+
+    #[test]
+    fn reads_cells_picks_and_the_platform() {
+        let a = Advise::from_json(&report(vec![
+            cell("poll", 1, 1, Some(900), 1000.0),
+            cell("interrupt", 4, 2, None, 0.0),
+            cell("interrupt", 1, 2, None, 2000.0),
+        ]))
+        .unwrap();
+        assert_eq!(a.cells.len(), 2, "the cell that did no I/O is left out");
+        let modes: Vec<&str> = a.head.series.iter().map(|s| s.mode.as_str()).collect();
+        assert_eq!(modes, ["interrupt", "poll"], "in MODES order");
+        assert_eq!(a.picks.len(), 1, "an objective nothing met has no pick");
+        assert_eq!(a.picks[0].objective, "lowest latency");
+        assert_eq!(a.picks[0].cell, "poll, qd 1, 1 thread, 10% load");
+        assert_eq!(a.target, (99.0, 100.0));
+        assert_eq!(
+            a.head.title,
+            "pollwise advise on the model (platform p, 1 core)"
+        );
+        assert!(a.head.facts.contains("submit 1.5 µs"), "{}", a.head.facts);
+        assert!(
+            !a.head.facts.contains("wake-up"),
+            "absent costs are left out"
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_plot() {
+        for (v, why) in [
+            (json!({}), "no `cells`"),
+            (
+                report(vec![cell("poll", 1, 1, None, 0.0)]),
+                "no cell that did I/O",
+            ),
+            (json!({"cells": [{"mode": "poll"}]}), "lacks mode"),
+        ] {
+            let e = Advise::from_json(&v).unwrap_err();
+            assert!(e.contains(why), "{v}: {e}");
+        }
+        let mut v = report(vec![cell("poll", 1, 1, None, 1.0)]);
+        v["latency_target"] = json!("p99:100us");
+        assert!(Advise::from_json(&v)
+            .unwrap_err()
+            .contains("latency_target"));
+    }
+}
