@@ -15,7 +15,7 @@
 //! charts per count (`latency_cdf_threads4.svg`, ...), so each chart compares modes under the
 //! same load; it reports no per-interval samples, so it has no IOPS chart.
 //!
-//! `pollwise advise`'s JSON gets its own charts (the [`advise`] module): its sweep's cells
+//! `pollwise advise`'s JSON gets its own charts (the `advise` submodule, `report/plot/advise.rs`): its sweep's cells
 //! against CPU, offered load and threads.
 
 use std::path::{Path, PathBuf};
