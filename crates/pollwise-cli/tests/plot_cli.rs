@@ -211,7 +211,6 @@ fn advise_plots_every_modelled_cell_and_its_picks() {
             );
         }
         assert!(t.iter().any(|x| x.contains("µs")), "{f}: {t:?}");
-        // `pollwise plot` on the JSON draws the same chart, byte for byte.
     }
     // The frontier: a dot per modelled cell in each of its two panels, in its mode's colour.
     let svg = read("advise_frontier.svg");
