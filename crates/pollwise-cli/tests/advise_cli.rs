@@ -3,24 +3,8 @@
 
 mod common;
 
-use common::{json_of, pollwise, usage_error};
+use common::{json_of, pollwise, tiny_platform, usage_error};
 use serde_json::Value;
-
-/// A one-core platform with a 100 µs device (nvme-baremetal's costs): a small, cheap sweep
-/// (threads 1 and 2) that no `--time` below cuts.
-fn tiny_platform(dir: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/presets/nvme-baremetal.json"
-    ))
-    .unwrap()
-    .replace("\"cores\": 8", "\"cores\": 1")
-    .replace("\"lognormal:10us,0.1\"", "\"lognormal:100us,0.2\"");
-    assert!(text.contains("\"cores\": 1") && text.contains("100us"));
-    let f = dir.join("tiny.json");
-    std::fs::write(&f, text).unwrap();
-    f.display().to_string()
-}
 
 fn advise(platform: &str, extra: &[&str]) -> Value {
     let p = format!("--platform={platform}");
@@ -40,7 +24,7 @@ fn help_exits_0_and_typos_are_caught() {
     let (code, out, _) = pollwise(&["advise", "--help"]);
     assert_eq!(code, 0);
     assert!(
-        out.contains("--latency_target") && out.contains("--time"),
+        out.contains("--latency_target") && out.contains("--time") && out.contains("--plot"),
         "{out}"
     );
     usage_error(

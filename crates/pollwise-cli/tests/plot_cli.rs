@@ -5,7 +5,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{pollwise, tempdir, usage_error};
+use common::{pollwise, tempdir, tiny_platform, usage_error};
+use serde_json::Value;
 
 /// The SVG files in `dir`, sorted.
 fn svgs(dir: &Path) -> Vec<String> {
@@ -128,6 +129,202 @@ fn compare_then_plot_draws_one_series_per_mode() {
         "the tail axis counts nines: {labels:?}"
     );
     assert!(labels.iter().any(|x| x.contains("log scale")), "{labels:?}");
+}
+
+/// The `<circle>` elements of `svg`: (radius, fill), the fill "none" for a ring.
+fn circles(svg: &str) -> Vec<(String, String)> {
+    let attr = |el: &str, name: &str| {
+        let at = el.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(el[at..at + el[at..].find('"')?].to_string())
+    };
+    svg.split("<circle")
+        .skip(1)
+        .map(|el| {
+            let el = &el[..el.find("/>").unwrap_or(el.len())];
+            (attr(el, "r").unwrap(), attr(el, "fill").unwrap())
+        })
+        .collect()
+}
+
+/// How many of `items` each distinct value has, sorted.
+fn counts<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Vec<(T, usize)> {
+    let mut m = std::collections::BTreeMap::new();
+    for i in items {
+        *m.entry(i).or_insert(0) += 1;
+    }
+    m.into_iter().collect()
+}
+
+#[test]
+fn advise_plots_every_modelled_cell_and_its_picks() {
+    let d = tempdir();
+    let platform = tiny_platform(d.path());
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let (plots, again, report) = (p("plots"), p("again"), p("A.json"));
+    let (code, _, err) = pollwise(&[
+        "advise",
+        "--ioengine=sim",
+        &format!("--platform={platform}"),
+        "--time=600s",
+        "--latency_target=p99:400us",
+        "--output-format=json",
+        &format!("--output={report}"),
+        &format!("--plot={plots}"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let files = [
+        "advise_frontier.svg",
+        "advise_load.svg",
+        "advise_threads.svg",
+    ];
+    assert_eq!(svgs(Path::new(&plots)), files, "{err}");
+    for f in files {
+        assert!(err.contains(f), "--plot says what it wrote: {err}");
+    }
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let a = &v["advise"];
+    assert_eq!(a["cells_cut"], 0, "the whole sweep");
+    let cells = a["cells"].as_array().unwrap();
+    let modes: Vec<&str> = {
+        let mut m: Vec<&str> = cells.iter().map(|c| c["mode"].as_str().unwrap()).collect();
+        m.dedup();
+        m.sort();
+        m.dedup();
+        m
+    };
+    assert_eq!(modes.len(), 5, "{modes:?}");
+    let read = |f: &str| std::fs::read_to_string(Path::new(&plots).join(f)).unwrap();
+    let title = format!(
+        "pollwise advise on the model (platform {}, 1 core)",
+        a["platform"]["name"].as_str().unwrap()
+    );
+    for f in files {
+        let svg = read(f);
+        assert_well_formed(&svg, f);
+        let t = texts(&svg);
+        assert!(t.iter().any(|x| x.starts_with(&title)), "{f}: {t:?}");
+        for m in &modes {
+            assert_eq!(
+                t.iter().filter(|x| *x == m).count(),
+                1,
+                "{f}: one legend entry for {m}: {t:?}"
+            );
+        }
+        assert!(t.iter().any(|x| x.contains("µs")), "{f}: {t:?}");
+    }
+    // The frontier: a dot per modelled cell in each of its two panels, in its mode's colour.
+    let svg = read("advise_frontier.svg");
+    let dots: Vec<(String, String)> = circles(&svg)
+        .into_iter()
+        .filter(|c| c.1 != "none")
+        .collect();
+    assert_eq!(dots.len(), 2 * cells.len(), "one dot per cell and panel");
+    let per_mode = counts(cells.iter().map(|c| c["mode"].as_str().unwrap()));
+    let per_colour = counts(dots.iter().map(|c| c.1.as_str()));
+    assert_eq!(
+        per_colour.len(),
+        modes.len(),
+        "a colour per mode: {per_colour:?}"
+    );
+    let mut want: Vec<usize> = per_mode.iter().map(|m| 2 * m.1).collect();
+    let mut got: Vec<usize> = per_colour.iter().map(|c| c.1).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "{per_colour:?} against {per_mode:?}");
+    // Each recommendation ringed in both panels and named in the legend.
+    let recs: Vec<&Value> = a["recommendations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|r| r["mode"].is_string())
+        .collect();
+    assert!(recs.len() >= 2, "{}", a["recommendations"]);
+    let mut picked: Vec<String> = recs.iter().map(|r| r["model"].to_string()).collect();
+    picked.sort();
+    picked.dedup();
+    let rings = circles(&svg)
+        .iter()
+        .filter(|c| c.1 == "none" && c.0 == "10")
+        .count();
+    assert_eq!(rings, 2 * picked.len());
+    let t = texts(&svg);
+    for r in &recs {
+        let entry = format!(
+            "{}, qd {}, {} thread",
+            r["mode"].as_str().unwrap(),
+            r["iodepth"],
+            r["threads"]
+        );
+        assert!(
+            t.iter().any(|x| x.contains(&entry)),
+            "{entry} in the legend: {t:?}"
+        );
+    }
+    assert!(
+        t.iter().any(|x| x.starts_with("target p99 ≤ 400 µs")),
+        "{t:?}"
+    );
+    // Latency against load: QD1, one thread, 3 loads per mode; IOPS and CPU against threads:
+    // QD1 unpaced, 2 thread counts per mode. A dot per point and panel.
+    let points = |keep: &dyn Fn(&Value) -> bool| cells.iter().filter(|c| keep(c)).count();
+    let qd1 = |c: &Value| c["iodepth"] == 1;
+    let load_points = points(&|c| qd1(c) && c["threads"] == 1);
+    let thread_points = points(&|c| qd1(c) && c["rate_iops"].is_null());
+    assert_eq!((load_points, thread_points), (3 * 5, 2 * 5));
+    for (f, n, words) in [
+        ("advise_load.svg", load_points, "offered load"),
+        ("advise_threads.svg", thread_points, "threads (on 1 core)"),
+    ] {
+        let svg = read(f);
+        assert_eq!(circles(&svg).len(), 2 * n, "{f}");
+        let t = texts(&svg);
+        assert!(t.iter().any(|x| x.starts_with(words)), "{f}: {t:?}");
+    }
+    // `pollwise plot` on advise's JSON draws the same charts, byte for byte.
+    let (code, out, err) = pollwise(&["plot", &report, &format!("--out={again}")]);
+    assert_eq!(code, 0, "{err}");
+    for f in files {
+        assert!(out.contains(f), "{out}");
+        let other = std::fs::read_to_string(Path::new(&again).join(f)).unwrap();
+        assert!(
+            other == read(f),
+            "{f} differs between --plot and pollwise plot"
+        );
+    }
+}
+
+#[test]
+fn advise_refuses_a_bad_plot_dir_before_it_starts() {
+    let d = tempdir();
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let file = p("in-the-way");
+    std::fs::write(&file, "keep me").unwrap();
+    let target = p("f.dat");
+    for dir in [file.clone(), format!("{file}/d")] {
+        usage_error(
+            &[
+                "advise",
+                &format!("--filename={target}"),
+                &format!("--plot={dir}"),
+            ],
+            &["cannot write plots in", "choose a directory"],
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    assert!(
+        !Path::new(&target).exists(),
+        "nothing calibrated or laid out"
+    );
+    // A report that is not advise's, nor any other, is refused naming what it lacks.
+    std::fs::write(
+        p("bad.json"),
+        r#"{"advise": {"cells": [{"mode": "poll"}]}}"#,
+    )
+    .unwrap();
+    usage_error(
+        &["plot", &p("bad.json"), &format!("--out={}", p("o"))],
+        &["lacks mode, iodepth", "pollwise advise"],
+    );
 }
 
 #[test]

@@ -330,6 +330,8 @@ pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
 
 const RUN_LIKE: &[&str] = &["run", "compare"];
 const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
+/// The commands that draw their report with `--plot`.
+const PLOTTED: &[&str] = &["compare", "hybrid-contention", "advise"];
 const POLLER: &[&str] = &["shared-poller", "fairness"];
 const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
 /// The ways a reactor or a shared poller waits (`LoopWait`).
@@ -455,7 +457,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
     opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format (bare number: seconds)"),
-    opt("plot", STR, NONE, C::Output, Only(COMPARE_LIKE), "after the run, also draw its results as SVG charts in this directory (as `pollwise plot`)"),
+    opt("plot", STR, NONE, C::Output, Only(PLOTTED), "after the run, also draw its results as SVG charts in this directory (as `pollwise plot`)"),
     opt("out", STR, NONE, C::Output, Only(&["plot"]), "the directory to write the SVG charts in (created if missing)"),
     opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
     opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
@@ -653,7 +655,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "plot",
         scenario: false,
-        about: "Draws RESULT.json (the JSON of compare, run or scenario hybrid-contention) as SVG charts: latency CDF, CPU per I/O against p50 and p99, IOPS over time. Usage: pollwise plot RESULT.json --out=DIR",
+        about: "Draws RESULT.json (the JSON of compare, run or scenario hybrid-contention) as SVG charts: latency CDF, CPU per I/O against p50 and p99, IOPS over time; advise's JSON as its sweep: CPU per I/O against latency per cell, latency against offered load, IOPS and CPU against threads. Usage: pollwise plot RESULT.json --out=DIR",
         job: JobUse::Only(&[]),
         job_refusal: "`pollwise plot` draws a report and runs no job: --{opt} belongs to the command that wrote RESULT.json",
         refuse: &[

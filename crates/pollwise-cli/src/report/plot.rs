@@ -14,6 +14,9 @@
 //! A scenario that runs every mode at several thread counts (hybrid-contention) gets one set of
 //! charts per count (`latency_cdf_threads4.svg`, ...), so each chart compares modes under the
 //! same load; it reports no per-interval samples, so it has no IOPS chart.
+//!
+//! `pollwise advise`'s JSON gets its own charts (the `advise` submodule, `report/plot/advise.rs`): its sweep's cells
+//! against CPU, offered load and threads.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +29,8 @@ use serde_json::{json, Value};
 use crate::options::table::{self, MODES};
 use crate::options::{cmdline, help, Opts};
 use crate::{Error, Result};
+
+mod advise;
 
 /// The per-interval IOPS of a job (what fio's `iops_*` figures summarise), for the JSON's
 /// `pollwise.iops_samples`: one `{"end_ms", "read", "write"}` per interval, `end_ms` counted from
@@ -113,7 +118,31 @@ impl Written {
     }
 }
 
-const REPORT_FIX: &str = "give the JSON of `pollwise compare`, `pollwise run` or `pollwise scenario hybrid-contention` written with --output-format=json --output=FILE";
+const REPORT_FIX: &str = "give the JSON of `pollwise compare`, `pollwise run`, `pollwise advise` or `pollwise scenario hybrid-contention` written with --output-format=json --output=FILE";
+
+/// A report as the charts read it: `pollwise advise`'s sweep, or one series per mode.
+enum Report {
+    Series(PlotData),
+    Advise(advise::Advise),
+}
+
+impl Report {
+    /// Reads a report; `Err` says what it lacks.
+    fn from_json(v: &Value) -> std::result::Result<Report, String> {
+        match v.get("advise") {
+            Some(a) => advise::Advise::from_json(a).map(Report::Advise),
+            None => PlotData::from_json(v).map(Report::Series),
+        }
+    }
+
+    /// Draws the charts into `dir` (created if missing).
+    fn write(&self, dir: &Path) -> Result<Written> {
+        match self {
+            Report::Series(d) => write_plots(d, dir),
+            Report::Advise(a) => a.write(dir),
+        }
+    }
+}
 
 /// Reads the report at `path` and draws its charts into `dir` (created if missing).
 pub fn plot_file(path: &Path, dir: &Path) -> Result<Written> {
@@ -126,9 +155,9 @@ pub fn plot_file(path: &Path, dir: &Path) -> Result<Written> {
     })?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| Error::Usage(format!("{what} is not JSON ({e}); {REPORT_FIX}")))?;
-    let data = PlotData::from_json(&v)
+    let data = Report::from_json(&v)
         .map_err(|why| Error::Usage(format!("cannot plot {what}: {why}; {REPORT_FIX}")))?;
-    write_plots(&data, dir)
+    data.write(dir)
 }
 
 /// `pollwise plot RESULT.json --out=DIR` (the words after `plot`): its help, or a line per
@@ -165,9 +194,9 @@ pub fn command(args: &[String]) -> Result<String> {
 /// `--plot=DIR` after a run: draws the run's `report` into `dir` ([`prepare_dir`] checked it
 /// before the run). Returns the lines saying what it wrote.
 pub fn after_run(report: &Value, dir: &Path) -> Result<String> {
-    let data = PlotData::from_json(report)
+    let data = Report::from_json(report)
         .map_err(|why| Error::Usage(format!("cannot plot this run: {why}")))?;
-    Ok(write_plots(&data, dir)?.text())
+    Ok(data.write(dir)?.text())
 }
 
 /// Creates `dir` if missing and checks that files can be written in it, so that `--plot` fails
@@ -285,7 +314,7 @@ impl PlotData {
             return Self::from_scenario(name, v);
         }
         let Some(jobs) = v["jobs"].as_array().filter(|j| !j.is_empty()) else {
-            return Err("it has neither `jobs` (run, compare) nor `scenario`".into());
+            return Err("it has neither `jobs` (run, compare) nor `scenario` nor `advise`".into());
         };
         if jobs.iter().any(|j| !j["pollwise"]["mode"].is_string()) {
             return Err(
@@ -461,9 +490,13 @@ const LIGHT: RGBColor = RGBColor(238, 238, 238);
 const SIZE: (u32, u32) = (1200, 560);
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-type Drawn = std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>;
+/// What drawing on an SVG area gives.
+type Drawing<T> = std::result::Result<T, DrawingAreaErrorKind<std::io::Error>>;
+type Drawn = Drawing<()>;
+/// A panel's chart on an SVG area.
+type Panel<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
 /// A chart's drawing function.
-type Draw = fn(&Area, &Chart) -> Drawn;
+type Draw<'x> = &'x dyn Fn(&Area, &Chart) -> Drawn;
 
 /// Draws the charts of `d` into `dir` (created if missing): one set per group.
 pub fn write_plots(d: &PlotData, dir: &Path) -> Result<Written> {
@@ -478,19 +511,19 @@ pub fn write_plots(d: &PlotData, dir: &Path) -> Result<Written> {
             (
                 "latency_cdf",
                 "latency CDF",
-                cdf,
+                &cdf,
                 series.iter().any(|s| !s.pcts.is_empty()),
             ),
             (
                 "cpu_frontier",
                 "CPU per I/O against p50 and p99",
-                frontier,
+                &frontier,
                 series.iter().any(|s| has_frontier(s)),
             ),
             (
                 "iops",
                 "IOPS over time",
-                iops,
+                &iops,
                 series.iter().any(|s| !s.iops.is_empty()),
             ),
         ];
@@ -499,40 +532,62 @@ pub fn write_plots(d: &PlotData, dir: &Path) -> Result<Written> {
                 "" => what.to_string(),
                 g => format!("{what}, {g}"),
             };
-            if !drawable {
-                w.skipped.push((heading, why_not(file)));
-                continue;
-            }
             let name = match suffix.as_str() {
-                "" => format!("{file}.svg"),
-                s => format!("{file}_{s}.svg"),
+                "" => file.to_string(),
+                s => format!("{file}_{s}"),
             };
             let chart = Chart {
                 d,
                 heading: &heading,
                 colours: colours(&series),
                 series: &series,
+                stacked: false,
             };
-            let path = dir.join(name);
-            let svg = render(&chart, draw)?;
-            if let Err(e) = std::fs::write(&path, svg) {
-                let why = crate::errno::plain(&e);
-                let at = path.display();
-                return Err(Error::Usage(format!(
-                    "cannot write {at}: {why}; choose a directory you may write"
-                )));
-            }
-            w.files.push(path);
+            let why = (!drawable).then(|| why_not(file));
+            w.draw(dir, &name, &chart, draw, why)?;
         }
     }
-    if w.files.is_empty() {
-        let why: Vec<&str> = w.skipped.iter().map(|s| s.1).collect();
-        return Err(Error::Usage(format!(
-            "nothing to plot: {}; {REPORT_FIX}",
-            why.join("; ")
-        )));
+    w.or_nothing()
+}
+
+impl Written {
+    /// Draws `chart` into `dir/{file}.svg`, or notes why it cannot be drawn (`why_not`).
+    fn draw(
+        &mut self,
+        dir: &Path,
+        file: &str,
+        chart: &Chart,
+        draw: Draw,
+        why_not: Option<&'static str>,
+    ) -> Result<()> {
+        if let Some(why) = why_not {
+            self.skipped.push((chart.heading.to_string(), why));
+            return Ok(());
+        }
+        let path = dir.join(format!("{file}.svg"));
+        let svg = render(chart, draw)?;
+        if let Err(e) = std::fs::write(&path, svg) {
+            let why = crate::errno::plain(&e);
+            let at = path.display();
+            return Err(Error::Usage(format!(
+                "cannot write {at}: {why}; choose a directory you may write"
+            )));
+        }
+        self.files.push(path);
+        Ok(())
     }
-    Ok(w)
+
+    /// These charts, or an error saying why none could be drawn.
+    fn or_nothing(self) -> Result<Written> {
+        if self.files.is_empty() {
+            let why: Vec<&str> = self.skipped.iter().map(|s| s.1).collect();
+            return Err(Error::Usage(format!(
+                "nothing to plot: {}; {REPORT_FIX}",
+                why.join("; ")
+            )));
+        }
+        Ok(self)
+    }
 }
 
 fn why_not(file: &str) -> &'static str {
@@ -553,6 +608,20 @@ struct Chart<'a> {
     heading: &'a str,
     series: &'a [&'a Series],
     colours: Vec<RGBColor>,
+    /// Each series' dots smaller than the one's before, so that series with the same figures
+    /// show as nested rings rather than one hiding the others.
+    stacked: bool,
+}
+
+impl Chart<'_> {
+    /// The dot radius of series `i`: `base`, or when the chart is stacked `step` more for
+    /// each series after it.
+    fn size(&self, i: usize, base: u32, step: u32) -> u32 {
+        match self.stacked {
+            true => base + step * self.series.len().saturating_sub(i + 1) as u32,
+            false => base,
+        }
+    }
 }
 
 /// Draws one chart into an SVG string, under its two title lines.
@@ -573,6 +642,56 @@ fn render(c: &Chart, draw: Draw) -> Result<String> {
     };
     drawn.map_err(|e| Error::Io(format!("cannot draw the {}: {e}", c.heading)))?;
     Ok(svg)
+}
+
+/// A panel's chart on `area`: its caption (none if empty), axes titled `x_desc` and `y_desc`
+/// over `xr` and `yr` (`y_area` pixels for the y axis's numbers), numbers as a person writes
+/// them, and a light grid.
+fn axes<'a, 'b, X, Y>(
+    area: &'a Area<'b>,
+    caption: &str,
+    (x_desc, y_desc): (&str, &str),
+    y_area: u32,
+    xr: X,
+    yr: Y,
+) -> Drawing<Panel<'a, 'b, X::CoordDescType, Y::CoordDescType>>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut b = ChartBuilder::on(area);
+    if !caption.is_empty() {
+        b.caption(caption, (FONT, 16));
+    }
+    let mut ch = b
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(xr, yr)?;
+    ch.configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&fmt_num)
+        .y_label_formatter(&fmt_num)
+        .axis_desc_style((FONT, 14))
+        .light_line_style(LIGHT)
+        .draw()?;
+    Ok(ch)
+}
+
+/// A latency axis over the positive `vals`: log (true) where they are an order of magnitude
+/// apart (a tail), with room on the right for a label, else linear and padded.
+fn latency_range(vals: &[f64]) -> (std::ops::Range<f64>, bool) {
+    let (lo, hi) = vals
+        .iter()
+        .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    if lo > 0.0 && hi / lo > 10.0 {
+        ((lo / 1.5)..(hi * 3.0), true)
+    } else {
+        (pad_range(vals.iter().copied(), false), false)
+    }
 }
 
 /// A range around the positive `vals`, a quarter wider each side, for a log axis.
@@ -655,21 +774,34 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    for ((s, pts), &col) in c.series.iter().zip(curves).zip(&c.colours) {
+    for (i, ((s, pts), &col)) in c.series.iter().zip(curves).zip(&c.colours).enumerate() {
         chart
             .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
         if dots(s) {
-            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))?;
+            let r = c.size(i, 3, 2) as i32;
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, r, col.filled())))?;
         }
     }
     if !legend {
         return Ok(());
     }
+    draw_legend(chart, SeriesLabelPosition::LowerRight)
+}
+
+/// The legend of the series drawn with labels, at `pos`.
+fn draw_legend<'a, DB: DrawingBackend + 'a, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    pos: SeriesLabelPosition,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(pos)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font((FONT, 14))
@@ -682,21 +814,14 @@ fn cdf(area: &Area, c: &Chart) -> Drawn {
     let xr = log_range(curves.iter().flatten().map(|p| p.0));
     let x_desc = format!("{}, µs (log scale)", c.d.latency);
     let dots = |s: &Series| s.bins.is_empty();
-    let mut whole = ChartBuilder::on(&left)
-        .caption("whole distribution", (FONT, 16))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
-        .build_cartesian_2d(xr.clone().log_scale(), 0f64..100f64)?;
-    whole
-        .configure_mesh()
-        .x_desc(x_desc.as_str())
-        .y_desc("I/Os at or below, %")
-        .x_label_formatter(&fmt_num)
-        .y_label_formatter(&fmt_num)
-        .axis_desc_style((FONT, 14))
-        .light_line_style(LIGHT)
-        .draw()?;
+    let mut whole = axes(
+        &left,
+        "whole distribution",
+        (&x_desc, "I/Os at or below, %"),
+        55,
+        xr.clone().log_scale(),
+        0f64..100f64,
+    )?;
     draw_lines(&mut whole, c, &curves, dots, true)?;
     // The tail: one step of the y axis per nine, up to the highest percentile reported, or
     // for bins the last nine their count resolves (4000 I/Os: 99.9%, not 100%).
@@ -742,15 +867,10 @@ fn frontier(area: &Area, c: &Chart) -> Drawn {
         .map(|(s, col)| (*s, *col))
         .collect();
     for (panel, q) in [(&left, 50.0), (&right, 99.0)] {
-        let xs = || points.iter().filter_map(|p| p.0.pct(q));
-        let (lo, hi) = xs().fold((f64::MAX, 0f64), |(l, h), x| (l.min(x), h.max(x)));
-        // Latencies an order of magnitude apart (a tail) are read on a log axis, with room on
-        // the right for the last point's label.
-        if lo > 0.0 && hi / lo > 10.0 {
-            let xr = (lo / 1.5)..(hi * 3.0);
-            frontier_panel(panel, c, &points, q, xr.log_scale(), "log scale, ")?;
-        } else {
-            frontier_panel(panel, c, &points, q, pad_range(xs(), false), "")?;
+        let xs: Vec<f64> = points.iter().filter_map(|p| p.0.pct(q)).collect();
+        match latency_range(&xs) {
+            (xr, true) => frontier_panel(panel, c, &points, q, xr.log_scale(), "log scale, ")?,
+            (xr, false) => frontier_panel(panel, c, &points, q, xr, "")?,
         }
     }
     Ok(())
@@ -771,23 +891,15 @@ where
 {
     let cpu = |s: &Series| s.cpu_us_per_io.unwrap_or(0.0);
     let yr = pad_range(points.iter().map(|p| cpu(p.0)), true);
-    let mut ch = ChartBuilder::on(panel)
-        .caption(format!("against p{q} (lower left is better)"), (FONT, 16))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
-        .build_cartesian_2d(xr, yr)?;
-    ch.configure_mesh()
-        .x_desc(format!(
-            "p{q} {}, µs ({scale}one point per mode)",
-            c.d.latency
-        ))
-        .y_desc("CPU µs per I/O (whole process)")
-        .x_label_formatter(&fmt_num)
-        .y_label_formatter(&fmt_num)
-        .axis_desc_style((FONT, 14))
-        .light_line_style(LIGHT)
-        .draw()?;
+    let x_desc = format!("p{q} {}, µs ({scale}one point per mode)", c.d.latency);
+    let mut ch = axes(
+        panel,
+        &format!("against p{q} (lower left is better)"),
+        (&x_desc, "CPU µs per I/O (whole process)"),
+        55,
+        xr,
+        yr,
+    )?;
     for (s, col) in points {
         let Some(x) = s.pct(q) else { continue };
         ch.draw_series(std::iter::once(
@@ -803,19 +915,14 @@ fn iops(area: &Area, c: &Chart) -> Drawn {
     let curves: Vec<Vec<(f64, f64)>> = c.series.iter().map(|s| s.iops.clone()).collect();
     let xr = pad_range(curves.iter().flatten().map(|p| p.0), true);
     let yr = pad_range(curves.iter().flatten().map(|p| p.1), true);
-    let mut ch = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(xr, yr)?;
-    ch.configure_mesh()
-        .x_desc(c.d.time_axis.as_str())
-        .y_desc("IOPS (I/Os per second, per interval)")
-        .x_label_formatter(&fmt_num)
-        .y_label_formatter(&fmt_num)
-        .axis_desc_style((FONT, 14))
-        .light_line_style(LIGHT)
-        .draw()?;
+    let mut ch = axes(
+        area,
+        "",
+        (&c.d.time_axis, "IOPS (I/Os per second, per interval)"),
+        80,
+        xr,
+        yr,
+    )?;
     draw_lines(&mut ch, c, &curves, |_| true, true)
 }
 

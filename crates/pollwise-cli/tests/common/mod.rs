@@ -157,3 +157,19 @@ pub fn check_p50_p99(lat: &serde_json::Value) {
         .unwrap_or_else(|| panic!("no p99: {lat}"));
     assert!(p50 > 0 && p99 >= p50, "{lat}");
 }
+
+/// A one-core platform with a 100 µs device (nvme-baremetal's costs): a small, cheap sweep
+/// (threads 1 and 2, 120 cells) that a `--time` of minutes does not cut. Written in `dir`; its path.
+pub fn tiny_platform(dir: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/presets/nvme-baremetal.json"
+    ))
+    .unwrap()
+    .replace("\"cores\": 8", "\"cores\": 1")
+    .replace("\"lognormal:10us,0.1\"", "\"lognormal:100us,0.2\"");
+    assert!(text.contains("\"cores\": 1") && text.contains("100us"));
+    let f = dir.join("tiny.json");
+    std::fs::write(&f, text).unwrap();
+    f.display().to_string()
+}
