@@ -383,11 +383,14 @@ impl Opts {
     /// Takes the policy knobs for `mode`.
     pub fn policy_config(&mut self, mode: Mode) -> Result<PolicyConfig> {
         let mut p = PolicyConfig::new(mode);
+        // A fraction or a statistic chosen is kept as given: no adaptive target.
         if let Some(v) = self.take_f64("hybrid_fraction")? {
             p.hybrid_fraction = v;
+            p.hybrid_adaptive = false;
         }
         if let Some(v) = self.take_str("hybrid_stat")? {
             p.hybrid_stat = v.parse::<Statistic>()?;
+            p.hybrid_adaptive = false;
         }
         store! { self:
             take_u64("poll_max_ns") => p.poll_max_ns;
