@@ -7,8 +7,9 @@
 //!   adapts: once it has learnt how late its wake-ups come, it sleeps to the predicted 10th
 //!   percentile less the wake-up's jitter (here none: every wake-up is 1.5 µs late, which the
 //!   timer lead takes off), so it wakes just before the earliest likely completion: poll's p50
-//!   at 0.44x its CPU/IO. The kernel's rule, half the predicted mean, stays on request
-//!   (`--hybrid_fraction=0.5`, or any fraction or statistic given): it wakes at 5 µs of the
+//!   at 0.44x its CPU/IO (`--hybrid_stat=auto`, the default). The kernel's rule, half the
+//!   predicted mean, stays on request (`--hybrid_stat=mean`, `--hybrid_fraction=0.5`: a
+//!   statistic given, or a fraction without one, is kept as given): it wakes at 5 µs of the
 //!   10 µs read and spins the rest, 0.75x poll's CPU/IO. Per I/O on this preset: engine 0.3 +
 //!   submit 1.5 + sleep 2.0 + spin 5.0 = 8.8 µs against poll's 11.8; 0.6x needs the wake-up at
 //!   ≥ 6.7 µs of the read. `--hybrid_stat=p10 --hybrid_fraction=1` asks for the 10th
@@ -100,24 +101,29 @@ fn qd1_hybrid_latency_of_poll_at_less_cpu_and_auto_near_the_best() {
 
 #[test]
 fn qd1_hybrid_keeps_the_kernels_rule_when_asked() {
-    // An explicit fraction is kept as given: half the mean, the kernel's rule, which wakes at
-    // 5 µs of the 10 µs read and spins the rest (see the module docs): 0.75x poll's CPU/IO at
-    // its p50, more than the adaptive default.
+    // A statistic given, or a fraction without one, is kept as given: half the mean, the
+    // kernel's rule, which wakes at 5 µs of the 10 µs read and spins the rest (see the module
+    // docs): 0.75x poll's CPU/IO at its p50, more than the adaptive default.
     let (poll_p50, poll_cpu) = qd1("poll");
-    let (p50, cpu) = qd1_with("hybrid", &["--hybrid_fraction=0.5"]);
-    assert!(
-        p50 <= 1.05 * poll_p50,
-        "hybrid p50 {p50} against poll's {poll_p50}"
-    );
-    assert!(
-        cpu <= 0.76 * poll_cpu,
-        "hybrid CPU/IO {cpu} against poll's {poll_cpu}"
-    );
     let (_, adaptive_cpu) = qd1("hybrid");
-    assert!(
-        cpu > adaptive_cpu * 1.2,
-        "the kernel's rule {cpu} against the adaptive target's {adaptive_cpu}"
-    );
+    for asked in [&["--hybrid_stat=mean"][..], &["--hybrid_fraction=0.5"]] {
+        let (p50, cpu) = qd1_with("hybrid", asked);
+        assert!(
+            p50 <= 1.05 * poll_p50,
+            "{asked:?}: hybrid p50 {p50} against poll's {poll_p50}"
+        );
+        assert!(
+            cpu <= 0.76 * poll_cpu,
+            "{asked:?}: hybrid CPU/IO {cpu} against poll's {poll_cpu}"
+        );
+        assert!(
+            cpu > adaptive_cpu * 1.2,
+            "{asked:?}: the kernel's rule {cpu} against the adaptive target's {adaptive_cpu}"
+        );
+    }
+    // `auto` named is the default.
+    let (_, named) = qd1_with("hybrid", &["--hybrid_stat=auto", "--hybrid_fraction=0.5"]);
+    assert_eq!(named, adaptive_cpu);
 }
 
 #[test]

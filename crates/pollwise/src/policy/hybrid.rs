@@ -65,15 +65,15 @@
 //! takes one *probe* sleep every [`PROBE_EVERY`] declined requests, measured, and counted apart
 //! (`sleep_probes`): at most 0.1% of requests.
 //!
-//! **The sleep target.** By default (no fraction or statistic chosen) the target adapts
+//! **The sleep target.** By default (no statistic chosen, nor a fraction alone) it adapts
 //! ([`Hybrid::adaptive_target`]): once the wake-up's lateness is learnt, a request's deadline
 //! is the later of half the predicted mean (the kernel's rule) and the predicted low quantile
 //! less the wake-up's jitter (its mean lateness less the timer lead). Where wake-ups are prompt and steady (bare metal: 1-2 µs) the thread sleeps to
 //! just before the earliest likely completion, not half of it: on the `nvme-baremetal` model
 //! that is 0.44x poll's CPU per I/O at poll's p50, against 0.75x for half the mean. Where they
 //! are late and scattered (4-20 µs here, against 30 µs reads) the jitter leaves no room past
-//! half the mean, and the kernel's rule stands. A fraction or a statistic chosen is kept as
-//! given.
+//! half the mean, and the kernel's rule stands. A statistic chosen, or a fraction without
+//! one (a fraction of the mean), is kept as given.
 //!
 //! A timer never fires on time: the wake-up (timer interrupt, scheduler, return to user space)
 //! comes late, by about 1-2 µs on bare metal and by 15-30 µs in the virtual machine this was
@@ -285,12 +285,12 @@ impl Hybrid {
     /// sleeps), a request's deadline is the later of `fraction` x the statistic (the kernel's
     /// rule with the defaults, half the mean) and the predicted [`LOW_QUANTILE`] less the
     /// wake-up's *jitter* (mean lateness less the timer lead, which the lead does not take
-    /// off). The timer then fires at the low quantile less
-    /// the learnt mean lateness, so the wake-up is expected just before the earliest likely
-    /// completion. When the jitter is large against the room between half the mean and the
-    /// low quantile (or half the mean is past the low quantile already), this is the kernel's
-    /// rule, unchanged. The policy builder turns it on for the
-    /// default fraction and statistic, and off when either is chosen.
+    /// off). The timer then fires at the low quantile less the learnt mean lateness, so the
+    /// wake-up is expected just before the earliest likely completion. When the jitter is
+    /// large against the room between half the mean and the low quantile (or half the mean is
+    /// past the low quantile already), this is the kernel's rule, unchanged.
+    /// [`PolicyConfig::hybrid_adaptive`](super::PolicyConfig::hybrid_adaptive) turns it on
+    /// (the default) or off (a statistic chosen, or a fraction without one).
     ///
     /// [`LOW_QUANTILE`]: crate::predict::LOW_QUANTILE
     pub fn adaptive_target(mut self, on: bool) -> Self {
@@ -1208,7 +1208,7 @@ mod tests {
         // The deadline is the low quantile (10 µs), the timer 2 µs early, after a 100 ns poll.
         assert_eq!(next_sleep_ns(&mut r), 10_000 - 2_000 - POLL_COST);
         assert_eq!(belief(&r, "hybrid.target_low_quantile"), 1.0);
-        // Without the adaptive target (a fraction or statistic chosen): half the mean.
+        // Without the adaptive target (a statistic chosen): half the mean.
         let mut k = late_learnt(false, |_| 2_000);
         assert_eq!(next_sleep_ns(&mut k), 5_000 - 2_000 - POLL_COST);
         assert_eq!(belief(&k, "hybrid.target_low_quantile"), 0.0);

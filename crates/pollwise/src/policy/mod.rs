@@ -313,8 +313,10 @@ pub struct PolicyConfig {
     /// hybrid: which statistic of the predicted latency the sleeps follow.
     pub hybrid_stat: Statistic,
     /// hybrid: whether the sleep target adapts to what hybrid measures
-    /// ([`Hybrid::adaptive_target`](hybrid::Hybrid::adaptive_target)); true by default,
-    /// false when the fraction or the statistic was chosen, so a choice is kept as given.
+    /// ([`Hybrid::adaptive_target`](hybrid::Hybrid::adaptive_target)), with
+    /// `hybrid_fraction` of the mean as its kernel's rule; true by default. A caller that was
+    /// given a statistic, or a fraction without one, sets it false, so the choice is kept as
+    /// given.
     pub hybrid_adaptive: bool,
     /// adaptive: the largest polling window, in nanoseconds.
     pub poll_max_ns: u64,
