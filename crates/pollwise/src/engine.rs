@@ -1470,6 +1470,7 @@ pub fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
         unslept_short: a.unslept_short - b.unslept_short,
         unslept_unpredicted: a.unslept_unpredicted - b.unslept_unpredicted,
         sleep_probes: a.sleep_probes - b.sleep_probes,
+        probed_requests: a.probed_requests - b.probed_requests,
         auto_switches: a.auto_switches - b.auto_switches,
         auto_epochs: a.auto_epochs - b.auto_epochs,
         auto_poll_ns: a.auto_poll_ns - b.auto_poll_ns,

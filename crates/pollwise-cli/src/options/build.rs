@@ -383,11 +383,20 @@ impl Opts {
     /// Takes the policy knobs for `mode`.
     pub fn policy_config(&mut self, mode: Mode) -> Result<PolicyConfig> {
         let mut p = PolicyConfig::new(mode);
-        if let Some(v) = self.take_f64("hybrid_fraction")? {
+        // hybrid's sleep target: `auto` (the default) adapts; a statistic chosen, or a fraction
+        // chosen without a statistic (a fraction of the mean, the kernel's rule), is kept as
+        // given.
+        let fraction = self.take_f64("hybrid_fraction")?;
+        if let Some(v) = fraction {
             p.hybrid_fraction = v;
         }
-        if let Some(v) = self.take_str("hybrid_stat")? {
-            p.hybrid_stat = v.parse::<Statistic>()?;
+        match self.take_str("hybrid_stat")?.as_deref() {
+            Some("auto") => p.hybrid_adaptive = true,
+            Some(v) => {
+                p.hybrid_stat = v.parse::<Statistic>()?;
+                p.hybrid_adaptive = false;
+            }
+            None => p.hybrid_adaptive = fraction.is_none(),
         }
         store! { self:
             take_u64("poll_max_ns") => p.poll_max_ns;

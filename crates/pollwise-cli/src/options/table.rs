@@ -412,7 +412,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait: interrupt = fio's io_uring engine (sleep in io_uring_enter until the interrupt); poll = spin on the completion ring in user space (no fio equivalent; fio's --hipri polls in the kernel); hybrid = sleep part of the predicted latency, then spin (HYBRID_IOPOLL in user space); adaptive = spin up to a learned window, then sleep (QEMU's poll-max-ns)"),
     opt("modes", Kind::EnumList { choices: MODES, noun: "mode" }, Default::Text("every mode"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare"),
     opt("hybrid_fraction", Kind::Float { min: 0.0, min_open: true, max: 1.0 }, val("0.5"), C::Policy, Job, "hybrid: sleep this fraction of the predicted latency, then poll"),
-    opt("hybrid_stat", Kind::Enum { choices: &["mean", "min", "p10"], noun: Some("statistic") }, val("mean"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of"),
+    opt("hybrid_stat", Kind::Enum { choices: &["auto", "mean", "min", "p10"], noun: Some("statistic") }, val("auto"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of (auto: the later of the fraction of the mean and the p10 less the wake-up's jitter)"),
     opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns"),
     opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)"),
     opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)"),
@@ -882,10 +882,11 @@ mod tests {
             .iter()
             .map(|s| s.name())
             .collect();
+        // The statistics, after `auto` (the adaptive target, hybrid's default).
         assert_eq!(
             lookup("hybrid_stat").unwrap().kind,
             Kind::Enum {
-                choices: &["mean", "min", "p10"],
+                choices: &["auto", "mean", "min", "p10"],
                 noun: Some("statistic")
             }
         );

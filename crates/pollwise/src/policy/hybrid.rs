@@ -36,10 +36,22 @@
 //! one in [`SAMPLE_EVERY`], so the readings add a few tens of nanoseconds per sleep at most.
 //!
 //! A sleep's *expected saving* is the spin it avoids: the time from now to the deadline it is
-//! for (the lead sets the timer early so the late wake-up lands on the deadline). After the
-//! learning sleeps, hybrid sleeps only when
+//! for (the lead sets the timer early so the late wake-up lands on the deadline), or to the
+//! completion if that comes first, taken as the predicted low quantile of the latency (a spin
+//! ends at the completion). The low quantile matters: the deadline follows the window's *mean*,
+//! which one stall inflates (a 28 ms gap in a 100 ms window of 30 µs reads doubles it), and a
+//! saving counted to such a deadline passed the rule on a disk where sleeps do not pay; the
+//! sleeps then outlasted the completions, their late wake-ups lengthened the clat the next
+//! window's mean is taken from, and the rule kept saying yes for thousands of requests.
+//! After the learning sleeps, hybrid sleeps only when
 //!
 //! > expected saving ≥ [`SLEEP_MARGIN`] x learnt cost of a sleep,
+//!
+//! with a [`HYSTERESIS`] of 10% about that line (once it said sleep, it needs 10% less; once it
+//! said poll, 10% more), so a saving on the line gives one verdict, not a scatter of sleeps.
+//! The sleeps taken to measure the cost (the first [`LEARN_SLEEPS`] and the probes below) are
+//! not the rule's: their requests are counted apart (`probed_requests`, within
+//! `slept_requests`), so a report can say how often the rule itself slept.
 //!
 //! and otherwise polls, marking the requests the sleep was for as *declined* (due, like slept
 //! ones: the decision is made once per request). The margin is 2 because the thread's CPU clock
@@ -52,6 +64,16 @@
 //! A machine changes (load, frequency, another VM's timer storm), so while declining hybrid still
 //! takes one *probe* sleep every [`PROBE_EVERY`] declined requests, measured, and counted apart
 //! (`sleep_probes`): at most 0.1% of requests.
+//!
+//! **The sleep target.** By default (no statistic chosen, nor a fraction alone) it adapts
+//! ([`Hybrid::adaptive_target`]): once the wake-up's lateness is learnt, a request's deadline
+//! is the later of half the predicted mean (the kernel's rule) and the predicted low quantile
+//! less the wake-up's jitter (its mean lateness less the timer lead). Where wake-ups are prompt and steady (bare metal: 1-2 µs) the thread sleeps to
+//! just before the earliest likely completion, not half of it: on the `nvme-baremetal` model
+//! that is 0.44x poll's CPU per I/O at poll's p50, against 0.75x for half the mean. Where they
+//! are late and scattered (4-20 µs here, against 30 µs reads) the jitter leaves no room past
+//! half the mean, and the kernel's rule stands. A statistic chosen, or a fraction without
+//! one (a fraction of the mean), is kept as given.
 //!
 //! A timer never fires on time: the wake-up (timer interrupt, scheduler, return to user space)
 //! comes late, by about 1-2 µs on bare metal and by 15-30 µs in the virtual machine this was
@@ -102,6 +124,10 @@ pub const LEARN_SLEEPS: u64 = 16;
 pub const SAMPLE_EVERY: u64 = 8;
 /// While the rule declines, one probe sleep per this many declined requests.
 pub const PROBE_EVERY: u64 = 1_000;
+/// The rule's hysteresis: once it said "sleep", it keeps saying so while the saving is at least
+/// (1 - this) x the margin x the cost; once it said "poll", it needs (1 + this) x. A saving that
+/// sits on the line then gives one answer, not a scatter of sleeps among declines.
+pub const HYSTERESIS: f64 = 0.1;
 /// Weight of a new sample in the believed cost of a sleep (after the first [`LEARN_SLEEPS`],
 /// which are averaged plainly).
 pub const COST_WEIGHT: f64 = 1.0 / 16.0;
@@ -120,6 +146,9 @@ enum Fate {
     Declined,
     /// Its class had no prediction when it was submitted.
     Unpredicted,
+    /// It slept in a sleep taken to measure what a sleep costs (a learning sleep or a probe),
+    /// not because the rule said the sleep pays.
+    Probed,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -127,15 +156,19 @@ struct Slot {
     /// The queue's token of the operation this state is for.
     token: u64,
     fate: Fate,
-    /// Submission time plus fraction x prediction; the submission time when nothing was
-    /// predicted.
+    /// Submission time plus fraction x prediction (or the adaptive target); the submission
+    /// time when nothing was predicted.
     deadline_ns: u64,
+    /// Where the spin a sleep would replace is expected to end: the deadline, or the predicted
+    /// low quantile of the latency when that comes first (a spin ends at the completion).
+    bound_ns: u64,
 }
 
 const FRESH: Slot = Slot {
     token: NO_TOKEN,
     fate: Fate::Open,
     deadline_ns: 0,
+    bound_ns: 0,
 };
 
 /// What hybrid learnt of its sleeps: their CPU cost, their lateness, what they were expected to
@@ -160,6 +193,8 @@ struct SleepCost {
     since_probe: u64,
     /// The last decision: sleep (true) or poll.
     last_sleep: bool,
+    /// The rule's verdict (its last decision after learning): None until it decided once.
+    verdict: Option<bool>,
 }
 
 /// Adds sample `x` to a running `mean` of `n` samples (and counts it): a plain average at first,
@@ -179,9 +214,14 @@ pub struct Hybrid {
     clock: Arc<dyn Clock>,
     fraction: f64,
     stat: Statistic,
+    /// Whether the sleep target adapts ([`Hybrid::adaptive_target`]).
+    adaptive: bool,
+    /// Whether the last deadline given was the adaptive one (the low quantile less the jitter).
+    last_low: bool,
     pred: Predictor,
     slots: Vec<Slot>,
-    scratch: Vec<u64>,
+    /// (deadline, bound) of the open requests, for one plan.
+    scratch: Vec<(u64, u64)>,
     lead_ns: u64,
     late_min_ns: u64,
     late_n: u32,
@@ -189,9 +229,24 @@ pub struct Hybrid {
     c: PolicyCounters,
 }
 
+/// Why a sleep is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// The rule says it pays.
+    Rule,
+    /// One of the first [`LEARN_SLEEPS`]: the cost is still being learnt.
+    Learn,
+    /// A probe while the rule declines.
+    Probe,
+}
+
 enum Plan {
     Poll,
-    Sleep { until_ns: u64, probe: bool },
+    /// Sleep until the deadline `until_ns`.
+    Sleep {
+        until_ns: u64,
+        why: Why,
+    },
 }
 
 impl Hybrid {
@@ -212,6 +267,8 @@ impl Hybrid {
             clock,
             fraction,
             stat,
+            adaptive: false,
+            last_low: false,
             pred,
             slots: Vec::new(),
             scratch: Vec::new(),
@@ -221,6 +278,45 @@ impl Hybrid {
             cost: SleepCost::default(),
             c: PolicyCounters::default(),
         }
+    }
+
+    /// Lets the sleep target adapt to what hybrid measures (`on`), instead of `fraction` x the
+    /// statistic alone: once the wake-up's lateness is learnt (a full window of timed-out
+    /// sleeps), a request's deadline is the later of `fraction` x the statistic (the kernel's
+    /// rule with the defaults, half the mean) and the predicted [`LOW_QUANTILE`] less the
+    /// wake-up's *jitter* (mean lateness less the timer lead, which the lead does not take
+    /// off). The timer then fires at the low quantile less the learnt mean lateness, so the
+    /// wake-up is expected just before the earliest likely completion. When the jitter is
+    /// large against the room between half the mean and the low quantile (or half the mean is
+    /// past the low quantile already), this is the kernel's rule, unchanged.
+    /// [`PolicyConfig::hybrid_adaptive`](super::PolicyConfig::hybrid_adaptive) turns it on
+    /// (the default) or off (a statistic chosen, or a fraction without one).
+    ///
+    /// [`LOW_QUANTILE`]: crate::predict::LOW_QUANTILE
+    pub fn adaptive_target(mut self, on: bool) -> Self {
+        self.adaptive = on;
+        self
+    }
+
+    /// The deadline and the saving's bound of a request of `class`, as offsets from its
+    /// submission; None while the class has no prediction.
+    fn target(&mut self, class: crate::request::ReqClass) -> Option<(u64, u64)> {
+        let base = (self.pred.predict(class, self.stat)? as f64 * self.fraction).round() as u64;
+        let low = self.pred.predict(class, Statistic::LowQuantile);
+        let deadline = match low {
+            Some(low) if self.adaptive => {
+                let aimed = if self.cost.late_samples >= u64::from(LATE_WINDOW) {
+                    let jitter = (self.cost.late_mean_ns - self.lead_ns as f64).max(0.0);
+                    low.saturating_sub(jitter.round() as u64)
+                } else {
+                    0
+                };
+                self.last_low = aimed > base;
+                base.max(aimed)
+            }
+            _ => base,
+        };
+        Some((deadline, low.map_or(deadline, |l| deadline.min(l))))
     }
 
     /// The predictor.
@@ -247,23 +343,26 @@ impl Hybrid {
     fn refresh(&mut self, q: &DynQueue) {
         self.size_for(q.capacity());
         for op in q.ops() {
-            let (Some(sub), Some(s)) = (op.submitted_ns, self.slots.get_mut(op.slot)) else {
+            let Some(sub) = op.submitted_ns else {
                 continue;
             };
-            if s.token != op.token {
-                *s = match self.pred.predict(op.class, self.stat) {
-                    Some(p) => Slot {
-                        token: op.token,
-                        fate: Fate::Open,
-                        deadline_ns: sub + (p as f64 * self.fraction).round() as u64,
-                    },
-                    None => Slot {
-                        token: op.token,
-                        fate: Fate::Unpredicted,
-                        deadline_ns: sub,
-                    },
-                };
+            if !matches!(self.slots.get(op.slot), Some(s) if s.token != op.token) {
+                continue;
             }
+            self.slots[op.slot] = match self.target(op.class) {
+                Some((deadline, bound)) => Slot {
+                    token: op.token,
+                    fate: Fate::Open,
+                    deadline_ns: sub + deadline,
+                    bound_ns: sub + bound,
+                },
+                None => Slot {
+                    token: op.token,
+                    fate: Fate::Unpredicted,
+                    deadline_ns: sub,
+                    bound_ns: sub,
+                },
+            };
         }
     }
 
@@ -297,7 +396,7 @@ impl Hybrid {
         for op in q.ops() {
             match Hybrid::slot_of(&self.slots, op) {
                 Some(s) if s.fate == Fate::Open && s.deadline_ns > now => {
-                    self.scratch.push(s.deadline_ns)
+                    self.scratch.push((s.deadline_ns, s.bound_ns))
                 }
                 // Slept or declined already, past its deadline, or not submitted yet: due any
                 // moment.
@@ -309,35 +408,56 @@ impl Hybrid {
         }
         // Sleep until as many requests are due as are wanted.
         let k = (need - due).min(self.scratch.len());
-        let (_, &mut until_ns, _) = self.scratch.select_nth_unstable(k - 1);
+        let (_, &mut (until_ns, bound_ns), _) =
+            self.scratch.select_nth_unstable_by_key(k - 1, |d| d.0);
         if until_ns.saturating_sub(self.lead_ns).saturating_sub(now) < MIN_SLEEP_NS {
             return Plan::Poll;
         }
-        // Does the sleep pay? The spin it avoids runs from now to the deadline.
-        let saving = (until_ns - now) as f64;
+        // Does the sleep pay? The spin it avoids runs from now to the deadline, or to the
+        // completion if that comes first: to the bound (the predicted low quantile caps it, so
+        // a window whose mean one stall inflated does not inflate the saving).
+        let saving = bound_ns.min(until_ns).saturating_sub(now) as f64;
         learn(
             &mut self.cost.saving_mean_ns,
             &mut self.cost.savings,
             saving,
         );
-        let learning = self.cost.samples < LEARN_SLEEPS;
-        if learning || saving >= SLEEP_MARGIN * self.cost.cost_ns {
+        if self.cost.samples < LEARN_SLEEPS {
             self.cost.last_sleep = true;
             return Plan::Sleep {
                 until_ns,
-                probe: false,
+                why: Why::Learn,
             };
         }
-        self.cost.last_sleep = false;
+        let pays = saving >= self.least_paying();
+        self.cost.verdict = Some(pays);
+        self.cost.last_sleep = pays;
+        if pays {
+            return Plan::Sleep {
+                until_ns,
+                why: Why::Rule,
+            };
+        }
         if self.cost.since_probe >= PROBE_EVERY {
             return Plan::Sleep {
                 until_ns,
-                probe: true,
+                why: Why::Probe,
             };
         }
         let n = self.mark(q, until_ns, Fate::Declined);
         self.cost.since_probe += n;
         Plan::Poll
+    }
+
+    /// The least saving the rule takes a sleep for: the margin x the learnt cost, moved by the
+    /// [`HYSTERESIS`] away from the rule's last verdict.
+    fn least_paying(&self) -> f64 {
+        let h = match self.cost.verdict {
+            None => 1.0,
+            Some(true) => 1.0 - HYSTERESIS,
+            Some(false) => 1.0 + HYSTERESIS,
+        };
+        SLEEP_MARGIN * self.cost.cost_ns * h
     }
 
     /// Learns from one timed-out sleep that woke `late_ns` after its timer.
@@ -403,6 +523,10 @@ impl Hybrid {
             };
             match fate {
                 Fate::Slept => counters.slept_requests += 1,
+                Fate::Probed => {
+                    counters.slept_requests += 1;
+                    counters.probed_requests += 1;
+                }
                 Fate::Declined => counters.unslept_cost += 1,
                 Fate::Unpredicted => counters.unslept_unpredicted += 1,
                 Fate::Open => counters.unslept_short += 1,
@@ -443,10 +567,16 @@ impl WaitPolicy for Hybrid {
             let now = self.clock.now_ns();
             match self.plan(q, now, min - got) {
                 Plan::Poll => std::hint::spin_loop(),
-                Plan::Sleep { until_ns, probe } => {
+                Plan::Sleep { until_ns, why } => {
                     // Every request this sleep is for has had its sleep.
-                    self.mark(q, until_ns, Fate::Slept);
+                    let fate = if why == Why::Rule {
+                        Fate::Slept
+                    } else {
+                        Fate::Probed
+                    };
+                    self.mark(q, until_ns, fate);
                     self.cost.since_probe = 0;
+                    let probe = why == Why::Probe;
                     if probe {
                         self.c.sleep_probes += 1;
                     }
@@ -539,18 +669,35 @@ impl WaitPolicy for Hybrid {
             ("hybrid.sleep_margin".to_string(), SLEEP_MARGIN),
             ("hybrid.least_paying_sleep_ns".to_string(), least_paying),
             ("hybrid.expected_saving_ns".to_string(), k.saving_mean_ns),
+            ("hybrid.hysteresis".to_string(), HYSTERESIS),
             (
-                // 1: the expected saving pays for a sleep (or the cost is still being learnt).
+                // 1: the rule's verdict is that a sleep pays (or the cost is still being
+                // learnt); the verdict is its last decision, which the hysteresis holds steady.
                 "hybrid.sleeps_pay".to_string(),
-                if k.samples < LEARN_SLEEPS || k.saving_mean_ns >= least_paying {
-                    1.0
-                } else {
-                    0.0
+                match k.verdict {
+                    _ if k.samples < LEARN_SLEEPS => 1.0,
+                    Some(v) => f64::from(u8::from(v)),
+                    None => f64::from(u8::from(k.saving_mean_ns >= least_paying)),
                 },
             ),
             (
                 "hybrid.last_decision.sleep".to_string(),
                 if k.last_sleep { 1.0 } else { 0.0 },
+            ),
+            (
+                // 1: the sleep target adapts (the later of the kernel's rule and the low
+                // quantile less the wake-up's jitter); 0: the fraction of the statistic alone.
+                "hybrid.adaptive_target".to_string(),
+                f64::from(u8::from(self.adaptive)),
+            ),
+            (
+                // 1: the last deadline given was the low quantile less the jitter.
+                "hybrid.target_low_quantile".to_string(),
+                f64::from(u8::from(self.last_low)),
+            ),
+            (
+                "hybrid.wake_jitter_ns".to_string(),
+                (k.late_mean_ns - self.lead_ns as f64).max(0.0),
             ),
         ];
         b.extend(self.pred.beliefs());
@@ -786,6 +933,12 @@ mod tests {
     /// predictor's bootstrap (a fixed 10 µs device: each sleep is for 0.5 x 10 µs after a
     /// 100 ns poll, so it is expected to save 4.9 µs).
     fn costly(wake_cpu: u64) -> Rig<ScriptedSim> {
+        scripted(wake_cpu, 1_000_000_000, false)
+    }
+
+    /// As [`costly`], with the predictor's windows lasting `window_ns` (so a test can close a
+    /// few) and the adaptive target on or off.
+    fn scripted(wake_cpu: u64, window_ns: u64, adaptive: bool) -> Rig<ScriptedSim> {
         let mut r = Rig::with(0.5, Statistic::Mean, |inner, clock| ScriptedSim {
             inner,
             clock,
@@ -794,6 +947,13 @@ mod tests {
             wake_cpu,
             wake: Wake::Timer,
         });
+        r.p = Hybrid::with_predictor(
+            Arc::new(r.clock.clone()),
+            0.5,
+            Statistic::Mean,
+            Predictor::new(window_ns),
+        )
+        .adaptive_target(adaptive);
         r.bootstrap();
         r
     }
@@ -900,5 +1060,207 @@ mod tests {
             r.one();
         }
         assert_eq!(at(&r), LEARN_SLEEPS + 10);
+    }
+
+    #[test]
+    fn probes_are_few_counted_apart_and_the_rule_takes_no_sleep_it_declines() {
+        // A sleep costs 4 µs: twice that is more than the 4.9 µs it would save.
+        let mut r = costly(4_000);
+        let n = 3 * (PROBE_EVERY + 1) + LEARN_SLEEPS;
+        for _ in 0..n {
+            r.one();
+        }
+        let c = r.p.counters();
+        // After the learning sleeps, one probe per PROBE_EVERY declined requests, no more.
+        assert_eq!(c.sleep_probes, 3, "{c:?}");
+        assert_eq!(c.sleeps, LEARN_SLEEPS + c.sleep_probes);
+        // Every request that slept slept to measure, none because the rule said so.
+        assert_eq!(c.probed_requests, c.slept_requests, "{c:?}");
+        assert_eq!(c.probed_requests, LEARN_SLEEPS + 3);
+        assert_eq!(c.unslept_cost, n - c.probed_requests);
+        assert!(r.p.beliefs().contains(&("hybrid.sleeps_pay".into(), 0.0)));
+    }
+
+    #[test]
+    fn a_sleep_that_pays_counts_as_the_rules_own_after_learning() {
+        let mut r = costly(1_000);
+        for _ in 0..LEARN_SLEEPS + 100 {
+            r.one();
+        }
+        let c = r.p.counters();
+        assert_eq!(c.probed_requests, LEARN_SLEEPS, "{c:?}");
+        assert_eq!(c.slept_requests - c.probed_requests, 100);
+        assert_eq!(c.sleep_probes, 0);
+    }
+
+    #[test]
+    fn one_stall_that_inflates_the_mean_does_not_make_a_costly_sleep_pay() {
+        // A sleep costs 6 µs: twice that is more than the 9.9 µs a spin to the 10 µs completion
+        // lasts, so no sleep pays on this device whatever the deadline.
+        let wake_cpu = 6_000;
+        let mut r = scripted(wake_cpu, 1_000_000, false);
+        for _ in 0..LEARN_SLEEPS {
+            r.one();
+        }
+        // One request stalls 5 ms: the window it closes has a mean of about 60 µs, so half the
+        // mean puts the deadline at some 30 µs, 20 µs after the completion. Counted to the
+        // deadline, the saving (~30 µs) would exceed twice the cost; the spin really ends at
+        // the completion (the predicted low quantile, 10 µs), which does not.
+        r.q.inner_mut()
+            .inner
+            .set_model(LatencyModel::Fixed(5_000_000));
+        r.one();
+        r.q.inner_mut().inner.set_model(LatencyModel::Fixed(10_000));
+        let before = r.p.counters();
+        let mut inflated = false;
+        for _ in 0..300 {
+            r.one();
+            let mean = r.p.predictor().predict(CLASS, Statistic::Mean).unwrap();
+            inflated |= mean as f64 * 0.5 > SLEEP_MARGIN * wake_cpu as f64 + 1_000.0;
+        }
+        assert!(inflated, "the stall must inflate a window's mean");
+        let c = r.p.counters();
+        assert_eq!(
+            c.sleeps - before.sleeps,
+            c.sleep_probes - before.sleep_probes
+        );
+        assert_eq!(c.slept_requests, c.probed_requests, "{c:?}");
+    }
+
+    #[test]
+    fn the_rules_verdict_holds_inside_the_hysteresis_band() {
+        // Saving 4.9 µs; the line is at a cost of 2.45 µs.
+        let edge = SAVING as f64 / SLEEP_MARGIN;
+        // Just under the line: the rule says sleep.
+        let mut r = costly((edge - 10.0) as u64);
+        for _ in 0..LEARN_SLEEPS + 10 {
+            r.one();
+        }
+        assert_eq!(r.p.counters().unslept_cost, 0);
+        // The cost rises 5% past the line, inside the band: the verdict holds, every request
+        // still sleeps (the cost is re-measured on one sleep in SAMPLE_EVERY).
+        r.q.inner_mut().wake_cpu = (edge * 1.05) as u64;
+        for _ in 0..400 {
+            r.one();
+        }
+        assert!(r.p.sleep_cost_ns().unwrap() > edge * 1.04);
+        assert_eq!(r.p.counters().unslept_cost, 0);
+        // 20% past the line, outside the band: the rule turns and stays turned.
+        r.q.inner_mut().wake_cpu = (edge * 1.2) as u64;
+        for _ in 0..400 {
+            r.one();
+        }
+        let before = r.p.counters();
+        for _ in 0..100 {
+            r.one();
+        }
+        let c = r.p.counters();
+        assert_eq!(c.unslept_cost - before.unslept_cost, 100, "{c:?}");
+        // Back to 5% under the line, inside the band: a probe measures it, the rule still
+        // declines (it needs 10% under to turn back).
+        r.q.inner_mut().wake_cpu = (edge * 0.95) as u64;
+        let before = r.p.counters();
+        for _ in 0..PROBE_EVERY {
+            r.one();
+        }
+        let c = r.p.counters();
+        assert_eq!(
+            c.slept_requests - before.slept_requests,
+            c.probed_requests - before.probed_requests
+        );
+    }
+
+    /// A rig whose timed-out sleeps wake `late(i)` ns late, `i` counting the waits that timed
+    /// out, and whose requests take 50 µs (so every sleep times out) once the predictor
+    /// believes the 10 µs of its bootstrap. The lateness is learnt over LATE_WINDOW sleeps.
+    fn late_learnt(adaptive: bool, late: impl Fn(u64) -> u64) -> Rig<ScriptedSim> {
+        let mut r = scripted(0, 1_000_000_000, adaptive);
+        r.q.inner_mut().inner.set_model(LatencyModel::Fixed(50_000));
+        for i in 0..u64::from(LATE_WINDOW) {
+            r.q.inner_mut().late = late(i);
+            r.one();
+        }
+        r
+    }
+
+    fn belief(r: &Rig<ScriptedSim>, name: &str) -> f64 {
+        r.p.beliefs()
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .unwrap_or_else(|| panic!("no belief {name}"))
+            .1
+    }
+
+    /// The time the next request's timer is set for, after its first (empty) poll.
+    fn next_sleep_ns(r: &mut Rig<ScriptedSim>) -> u64 {
+        let before = r.p.counters().slept_ns;
+        r.one();
+        r.p.counters().slept_ns - before
+    }
+
+    #[test]
+    fn the_adaptive_target_wakes_at_the_low_quantile_when_the_wake_up_is_steady() {
+        // Every wake-up 2 µs late: the lead takes it all off, no jitter is left. The bootstrap
+        // believed 10 µs for the mean and the low quantile alike.
+        let mut r = late_learnt(true, |_| 2_000);
+        assert_eq!(r.p.lead_ns(), 2_000);
+        assert_eq!(belief(&r, "hybrid.wake_jitter_ns"), 0.0);
+        // The deadline is the low quantile (10 µs), the timer 2 µs early, after a 100 ns poll.
+        assert_eq!(next_sleep_ns(&mut r), 10_000 - 2_000 - POLL_COST);
+        assert_eq!(belief(&r, "hybrid.target_low_quantile"), 1.0);
+        // Without the adaptive target (a statistic chosen): half the mean.
+        let mut k = late_learnt(false, |_| 2_000);
+        assert_eq!(next_sleep_ns(&mut k), 5_000 - 2_000 - POLL_COST);
+        assert_eq!(belief(&k, "hybrid.target_low_quantile"), 0.0);
+    }
+
+    #[test]
+    fn the_adaptive_target_takes_the_jitter_off_and_falls_back_to_the_kernels_rule() {
+        // Wake-ups alternately 0 and 4 µs late: the lead is the least (0), the jitter the mean
+        // lateness, about 2 µs; the timer is set that much before the low quantile.
+        let mut r = late_learnt(true, |i| if i % 2 == 0 { 0 } else { 4_000 });
+        assert_eq!(r.p.lead_ns(), 0);
+        let jitter = belief(&r, "hybrid.wake_jitter_ns");
+        assert!((1_000.0..3_000.0).contains(&jitter), "{jitter}");
+        let want = 10_000 - jitter.round() as u64 - POLL_COST;
+        assert_eq!(next_sleep_ns(&mut r), want);
+        // Alternately 0 and 14 µs late: the jitter (about 7 µs) leaves less than half the mean
+        // before the low quantile, so the kernel's rule stands: half the mean.
+        let mut r = late_learnt(true, |i| if i % 2 == 0 { 0 } else { 14_000 });
+        assert!(belief(&r, "hybrid.wake_jitter_ns") > 5_000.0);
+        assert_eq!(next_sleep_ns(&mut r), 5_000 - POLL_COST);
+        assert_eq!(belief(&r, "hybrid.target_low_quantile"), 0.0);
+    }
+
+    #[test]
+    fn the_adaptive_target_keeps_the_kernels_rule_past_the_low_quantile() {
+        // Half the mean past the low quantile (a heavy tail, or a stall in the window): the
+        // adaptive target is the kernel's rule, as a fraction chosen is; the saving the rule
+        // counts stops at the low quantile either way.
+        for adaptive in [true, false] {
+            let clock = FakeClock::new(0);
+            let mut pred = Predictor::new(1_000);
+            for i in 0..100u64 {
+                // 90 at 10 µs, 10 at 210 µs: mean 30 µs, low quantile 10 µs.
+                let ns = if i % 10 == 0 { 210_000 } else { 10_000 };
+                pred.record(CLASS, ns, i);
+            }
+            pred.record(CLASS, 10_000, 2_000);
+            assert_eq!(pred.predict(CLASS, Statistic::Mean), Some(30_000));
+            assert_eq!(pred.predict(CLASS, Statistic::LowQuantile), Some(10_000));
+            let mut h = Hybrid::with_predictor(Arc::new(clock), 0.5, Statistic::Mean, pred)
+                .adaptive_target(adaptive);
+            // A full window of wake-ups learnt, all on time: no jitter, the aim is the low
+            // quantile itself, before half the mean.
+            for _ in 0..LATE_WINDOW {
+                h.late(0);
+            }
+            assert_eq!(
+                h.target(CLASS),
+                Some((15_000, 10_000)),
+                "adaptive {adaptive}"
+            );
+            assert!(!h.last_low);
+        }
     }
 }

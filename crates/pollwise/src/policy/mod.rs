@@ -92,6 +92,10 @@ pub struct PolicyCounters {
     /// hybrid: sleeps taken although the cost rule said no, to keep measuring what a sleep
     /// costs (counted in `sleeps` too).
     pub sleep_probes: u64,
+    /// hybrid: requests reaped that slept in a sleep taken to measure what a sleep costs (the
+    /// first sleeps, before the rule decides, and the probes), not because the rule said it
+    /// pays (counted in `slept_requests` too).
+    pub probed_requests: u64,
     /// auto: times it changed mode.
     pub auto_switches: u64,
     /// auto: measurement epochs completed.
@@ -148,6 +152,7 @@ impl PolicyCounters {
         self.unslept_short += o.unslept_short;
         self.unslept_unpredicted += o.unslept_unpredicted;
         self.sleep_probes += o.sleep_probes;
+        self.probed_requests += o.probed_requests;
         self.auto_switches += o.auto_switches;
         self.auto_epochs += o.auto_epochs;
         self.auto_poll_ns += o.auto_poll_ns;
@@ -161,7 +166,7 @@ impl PolicyCounters {
     }
 
     /// The counters as (name, value) pairs, in a fixed order, for reports.
-    pub fn fields(&self) -> [(&'static str, u64); 25] {
+    pub fn fields(&self) -> [(&'static str, u64); 26] {
         [
             ("polls", self.polls),
             ("empty_polls", self.empty_polls),
@@ -178,6 +183,7 @@ impl PolicyCounters {
             ("unslept_short", self.unslept_short),
             ("unslept_unpredicted", self.unslept_unpredicted),
             ("sleep_probes", self.sleep_probes),
+            ("probed_requests", self.probed_requests),
             ("auto_switches", self.auto_switches),
             ("auto_epochs", self.auto_epochs),
             ("auto_poll_ns", self.auto_poll_ns),
@@ -306,6 +312,12 @@ pub struct PolicyConfig {
     pub hybrid_fraction: f64,
     /// hybrid: which statistic of the predicted latency the sleeps follow.
     pub hybrid_stat: Statistic,
+    /// hybrid: whether the sleep target adapts to what hybrid measures
+    /// ([`Hybrid::adaptive_target`](hybrid::Hybrid::adaptive_target)), with
+    /// `hybrid_fraction` of the mean as its kernel's rule; true by default. A caller that was
+    /// given a statistic, or a fraction without one, sets it false, so the choice is kept as
+    /// given.
+    pub hybrid_adaptive: bool,
     /// adaptive: the largest polling window, in nanoseconds.
     pub poll_max_ns: u64,
     /// adaptive: the window's growth factor (0 means 2).
@@ -324,6 +336,7 @@ impl PolicyConfig {
             mode,
             hybrid_fraction: 0.5,
             hybrid_stat: Statistic::Mean,
+            hybrid_adaptive: true,
             poll_max_ns: 32_768,
             poll_grow: 0,
             poll_shrink: 0,
@@ -336,11 +349,10 @@ impl PolicyConfig {
         match self.mode {
             Mode::Interrupt => Box::new(interrupt::Interrupt::default()),
             Mode::Poll => Box::new(poll::Poll::default()),
-            Mode::Hybrid => Box::new(hybrid::Hybrid::new(
-                clock,
-                self.hybrid_fraction,
-                self.hybrid_stat,
-            )),
+            Mode::Hybrid => Box::new(
+                hybrid::Hybrid::new(clock, self.hybrid_fraction, self.hybrid_stat)
+                    .adaptive_target(self.hybrid_adaptive),
+            ),
             Mode::Adaptive => Box::new(adaptive::Adaptive::new(
                 clock,
                 self.poll_max_ns,
