@@ -157,18 +157,9 @@ pub struct Point {
     pub real: Option<Figures>,
 }
 
-/// The objectives, in report order: (JSON key, words).
-pub const OBJECTIVES: &[(&str, &str)] = &[
-    ("lowest_latency", "lowest latency"),
-    (
-        "least_cpu_within_target",
-        "least CPU/IO within the latency target",
-    ),
-    (
-        "best_throughput_under_contention",
-        "best throughput under contention",
-    ),
-];
+/// The objectives, in report order: (JSON key, words). Their keys are the report's (its plots
+/// read them back), so the table lives with the JSON.
+pub use crate::report::json::ADVISE_OBJECTIVES as OBJECTIVES;
 
 /// The index of the best point for objective `k` of [`OBJECTIVES`], if any point qualifies.
 pub fn best(points: &[Point], k: usize, target: Target, cores: u32) -> Option<usize> {

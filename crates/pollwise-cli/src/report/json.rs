@@ -433,6 +433,21 @@ fn write_pretty(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// `pollwise advise`'s objectives, in report order: (the key of its recommendation in the JSON,
+/// words). Here, with the JSON's other keys, because both advise and the plots of its JSON
+/// read them.
+pub const ADVISE_OBJECTIVES: &[(&str, &str)] = &[
+    ("lowest_latency", "lowest latency"),
+    (
+        "least_cpu_within_target",
+        "least CPU/IO within the latency target",
+    ),
+    (
+        "best_throughput_under_contention",
+        "best throughput under contention",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,7 +145,7 @@ impl Advise {
         let cores = p["cores"]
             .as_u64()
             .ok_or_else(|| lacks("`platform.cores`"))?;
-        let picks = crate::advise::OBJECTIVES
+        let picks = crate::report::json::ADVISE_OBJECTIVES
             .iter()
             .filter_map(|(key, _)| Pick::of(key, &a["recommendations"][key]))
             .collect();
