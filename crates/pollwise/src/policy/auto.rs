@@ -9,7 +9,10 @@
 //! between waits, so every completion reaches the sink exactly once, from exactly one policy.
 //!
 //! **Objective**: the least CPU per I/O whose median latency stays within `slack` (default 0.10)
-//! of what polling gives; interrupt waits when the CPU is contended.
+//! of what polling gives; interrupt waits when the CPU is contended. With
+//! [`DEEP_IN_FLIGHT`] requests in flight or more, *throughput* (time per completion) is judged
+//! instead: there a request's latency is mostly its wait behind the others, and what a full
+//! queue gives its caller is its rate (Little's law).
 //!
 //! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
 //! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
@@ -96,8 +99,8 @@ use crate::queue::{Completion, OpInfo};
 // The decision core owns the constants, the reasons and the estimates; `auto` is where users
 // look for them.
 pub use super::choice::{
-    Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, EPOCH_IOS, EPOCH_NS,
-    EXPLORE_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
+    Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, DEEP_IN_FLIGHT, EPOCH_IOS,
+    EPOCH_NS, EXPLORE_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
     SPREAD_FOR_ADAPTIVE,
 };
 
