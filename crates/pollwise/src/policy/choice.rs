@@ -998,12 +998,16 @@ mod tests {
     fn deep_queues_are_judged_on_throughput_shallow_ones_on_the_median() {
         // QD32: interrupt's median 1.13x poll's at the same rate: within the slack on
         // throughput, at a tenth of the CPU.
-        let c = explored_with(
-            deep(400_000.0, 14_000.0, 80_000.0),
-            deep(452_000.0, 1_200.0, 80_000.0),
-            deep(460_000.0, 1_300.0, 79_000.0),
-        );
-        assert_eq!(c.reason_count(Reason::Best), 1);
+        let decided = |int_p50: f64, rates: [f64; 2]| {
+            let c = explored_with(
+                deep(400_000.0, 14_000.0, 80_000.0),
+                deep(int_p50, 1_200.0, rates[0]),
+                deep(int_p50 + 8_000.0, 1_300.0, rates[1]),
+            );
+            assert_eq!(c.reason_count(Reason::Best), 1);
+            c
+        };
+        let c = decided(452_000.0, [80_000.0, 79_000.0]);
         assert_eq!(c.current(), "interrupt");
         assert!(c
             .beliefs(0)
@@ -1017,13 +1021,7 @@ mod tests {
             .beliefs(0)
             .contains(&("auto.judged_on_throughput".to_string(), 0.0)));
         // At QD32, candidates that serve 75% of poll's rate are out, though their medians
-        // equal poll's.
-        let c = explored_with(
-            deep(400_000.0, 14_000.0, 80_000.0),
-            deep(400_000.0, 1_200.0, 60_000.0),
-            deep(400_000.0, 1_300.0, 60_000.0),
-        );
-        assert_eq!(c.reason_count(Reason::Best), 1);
-        assert_eq!(c.current(), "poll");
+        // are near poll's.
+        assert_eq!(decided(400_000.0, [60_000.0, 60_000.0]).current(), "poll");
     }
 }
