@@ -23,6 +23,9 @@ pub mod sched;
 /// The most cores a platform may have.
 pub const MAX_CORES: u32 = 4096;
 
+/// The longest cost or latency a platform may state: 10 s.
+pub const MAX_COST_NS: u64 = 10_000_000_000;
+
 /// The most points a device's latency-by-depth curve may have.
 pub const MAX_DEPTH_POINTS: usize = 64;
 
@@ -123,7 +126,6 @@ impl Platform {
                 format!("is {}: use at least 1000 (1 us)", self.time_slice_ns),
             ));
         }
-        const MAX: u64 = 10_000_000_000;
         for (field, v) in [
             ("time_slice_ns", self.time_slice_ns),
             ("context_switch_ns", self.context_switch_ns),
@@ -136,10 +138,10 @@ impl Platform {
             ("sleep_cpu_ns", self.sleep_cpu_ns),
             ("timer_late_ns", self.timer_late_ns),
         ] {
-            if v > MAX {
+            if v > MAX_COST_NS {
                 return Err(Error::config(
                     field,
-                    format!("is {v} ns: use at most {MAX} (10 s)"),
+                    format!("is {v} ns: use at most {MAX_COST_NS} (10 s)"),
                 ));
             }
         }
@@ -161,7 +163,7 @@ impl Platform {
                 ));
             }
         }
-        if self.device.mean_ns() > MAX as f64 {
+        if self.device.mean_ns() > MAX_COST_NS as f64 {
             return Err(Error::config("device", "mean latency above 10 s"));
         }
         Ok(())
@@ -169,7 +171,6 @@ impl Platform {
 
     fn check_depth_curve(&self) -> Result<()> {
         const FIELD: &str = "device_latency_by_depth";
-        const MAX: u64 = 10_000_000_000;
         let c = &self.device_latency_by_depth;
         if c.len() > MAX_DEPTH_POINTS {
             return Err(Error::config(
@@ -185,10 +186,10 @@ impl Platform {
                 ));
             }
         }
-        if let Some(&(d, p)) = c.iter().find(|&&(_, p)| p > MAX) {
+        if let Some(&(d, p)) = c.iter().find(|&&(_, p)| p > MAX_COST_NS) {
             return Err(Error::config(
                 FIELD,
-                format!("is {p} ns at depth {d}: use at most {MAX} (10 s)"),
+                format!("is {p} ns at depth {d}: use at most {MAX_COST_NS} (10 s)"),
             ));
         }
         for w in c.windows(2) {
