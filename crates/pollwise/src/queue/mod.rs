@@ -480,10 +480,16 @@ impl<Q: Queue> Tracked<Q> {
     /// As [`Tracked::new`], with `slab` owning the buffers of [`push_request`]'s operations
     /// (one operation per request: the capacity is the slab's).
     ///
+    /// # Panics
+    ///
+    /// When [`MAX_TABLES`](crate::request::slots::MAX_TABLES) slot tables are alive already (the
+    /// records are one more).
+    ///
     /// [`push_request`]: Tracked::push_request
     pub fn with_requests(inner: Q, clock: Arc<dyn Clock>, slab: Slab) -> Self {
         let capacity = slab.capacity();
-        let mut t = Tracked::new(inner, clock, capacity).expect("a slab has at least one slot");
+        let mut t = Tracked::new(inner, clock, capacity)
+            .expect("a slab's capacity fits a table, and a table id is free");
         t.requests = Some(slab);
         t
     }
