@@ -344,13 +344,19 @@ pub const OPTIONS: &[Opt] = &[
     opt("name", STR, val("pollwise"), C::Job, Job, "the job's name (fio's jobname), shown in reports"),
     opt("filename", STR, Default::Text("a file the command makes in the temp directory and removes (run: required)"), C::Job, Job, "file or block device to do I/O on"),
     opt("size", Kind::SizeOrPercent { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)"),
-    opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops"),
+    with_aliases(
+        opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops"),
+        &["io_limit"],
+    ),
     with_aliases(
         opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed (pollwise's default differs from fio's read)"),
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
-    opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+    with_aliases(
+        opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+        &["blocksize"],
+    ),
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
@@ -360,7 +366,10 @@ pub const OPTIONS: &[Opt] = &[
         opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)"),
         &["iodepth_batch"],
     ),
-    opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait"),
+    with_aliases(
+        opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait"),
+        &["iodepth_batch_complete"],
+    ),
     // job files and several jobs (fio's meaning; run and compare)
     opt("description", STR, NONE, C::Jobs, Only(RUN_LIKE), "text describing the job (shown by --parse-only)"),
     opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report a job's numjobs threads as one job (else one report each, as fio)"),
@@ -372,7 +381,10 @@ pub const OPTIONS: &[Opt] = &[
     opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (pollwise reports every job on its own)"),
     opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)"),
     opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)"),
-    opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)"),
+    with_aliases(
+        opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)"),
+        &["fileoffset"],
+    ),
     opt("offset_increment", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "each numjobs clone starts this much further than the one before"),
     opt("loops", int(1, U32), val("1"), C::Jobs, Only(RUN_LIKE), "go over the file this many times (jobs that are not time-based)"),
     opt("rate_iops", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many I/O per second (per thread)"),
