@@ -42,7 +42,7 @@ mod idle;
 mod worker;
 
 #[cfg(not(loom))]
-pub use crate::queue::poller_client::{Client, ClientOptions};
+pub use crate::queue::poller_client::{Client, ClientOptions, RequestTiming, TimingHook};
 #[cfg(not(loom))]
 pub use worker::SharedPoller;
 
@@ -164,12 +164,21 @@ pub struct PollerCounters {
     pub discarded: u64,
     /// CPU time of the poller thread, in nanoseconds.
     pub cpu_ns: u64,
+    /// `io_uring_enter` calls the kernel refused with `EAGAIN` or `EBUSY` (nothing submitted;
+    /// the poller reaps and tries again).
+    pub refused: u64,
+    /// Requests the kernel answered with `-ECANCELED` (cancelled in the kernel, for a client's
+    /// `cancel_all`, its drop or shutdown).
+    pub kernel_cancelled: u64,
+    /// Clients whose drop stopped waiting for the poller after
+    /// [`DROP_BOUND`](crate::queue::DROP_BOUND) (the kernel had not answered the cancellation).
+    pub abandoned: u64,
 }
 
 impl PollerCounters {
     /// The counters in the order the poller publishes them.
     #[cfg_attr(loom, allow(dead_code))]
-    fn to_array(self) -> [u64; 10] {
+    fn to_array(self) -> [u64; 12] {
         [
             self.rounds,
             self.submitted,
@@ -181,13 +190,15 @@ impl PollerCounters {
             self.cancelled,
             self.discarded,
             self.cpu_ns,
+            self.refused,
+            self.kernel_cancelled,
         ]
     }
 
     /// The counters [`to_array`](PollerCounters::to_array) gave.
     #[cfg_attr(loom, allow(dead_code))]
-    fn from_array(v: [u64; 10]) -> Self {
-        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns] =
+    fn from_array(v: [u64; 12]) -> Self {
+        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns, refused, kernel_cancelled] =
             v;
         PollerCounters {
             rounds,
@@ -200,6 +211,9 @@ impl PollerCounters {
             cancelled,
             discarded,
             cpu_ns,
+            refused,
+            kernel_cancelled,
+            abandoned: 0,
         }
     }
 }
