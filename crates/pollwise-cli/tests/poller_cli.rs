@@ -59,27 +59,43 @@ fn fairness_json_shape() {
             "--size=16M",
             "--runtime=400ms",
             "--ramp_time=50ms",
-            "--burst=512",
+            "--burst=4096",
             "--iodepth=8",
             "--output-format=json",
         ],
     );
     assert_eq!(v["scenario"], "fairness");
     let r = &v["results"];
-    assert_eq!(keys(r), ["client_iops", "jain_index", "sensitive_lat_ns"]);
+    assert_eq!(
+        keys(r),
+        [
+            "burst_ms",
+            "client_iops",
+            "device_p99_ratio",
+            "jain_index",
+            "sensitive_device_ns",
+            "sensitive_lat_ns",
+            "sensitive_submit_delay_ns",
+            "submit_delay_p99_ratio"
+        ]
+    );
     let iops = r["client_iops"].as_array().unwrap();
     assert_eq!(iops.len(), 5);
     assert!(iops.iter().all(|x| x.as_f64().unwrap() > 0.0), "{r}");
     let j = r["jain_index"].as_f64().unwrap();
     assert!(j > 0.25 && j <= 1.0 + 1e-9, "{j}");
-    for phase in ["idle", "burst"] {
-        let p = &r["sensitive_lat_ns"][phase];
-        assert!(
-            p["p50"].as_u64().is_some() && p["p99"].as_u64().is_some(),
-            "{r}"
-        );
+    for what in [
+        "sensitive_submit_delay_ns",
+        "sensitive_device_ns",
+        "sensitive_lat_ns",
+    ] {
+        for phase in ["idle", "burst"] {
+            let p = &r[what][phase];
+            assert!(p["n"].as_u64().unwrap() > 0, "{what} {phase}: {r}");
+            check_p50_p99(p);
+        }
     }
-    assert!(r["sensitive_lat_ns"]["idle"]["p50"].as_u64().unwrap() > 0);
+    assert!(r["submit_delay_p99_ratio"].as_f64().unwrap() > 0.0, "{r}");
 }
 
 /// `--poller_wait=auto`: the JSON names the wait and shows the poller's choice.
@@ -90,7 +106,9 @@ fn poller_wait_auto_shows_its_choice() {
         &[
             "--size=16M",
             "--runtime=400ms",
-            "--burst=64",
+            // Long enough to outlast a few of the sensitive client's reads: the run fails
+            // without a sample during the burst.
+            "--burst=4096",
             "--poller_wait=auto",
             "--output-format=json",
         ],

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use super::drr::{Drr, Lane, Source};
+use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
 use super::{POLL_IDLE_NS, RING_SETUP_OP};
@@ -265,6 +265,9 @@ impl Source for Slot {
     fn cost(item: &Sub) -> u64 {
         item.op.op().len as u64
     }
+    fn in_kernel(&self) -> usize {
+        self.in_flight
+    }
 }
 
 /// A request in the poller's ring: whose it is and the client's own `user_data`. Its handle
@@ -288,6 +291,8 @@ struct Worker {
     reqs: Slots<Req>,
     in_flight: usize,
     cap: usize,
+    /// Requests per client per turn, and the most heavy clients get per pass.
+    batch: usize,
     doorbell_armed: bool,
     idle: IdleTimer,
     /// Spinning without work this long sleeps anyway under [`LoopWait::Poll`].
@@ -376,6 +381,7 @@ impl Worker {
             reqs,
             in_flight: 0,
             cap,
+            batch: cfg.batch as usize,
             doorbell_armed: false,
             idle: IdleTimer::new(cfg.idle.as_nanos() as u64),
             poll_idle: IdleTimer::new(POLL_IDLE_NS),
@@ -705,9 +711,23 @@ impl Worker {
             drr,
             reqs,
             unsubmitted,
+            cap,
+            batch,
             ..
         } = self;
-        let budget = room.min(ring.sq_space());
+        let room = room.min(ring.sq_space());
+        // One slot kept for each light client, up to a quarter of the cap: a QD1 client finds
+        // room at once, whatever the heavy ones have queued.
+        let light = clients
+            .iter()
+            .flatten()
+            .filter(|s| !s.closing && drr.is_light(s.in_flight))
+            .count();
+        let budget = Budget {
+            room,
+            reserve: light.min(*cap / 4),
+            heavy_limit: *batch,
+        };
         let taken = drr.pass(clients, budget, |i, sub| {
             let h = reqs
                 .insert(Req {
