@@ -10,7 +10,8 @@
 //! measured run, heavy client 0 pushes a burst of `--burst` (32768) more reads at once. The poller
 //! takes at most `--poller_batch` requests and about a `--poller_quantum` of bytes per client per
 //! turn, and keeps at most `--poller_depth` in the kernel (128 here, the virtio disk's tag count),
-//! so the burst waits in its own client's ring instead of in front of everybody.
+//! so the burst waits in its own client's ring instead of in front of everybody; a light client
+//! (the QD1 one) is served first in every pass, with room kept for it.
 //!
 //! The figure is the one the review asks about: the sensitive client's *submission delay*, from
 //! the moment it queues a request to the moment the poller's `io_uring_enter` hands it to the
@@ -425,13 +426,14 @@ fn render(r: &Report) -> Output {
         .map(|(i, v)| vec![client_name(i), format!("{v:.0}")])
         .collect();
     let mut text = format!(
-        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (wait {}, batch {}, quantum {} B, depth {}), clients on CPUs {}; heavy0 pushes {} more reads at {:.1}s of {:.1}s\n\n",
+        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (wait {}, batch {}, quantum {} B, {} per pass from heavy clients, depth {}), clients on CPUs {}; heavy0 pushes {} more reads at {:.1}s of {:.1}s\n\n",
         spec.iodepth,
         spec.bs,
         pcfg.cpu.map_or("any".into(), |c| c.to_string()),
         pcfg.wait.name(),
         pcfg.batch,
         pcfg.quantum,
+        pcfg.pass_limit,
         pcfg.depth,
         cpu_list(r.cpus),
         r.burst,

@@ -291,8 +291,8 @@ struct Worker {
     reqs: Slots<Req>,
     in_flight: usize,
     cap: usize,
-    /// Requests per client per turn, and the most heavy clients get per pass.
-    batch: usize,
+    /// The most requests heavy clients get per pass.
+    pass_limit: usize,
     doorbell_armed: bool,
     idle: IdleTimer,
     /// Spinning without work this long sleeps anyway under [`LoopWait::Poll`].
@@ -381,7 +381,7 @@ impl Worker {
             reqs,
             in_flight: 0,
             cap,
-            batch: cfg.batch as usize,
+            pass_limit: cfg.pass_limit as usize,
             doorbell_armed: false,
             idle: IdleTimer::new(cfg.idle.as_nanos() as u64),
             poll_idle: IdleTimer::new(POLL_IDLE_NS),
@@ -712,7 +712,7 @@ impl Worker {
             reqs,
             unsubmitted,
             cap,
-            batch,
+            pass_limit,
             ..
         } = self;
         let room = room.min(ring.sq_space());
@@ -726,7 +726,7 @@ impl Worker {
         let budget = Budget {
             room,
             reserve: light.min(*cap / 4),
-            heavy_limit: *batch,
+            heavy_limit: *pass_limit,
         };
         let taken = drr.pass(clients, budget, |i, sub| {
             let h = reqs
