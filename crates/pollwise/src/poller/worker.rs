@@ -418,13 +418,12 @@ impl Worker {
             did |= reaped > 0;
             let taken = self.take();
             did |= taken > 0;
-            if taken > 0 || self.in_flight > 0 || !self.unsubmitted.is_empty() {
-                if self.enter(0)? == Entered::Again && !self.unsubmitted.is_empty() {
-                    // Refused: reap next round (that may be what the kernel waits for), but
-                    // do not spin on a kernel that keeps refusing.
-                    self.back_off(reaped > 0);
-                    did = true;
-                }
+            let must_enter = taken > 0 || self.in_flight > 0 || !self.unsubmitted.is_empty();
+            if must_enter && self.enter(0)? == Entered::Again && !self.unsubmitted.is_empty() {
+                // Refused: reap next round (that may be what the kernel waits for), but do
+                // not spin on a kernel that keeps refusing.
+                self.back_off(reaped > 0);
+                did = true;
             }
             self.c.rounds += 1;
             if self.c.rounds % 64 == 0 || did {
