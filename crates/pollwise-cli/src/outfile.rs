@@ -147,8 +147,12 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
         Err(e) => return Err(open_error(what, path, &e)),
     };
     let m = if lm.file_type().is_symlink() {
-        match std::fs::metadata(path) {
-            Ok(m) if harmless(&m) => m,
+        let followed = std::fs::metadata(path).ok();
+        if let Some(t) = target_of(path, followed.as_ref()) {
+            return Err(is_target_error(what, path, &t));
+        }
+        match followed {
+            Some(m) if harmless(&m) => m,
             _ => {
                 return Err(Error::Usage(format!(
                     "{} is a symbolic link: pollwise does not write through links (another user may have planted it); remove the link or name another file",
@@ -257,15 +261,16 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
         .collect();
     let mut seen: HashMap<PathBuf, (&str, &Path)> = HashMap::new();
     for (what, path) in outputs {
-        let m = check_before_open(what, path)?;
+        // The target first: a link to it is named as the target, not as a link.
         let r = resolve(path);
-        let id = m.as_ref().map(|m| (m.dev(), m.ino()));
+        let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
         if let Some((t, _)) = tids
             .iter()
             .find(|(t, tid)| *t == r || (id.is_some() && *tid == id))
         {
             return Err(is_target_error(what, path, t));
         }
+        let m = check_before_open(what, path)?;
         let special = m.as_ref().is_some_and(|m| !m.file_type().is_file());
         if !special {
             if let Some((w, p)) = seen.get(&r) {
