@@ -695,7 +695,10 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
         )
     })?;
     if let Some(out) = &output {
-        crate::outfile::check_outputs(&[("--output".into(), out.clone())], &[path.clone()])?;
+        crate::outfile::check_outputs(
+            &[("--output".into(), out.clone())],
+            std::slice::from_ref(&path),
+        )?;
     }
     let c = calibrate(&path)?;
     Ok((to_text(&c), to_json(&c), json, output))
