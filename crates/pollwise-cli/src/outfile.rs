@@ -142,6 +142,17 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
             if let Some(t) = target_of(path, None) {
                 return Err(is_target_error(what, path, &t));
             }
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+                return Err(Error::Usage(format!(
+                    "{}: its directory {} does not exist: create it or name a file in another",
+                    named(what, path),
+                    show(dir)
+                )));
+            }
             return Ok(None);
         }
         Err(e) => return Err(open_error(what, path, &e)),
@@ -211,22 +222,7 @@ fn open_special(what: &str, path: &Path, m: &Metadata) -> Result<File> {
     f
 }
 
-/// The kernel's error inside `e` (tempfile adds the path to its errors, hiding the errno).
-fn os_error(e: &std::io::Error) -> std::io::Error {
-    let inner = e
-        .get_ref()
-        .and_then(|r| r.source())
-        .and_then(|s| s.downcast_ref::<std::io::Error>())
-        .and_then(std::io::Error::raw_os_error);
-    match (e.raw_os_error(), inner) {
-        (None, Some(code)) => std::io::Error::from_raw_os_error(code),
-        _ => std::io::Error::new(e.kind(), e.to_string()),
-    }
-}
-
 fn open_error(what: &str, path: &Path, e: &std::io::Error) -> Error {
-    let os = os_error(e);
-    let e = if e.raw_os_error().is_some() { e } else { &os };
     let msg = format!(
         "cannot write {}: {}",
         named(what, path),
@@ -318,7 +314,7 @@ pub fn create_stream(what: &str, path: &Path) -> Result<File> {
     Ok(f)
 }
 
-/// Writes `bytes` as the whole of `path`: to a new file beside it (`O_EXCL`, the old file's
+/// Writes `bytes` as the whole of `path`: to a new file beside it (`O_EXCL | O_NOFOLLOW`, the old file's
 /// mode, or 0666 less the umask), synced, then renamed over the name. On any failure the new
 /// file is removed and the old one is left as it was. A harmless link, a pipe or a terminal is
 /// written in place.
@@ -332,44 +328,84 @@ pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
             .and_then(|_| f.flush())
             .map_err(|e| open_error(what, path, &e));
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mode = m.as_ref().map_or(0o666, |m| m.mode() & 0o777);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(mode))
-        .tempfile_in(dir)
-        .map_err(|e| open_error(what, path, &e))?;
-    let written = tmp
-        .as_file_mut()
-        .write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
+    let mut tmp = NewFile::beside(path, mode).map_err(|e| open_error(what, path, &e))?;
+    let f = &mut tmp.file;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
         .and_then(|_| {
             // The mode asked for was cut by the umask; an existing file keeps its own.
             match &m {
-                Some(_) => tmp
-                    .as_file()
-                    .set_permissions(std::fs::Permissions::from_mode(mode)),
+                Some(_) => f.set_permissions(std::fs::Permissions::from_mode(mode)),
                 None => Ok(()),
             }
-        });
-    // On an error, dropping `tmp` removes the new file.
-    written.map_err(|e| open_error(what, path, &e))?;
-    // The name may have become a target or a link meanwhile: rename replaces the name itself
-    // (never what a link points to), and a target is checked once more.
+        })
+        .map_err(|e| open_error(what, path, &e))?;
+    // The name may have become a target meanwhile: checked once more. (It may also have become
+    // a link: rename replaces the name itself, never what a link points to.)
     if let Some(t) = target_of(path, std::fs::symlink_metadata(path).ok().as_ref()) {
         return Err(is_target_error(what, path, &t));
     }
-    tmp.persist(path)
-        .map_err(|e| open_error(what, path, &e.error))?;
+    std::fs::rename(&tmp.path, path).map_err(|e| open_error(what, path, &e))?;
+    tmp.keep = true;
     Ok(())
+}
+
+/// A new file beside an output (`.NAME.PID.N.tmp`, created with `O_EXCL | O_NOFOLLOW`),
+/// removed on drop unless kept.
+struct NewFile {
+    path: PathBuf,
+    file: File,
+    keep: bool,
+}
+
+impl NewFile {
+    fn beside(path: &Path, mode: u32) -> std::io::Result<NewFile> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let mut tries = 0;
+        loop {
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let p = dir.join(format!(".{name}.{}.{nanos:x}{n}.tmp", std::process::id()));
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&p)
+            {
+                Ok(file) => {
+                    return Ok(NewFile {
+                        path: p,
+                        file,
+                        keep: false,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for NewFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 #[cfg(test)]
