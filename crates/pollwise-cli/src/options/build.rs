@@ -414,13 +414,13 @@ impl Opts {
     }
 }
 
-/// A log named after the job (a bare `--write_*_log`): the job's name must be a plain name,
-/// so that its logs stay in the current directory (`--name=../../x` must not put them
-/// elsewhere).
+/// A log named after the job (a bare `--write_*_log`): the job's name is the log's path, as
+/// in fio, but it may not climb out of its directory (`--name=../../x` must not put logs two
+/// directories up).
 fn log_name_from_job(key: &str, job: &str) -> Result<String> {
-    if job.contains('/') || job == "." || job == ".." || job.is_empty() {
+    if job.split('/').any(|c| c == "..") {
         return Err(usage(format!(
-            "--{key} names its files after the job, and --name={} is not a plain name (it holds '/' or is '.' or '..'): give the logs a name, --{key}=NAME, or the job a name without '/'",
+            "--{key} names its files after the job, and --name={} climbs out of its directory ('..'): give the logs a name, --{key}=NAME, or the job a name without '..'",
             crate::error::shown(job)
         )));
     }
