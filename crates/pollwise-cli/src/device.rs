@@ -518,6 +518,31 @@ mod tests {
         assert_eq!(unescape_mount("/é\\04"), "/é\\04");
     }
 
+    /// The machine's own mounted disks (read only: nothing is written to them).
+    #[test]
+    fn mounted_disks_of_this_machine_are_hazards() {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let mut seen = 0;
+        for l in info.lines() {
+            let f: Vec<&str> = l.split(' ').collect();
+            let Some(dash) = f.iter().position(|x| *x == "-") else {
+                continue;
+            };
+            let Some(src) = f.get(dash + 2).filter(|s| s.starts_with("/dev/")) else {
+                continue;
+            };
+            if rdev_of(Path::new(src)).is_none() {
+                continue;
+            }
+            seen += 1;
+            let why = write_hazard(Path::new(src)).unwrap_or_default();
+            assert!(why.contains("mounted at"), "{src}: {why}");
+        }
+        if seen == 0 {
+            eprintln!("no block device is mounted here: nothing to check");
+        }
+    }
+
     #[test]
     fn a_plain_file_is_no_hazard() {
         let d = tempfile::tempdir().unwrap();

@@ -123,7 +123,7 @@ const LINE_MAX: usize = 1000;
 
 /// A finished message as it is printed: one line whatever values it carries (control
 /// characters escaped), no word longer than a few hundred characters (a value a message did
-/// not cut itself is cut to [`SHOWN_MAX`] with "…"), and at most [`LINE_MAX`] characters.
+/// not cut itself is cut to [`SHOWN_MAX`] with "…"), and at most 1000 characters.
 pub fn one_line(msg: &str) -> String {
     let e = escaped(msg);
     let line = e
