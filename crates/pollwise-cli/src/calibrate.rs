@@ -34,7 +34,7 @@ use pollwise::platform::Platform;
 use pollwise::policy::poll::Poll;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, OpKind, Queue, RequestOp, Tracked};
+use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
 use pollwise::sys::rusage::thread_cpu_ns;
 
@@ -152,7 +152,7 @@ impl Reader {
         let req = self.reqs[i];
         // A spread of offsets, so a cache ahead of the device sees little reuse.
         self.next = (self.next + 7919) % self.blocks;
-        if let Some(slab) = self.q.requests_mut() {
+        if let Some(mut slab) = self.q.requests_mut() {
             // The last read was reaped (Completed): take the request back for the next one.
             if slab.state(req) == Ok(State::Completed) {
                 slab.restart(req)
@@ -351,8 +351,9 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     };
     let mut r = Reader::new(&plain, fd, blocks)?;
     let poll = Figure::of(batched(SAMPLES, 100, || {
-        // The device's own check (nothing is in flight: the records would have nothing to do).
-        let _ = r.q.inner_mut().poll(&mut |_| {});
+        // The device's check, through the records (nothing is in flight: they have nothing to
+        // do).
+        let _ = r.q.poll(&mut |_| {});
     }));
     figures.push(("poll_ns", poll));
     let (mut submit, mut clat) = (Vec::new(), Vec::new());

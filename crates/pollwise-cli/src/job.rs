@@ -850,6 +850,8 @@ pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
         libc::EINVAL | libc::EOPNOTSUPP | libc::EPERM | libc::ENOSYS | libc::EACCES => {
             Error::Unsupported(msg)
         }
+        // A feature the kernel lacks (NODROP): the library's MissingFeature, no errno.
+        _ if e.source.kind() == std::io::ErrorKind::Unsupported => Error::Unsupported(msg),
         _ => Error::Io(msg),
     }
 }
@@ -1399,5 +1401,32 @@ mod limit_tests {
             &[("memory.limit_in_bytes", "9223372036854771712\n")],
         );
         assert_eq!(limits("4:memory:/c\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pollwise::queue::uring::SetupError;
+    use pollwise::sys::uring::{MissingFeature, SetupStage};
+
+    #[test]
+    fn a_kernel_without_nodrop_is_a_capability_error_naming_it() {
+        let e = SetupError {
+            flags: "no flags".into(),
+            stage: SetupStage::Features,
+            feature: Some("NODROP"),
+            source: MissingFeature {
+                feature: "NODROP",
+                since: "Linux 5.5",
+                needed_for: "keeping completions that overflow the completion ring",
+            }
+            .into(),
+            hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
+        };
+        let e = ring_setup_error(e);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let m = e.to_string();
+        assert!(m.contains("NODROP") && m.contains("5.5"), "{m}");
     }
 }

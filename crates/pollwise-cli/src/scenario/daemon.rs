@@ -37,7 +37,7 @@ use pollwise::policy::choice::ChoiceStatus;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
+use pollwise::queue::{Completion, OpKind, RequestOp, RequestsMut, Tracked};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
 use pollwise::request::{Dir, Handle, ReqMeta, Slab};
@@ -201,7 +201,7 @@ impl Storage {
     }
 
     /// The ring's requests.
-    fn slab(&mut self) -> &mut Slab {
+    fn slab(&mut self) -> RequestsMut<'_> {
         self.q
             .requests_mut()
             .expect("the storage ring is built with its slab")
