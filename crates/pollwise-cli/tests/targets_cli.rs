@@ -1,8 +1,8 @@
 //! Nothing the user owns is overwritten (issue 17, findings 1, 2 and 10's `--plot`), and bad
 //! input is echoed escaped and cut with a fix named (finding 11), on the real binary.
 //!
-//! The device tests need root (a loop device, a mount): as root they must run; elsewhere they
-//! say they are skipped. Every loop device and mount is undone by a guard's drop, so a failed
+//! The device tests need root (a loop device, a mount), as the test command does: without root
+//! they fail saying so (a skipped test must not count as passed). Every loop device and mount is undone by a guard's drop, so a failed
 //! assertion leaves nothing attached.
 
 mod common;
@@ -40,12 +40,12 @@ struct Loop {
 }
 
 impl Loop {
-    /// None when not root (the test is skipped); as root any failure fails the test.
+    /// Fails the test when not root; any other failure fails it too.
     fn ext4() -> Option<Loop> {
-        if !is_root() {
-            eprintln!("skipped: loop devices and mounts need root");
-            return None;
-        }
+        assert!(
+            is_root(),
+            "loop devices and mounts need root: run the tests as root"
+        );
         let dir = tempdir();
         let img = dir.path().join("img");
         std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();
@@ -333,10 +333,10 @@ impl Drop for SmallFs {
 
 #[test]
 fn plot_on_a_full_filesystem_fails_and_leaves_no_empty_chart() {
-    if !is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
-        return;
-    }
+    assert!(
+        is_root(),
+        "mounting a small tmpfs needs root: run the tests as root"
+    );
     let d = tempdir();
     let mnt = d.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
