@@ -1861,7 +1861,11 @@ mod tests {
         let c = clock.clone();
         e.set_stop_check(move || c.now_ns() >= t0 + 30_000_000);
         assert_eq!(e.run(Stop::Ios(1_000)).unwrap(), Ended::Stopped);
-        assert_eq!(e.stats().0.ios, 1, "the first slot is at once, the next in an hour");
+        assert_eq!(
+            e.stats().0.ios,
+            1,
+            "the first slot is at once, the next in an hour"
+        );
     }
 
     #[test]
@@ -1923,7 +1927,10 @@ mod tests {
             every: Duration::from_millis(20),
             f: &mut f,
         };
-        assert_eq!(e.run_ticking(Stop::At(t0 + 300_000_000), tick).unwrap(), Ended::Time);
+        assert_eq!(
+            e.run_ticking(Stop::At(t0 + 300_000_000), tick).unwrap(),
+            Ended::Time
+        );
         assert!(idle >= 1, "no tick while idle");
         assert!(clock.now_ns() >= t0 + 300_000_000);
     }
