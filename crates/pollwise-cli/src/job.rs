@@ -1011,6 +1011,16 @@ pub fn require_runtime(spec: &JobSpec, command: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a job thread saw of requests that did not complete, for [`ran_as_asked`].
+struct Seen {
+    /// Cancelled at the deadline.
+    cancelled: u64,
+    /// Failed (continued or not).
+    failed: u64,
+    /// The errno of the first failure.
+    first_error: Option<i32>,
+}
+
 /// Whether thread `i` of `spec` ran as asked: to the end of its `--runtime` (time-based) or of
 /// its size, and did some I/O. A run a signal stopped, or that another thread's failure
 /// stopped (that failure is the job's error), is not judged here. Else one line saying why.
@@ -1022,7 +1032,7 @@ fn ran_as_asked(
     stats: &Stats,
     until: Option<u64>,
     t1: u64,
-    cancelled: u64,
+    seen: Seen,
     failed: &AtomicBool,
 ) -> Result<()> {
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
@@ -1047,9 +1057,19 @@ fn ran_as_asked(
         )));
     }
     if stats.total_ios() == 0 {
-        let why = if cancelled > 0 {
+        let why = if seen.failed > 0 {
+            let first = seen
+                .first_error
+                .map(|n| crate::errno::plain(&std::io::Error::from_raw_os_error(n)))
+                .unwrap_or_default();
             format!(
-                "its {cancelled} requests were all still in flight {} ms after its end and were cancelled: the device answered none in time; give a longer --runtime",
+                "all {} of its requests failed (the first with: {first})",
+                seen.failed
+            )
+        } else if seen.cancelled > 0 {
+            format!(
+                "its {} requests were all still in flight {} ms after its end and were cancelled: the device answered none in time; give a longer --runtime",
+                seen.cancelled,
                 pollwise::engine::DRAIN_GRACE.as_millis()
             )
         } else {
@@ -1242,8 +1262,14 @@ fn job_thread(
             None => Ok(()),
         }
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
+        let errors = engine.errors();
         let ran = r.and_then(|ended| {
-            ran_as_asked(spec, i, ended, &stats, until, t1, cancelled, failed)
+            let seen = Seen {
+                cancelled,
+                failed: errors.failed,
+                first_error: errors.first_error,
+            };
+            ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
         });
         ran.and(logged).map(|_| (engine, file, stats))
     });

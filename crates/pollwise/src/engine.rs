@@ -8,6 +8,12 @@
 //! Latency is measured from the moment a request is pushed to the moment its completion is
 //! handled (fio's `lat`, which includes submission).
 //!
+//! A run returns only when its [`Stop`] is reached (time, request count, or the caller's stop
+//! check) or on an error, and says which ([`Ended`]): a caller can tell a run cut short from one
+//! that is done. What a caller does while a run goes on (samples, logs, progress) it does in a
+//! [`Tick`] the loop calls from inside, never by cutting the run into pieces that each drain the
+//! queue.
+//!
 //! The engine's queue is a [`Tracked`] one that owns the engine's [`Slab`]: the queue tells the
 //! policy of every submission itself, and is the one owner of every buffer in flight. Dropping an
 //! engine with requests in flight cancels them and waits for the kernel, for at most
