@@ -385,7 +385,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     // timing
     with_aliases(
-        opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time (after --ramp_time, as fio)"),
+        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done"),
         &["timeout"],
     ),
     opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),

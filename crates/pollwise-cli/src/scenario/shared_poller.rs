@@ -67,6 +67,7 @@ pub fn take_poller_job(
         ..JobSpec::default()
     })?;
     o.finish()?;
+    crate::job::require_runtime(&spec, "scenario")?;
     Ok((pcfg, spec))
 }
 
