@@ -740,7 +740,7 @@ impl Worker {
             // (PromisedOp), and a dropped client's drop waits for us to retire it or, after its
             // bound, leaves the buffers to their owner, who must not free them (Queue::push).
             // The room was checked against the ring's free space above, so this cannot fail.
-            let pushed = ring.push_io(&sub.op, sub.fd, h.user_data()).is_ok();
+            let pushed = ring.push_io(sub.op, sub.fd, h.user_data()).is_ok();
             debug_assert!(pushed, "the ring had room for the whole budget");
             unsubmitted.push_back(h.user_data());
         });
