@@ -9,9 +9,9 @@
 //! plain ring.
 //!
 //! What the kernel took is read from the ring (its submission head), never assumed: an enter
-//! refused with `EAGAIN` (no memory for requests) or `EBUSY` (a completion backlog, on kernels
-//! that refuse then) leaves the entries in the submission ring, counted as not submitted; the
-//! poller reaps, backs off briefly and enters again. It blocks in the kernel only when every
+//! refused with `EAGAIN` (no memory for requests) or `EBUSY` (a completion backlog: old kernels
+//! refuse then; 6.x keeps the backlog and submits) leaves the entries in the submission ring,
+//! counted as not submitted; the poller reaps, backs off briefly and enters again. It blocks in the kernel only when every
 //! entry it pushed, the doorbell's poll included, was taken: never with entries left that no
 //! completion would follow.
 
