@@ -22,7 +22,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,7 +92,10 @@ pub struct Calibration {
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
-    Error::Io(format!("calibrate: {what}: {}", crate::errno::plain(&e)))
+    Error::Io(format!(
+        "calibrate: {what}: {}",
+        crate::errno::explain(&e, crate::errno::Op::Other)
+    ))
 }
 
 fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
@@ -298,6 +301,14 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
             path.display()
         ))
     })?;
+    // Anything else (a FIFO, a character device) has no size to ask, and a FIFO would block
+    // the open until a writer came.
+    if !meta.is_file() && !meta.file_type().is_block_device() {
+        return Err(Error::Usage(format!(
+            "--filename={} is neither a regular file nor a block device: calibrate reads an existing file or block device of at least 1 MiB",
+            path.display()
+        )));
+    }
     let open = |direct: bool| {
         let mut o = OpenOptions::new();
         o.read(true);
@@ -306,6 +317,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         }
         o.open(path)
     };
+    crate::outfile::protect(path);
     let (file, direct) = match open(true) {
         Ok(f) => (f, true),
         Err(_) => (open(false).map_err(|e| io("opening the file", e))?, false),
@@ -683,6 +695,12 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
                 .into(),
         )
     })?;
+    if let Some(out) = &output {
+        crate::outfile::check_outputs(
+            &[("--output".into(), out.clone())],
+            std::slice::from_ref(&path),
+        )?;
+    }
     let c = calibrate(&path)?;
     Ok((to_text(&c), to_json(&c), json, output))
 }
