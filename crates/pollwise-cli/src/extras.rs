@@ -50,6 +50,15 @@ pub struct JobExtras {
     /// fio's `allow_mounted_write`: write to a block device that is mounted or holds a
     /// filesystem (refused by default).
     pub allow_mounted_write: bool,
+    /// One file per clone (fio's default names, `jobname.jobnum.filenum`): thread `i` does its
+    /// I/O on `clone_files[i]`; empty: every thread uses the job's `filename`.
+    pub clone_files: Vec<std::path::PathBuf>,
+    /// `filesize`: the file's size when it differs from the I/O's `size`.
+    pub filesize: Option<u64>,
+    /// `startdelay`: wait this long before starting.
+    pub startdelay: std::time::Duration,
+    /// `norandommap`: random offsets may repeat within a pass.
+    pub norandommap: bool,
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.

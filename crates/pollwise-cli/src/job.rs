@@ -196,6 +196,27 @@ impl Default for JobSpec {
     }
 }
 
+impl JobSpec {
+    /// Thread `i`'s spec: the job's, on the clone's own file if it has one.
+    pub fn clone_for(&self, i: usize) -> JobSpec {
+        let mut c = self.clone();
+        if let Some(f) = self.extra.clone_files.get(i) {
+            c.filename = f.clone();
+        }
+        c
+    }
+
+    /// fio's defaults, for a job file's jobs: sequential reads (`rw=read`), buffered
+    /// (`direct=0`); the rest as [`JobSpec::default`].
+    pub fn fio() -> JobSpec {
+        JobSpec {
+            rw: Rw::Read,
+            direct: false,
+            ..JobSpec::default()
+        }
+    }
+}
+
 /// The largest ring (and so `iodepth`) the kernel allows.
 pub const MAX_IODEPTH: u32 = 32768;
 
@@ -639,8 +660,10 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
             path.display()
         )));
     }
-    if !is_blockdev && existing < size {
-        lay_out(path, existing, size, spec.direct)?;
+    // fio's filesize: the file is that long, whatever part of it the I/O covers.
+    let file_len = size.max(spec.extra.filesize.unwrap_or(0));
+    if !is_blockdev && existing < file_len {
+        lay_out(path, existing, file_len, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
     let block_size = if spec.direct {
@@ -896,8 +919,17 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
         return run_model_threads(spec, p);
     }
-    let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
+    // A clone with a file of its own (fio's default names) lays it out before any starts.
+    let clones: Vec<JobSpec> = (0..n).map(|i| spec.clone_for(i)).collect();
+    let mut targets = Vec::with_capacity(n);
+    for (i, c) in clones.iter().enumerate() {
+        targets.push(if i == 0 || !spec.extra.clone_files.is_empty() {
+            prepare_target(c)?
+        } else {
+            targets[0]
+        });
+    }
     let barrier = Arc::new(Barrier::new(n + 1));
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
@@ -910,8 +942,8 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let mut fd_tx = Some(fd_tx);
     let fd_rx = Arc::new(std::sync::Mutex::new(fd_rx));
     let mut handles = Vec::with_capacity(n);
-    for i in 0..n {
-        let spec = spec.clone();
+    for (i, spec) in clones.into_iter().enumerate() {
+        let target = targets[i];
         let barrier = barrier.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();

@@ -116,6 +116,9 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
         // Lay out every file first, one at a time: jobs sharing a file must not race to write it.
         for j in group {
             prepare_target(j)?;
+            for i in 1..j.extra.clone_files.len() {
+                prepare_target(&j.clone_for(i))?;
+            }
         }
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
@@ -150,6 +153,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
 /// One job's entries: its threads one by one, or merged under `group_reporting` (or with one
 /// thread, or with clones sharing one SQPOLL thread, whose CPU cannot be told apart).
 fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
+    start_delay(j.extra.startdelay)?;
     let (threads, process) = run_job_threads(j)?;
     if threads.len() <= 1 || j.extra.group_reporting || j.sqthread_share {
         let mut total = Stats::default();
@@ -160,6 +164,18 @@ fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
         return Ok(vec![total]);
     }
     Ok(threads)
+}
+
+/// Waits `delay` (fio's `startdelay`), in slices so that a signal ends it at once.
+fn start_delay(delay: std::time::Duration) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < delay {
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted("during startdelay"));
+        }
+        std::thread::sleep((delay - t0.elapsed()).min(std::time::Duration::from_millis(20)));
+    }
+    Ok(())
 }
 
 /// One job to run: its spec and fio's "job options" as given.

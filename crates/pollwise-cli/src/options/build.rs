@@ -110,7 +110,13 @@ impl Opts {
     /// Takes every job option (fio's names, `--mode` and the policy knobs) into a [`JobSpec`]
     /// with `pollwise run`'s defaults.
     pub fn job_spec(&mut self) -> Result<JobSpec> {
-        self.job_spec_from(JobSpec::default())
+        // A job file's jobs mean what they mean to fio, defaults included.
+        let base = if self.from_job_file() {
+            JobSpec::fio()
+        } else {
+            JobSpec::default()
+        };
+        self.job_spec_from(base)
     }
 
     /// As [`Opts::job_spec`], over a command's own defaults `base` (a scenario's runtime, ...).
@@ -145,6 +151,13 @@ impl Opts {
         }
         match (ioengine.as_deref(), latency) {
             (None | Some("io_uring"), None) => {}
+            // fio's null engine: no file, every request completes as soon as it is reaped.
+            (Some("null"), None) => s.ioengine = IoEngine::Sim(LatencyModel::Fixed(0)),
+            (Some("null"), Some(_)) => {
+                return Err(usage(
+                    "--sim_latency needs --ioengine=sim: --ioengine=null completes every request at once".into(),
+                ))
+            }
             (Some("sim"), l) => {
                 let l = l.as_deref().unwrap_or("fixed:10us");
                 s.ioengine = IoEngine::Sim(l.parse::<LatencyModel>()?);
@@ -358,6 +371,72 @@ impl Opts {
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
+        if let Some(v) = self.take_duration("startdelay")? {
+            s.extra.startdelay = v;
+        }
+        // Measurement cost: pollwise measures every request all the same.
+        self.take_bool("gtod_reduce")?;
+        if let Some(v) = self.take_bool("norandommap")? {
+            s.extra.norandommap = v;
+        }
+        // Every generator visits each block once per pass (the random map); pollwise draws
+        // from its one generator.
+        self.take_str("random_generator")?;
+        if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
+            s.seed = clock_seed();
+        }
+        self.take_files(s)
+    }
+
+    /// fio's files: `directory`, `filename_format` (the names of a job file's job without a
+    /// filename, one per clone), `filesize`, `nrfiles`.
+    fn take_files(&mut self, s: &mut JobSpec) -> Result<()> {
+        let directory = self.take_str("directory")?;
+        let format = self.take_str("filename_format")?;
+        self.take_u32("nrfiles")?;
+        s.extra.filesize = self.take_size("filesize")?;
+        if let (Some(f), 0, None) = (s.extra.filesize, s.size, s.extra.size_percent) {
+            // fio: without a size, the I/O covers the file.
+            s.size = f;
+        }
+        if let Some(d) = directory.as_deref() {
+            if split_filenames(d).len() > 1 {
+                return Err(usage(format!(
+                    "--directory={d} names several directories (fio's ':' separator): pollwise takes one"
+                )));
+            }
+        }
+        let dir = directory.as_deref().map(std::path::Path::new);
+        if !s.filename.as_os_str().is_empty() {
+            if let Some(d) = dir.filter(|_| s.filename.is_relative()) {
+                s.filename = d.join(&s.filename);
+            }
+            return Ok(());
+        }
+        // Only a job file's job (or one given a directory or a format) is named as fio names
+        // it; the command line's `run` asks for --filename.
+        let named = self.from_job_file() || directory.is_some() || format.is_some();
+        if !named || matches!(s.ioengine, IoEngine::Sim(_)) {
+            return Ok(());
+        }
+        let format = format.as_deref().unwrap_or("$jobname.$jobnum.$filenum");
+        let files: Vec<std::path::PathBuf> = (0..s.numjobs.max(1))
+            .map(|clone| {
+                let name = format
+                    .replace("$jobname", &s.name)
+                    .replace("$jobnum", &clone.to_string())
+                    .replace("$filenum", "0")
+                    .replace("$clientuid", "0");
+                match dir {
+                    Some(d) => d.join(name),
+                    None => std::path::PathBuf::from(name),
+                }
+            })
+            .collect();
+        s.filename = files[0].clone();
+        if files.len() > 1 && files.iter().any(|f| *f != files[0]) {
+            s.extra.clone_files = files;
+        }
         Ok(())
     }
 
@@ -379,6 +458,15 @@ impl Opts {
         s.logs.lat = lat;
         s.logs.bw = bw;
         s.logs.iops = iops;
+        if self.take_bool("per_job_logs")? == Some(false) {
+            if s.numjobs > 1 && s.logs.any() {
+                return Err(usage(format!(
+                    "--per_job_logs=0 with --numjobs={}: pollwise writes each thread's log on its own (NAME_bw.N.log); drop per_job_logs=0 or run one thread",
+                    s.numjobs
+                )));
+            }
+            s.logs.unnumbered = true;
+        }
         store! { self:
             take_u64("log_avg_msec") => s.logs.avg_msec;
             take_bool("log_offset") => s.logs.offset;
@@ -437,6 +525,13 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
         )));
     }
     Ok(v.to_string())
+}
+
+/// A seed from the clock, for `randrepeat=0`.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.

@@ -208,6 +208,13 @@ impl Opts {
         self.items.iter().any(|i| i.opt.name == name)
     }
 
+    /// Whether these options come from a job file (its jobs take fio's defaults).
+    pub fn from_job_file(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i.origin, Origin::JobFile { .. }))
+    }
+
     /// Whether `a` was given after `b` (both canonical names): the later one wins in fio.
     pub fn has_later(&self, a: &str, b: &str) -> bool {
         let pos = |n: &str| self.items.iter().position(|i| i.opt.name == n);

@@ -349,7 +349,7 @@ pub const OPTIONS: &[Opt] = &[
         &["io_limit"],
     ),
     with_aliases(
-        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed (pollwise's default differs from fio's read)"),
+        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed (a job file's default is fio's, read)"),
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
@@ -359,7 +359,7 @@ pub const OPTIONS: &[Opt] = &[
     ),
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
-    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
+    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)"),
     opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)"),
     opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block and check it on read"),
     opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets"),
@@ -394,6 +394,20 @@ pub const OPTIONS: &[Opt] = &[
     opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
     opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
     opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)"),
+    // files, as fio names and sizes them (run and compare)
+    opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there"),
+    opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),
+    opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it"),
+    with_aliases(
+        opt("nrfiles", int(1, 1), val("1"), C::Jobs, Only(RUN_LIKE), "files per job (pollwise: one; several files in one job are not implemented)"),
+        &["nr_files"],
+    ),
+    opt("norandommap", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "random offsets may repeat within a pass (fio's default, a random map, does every block once per pass in random order)"),
+    opt("random_generator", Kind::Enum { choices: &["tausworthe", "lfsr", "tausworthe64"], noun: Some("generator") }, val("tausworthe"), C::Jobs, Only(RUN_LIKE), "how random offsets are drawn: every generator visits each block once per pass unless --norandommap (pollwise draws them all from its one generator)"),
+    opt("randrepeat", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "the same random offsets every run (0: seeded from the clock)"),
+    opt("startdelay", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(RUN_LIKE), "wait this long before starting the job (bare number: seconds)"),
+    opt("per_job_logs", BOOL, val("1"), C::Output, Only(&["run"]), "one log file per job thread (NAME_bw.N.log); 0: one per log name, the threads' lines together (NAME_bw.log)"),
+    opt("gtod_reduce", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's: measure less to save time calls (pollwise always measures; its figures are reported)"),
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     // timing
     with_aliases(
@@ -406,7 +420,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
     opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
     // io_uring
-    opt("ioengine", Kind::Enum { choices: &["io_uring", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, or the simulated device (see --sim_latency)"),
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "sim", "null"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, the simulated device (see --sim_latency), or fio's null (no file: every request completes at once)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
     opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
