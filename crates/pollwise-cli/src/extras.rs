@@ -3,6 +3,7 @@
 //! (`job.rs`) and the run of several jobs (`jobs.rs`) use it; it uses neither.
 
 use pollwise::engine::{Engine, RateLimit};
+pub use pollwise::pattern::BlockSizes;
 
 use crate::options::SizeOrPercent;
 use crate::{Error, Result};
@@ -59,6 +60,14 @@ pub struct JobExtras {
     pub startdelay: std::time::Duration,
     /// `norandommap`: random offsets may repeat within a pass.
     pub norandommap: bool,
+    /// `bsrange` / `bssplit`: sizes per direction (read, write) when they vary.
+    pub sizes: [Option<BlockSizes>; 2],
+    /// `blockalign`: random offsets are multiples of it.
+    pub align: Option<u64>,
+    /// `rw=read:N`: bytes skipped after each sequential request (negative: backwards).
+    pub seq_add: i64,
+    /// `rw=randread:N`: a new random offset every N requests.
+    pub random_every: u64,
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.
@@ -85,9 +94,23 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>> {
 }
 
 impl JobExtras {
-    /// The bytes a slot's buffer must hold: the larger of the read and write block sizes.
+    /// The bytes a slot's buffer must hold: the largest block size of any direction.
     pub fn buf_len(&self, bs: u32) -> usize {
-        bs.max(self.write_bs.unwrap_or(0)) as usize
+        let varying = self.sizes.iter().flatten().map(BlockSizes::max).max();
+        bs.max(self.write_bs.unwrap_or(0))
+            .max(varying.unwrap_or(0)) as usize
+    }
+
+    /// Whether requests vary in size (`bsrange`, `bssplit`).
+    pub fn varies(&self) -> bool {
+        self.sizes.iter().any(Option::is_some)
+    }
+
+    /// The smallest block size of any direction.
+    pub fn min_bs(&self, bs: u32) -> u32 {
+        let varying = self.sizes.iter().flatten().map(BlockSizes::min).min();
+        let fixed = bs.min(self.write_bs.unwrap_or(bs));
+        varying.map_or(fixed, |v| v.min(fixed))
     }
 
     /// Pins the calling thread to `cpus_allowed`, if given.
@@ -115,6 +138,13 @@ impl JobExtras {
             engine.set_rate(Some(r))?;
         }
         engine.set_reap_each(self.reap_each);
+        engine.set_block_sizes(pollwise::request::Dir::Read, self.sizes[0].clone())?;
+        engine.set_block_sizes(pollwise::request::Dir::Write, self.sizes[1].clone())?;
+        engine.set_block_align(self.align);
+        engine.set_seq_add(self.seq_add);
+        engine.set_random_every(self.random_every);
+        // fio's random map unless norandommap.
+        engine.set_random_map(!self.norandommap);
         Ok(())
     }
 

@@ -1255,7 +1255,13 @@ fn job_thread(
                     spec.io_size
                 };
                 // Counted from now: the ramp's requests do not count (fio resets them too).
-                let n = engine.submitted() + (io_size / spec.bs as u64).max(1);
+                // Requests of several sizes stop on their bytes.
+                let n = if spec.extra.varies() {
+                    engine.set_byte_limit(Some(io_size));
+                    u64::MAX
+                } else {
+                    engine.submitted() + (io_size / spec.bs as u64).max(1)
+                };
                 match until {
                     Some(t) => Stop::Either(t, n),
                     None => Stop::Ios(n),

@@ -87,14 +87,32 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         spec.extra.region = Some((offset, region));
         spec.extra.increment = increment;
     }
+    let explicit_io_size = spec.io_size != 0;
     // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
     if (ranged || loops > 1) && !spec.time_based {
+
         let once = if spec.io_size != 0 {
             spec.io_size
         } else {
             region
         };
         spec.io_size = once * loops;
+    }
+    if !spec.time_based && !explicit_io_size {
+        let bs = spec.bs as u64;
+        if spec.extra.varies() {
+            // A pass moves the region's whole units of the smallest size, once each.
+            let min = spec.extra.min_bs(spec.bs) as u64;
+            spec.io_size = region / min * min * loops;
+        } else if spec.extra.seq_add > 0 && !spec.rw.random() {
+            // With holes a pass does what fits: a request every bs + add bytes.
+            let per_pass = if region >= bs {
+                (region - bs) / (bs + spec.extra.seq_add as u64) + 1
+            } else {
+                0
+            };
+            spec.io_size = per_pass.max(1) * bs * loops;
+        }
     }
     Ok(())
 }

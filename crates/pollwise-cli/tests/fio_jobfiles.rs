@@ -43,6 +43,23 @@ const MAPPED: &[&str] = &[
     "psync (default)",
 ];
 
+/// The environment variables the files name, as scripts/fio_jobfiles.py gave them to fio.
+const ENV: &[(&str, &str)] = &[
+    ("FIO_RW", "randread"),
+    ("FIO_IODEPTH", "1"),
+    ("FIO_BS", "4k"),
+    ("FIO_DIR", "fiodir"),
+    ("POOL", "pool"),
+    ("CONT", "cont"),
+    ("GPU_DEV_IDS", "0"),
+    ("S3_KEY", "key"),
+    ("S3_ID", "id"),
+    ("SSE_KEY", "key"),
+    ("STORAGE_CLASS", "STANDARD"),
+    ("SWIFT_id", "id"),
+    ("unixsocket", "sock"),
+];
+
 /// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
 const RUN_AT_LEAST: usize = 0;
 
@@ -219,9 +236,7 @@ fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
         .args(&args)
         .current_dir(dir)
-        .env("FIO_RW", "randread")
-        .env("FIO_IODEPTH", "1")
-        .env("FIO_BS", "4k")
+        .envs(ENV.iter().copied())
         .output()
         .expect("run pollwise");
     common::outcome(out)

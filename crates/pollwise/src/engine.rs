@@ -31,6 +31,7 @@ use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
+use crate::pattern::{BlockOrder, BlockSizes, UnitMap};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Result};
@@ -485,7 +486,7 @@ impl Engine {
         Ok(left)
     }
 
-    fn next_io(&mut self) -> (Dir, u64) {
+    fn next_io(&mut self) -> (Dir, u64, u32) {
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
@@ -497,26 +498,99 @@ impl Engine {
                 }
             }
         };
-        let bs = self.bs_of(dir) as u64;
         let (base, len) = self.region();
-        let off = if self.cfg.rw.random() {
-            let blocks = (len / bs).max(1);
-            if bs == self.cfg.bs as u64 && len == self.cfg.size {
-                // The common case keeps its precomputed block count.
-                self.rng.below(self.blocks) * bs
+        let d = dir_index(dir);
+        // fio's `rw=randread:N`: a new random offset every N requests, sequential between.
+        let random = self.cfg.rw.random() && self.extra.rand_left == 0;
+        if self.cfg.rw.random() {
+            self.extra.rand_left = if random {
+                self.extra.random_every.saturating_sub(1)
             } else {
-                self.rng.below(blocks) * bs
+                self.extra.rand_left - 1
+            };
+        }
+        let (off, n) = match (random, self.extra.sizes[d].take()) {
+            (true, Some(sizes)) => {
+                let r = self.random_sized(&sizes, len);
+                self.extra.sizes[d] = Some(sizes);
+                r
             }
-        } else {
-            let pos = &mut self.extra.seq_pos[dir_index(dir)];
-            if *pos + bs > len {
-                *pos = 0;
+            (true, None) => {
+                let bs = self.bs_of(dir) as u64;
+                (self.random_block(bs, len), bs)
             }
-            let o = *pos;
-            *pos += bs;
-            o
+            (false, sizes) => {
+                let min = sizes.as_ref().map_or(self.bs_of(dir) as u64, |s| s.min() as u64);
+                let pos = &mut self.extra.seq_pos[d];
+                if *pos + min > len {
+                    *pos = 0;
+                }
+                let o = *pos;
+                let n = match &sizes {
+                    Some(s) => s.pick(&mut self.rng, len - o) as u64,
+                    None => min,
+                };
+                self.extra.sizes[d] = sizes;
+                (o, n)
+            }
         };
-        (dir, base + off)
+        // Where the next sequential request of this direction goes: right after this one, or
+        // with fio's `rw=read:N` that many bytes further (back, when negative; wrapping as fio).
+        let next = (off + n) as i128 + self.extra.seq_add as i128;
+        self.extra.seq_pos[d] = if next < 0 {
+            (len as i128 + self.extra.seq_add as i128).max(0) as u64
+        } else if next as u64 >= len {
+            0
+        } else {
+            next as u64
+        };
+        self.extra.bytes_pushed += n;
+        (dir, base + off, n as u32)
+    }
+
+    /// A random offset (bytes into a region of `len`) for a block of `bs`: from the random map
+    /// when it is on, else drawn on its own (aligned to `blockalign`, else to `bs`).
+    fn random_block(&mut self, bs: u64, len: u64) -> u64 {
+        let blocks = (len / bs).max(1);
+        let one_bs = self.extra.write_bs.map_or(true, |w| w == self.cfg.bs);
+        let align = self.extra.align.unwrap_or(bs).max(1);
+        if self.extra.random_map && one_bs && align == bs {
+            let seed = self.cfg.seed ^ 0x52A4_D0F3_11C5_9E01;
+            let order = self
+                .extra
+                .order
+                .get_or_insert_with(|| BlockOrder::new(blocks, seed));
+            if order.len() != blocks {
+                *order = BlockOrder::new(blocks, seed);
+            }
+            order.next_block() * bs
+        } else if align != bs {
+            self.rng.below(len.saturating_sub(bs) / align + 1) * align
+        } else if bs == self.cfg.bs as u64 && len == self.cfg.size {
+            // The common case keeps its precomputed block count.
+            self.rng.below(self.blocks) * bs
+        } else {
+            self.rng.below(blocks) * bs
+        }
+    }
+
+    /// A random request of one of `sizes` in a region of `len`: (offset, length). With the
+    /// random map, the map's unit is the smallest size and a request ends before a unit done.
+    fn random_sized(&mut self, sizes: &BlockSizes, len: u64) -> (u64, u64) {
+        let min = sizes.min() as u64;
+        if self.extra.random_map {
+            let want = sizes.pick(&mut self.rng, u64::MAX) as u64;
+            let seed = self.cfg.seed ^ 0x3C6E_F372_FE94_F82B;
+            let map = self
+                .extra
+                .units
+                .get_or_insert_with(|| UnitMap::new(len, min, seed));
+            return map.next(want);
+        }
+        let align = self.extra.align.unwrap_or(min).max(1);
+        let off = self.rng.below(len.saturating_sub(min) / align + 1) * align;
+        let n = sizes.pick(&mut self.rng, len - off) as u64;
+        (off, n)
     }
 
     /// Submits one request of `dir` at `offset` and returns its handle.
@@ -528,8 +602,12 @@ impl Engine {
     }
 
     fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
-        let now = self.clock.now_ns();
         let len = self.bs_of(dir);
+        self.push_io(dir, offset, len)
+    }
+
+    fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
+        let now = self.clock.now_ns();
         let meta = ReqMeta {
             dir,
             offset,
@@ -787,7 +865,10 @@ impl Engine {
         let by_count = match stop {
             Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
             Stop::At(_) => false,
-        };
+        } || self
+            .extra
+            .byte_limit
+            .is_some_and(|b| self.extra.bytes_pushed >= b);
         if by_count {
             return Some(Ended::Ios);
         }
@@ -905,8 +986,8 @@ impl Engine {
     pub fn push_extra(&mut self, n: usize) -> Result<Vec<Handle>> {
         let mut hs = Vec::with_capacity(n);
         for _ in 0..n {
-            let (dir, off) = self.next_io();
-            hs.push(self.push_one(dir, off)?);
+            let (dir, off, len) = self.next_io();
+            hs.push(self.push_io(dir, off, len)?);
         }
         self.submit()?;
         Ok(hs)
@@ -924,8 +1005,8 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
-                let (dir, off) = self.next_io();
-                self.push_one(dir, off)?;
+                let (dir, off, len) = self.next_io();
+                self.push_io(dir, off, len)?;
                 queued += 1;
                 if self.extra.reap_each {
                     // fio's iodepth_batch_complete_min=0: reap after every request queued.
@@ -1143,6 +1224,26 @@ struct Extras {
     reap_each: bool,
     /// Sequential position per direction (bytes into the region).
     seq_pos: [u64; 2],
+    /// Random offsets follow a random map: every block once per pass (fio's default).
+    random_map: bool,
+    /// Block sizes per direction when they vary (`bsrange`, `bssplit`).
+    sizes: [Option<BlockSizes>; 2],
+    /// The random map in units of the smallest size, for requests of several sizes.
+    units: Option<UnitMap>,
+    /// fio's `rw=read:N`: bytes between a sequential request's end and the next one's start.
+    seq_add: i64,
+    /// fio's `rw=randread:N`: a new random offset every this many requests (0 and 1: each).
+    random_every: u64,
+    /// Requests left before the next random offset.
+    rand_left: u64,
+    /// fio's `blockalign`: random offsets are multiples of it (default: the block size).
+    align: Option<u64>,
+    /// Bytes the run loop has pushed since the byte limit was set.
+    bytes_pushed: u64,
+    /// Stop once this many bytes were pushed (requests of several sizes).
+    byte_limit: Option<u64>,
+    /// The random map's order of the region's blocks, made at the first random request.
+    order: Option<BlockOrder>,
 }
 
 fn dir_index(d: Dir) -> usize {
@@ -1171,7 +1272,70 @@ impl Engine {
         }
         self.extra.region = Some((offset, len));
         self.extra.seq_pos = [0; 2];
+        self.extra.order = None;
+        self.extra.units = None;
         Ok(())
+    }
+
+    /// Requests of `dir` take sizes from `sizes` (fio's `bsrange`, `bssplit`; `None`: the
+    /// configured size). The slab's buffers must hold the largest; verification needs one size.
+    pub fn set_block_sizes(&mut self, dir: Dir, sizes: Option<BlockSizes>) -> Result<()> {
+        if let Some(s) = &sizes {
+            if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
+                return Err(Error::config(
+                    "bs",
+                    format!(
+                        "sizes {} to {} do not fit the {}-byte buffers",
+                        s.min(),
+                        s.max(),
+                        self.slab().buf_len()
+                    ),
+                ));
+            }
+            if self.cfg.verify {
+                return Err(Error::config(
+                    "bs",
+                    "must be one size when verifying, not a range or split",
+                ));
+            }
+        }
+        self.extra.sizes[dir_index(dir)] = sizes;
+        self.extra.units = None;
+        Ok(())
+    }
+
+    /// fio's `rw=read:N`: each sequential request starts `add` bytes after the previous one's
+    /// end (a hole), or before it when negative (backwards); fio's wrapping at the ends.
+    pub fn set_seq_add(&mut self, add: i64) {
+        self.extra.seq_add = add;
+    }
+
+    /// fio's `rw=randread:N`: a new random offset every `n` requests, sequential between.
+    pub fn set_random_every(&mut self, n: u64) {
+        self.extra.random_every = n;
+        self.extra.rand_left = 0;
+    }
+
+    /// fio's `blockalign`: random offsets are multiples of `align` bytes (`None`: of the
+    /// request's size). Turns the random map off for a single block size unless `align` is it.
+    pub fn set_block_align(&mut self, align: Option<u64>) {
+        self.extra.align = align.filter(|a| *a > 0);
+    }
+
+    /// Ends the run once `bytes` more bytes were pushed (`None`: no such limit), besides its
+    /// [`Stop`]: the size of a job whose requests vary in size.
+    pub fn set_byte_limit(&mut self, bytes: Option<u64>) {
+        self.extra.bytes_pushed = 0;
+        self.extra.byte_limit = bytes;
+    }
+
+    /// Random requests visit every block of the region once per pass, in a random order of
+    /// their own each pass (fio's random map; `false`, the default: each offset drawn on its
+    /// own, as fio's `norandommap`). With other block sizes for writes than for reads, offsets
+    /// are drawn on their own all the same.
+    pub fn set_random_map(&mut self, on: bool) {
+        self.extra.random_map = on;
+        self.extra.order = None;
     }
 
     /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The

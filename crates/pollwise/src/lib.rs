@@ -97,6 +97,7 @@ macro_rules! counter_ops {
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod pattern;
 pub mod platform;
 pub mod policy;
 pub mod poller;

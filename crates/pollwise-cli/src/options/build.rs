@@ -10,7 +10,7 @@ use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
 
 use super::{Opts, SizeOrPercent};
-use crate::extras::{parse_cpus, Rate};
+use crate::extras::{parse_cpus, BlockSizes, Rate};
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
@@ -183,7 +183,14 @@ impl Opts {
             s.io_size = v;
         }
         if let Some(v) = self.take_str("rw")? {
-            s.rw = crate::job::parse_rw(&v)?;
+            let (pattern, modifier) = match v.split_once(':') {
+                Some((p, m)) => (p.trim(), Some(m.trim())),
+                None => (v.as_str(), None),
+            };
+            s.rw = crate::job::parse_rw(pattern)?;
+            if let Some(m) = modifier {
+                rw_modifier(&mut s, &v, m)?;
+            }
         }
         if let Some(v) = self.take_u32("rwmixread")? {
             s.rwmixread = v;
@@ -371,6 +378,7 @@ impl Opts {
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
+        self.take_block_sizes(s)?;
         if let Some(v) = self.take_duration("startdelay")? {
             s.extra.startdelay = v;
         }
@@ -386,6 +394,35 @@ impl Opts {
             s.seed = clock_seed();
         }
         self.take_files(s)
+    }
+
+    /// fio's `bsrange`, `bssplit` and `blockalign`: sizes that vary by request.
+    fn take_block_sizes(&mut self, s: &mut JobSpec) -> Result<()> {
+        let range = self.take_str("bsrange")?;
+        let split = self.take_str("bssplit")?;
+        if let Some(v) = self.take_sizes("blockalign")? {
+            s.extra.align = v.into_iter().flatten().next();
+        }
+        // As fio, bssplit wins over bsrange.
+        let per_dir = match (&split, &range) {
+            (Some(v), _) => parse_per_dir(v, "bssplit", parse_bssplit)?,
+            (None, Some(v)) => parse_per_dir(v, "bsrange", parse_bsrange)?,
+            (None, None) => return Ok(()),
+        };
+        for (d, sizes) in per_dir.into_iter().enumerate() {
+            match sizes {
+                // One size: the direction's block size.
+                Some(b) if b.min() == b.max() => {
+                    if d == 0 {
+                        s.bs = b.min();
+                    } else if b.min() != s.bs {
+                        s.extra.write_bs = Some(b.min());
+                    }
+                }
+                other => s.extra.sizes[d] = other,
+            }
+        }
+        Ok(())
     }
 
     /// fio's files: `directory`, `filename_format` (the names of a job file's job without a
@@ -525,6 +562,115 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
         )));
     }
     Ok(v.to_string())
+}
+
+/// fio's `rw` modifier (`rw=read:8k`, `rw=read:-8k`, `rw=randread:8`), as written in `v`.
+fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
+    let bad = |why: &str| {
+        usage(format!(
+            "--rw={v}: {why}: write rw=read:8k (skip 8k after each request), rw=read:-8k (backwards) or rw=randread:8 (a new random offset every 8 requests)"
+        ))
+    };
+    if s.rw.random() {
+        let n: u64 = m.parse().map_err(|_| bad("the modifier of a random pattern is a count"))?;
+        s.extra.random_every = n;
+        return Ok(());
+    }
+    let (neg, size) = match m.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, m.strip_prefix('+').unwrap_or(m)),
+    };
+    let n = pollwise::units::parse_size(size).map_err(|_| bad("the modifier is a size"))?;
+    let n = i64::try_from(n).map_err(|_| bad("the modifier is too large"))?;
+    s.extra.seq_add = if neg { -n } else { n };
+    Ok(())
+}
+
+/// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
+/// entry keeps the default, and a single entry applies to reads and writes (as fio).
+fn parse_per_dir(
+    v: &str,
+    what: &str,
+    one: fn(&str, &str) -> Result<BlockSizes>,
+) -> Result<[Option<BlockSizes>; 2]> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 2 && !parts[2].is_empty() && parts[2] != parts[1] {
+        return Err(usage(format!(
+            "--{what}={v}: a trim entry is not used: pollwise does no trims"
+        )));
+    }
+    let r = match parts.first() {
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        _ => None,
+    };
+    let w = match parts.get(1) {
+        None => r.clone(),
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        Some(_) => None,
+    };
+    Ok([r, w])
+}
+
+fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {
+    let n = pollwise::units::parse_size(v).map_err(|_| {
+        usage(format!(
+            "--{what}={whole}: '{v}' is not a size: write e.g. --{what}={}",
+            if what == "bssplit" { "4k/50:64k/50" } else { "4k-64k" }
+        ))
+    })?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| usage(format!("--{what}={whole}: '{v}' is out of range: use 1 to 4G")))
+}
+
+/// fio's `bsrange=MIN-MAX` (or `MIN:MAX`).
+fn parse_bsrange(v: &str, what: &str) -> Result<BlockSizes> {
+    let (a, b) = v
+        .split_once('-')
+        .or_else(|| v.split_once(':'))
+        .unwrap_or((v, v));
+    let (min, max) = (size_in(a.trim(), what, v)?, size_in(b.trim(), what, v)?);
+    Ok(BlockSizes::Range {
+        min: min.min(max),
+        max: min.max(max),
+    })
+}
+
+/// fio's `bssplit=SIZE/PERCENT:...`: entries without a percentage share what the others leave.
+fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
+    let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
+    for e in v.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        let (size, pct) = e.split_once('/').unwrap_or((e, ""));
+        let pct = match pct.trim() {
+            "" => None,
+            p => Some(p.parse::<u32>().ok().filter(|p| *p <= 100).ok_or_else(|| {
+                usage(format!(
+                    "--{what}={v}: '{p}' is not a percentage: write SIZE/PERCENT, e.g. 4k/50"
+                ))
+            })?),
+        };
+        entries.push((size_in(size.trim(), what, v)?, pct));
+    }
+    let given: u32 = entries.iter().filter_map(|e| e.1).sum();
+    let open = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    if entries.is_empty() || given > 100 || (open == 0 && given != 100) {
+        return Err(usage(format!(
+            "--{what}={v}: the percentages must add up to 100 (entries without one share the rest)"
+        )));
+    }
+    let share = if open > 0 { (100 - given) / open } else { 0 };
+    let mut split: Vec<(u32, u32)> = entries
+        .into_iter()
+        .map(|(b, p)| (b, p.unwrap_or(share)))
+        .collect();
+    // What an even share leaves over goes to the last open entry (fio's rounding).
+    let total: u32 = split.iter().map(|e| e.1).sum();
+    if let Some(last) = split.last_mut() {
+        last.1 += 100 - total;
+    }
+    split.sort_by_key(|e| e.0);
+    Ok(BlockSizes::Split(split))
 }
 
 /// A seed from the clock, for `randrepeat=0`.

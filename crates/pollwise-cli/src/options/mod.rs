@@ -87,12 +87,6 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
             "fio's --{}={v} is not implemented by pollwise: it measures io_uring: use --ioengine=io_uring, or --ioengine=sim for the simulated device",
             s.given
         )),
-        "rw" if v.contains(':') => Some(format!(
-            "fio's --{}={v} (the ':' offset modifier) is not implemented by pollwise: use --{}={}",
-            s.given,
-            s.given,
-            v.split(':').next().unwrap_or("read")
-        )),
         "rw" if matches!(v, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") => Some(format!(
             "fio's --{}={v} is not implemented by pollwise: it reads and writes",
             s.given
@@ -179,7 +173,12 @@ impl Opts {
             if overridden(idx) {
                 continue;
             }
-            let value = parse_value(opt, &s.given, s.value.as_deref()).map_err(|m| {
+            // fio's `rw=read:8k`: the pattern is checked here, its modifier where it is used.
+            let checked = match (opt.name, s.value.as_deref()) {
+                ("rw", Some(v)) => Some(v.split(':').next().unwrap_or(v)),
+                (_, v) => v,
+            };
+            let value = parse_value(opt, &s.given, checked).map_err(|m| {
                 let m = not_implemented(opt.name, s).unwrap_or(m);
                 let raw = s.value.as_deref().unwrap_or("");
                 usage(format!(
@@ -188,6 +187,10 @@ impl Opts {
                     from(&s.origin)
                 ))
             })?;
+            let value = match (value, opt.name, s.value.as_deref()) {
+                (Value::Word(_), "rw", Some(v)) => Value::Word(v.trim().to_string()),
+                (v, ..) => v,
+            };
             // As in fio, a later value overrides an earlier one, whatever name set it.
             items.retain(|i| i.opt.name != opt.name);
             items.push(Item {

@@ -402,6 +402,15 @@ pub const OPTIONS: &[Opt] = &[
         opt("nrfiles", int(1, 1), val("1"), C::Jobs, Only(RUN_LIKE), "files per job (pollwise: one; several files in one job are not implemented)"),
         &["nr_files"],
     ),
+    with_aliases(
+        opt("bsrange", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes drawn from a range, MIN-MAX (READ,WRITE ranges as --bs), as fio draws them"),
+        &["blocksize_range"],
+    ),
+    opt("bssplit", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes by share of the requests: SIZE/PERCENT:SIZE/PERCENT... (an empty PERCENT shares what is left; READ,WRITE splits as --bs)"),
+    with_aliases(
+        opt("blockalign", Kind::SizeList { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "random offsets are multiples of this"),
+        &["ba"],
+    ),
     opt("norandommap", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "random offsets may repeat within a pass (fio's default, a random map, does every block once per pass in random order)"),
     opt("random_generator", Kind::Enum { choices: &["tausworthe", "lfsr", "tausworthe64"], noun: Some("generator") }, val("tausworthe"), C::Jobs, Only(RUN_LIKE), "how random offsets are drawn: every generator visits each block once per pass unless --norandommap (pollwise draws them all from its one generator)"),
     opt("randrepeat", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "the same random offsets every run (0: seeded from the clock)"),

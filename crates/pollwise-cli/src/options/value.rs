@@ -305,7 +305,7 @@ mod tests {
             ("rw", "sideways", &["unknown --rw=sideways", "randread"]),
             ("mode", "spin", &["unknown mode 'spin'", "interrupt"]),
             ("fdmon", "kqueue", &["--fdmon=epoll"]),
-            ("ioengine", "spdk", &["--ioengine=sim"]),
+            ("ioengine", "spdk", &["io_uring, sim or null"]),
             ("hybrid_stat", "max", &["mean, min or p10"]),
             ("output_format", "xml", &["normal, json, json+ or terse"]),
             ("modes", "poll,spin", &["unknown mode 'spin'"]),
