@@ -2,7 +2,10 @@
 //! CPUs, grouping): the settings, and how a job thread applies them to its engine. Both the job
 //! (`job.rs`) and the run of several jobs (`jobs.rs`) use it; it uses neither.
 
-use pollwise::engine::{Engine, RateLimit};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pollwise::engine::{Engine, Gate, RateLimit};
 pub use pollwise::pattern::BlockSizes;
 
 use crate::options::SizeOrPercent;
@@ -68,6 +71,100 @@ pub struct JobExtras {
     pub seq_add: i64,
     /// `rw=randread:N`: a new random offset every N requests.
     pub random_every: u64,
+    /// fio's `flow`, `flow_id`, `flow_sleep`.
+    pub flow: Option<FlowShare>,
+    /// `wait_for`: the name of an earlier job this one starts after.
+    pub wait_for: Option<String>,
+    /// `random_distribution` other than `random`.
+    pub distribution: Option<pollwise::pattern::Distribution>,
+}
+
+/// A flow: the jobs that share a `flow_id` and their counter (fio's `struct fio_flow`).
+#[derive(Debug)]
+pub struct Flow {
+    /// Requests the flow's jobs issued, plus one.
+    counter: AtomicU64,
+    /// The sum of the weights of the flow's running job threads.
+    weight: AtomicU64,
+}
+
+impl Default for Flow {
+    fn default() -> Flow {
+        Flow {
+            counter: AtomicU64::new(1),
+            weight: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A job's part in a flow (fio's `flow=WEIGHT`, `flow_id`, `flow_sleep`): each of its threads
+/// issues a request only while its share of the flow's requests is at most its share of the
+/// flow's weight, so jobs of weights 1 and 8 run about 1:8; held back, it waits `sleep`.
+#[derive(Debug, Clone)]
+pub struct FlowShare {
+    /// `flow_id`.
+    pub id: u64,
+    /// `flow`.
+    pub weight: u32,
+    /// `flow_sleep`.
+    pub sleep: std::time::Duration,
+    /// The flow, shared by every job of `id` in the run (set when the jobs are started).
+    pub flow: Option<Arc<Flow>>,
+}
+
+impl PartialEq for FlowShare {
+    fn eq(&self, o: &FlowShare) -> bool {
+        (self.id, self.weight, self.sleep) == (o.id, o.weight, o.sleep)
+    }
+}
+
+/// One job thread in a flow: its weight counts while it runs, its requests leave with it.
+struct FlowMember {
+    flow: Arc<Flow>,
+    weight: u64,
+    mine: u64,
+}
+
+impl Drop for FlowMember {
+    fn drop(&mut self) {
+        self.flow.counter.fetch_sub(self.mine, Ordering::Relaxed);
+        self.flow.weight.fetch_sub(self.weight, Ordering::Relaxed);
+    }
+}
+
+impl FlowShare {
+    /// The engine gate of one job thread in the flow (fio's `flow_threshold_exceeded`).
+    fn gate(&self) -> Option<Gate> {
+        let flow = self.flow.clone()?;
+        let weight = self.weight as u64;
+        flow.weight.fetch_add(weight, Ordering::Relaxed);
+        let mut m = FlowMember {
+            flow,
+            weight,
+            mine: 0,
+        };
+        let sleep = self.sleep;
+        Some(Box::new(move || {
+            let total = m.flow.counter.load(Ordering::Relaxed).max(1) as f64;
+            let weights = m.flow.weight.load(Ordering::Relaxed).max(1) as f64;
+            if m.mine as f64 / total > m.weight as f64 / weights {
+                return Some(sleep);
+            }
+            m.flow.counter.fetch_add(1, Ordering::Relaxed);
+            m.mine += 1;
+            None
+        }))
+    }
+}
+
+/// Gives every job in a flow the run's one [`Flow`] of its `flow_id`.
+pub fn join_flows(jobs: &mut [crate::job::JobSpec]) {
+    let mut flows: std::collections::HashMap<u64, Arc<Flow>> = Default::default();
+    for j in jobs {
+        if let Some(f) = j.extra.flow.as_mut() {
+            f.flow = Some(flows.entry(f.id).or_default().clone());
+        }
+    }
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.
@@ -143,6 +240,10 @@ impl JobExtras {
         engine.set_block_align(self.align);
         engine.set_seq_add(self.seq_add);
         engine.set_random_every(self.random_every);
+        engine.set_distribution(self.distribution.clone());
+        if let Some(f) = &self.flow {
+            engine.set_gate(f.gate());
+        }
         // fio's random map unless norandommap.
         engine.set_random_map(!self.norandommap);
         Ok(())

@@ -14,6 +14,7 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Condvar, Mutex};
 
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
 use pollwise::stats::Stats;
@@ -123,6 +124,9 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 /// A job of `numjobs` threads gives one entry per thread (fio's clones, each reported as a job)
 /// unless `group_reporting` asks for one merged entry.
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
+    let mut jobs = jobs.to_vec();
+    crate::extras::join_flows(&mut jobs);
+    let jobs = jobs.as_slice();
     let mut out = Vec::with_capacity(jobs.len());
     let mut start = 0;
     while start < jobs.len() {
@@ -138,13 +142,32 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                 prepare_target(&j.clone_for(i))?;
             }
         }
+        // fio's wait_for: a job starts once the job it names (earlier in this group) is done.
+        let done: Vec<(Mutex<bool>, Condvar)> = group.iter().map(|_| Default::default()).collect();
+        let waitees: Vec<Option<usize>> = group
+            .iter()
+            .enumerate()
+            .map(|(k, j)| {
+                let name = j.extra.wait_for.as_deref()?;
+                group[..k].iter().position(|w| w.name == name)
+            })
+            .collect();
+        let done = &done;
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
                 .iter()
-                .map(|j| {
+                .enumerate()
+                .map(|(k, j)| {
+                    let waitee = waitees[k].map(|w| &done[w]);
                     std::thread::Builder::new()
                         .name("pollwise-jobs".into())
-                        .spawn_scoped(s, move || one_job(j))
+                        .spawn_scoped(s, move || {
+                            let r = wait_until_done(waitee).and_then(|()| one_job(j));
+                            let (flag, cv) = &done[k];
+                            *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                            cv.notify_all();
+                            r
+                        })
                 })
                 .collect();
             handles
@@ -182,6 +205,25 @@ fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
         return Ok(vec![total]);
     }
     Ok(threads)
+}
+
+/// Waits for the job whose done flag is `waitee` (fio's `wait_for`), if any; a signal ends
+/// the wait at once.
+fn wait_until_done(waitee: Option<&(Mutex<bool>, Condvar)>) -> Result<()> {
+    let Some((flag, cv)) = waitee else {
+        return Ok(());
+    };
+    let mut done = flag.lock().unwrap_or_else(|e| e.into_inner());
+    while !*done {
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted("while waiting for the job named by wait_for"));
+        }
+        done = cv
+            .wait_timeout(done, std::time::Duration::from_millis(20))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    Ok(())
 }
 
 /// Waits `delay` (fio's `startdelay`), in slices so that a signal ends it at once.
@@ -240,6 +282,17 @@ pub fn parse_only_text(jobs: &[Planned]) -> String {
 pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, String)>>)> {
     let mut specs = Vec::new();
     let mut given = Vec::new();
+    let names: Vec<String> = planned.iter().map(|p| p.spec.name.clone()).collect();
+    for (k, p) in planned.iter().enumerate() {
+        if let Some(w) = p.spec.extra.wait_for.as_deref() {
+            if !names[..k].iter().any(|n| n == w) {
+                return Err(Error::Usage(format!(
+                    "job {}: wait_for={w} names no job before it: name a job defined earlier",
+                    p.spec.name
+                )));
+            }
+        }
+    }
     for p in planned {
         let mut s = p.spec;
         resolve(&mut s)?;

@@ -31,7 +31,7 @@ use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
-use crate::pattern::{BlockOrder, BlockSizes, UnitMap};
+use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Result};
@@ -173,6 +173,13 @@ pub struct Done {
     pub done_ns: u64,
 }
 
+/// A gate every request the run loop pushes passes first (see [`Engine::set_gate`]): `None`
+/// lets it go, `Some(wait)` holds it back for about `wait`.
+pub type Gate = Box<dyn FnMut() -> Option<Duration> + Send>;
+
+/// The least an engine with nothing in flight waits when its gate holds a request back.
+pub const GATE_MIN_WAIT: Duration = Duration::from_micros(10);
+
 /// A hook called for every request the engine handles (see [`Engine::set_on_done`]).
 pub type OnDone = Box<dyn FnMut(&Done) + Send>;
 
@@ -305,6 +312,10 @@ pub struct Engine {
     error: Option<Error>,
     on_done: Option<OnDone>,
     pace: Option<Pace>,
+    /// Asked before every request the run loop pushes (see [`Engine::set_gate`]).
+    gate: Option<Gate>,
+    /// How long the gate asked to wait when it last held a request back.
+    gate_wait: Option<Duration>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
     extra: Extras,
@@ -393,6 +404,8 @@ impl Engine {
             on_done: None,
             pace: None,
             stop_check: None,
+            gate: None,
+            gate_wait: None,
             extra: Extras::default(),
             errs: ErrorHandling::new(depth),
             cfg,
@@ -548,10 +561,24 @@ impl Engine {
         (dir, base + off, n as u32)
     }
 
+    /// A block of `0..blocks` from the job's random distribution, if it has one.
+    fn skewed_block(&mut self, blocks: u64) -> Option<u64> {
+        let dist = self.extra.distribution.as_ref()?;
+        if self.extra.skewed.as_ref().map(Skewed::len) != Some(blocks) {
+            let offset = self.cfg.seed ^ 0x2545_F491_4F6C_DD1D;
+            self.extra.skewed = Some(Skewed::new(dist.clone(), blocks, offset));
+        }
+        let s = self.extra.skewed.as_ref()?;
+        Some(s.next_block(&mut self.rng))
+    }
+
     /// A random offset (bytes into a region of `len`) for a block of `bs`: from the random map
     /// when it is on, else drawn on its own (aligned to `blockalign`, else to `bs`).
     fn random_block(&mut self, bs: u64, len: u64) -> u64 {
         let blocks = (len / bs).max(1);
+        if let Some(b) = self.skewed_block(blocks) {
+            return b * bs;
+        }
         let one_bs = self.extra.write_bs.map_or(true, |w| w == self.cfg.bs);
         let align = self.extra.align.unwrap_or(bs).max(1);
         if self.extra.random_map && one_bs && align == bs {
@@ -578,6 +605,10 @@ impl Engine {
     /// random map, the map's unit is the smallest size and a request ends before a unit done.
     fn random_sized(&mut self, sizes: &BlockSizes, len: u64) -> (u64, u64) {
         let min = sizes.min() as u64;
+        if let Some(u) = self.skewed_block((len / min).max(1)) {
+            let off = u * min;
+            return (off, sizes.pick(&mut self.rng, len - off) as u64);
+        }
         if self.extra.random_map {
             let want = sizes.pick(&mut self.rng, u64::MAX) as u64;
             let seed = self.cfg.seed ^ 0x3C6E_F372_FE94_F82B;
@@ -932,8 +963,23 @@ impl Engine {
         }
     }
 
-    /// Takes the pacing slot that is due, if any (always true without pacing).
+    /// Lets every request the run loop pushes pass `gate` first (`None`: no gate): it answers
+    /// `None` to let the request go, or how long to wait before asking again, during which the
+    /// engine reaps what is in flight or, with nothing in flight, sleeps (fio's `flow`).
+    pub fn set_gate(&mut self, gate: Option<Gate>) {
+        self.gate = gate;
+        self.gate_wait = None;
+    }
+
+    /// Takes the pacing slot that is due, if any (always true without pacing), once the gate
+    /// lets the request go.
     fn take_slot(&mut self) -> bool {
+        if let Some(g) = self.gate.as_mut() {
+            if let Some(wait) = g() {
+                self.gate_wait = Some(wait);
+                return false;
+            }
+        }
         let now = self.clock.now_ns();
         match &mut self.pace {
             None => true,
@@ -953,6 +999,17 @@ impl Engine {
     /// after the stop time is never taken, but the run still lasts until the stop time: a rate
     /// limit does not shorten a run.
     fn idle_to_slot(&mut self, stop: Stop, ticker: &mut Option<Ticker<'_>>) {
+        if let Some(wait) = self.gate_wait.take() {
+            // Held back by the gate: wait as it asked (a little at least), then ask again.
+            let wait = wait.max(GATE_MIN_WAIT).as_nanos() as u64;
+            let until = self
+                .clock
+                .now_ns()
+                .saturating_add(wait)
+                .min(stop.time().unwrap_or(u64::MAX));
+            self.idle_until(until, ticker);
+            return;
+        }
         let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
             return;
         };
@@ -1238,6 +1295,10 @@ struct Extras {
     rand_left: u64,
     /// fio's `blockalign`: random offsets are multiples of it (default: the block size).
     align: Option<u64>,
+    /// fio's `random_distribution` other than uniform (no random map, as fio).
+    distribution: Option<Distribution>,
+    /// The distribution over the region's blocks (or smallest units), made at first use.
+    skewed: Option<Skewed>,
     /// Bytes the run loop has pushed since the byte limit was set.
     bytes_pushed: u64,
     /// Stop once this many bytes were pushed (requests of several sizes).
@@ -1314,6 +1375,13 @@ impl Engine {
     pub fn set_random_every(&mut self, n: u64) {
         self.extra.random_every = n;
         self.extra.rand_left = 0;
+    }
+
+    /// fio's `random_distribution`: random offsets follow `dist` (`None`: uniform, with the
+    /// random map if it is on; a distribution has no map, as fio's).
+    pub fn set_distribution(&mut self, dist: Option<Distribution>) {
+        self.extra.distribution = dist;
+        self.extra.skewed = None;
     }
 
     /// fio's `blockalign`: random offsets are multiples of `align` bytes (`None`: of the

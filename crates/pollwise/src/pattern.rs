@@ -217,9 +217,151 @@ impl UnitMap {
     }
 }
 
+/// How random offsets spread over the region (fio's `random_distribution`): each draw gives a
+/// block number in `0..n`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Distribution {
+    /// Zipf with exponent `theta` (fio's `zipf:THETA`): rank `r` is drawn with weight
+    /// `1 / r^theta` (Gray et al.'s method, as fio), then scattered over the blocks by a hash.
+    Zipf {
+        /// The exponent (not 1).
+        theta: f64,
+    },
+    /// Pareto with shape `h` (fio's `pareto:H`), scattered as Zipf.
+    Pareto {
+        /// The shape, in (0, 1).
+        h: f64,
+    },
+    /// Normal around the middle with standard deviation `dev` percent of the region (fio's
+    /// `normal:DEV`), cut at the ends.
+    Normal {
+        /// The standard deviation, in percent of the region.
+        dev: f64,
+    },
+    /// Zones (fio's `zoned:ACCESS/SIZE:...`): `ACCESS` percent of the requests fall evenly in
+    /// the next `SIZE` percent of the region.
+    Zoned(Vec<(f64, f64)>),
+}
+
+/// A [`Distribution`] over `n` blocks, with what it computes once.
+#[derive(Debug, Clone)]
+pub struct Skewed {
+    dist: Distribution,
+    n: u64,
+    zetan: f64,
+    zeta2: f64,
+    offset: u64,
+}
+
+/// The ranks fio sums for Zipf's normalisation at most (fio's `ZIPF_MAX_GEN`).
+const ZIPF_MAX_GEN: u64 = 10_000_000;
+
+impl Skewed {
+    /// `dist` over `n` blocks (at least one); `offset` rotates the scattered ranks (fio's
+    /// `rand_off`).
+    pub fn new(dist: Distribution, n: u64, offset: u64) -> Skewed {
+        let n = n.max(1);
+        let (mut zetan, mut zeta2) = (0.0, 0.0);
+        if let Distribution::Zipf { theta } = dist {
+            zeta2 = 1.0 + 0.5f64.powf(theta);
+            for i in 0..n.min(ZIPF_MAX_GEN) {
+                zetan += (1.0 / (i + 1) as f64).powf(theta);
+            }
+        }
+        Skewed {
+            dist,
+            n,
+            zetan,
+            zeta2,
+            offset: offset % n,
+        }
+    }
+
+    /// The number of blocks.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether there are no blocks (never).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The next block.
+    pub fn next_block(&self, rng: &mut crate::rng::Rng) -> u64 {
+        let n = self.n;
+        let u = rng.unit();
+        let scatter = |rank: u64| (mix(rank).wrapping_add(self.offset)) % n;
+        match &self.dist {
+            Distribution::Zipf { theta } => {
+                let alpha = 1.0 / (1.0 - theta);
+                let eta =
+                    (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - self.zeta2 / self.zetan);
+                let z = u * self.zetan;
+                let rank = if z < 1.0 {
+                    1
+                } else if z < 1.0 + 0.5f64.powf(*theta) {
+                    2
+                } else {
+                    1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
+                };
+                scatter(rank.saturating_sub(1))
+            }
+            Distribution::Pareto { h } => {
+                let pow = h.ln() / (1.0 - h).ln();
+                scatter(((n - 1) as f64 * u.powf(pow)) as u64)
+            }
+            Distribution::Normal { dev } => {
+                let x = n as f64 / 2.0 + rng.std_normal() * dev / 100.0 * n as f64;
+                (x.max(0.0) as u64).min(n - 1)
+            }
+            Distribution::Zoned(zones) => {
+                let mut acc = 0.0;
+                let mut start = 0.0;
+                for (i, &(access, size)) in zones.iter().enumerate() {
+                    acc += access / 100.0;
+                    if u < acc || i + 1 == zones.len() {
+                        let lo = (start / 100.0 * n as f64) as u64;
+                        let hi = (((start + size) / 100.0 * n as f64) as u64).clamp(lo + 1, n);
+                        return lo + rng.below(hi - lo);
+                    }
+                    start += size;
+                }
+                rng.below(n)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skewed_draws_follow_their_distribution() {
+        let mut rng = crate::rng::Rng::new(5);
+        let n = 1000u64;
+        let count = |d: Distribution, rng: &mut crate::rng::Rng| {
+            let s = Skewed::new(d, n, 7);
+            let mut c = vec![0u32; n as usize];
+            for _ in 0..100_000 {
+                c[s.next_block(rng) as usize] += 1;
+            }
+            c
+        };
+        // Zipf 1.2: the most drawn block takes far more than a uniform 100 of 100 000.
+        let z = count(Distribution::Zipf { theta: 1.2 }, &mut rng);
+        assert!(*z.iter().max().unwrap() > 10_000, "{:?}", z.iter().max());
+        // Zoned 50/5:50/95: half the draws in the first 5% of the blocks.
+        let zz = count(Distribution::Zoned(vec![(50.0, 5.0), (50.0, 95.0)]), &mut rng);
+        let first: u32 = zz[..50].iter().sum();
+        assert!((48_000..52_000).contains(&first), "{first}");
+        let p = count(Distribution::Pareto { h: 0.2 }, &mut rng);
+        assert!(*p.iter().max().unwrap() > 1_000);
+        let g = count(Distribution::Normal { dev: 5.0 }, &mut rng);
+        let mid: u32 = g[400..600].iter().sum();
+        assert!(mid > 90_000, "{mid}");
+    }
 
     #[test]
     fn every_block_once_per_pass_in_an_order_of_its_own() {

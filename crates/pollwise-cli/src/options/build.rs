@@ -379,6 +379,27 @@ impl Opts {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
         self.take_block_sizes(s)?;
+        s.extra.wait_for = self.take_str("wait_for")?;
+        if let Some(v) = self.take_str("random_distribution")? {
+            s.extra.distribution = parse_distribution(&v)?;
+        }
+        if matches!(self.command().name, "run" | "compare") {
+            // fio's tiobench profile's option: fio accepts it in any job and uses it in none.
+            self.take_list_u64("threads")?;
+        }
+        let (weight, id, sleep) = (
+            self.take_u32("flow")?,
+            self.take_u64("flow_id")?,
+            self.take_duration("flow_sleep")?,
+        );
+        if let Some(w) = weight.filter(|w| *w > 0) {
+            s.extra.flow = Some(crate::extras::FlowShare {
+                id: id.unwrap_or(0),
+                weight: w,
+                sleep: sleep.unwrap_or_default(),
+                flow: None,
+            });
+        }
         if let Some(v) = self.take_duration("startdelay")? {
             s.extra.startdelay = v;
         }
@@ -671,6 +692,69 @@ fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
     }
     split.sort_by_key(|e| e.0);
     Ok(BlockSizes::Split(split))
+}
+
+/// fio's `random_distribution`: `None` for `random`.
+fn parse_distribution(v: &str) -> Result<Option<pollwise::pattern::Distribution>> {
+    use pollwise::pattern::Distribution as D;
+    let bad = |why: &str| {
+        usage(format!(
+            "--random_distribution={v}: {why}: write random, zipf:1.2, pareto:0.2, normal:10 or zoned:50/5:30/15:20/80"
+        ))
+    };
+    let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
+    let num = |i: usize| -> Result<Option<f64>> {
+        match rest.split(':').nth(i).map(str::trim).filter(|x| !x.is_empty()) {
+            None => Ok(None),
+            Some(x) => x.parse::<f64>().map(Some).map_err(|_| bad("not a number")),
+        }
+    };
+    if !kind.starts_with("zoned") && num(1)?.is_some() {
+        return Err(bad("a center (the third part) is not implemented by pollwise"));
+    }
+    Ok(Some(match kind.trim() {
+        "random" => return Ok(None),
+        "zipf" => {
+            let theta = num(0)?.ok_or_else(|| bad("zipf needs its exponent"))?;
+            if !(theta > 0.0) || theta == 1.0 {
+                return Err(bad("zipf's exponent is above 0 and not 1"));
+            }
+            D::Zipf { theta }
+        }
+        "pareto" => {
+            let h = num(0)?.ok_or_else(|| bad("pareto needs its shape"))?;
+            if !(h > 0.0 && h < 1.0) {
+                return Err(bad("pareto's shape is in (0, 1)"));
+            }
+            D::Pareto { h }
+        }
+        "normal" | "gauss" => D::Normal {
+            dev: num(0)?.unwrap_or(0.0).max(0.0),
+        },
+        "zoned" => {
+            let mut zones = Vec::new();
+            let mut sizes = 0.0;
+            let mut access = 0.0;
+            let parts: Vec<&str> = rest.split(':').map(str::trim).filter(|p| !p.is_empty()).collect();
+            for (i, z) in parts.iter().enumerate() {
+                let (a, sz) = z.split_once('/').ok_or_else(|| bad("a zone is ACCESS/SIZE"))?;
+                let a: f64 = a.trim().parse().map_err(|_| bad("a zone's ACCESS is a percentage"))?;
+                let sz: f64 = match sz.trim() {
+                    "" if i + 1 == parts.len() => 100.0 - sizes,
+                    x => x.parse().map_err(|_| bad("a zone's SIZE is a percentage"))?,
+                };
+                access += a;
+                sizes += sz;
+                zones.push((a, sz));
+            }
+            if zones.is_empty() || (access - 100.0).abs() > 1e-6 || (sizes - 100.0).abs() > 1e-6 {
+                return Err(bad("the zones' accesses and sizes each add up to 100"));
+            }
+            D::Zoned(zones)
+        }
+        "zoned_abs" => return Err(bad("zoned_abs (zones in bytes) is not implemented by pollwise; give zoned: with percentages")),
+        _ => return Err(bad("unknown distribution")),
+    }))
 }
 
 /// A seed from the clock, for `randrepeat=0`.

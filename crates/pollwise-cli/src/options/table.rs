@@ -411,6 +411,11 @@ pub const OPTIONS: &[Opt] = &[
         opt("blockalign", Kind::SizeList { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "random offsets are multiples of this"),
         &["ba"],
     ),
+    opt("flow", int(0, 1000), val("0"), C::Jobs, Only(RUN_LIKE), "weight in the flow of --flow_id: the jobs of one flow issue requests in proportion to their weights (fio's flow control)"),
+    opt("flow_id", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "the flow a job with a --flow weight belongs to"),
+    opt("flow_sleep", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(RUN_LIKE), "how long a job held back by its flow waits before it asks again (bare number: us)"),
+    opt("wait_for", STR, NONE, C::Jobs, Only(RUN_LIKE), "start once the job of this name (defined before) is done"),
+    opt("random_distribution", STR, val("random"), C::Jobs, Only(RUN_LIKE), "how random offsets spread: random (uniform), zipf:THETA, pareto:H, normal:DEV (percent of the region; gauss is the same), zoned:ACCESS/SIZE:... (percentages; an empty last SIZE is the rest)"),
     opt("norandommap", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "random offsets may repeat within a pass (fio's default, a random map, does every block once per pass in random order)"),
     opt("random_generator", Kind::Enum { choices: &["tausworthe", "lfsr", "tausworthe64"], noun: Some("generator") }, val("tausworthe"), C::Jobs, Only(RUN_LIKE), "how random offsets are drawn: every generator visits each block once per pass unless --norandommap (pollwise draws them all from its one generator)"),
     opt("randrepeat", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "the same random offsets every run (0: seeded from the clock)"),
@@ -457,7 +462,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("rounds", int(0, U32), val("5"), C::Compare, Only(ROUNDS), "interleaved rounds: every variant runs once per round, the order rotated"),
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),
     // scenarios
-    opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention"]), "thread counts to run every mode at"),
+    opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention", "run", "compare"]), "hybrid-contention: thread counts to run every mode at (run: fio's tiobench profile's option, which a job does not use; accepted and unused, as fio)"),
     // A batch is the ring's depth: at most the depth a ring takes (job::MAX_IODEPTH).
     opt("batch", int(1, 32768), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
