@@ -77,6 +77,9 @@ pub struct JobExtras {
     pub wait_for: Option<String>,
     /// `random_distribution` other than `random`.
     pub distribution: Option<pollwise::pattern::Distribution>,
+    /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
+    /// `scramble_buffers`, `buffer_compress_percentage`; fio's default otherwise).
+    pub content: pollwise::content::Content,
 }
 
 /// A flow: the jobs that share a `flow_id` and their counter (fio's `struct fio_flow`).
@@ -241,6 +244,7 @@ impl JobExtras {
         engine.set_seq_add(self.seq_add);
         engine.set_random_every(self.random_every);
         engine.set_distribution(self.distribution.clone());
+        engine.set_content(Some(self.content.clone()));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());
         }

@@ -31,6 +31,7 @@ use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
+use crate::content::Content;
 use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::rng::Rng;
 use crate::stats::DirStats;
@@ -657,6 +658,10 @@ impl Engine {
             let n = (len as usize).min(buf.len());
             verify::fill(&mut buf[..n], offset, seed);
         }
+        drop(slab);
+        if !verify {
+            self.fill_content(h, dir, offset, len)?;
+        }
         self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
             kind: match dir {
@@ -702,6 +707,35 @@ impl Engine {
         }
         self.submitted += 1;
         Ok(h)
+    }
+
+    /// Makes a write's buffer hold the job's content (see [`Engine::set_content`]); a read
+    /// marks its slot's buffer as no longer holding it.
+    fn fill_content(&mut self, h: Handle, dir: Dir, offset: u64, len: u32) -> Result<()> {
+        let Engine { q, extra, .. } = self;
+        let Some(c) = extra.content.as_ref() else {
+            return Ok(());
+        };
+        let i = h.index();
+        if extra.content_held.len() <= i {
+            extra.content_held.resize(i + 1, false);
+        }
+        if dir == Dir::Read {
+            extra.content_held[i] = false;
+            return Ok(());
+        }
+        let fresh = !extra.content_held[i];
+        if !fresh && c.fixed() {
+            return Ok(());
+        }
+        let mut slab = q.requests_mut().expect("an engine's queue owns its slab");
+        let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
+        let n = (len as usize).min(buf.len());
+        extra.writes_filled += 1;
+        let rng = extra.content_rng.get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
+        c.fill(&mut buf[..n], offset, fresh, rng, extra.writes_filled);
+        extra.content_held[i] = true;
+        Ok(())
     }
 
     /// Lets the policy reap at least `min` completions and handles each (with
@@ -1295,6 +1329,14 @@ struct Extras {
     rand_left: u64,
     /// fio's `blockalign`: random offsets are multiples of it (default: the block size).
     align: Option<u64>,
+    /// What writes write (`None`: whatever the buffer holds).
+    content: Option<Content>,
+    /// By slot index: the buffer holds the content (no read landed in it since it was filled).
+    content_held: Vec<bool>,
+    /// The random bytes of the content.
+    content_rng: Option<Rng>,
+    /// Writes filled so far (the scramble's counter).
+    writes_filled: u64,
     /// fio's `random_distribution` other than uniform (no random map, as fio).
     distribution: Option<Distribution>,
     /// The distribution over the region's blocks (or smallest units), made at first use.
@@ -1375,6 +1417,14 @@ impl Engine {
     pub fn set_random_every(&mut self, n: u64) {
         self.extra.random_every = n;
         self.extra.rand_left = 0;
+    }
+
+    /// What writes that are not verified write (fio's buffer options; `None`, the default:
+    /// whatever the slot's buffer holds).
+    pub fn set_content(&mut self, content: Option<Content>) {
+        self.extra.content = content;
+        self.extra.content_held.clear();
+        self.extra.content_rng = Some(Rng::new(self.cfg.seed ^ 0x6A09_E667_F3BC_C908));
     }
 
     /// fio's `random_distribution`: random offsets follow `dist` (`None`: uniform, with the

@@ -95,6 +95,7 @@ macro_rules! counter_ops {
 }
 
 pub mod clock;
+pub mod content;
 pub mod engine;
 mod error;
 pub mod pattern;

@@ -380,6 +380,7 @@ impl Opts {
         }
         self.take_block_sizes(s)?;
         s.extra.wait_for = self.take_str("wait_for")?;
+        self.take_content(s)?;
         if let Some(v) = self.take_str("random_distribution")? {
             s.extra.distribution = parse_distribution(&v)?;
         }
@@ -415,6 +416,32 @@ impl Opts {
             s.seed = clock_seed();
         }
         self.take_files(s)
+    }
+
+    /// fio's buffer options: what writes write.
+    fn take_content(&mut self, s: &mut JobSpec) -> Result<()> {
+        use pollwise::content::Bytes;
+        let c = &mut s.extra.content;
+        if let Some(p) = self.take_str("buffer_pattern")? {
+            let bytes = pollwise::content::parse_pattern(&p)
+                .map_err(|why| usage(format!("--buffer_pattern={p}: {why}")))?;
+            c.bytes = Bytes::Pattern(bytes);
+        }
+        if self.take_bool("zero_buffers")? == Some(true) {
+            c.bytes = Bytes::Zero;
+        }
+        if let Some(pct) = self.take_u32("buffer_compress_percentage")? {
+            if let Bytes::Random { compress_pct } = &mut c.bytes {
+                *compress_pct = pct as u8;
+            }
+        }
+        if let Some(v) = self.take_bool("refill_buffers")? {
+            c.refill = v;
+        }
+        if let Some(v) = self.take_bool("scramble_buffers")? {
+            c.scramble = v;
+        }
+        Ok(())
     }
 
     /// fio's `bsrange`, `bssplit` and `blockalign`: sizes that vary by request.
