@@ -238,9 +238,11 @@ impl Waiter {
                 let _ = old.poll_with(&mut |_, _| {});
                 Self::fold(&mut self.s, old);
             }
-            let cap = ring.cq_entries().max(1) as usize;
+            // Requests in flight may outnumber CQ entries (completions overflow into the
+            // kernel's list): room for twice as many.
+            let cap = (ring.cq_entries() as usize * 2).max(64);
             let mut t = Tracked::new(Shadow::default(), self.clock.clone(), cap)
-                .expect("a ring has at least one CQ entry");
+                .expect("the capacity is at least 64");
             t.inner_mut().follow(ring.sq_head(), ring.cq_tail());
             // SQEs published and not consumed yet are about to be submitted: they get records.
             self.known_sq = ring.sq_head();
