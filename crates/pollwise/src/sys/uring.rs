@@ -232,6 +232,7 @@ const _: () = assert!(mem::size_of::<io_uring::Parameters>() == mem::size_of::<R
 const _: () = assert!(mem::align_of::<io_uring::Parameters>() == mem::align_of::<RawParams>());
 
 /// The kernel's `io_uring_params` behind the crate's `Parameters` (offsets of the mapped rings).
+#[cfg(feature = "io-uring")]
 pub(crate) fn raw_params(p: &io_uring::Parameters) -> RawParams {
     // SAFETY: Parameters is a transparent wrapper over the kernel's io_uring_params, which
     // RawParams mirrors (size and alignment asserted equal above); every bit pattern is a
