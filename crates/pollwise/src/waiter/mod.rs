@@ -231,7 +231,13 @@ impl Waiter {
     /// requests), and lends the shadow a view of it for this call.
     fn attach(&mut self, ring: &RawRing) {
         let id = RingId::of(ring);
-        if self.ring != Some(id) || self.track.is_none() {
+        // A ring set up anew at the same fd and addresses starts its indices from 0: behind
+        // what was seen of the old one.
+        let behind = |seen: u32, now: u32| now.wrapping_sub(seen) > u32::MAX / 2;
+        let reset = self.track.as_ref().is_some_and(|t| {
+            behind(t.inner().seen_cq, ring.cq_tail()) || behind(self.known_sq, ring.sq_tail())
+        });
+        if self.ring != Some(id) || self.track.is_none() || reset {
             if let Some(old) = self.track.as_mut() {
                 // With no ring, the shadow hands every record back: nothing stays in flight.
                 old.inner_mut().ring = None;
