@@ -165,7 +165,10 @@ fn the_unmodified_c_program_waits_through_the_preload_library_in_every_mode() {
         // The idle waits ended with ETIME, one per ring.
         assert_eq!(s["timeouts"], KINDS.len() as u64, "{s}");
         let n = |k: &str| s[k].as_u64().unwrap();
-        assert!(n("waits") > 0 && n("cpu_user_ns") + n("cpu_sys_ns") > 0, "{s}");
+        assert!(
+            n("waits") > 0 && n("cpu_user_ns") + n("cpu_sys_ns") > 0,
+            "{s}"
+        );
         match mode {
             "poll" => assert!(n("spins") > 0 && n("blocks") == 0, "{s}"),
             "interrupt" => assert!(n("blocks") > 0 && n("sleeps") == 0, "{s}"),
