@@ -217,7 +217,7 @@ impl Shadow {
                 Ok(WaitOutcome::TimedOut)
             }
         };
-        let r = if kind.iopoll() || (limit.is_some() && !kind.ext_arg()) {
+        if kind.iopoll() || (limit.is_some() && !kind.ext_arg()) {
             // No interrupt to sleep on (IOPOLL), or no timed enter (no EXT_ARG).
             if to_submit > 0 || wake != 0 {
                 ring.enter(to_submit, 0, wake, None)?;
@@ -266,8 +266,7 @@ impl Shadow {
                 // Woken early (no limit passed): the policy looks and waits again.
                 Ok(WaitOutcome::TimedOut)
             }
-        };
-        r
+        }
     }
 
     /// [`Queue::submit`] on `ring`.
