@@ -407,3 +407,47 @@ fn a_registered_ring_fd_is_entered_by_index() {
         run_reads(&mut ring, &raw, mode, 40, false);
     }
 }
+
+extern "C" fn on_usr1(_: libc::c_int) {}
+
+/// A signal that interrupts a blocking wait ends it with EINTR (a handler ran; the caller
+/// decides whether to wait again), as `io_uring_enter` does.
+#[test]
+fn a_signal_ends_a_blocking_wait_with_eintr() {
+    // SAFETY: installs a handler that does nothing for SIGUSR1, which nothing else in this test
+    // binary uses; without SA_RESTART, so a blocking io_uring_enter returns EINTR.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+    let ts = types::Timespec::new().sec(5);
+    for &mode in &[Mode::Interrupt, Mode::Adaptive] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let mut ring = IoUring::new(4).unwrap();
+            let view = UringView::new(&ring).unwrap();
+            let mut w = Waiter::new(&PolicyConfig::new(mode));
+            let sqe = opcode::Timeout::new(&ts).build().user_data(7);
+            // SAFETY: the timespec outlives the request.
+            unsafe { ring.submission().push(&sqe) }.unwrap();
+            // SAFETY: pthread_self has no preconditions.
+            tx.send(unsafe { libc::pthread_self() } as usize).unwrap();
+            let t0 = Instant::now();
+            let r = w.submit_and_wait_timeout(&view, 1, Some(Duration::from_secs(4)));
+            (r.map_err(|e| e.kind()), t0.elapsed(), w.stats().interrupted)
+        });
+        let tid = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: tid is the live waiting thread's pthread_t (it is joined below).
+        assert_eq!(
+            unsafe { libc::pthread_kill(tid as libc::pthread_t, libc::SIGUSR1) },
+            0
+        );
+        let (r, took, interrupted) = waiter.join().unwrap();
+        assert_eq!(r, Err(io::ErrorKind::Interrupted), "{mode:?}");
+        assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
+        assert_eq!(interrupted, 1);
+    }
+}

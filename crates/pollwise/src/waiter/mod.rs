@@ -30,6 +30,9 @@
 //! believed in flight (CQEs posted by another ring, requests whose CQEs are skipped), the wait
 //! blocks in the kernel for what was asked, as `io_uring_enter` would.
 //!
+//! **Sleeps.** In hybrid and auto the Waiter sets the calling thread's timer slack to 1 ns on
+//! its first wait (the default 50 us would stretch microsecond sleeps).
+//!
 //! **Threads.** A Waiter is `Send`: one thread at a time waits through it, on rings that thread
 //! may enter (a SINGLE_ISSUER or DEFER_TASKRUN ring: its submitting task).
 
