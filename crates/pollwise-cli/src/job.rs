@@ -580,6 +580,25 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
     }
 }
 
+/// A job that writes must not write over a filesystem the system uses (fio's
+/// `allow_mounted_write=0`): a block device that is mounted, swap, held by another device or
+/// marked with a filesystem signature, or a file that backs such a loop device
+/// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
+pub fn check_in_use(spec: &JobSpec) -> Result<()> {
+    let writes = spec.rw.writes();
+    if !writes || spec.extra.allow_mounted_write || matches!(spec.ioengine, IoEngine::Sim(_)) {
+        return Ok(());
+    }
+    match crate::device::write_hazard(&spec.filename) {
+        Some(why) => Err(Error::Usage(format!(
+            "--filename={} {why}: writing it (--rw={}) would damage that data; use another target, a read-only --rw (read, randread), or --allow_mounted_write=1 to write anyway (as fio's)",
+            crate::error::shown(&spec.filename.display().to_string()),
+            spec.rw.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
@@ -598,6 +617,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     }
     let path = &spec.filename;
     check_polled_io(spec)?;
+    check_in_use(spec)?;
     let meta = std::fs::metadata(path).ok();
     let is_blockdev = meta
         .as_ref()
@@ -638,6 +658,8 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
             spec.bs
         )));
     }
+    // No report, log or chart may be written over it.
+    crate::outfile::protect(path);
     Ok(Target {
         size,
         block_size,
@@ -745,8 +767,12 @@ fn fill(path: &Path, mut f: File, from: u64, to: u64, direct: bool) -> Result<()
 }
 
 fn blockdev_size(f: &File) -> Result<u64> {
-    pollwise::sys::blockdev::size(f)
-        .map_err(|e| Error::Io(format!("cannot read the device's size: {e}")))
+    pollwise::sys::blockdev::size(f).map_err(|e| {
+        Error::Io(format!(
+            "cannot read the device's size: {}",
+            crate::errno::explain(&e, crate::errno::Op::Other)
+        ))
+    })
 }
 
 fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
@@ -824,6 +850,8 @@ pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
         libc::EINVAL | libc::EOPNOTSUPP | libc::EPERM | libc::ENOSYS | libc::EACCES => {
             Error::Unsupported(msg)
         }
+        // A feature the kernel lacks (NODROP): the library's MissingFeature, no errno.
+        _ if e.source.kind() == std::io::ErrorKind::Unsupported => Error::Unsupported(msg),
         _ => Error::Io(msg),
     }
 }
@@ -1373,5 +1401,32 @@ mod limit_tests {
             &[("memory.limit_in_bytes", "9223372036854771712\n")],
         );
         assert_eq!(limits("4:memory:/c\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pollwise::queue::uring::SetupError;
+    use pollwise::sys::uring::{MissingFeature, SetupStage};
+
+    #[test]
+    fn a_kernel_without_nodrop_is_a_capability_error_naming_it() {
+        let e = SetupError {
+            flags: "no flags".into(),
+            stage: SetupStage::Features,
+            feature: Some("NODROP"),
+            source: MissingFeature {
+                feature: "NODROP",
+                since: "Linux 5.5",
+                needed_for: "keeping completions that overflow the completion ring",
+            }
+            .into(),
+            hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
+        };
+        let e = ring_setup_error(e);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let m = e.to_string();
+        assert!(m.contains("NODROP") && m.contains("5.5"), "{m}");
     }
 }

@@ -428,6 +428,11 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         fallback(R_PANIC);
         return None;
     };
+    if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory) {
+        // The waiter could not follow the ring (no record table left): nothing was waited.
+        fallback(R_BUSY);
+        return None;
+    }
     COUNTS.taken[ask.func].fetch_add(1, Ordering::Relaxed);
     let submitted = if ring.flags & SETUP_SQPOLL != 0 {
         0

@@ -23,7 +23,7 @@ use crate::queue::deadline;
 use crate::clock::Clock;
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
-use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Tracked};
+use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
@@ -391,7 +391,7 @@ impl Engine {
         self.q.requests().expect("an engine's queue owns its slab")
     }
 
-    fn slab_mut(&mut self) -> &mut Slab {
+    fn slab_mut(&mut self) -> RequestsMut<'_> {
         self.q
             .requests_mut()
             .expect("an engine's queue owns its slab")
@@ -420,7 +420,7 @@ impl Engine {
             .q
             .cancel_and_drain(bound, &mut |_, _| {})
             .map_err(|e| Error::os("cancelling requests", e))?;
-        let slab = self.slab_mut();
+        let mut slab = self.slab_mut();
         for i in 0..slab.capacity() {
             if let Some(h) = slab.handle_at(i) {
                 if matches!(slab.state(h), Ok(State::Completed | State::Prepared)) {
@@ -484,7 +484,7 @@ impl Engine {
             issued_ns: None,
         };
         let (verify, seed) = (self.cfg.verify, self.cfg.seed);
-        let slab = self.slab_mut();
+        let mut slab = self.slab_mut();
         let h = slab
             .alloc(meta)
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
@@ -599,7 +599,7 @@ impl Engine {
             ..
         } = self;
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
-        let Some(slab) = q.requests_mut() else {
+        let Some(mut slab) = q.requests_mut() else {
             return;
         };
         let h = Handle::from_user_data(c.user_data);

@@ -418,7 +418,7 @@ fn a_signal_ends_a_blocking_wait_with_eintr() {
     // binary uses; without SA_RESTART, so a blocking io_uring_enter returns EINTR.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr1 as usize;
+        sa.sa_sigaction = on_usr1 as *const () as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
     }

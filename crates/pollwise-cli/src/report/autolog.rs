@@ -59,6 +59,12 @@ impl Seen {
     }
 }
 
+/// The file thread `thread` (0-based within the job) writes its auto log to, with the name
+/// `--write_auto_log` gave.
+pub fn path(name: &str, spec: &LogSpec, thread: u32) -> PathBuf {
+    PathBuf::from(format!("{name}_auto.{}.log", spec.thread_number(thread)))
+}
+
 /// A job thread's auto log.
 pub struct AutoLog {
     path: PathBuf,
@@ -81,14 +87,8 @@ impl AutoLog {
         let Some(name) = &spec.auto else {
             return Ok(None);
         };
-        let path = PathBuf::from(format!("{name}_auto.{}.log", spec.thread_number(thread)));
-        let f = File::create(&path).map_err(|e| {
-            Error::Usage(format!(
-                "cannot create the log {}: {}; choose a --write_auto_log name in a directory you may write",
-                path.display(),
-                crate::errno::plain(&e),
-            ))
-        })?;
+        let path = path(name, spec, thread);
+        let f = crate::outfile::create_stream("the --write_auto_log file", &path)?;
         Ok(Some(AutoLog {
             path,
             out: BufWriter::new(f),

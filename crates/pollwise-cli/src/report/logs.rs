@@ -111,6 +111,16 @@ impl Kind {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The log's file in messages, by the option that asks for it: `the --write_lat_log
+    /// file`, ...
+    pub fn what(self) -> &'static str {
+        match self {
+            Kind::Bw => "the --write_bw_log file",
+            Kind::Iops => "the --write_iops_log file",
+            _ => "the --write_lat_log file",
+        }
+    }
 }
 
 /// Records kept before they are written out (a few MiB per thread).
@@ -160,18 +170,7 @@ impl ThreadLog {
     pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 2]) -> Result<ThreadLog> {
         let mut files: [Option<(PathBuf, BufWriter<File>)>; 5] = Default::default();
         for (k, path) in spec.paths(thread) {
-            let f = File::create(&path).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot create the log {}: {}; choose a --write_{}_log name in a directory you may write",
-                    path.display(),
-                    crate::errno::plain(&e),
-                    match k {
-                        Kind::Bw => "bw",
-                        Kind::Iops => "iops",
-                        _ => "lat",
-                    }
-                ))
-            })?;
+            let f = crate::outfile::create_stream(k.what(), &path)?;
             files[k.index()] = Some((path, BufWriter::with_capacity(1 << 16, f)));
         }
         Ok(ThreadLog {

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{monotonic, Clock};
 use crate::policy::{DynQueue, Mode, PolicyConfig, PolicyCounters, WaitPolicy};
-use crate::queue::{Op, OpKind, Queue, Tracked};
+use crate::queue::{Op, OpKind, Tracked};
 use crate::request::{Dir, ReqClass};
 use crate::ring::{RawRing, Ring};
 use shadow::Shadow;
@@ -231,36 +231,39 @@ impl Waiter {
     }
 
     /// Starts following `ring` if it is not the ring followed so far (forgetting the old one's
-    /// requests), and lends the shadow a view of it for this call.
-    fn attach(&mut self, ring: &RawRing) {
+    /// requests), and lends the shadow a view of it for this call. `OutOfMemory` when no more
+    /// record tables can be made ([`MAX_TABLES`](crate::request::slots::MAX_TABLES) are alive).
+    fn attach(&mut self, ring: &RawRing) -> io::Result<()> {
         let id = RingId::of(ring);
         // A ring set up anew at the same fd and addresses starts its indices from 0: behind
         // what was seen of the old one.
         let behind = |seen: u32, now: u32| now.wrapping_sub(seen) > u32::MAX / 2;
         let reset = self.track.as_ref().is_some_and(|t| {
-            behind(t.inner().seen_cq, ring.cq_tail()) || behind(self.known_sq, ring.sq_tail())
+            behind(t.inner().seen_cq.get(), ring.cq_tail()) || behind(self.known_sq, ring.sq_tail())
         });
         if self.ring != Some(id) || self.track.is_none() || reset {
-            if let Some(old) = self.track.as_mut() {
+            if let Some(mut old) = self.track.take() {
                 // With no ring, the shadow hands every record back: nothing stays in flight.
-                old.inner_mut().ring = None;
+                old.inner().ring.set(None);
                 let _ = old.poll_with(&mut |_, _| {});
-                Self::fold(&mut self.s, old);
+                Self::fold(&mut self.s, &old);
             }
+            self.ring = None;
             // Requests in flight may outnumber CQ entries (completions overflow into the
             // kernel's list): room for twice as many.
             let cap = (ring.cq_entries() as usize * 2).max(64);
-            let mut t = Tracked::new(Shadow::default(), self.clock.clone(), cap)
-                .expect("the capacity is at least 64");
-            t.inner_mut().follow(ring.sq_head(), ring.cq_tail());
+            let t = Tracked::new(Shadow::default(), self.clock.clone(), cap)
+                .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+            t.inner().follow(ring.sq_head(), ring.cq_tail());
             // SQEs published and not consumed yet are about to be submitted: they get records.
             self.known_sq = ring.sq_head();
             self.track = Some(t);
             self.ring = Some(id);
         }
         if let Some(t) = self.track.as_mut() {
-            t.inner_mut().ring = Some(ring.alias());
+            t.inner().ring.set(Some(ring.alias()));
         }
+        Ok(())
     }
 
     /// Makes a record for every SQE published since the last look, then counts what the
@@ -283,7 +286,7 @@ impl Waiter {
                         },
                     ),
                 };
-                t.inner_mut().next_note = user_data;
+                t.inner().next_note.set(user_data);
                 let op = Op {
                     kind: match class.dir {
                         Dir::Read => OpKind::Read,
@@ -296,7 +299,7 @@ impl Waiter {
                 // null): Queue::push's contract asks nothing of it.
                 if unsafe { t.push(&op) }.is_err() {
                     // More requests than CQ entries: this one goes unrecorded.
-                    t.inner_mut().next_note = None;
+                    t.inner().next_note.set(None);
                 }
             }
         }
@@ -318,13 +321,14 @@ impl Waiter {
             let _ = crate::sys::timerslack::set_timer_slack_1ns();
             self.slack_set = true;
         }
-        self.attach(ring);
-        let r = self.run_attached(ring, wait_nr, submit, timeout, t0);
+        let r = self
+            .attach(ring)
+            .and_then(|()| self.run_attached(ring, wait_nr, submit, timeout, t0));
         if let Some(t) = self.track.as_mut() {
-            let sh = t.inner_mut();
-            sh.ring = None;
-            sh.deadline = None;
-            sh.may_submit = false;
+            let sh = t.inner();
+            sh.ring.set(None);
+            sh.deadline.set(None);
+            sh.may_submit.set(false);
         }
         if wait_nr == 0 {
             self.s.peeks += 1;
@@ -353,9 +357,9 @@ impl Waiter {
             return Err(io::Error::other("the waiter follows no ring"));
         };
         {
-            let sh = t.inner_mut();
-            sh.may_submit = submit;
-            sh.deadline = timeout.map(|d| t0 + d);
+            let sh = t.inner();
+            sh.may_submit.set(submit);
+            sh.deadline.set(timeout.map(|d| t0 + d));
         }
         if submit {
             t.submit()?;
@@ -379,7 +383,7 @@ impl Waiter {
             if t.in_flight() == 0 {
                 // Nothing believed in flight: block in the kernel for what was asked.
                 self.s.untracked += 1;
-                t.inner_mut().wait(want, None)?;
+                t.inner().block(want)?;
                 t.poll_with(&mut |_, _| {})?;
                 continue;
             }
@@ -393,7 +397,7 @@ impl Drop for Waiter {
     fn drop(&mut self) {
         if let Some(t) = self.track.as_mut() {
             // No ring: every record is handed back, so the records' drop has nothing to cancel.
-            t.inner_mut().ring = None;
+            t.inner().ring.set(None);
             let _ = t.poll_with(&mut |_, _| {});
         }
     }

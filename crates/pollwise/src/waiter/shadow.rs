@@ -13,6 +13,7 @@
 //! policy's loop ends with `ETIME` when it passes; a signal during a blocking enter ends it with
 //! `EINTR`. Both come back as `io::Error`s with those errnos.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
 use std::time::{Duration, Instant};
@@ -43,23 +44,26 @@ pub(super) struct Seen {
     pub unread: u64,
 }
 
-/// The shadow queue. See the module docs.
-#[derive(Debug, Default)]
+/// The shadow queue. See the module docs. What the waiter sets between the policies' calls
+/// (the ring lent for one call, its deadline, ...) sits in cells, set through
+/// [`Tracked::inner`](crate::queue::Tracked::inner): the device itself is never handed out
+/// mutably.
+#[derive(Default)]
 pub(super) struct Shadow {
     /// The ring, set for the duration of one call only.
-    pub ring: Option<RawRing>,
+    pub ring: Cell<Option<RawRing>>,
     /// When the call must end (`ETIME`).
-    pub deadline: Option<Instant>,
+    pub deadline: Cell<Option<Instant>>,
     /// This call may submit the SQEs the caller published (a submit-and-wait).
-    pub may_submit: bool,
+    pub may_submit: Cell<bool>,
     /// The caller's `user_data` for the record pushed next.
-    pub next_note: Option<u64>,
+    pub next_note: Cell<Option<u64>>,
     /// The CQ index up to which CQEs were seen.
-    pub seen_cq: u32,
+    pub seen_cq: Cell<u32>,
     /// The SQ head when last read.
-    sq_head: u32,
+    sq_head: Cell<u32>,
     records: VecDeque<Rec>,
-    c: QueueCounters,
+    c: Cell<QueueCounters>,
     pub seen: Seen,
 }
 
@@ -74,19 +78,37 @@ fn etime() -> io::Error {
 impl Shadow {
     /// Starts following a ring whose indices are `sq_head` and `cq_tail` now: what came before
     /// is not this shadow's.
-    pub fn follow(&mut self, sq_head: u32, cq_tail: u32) {
-        self.sq_head = sq_head;
-        self.seen_cq = cq_tail;
+    pub fn follow(&self, sq_head: u32, cq_tail: u32) {
+        self.sq_head.set(sq_head);
+        self.seen_cq.set(cq_tail);
+    }
+
+    /// Counts in the queue's counters.
+    fn bump(&self, f: impl FnOnce(&mut QueueCounters)) {
+        let mut c = self.c.get();
+        f(&mut c);
+        self.c.set(c);
+    }
+
+    /// Blocks in the kernel (or, on IOPOLL, polls there) until `min` CQEs past those seen are
+    /// posted or the call's deadline passes: the wait for CQEs no request believed in flight
+    /// will post.
+    pub fn block(&self, min: usize) -> io::Result<()> {
+        let ring = self.ring.take().ok_or_else(no_ring)?;
+        let r = self.wait_on(&ring, min, None);
+        self.count_submitted(ring.sq_head());
+        self.ring.set(Some(ring));
+        r.map(|_| ())
     }
 
     fn deadline_passed(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.deadline.get().is_some_and(|d| Instant::now() >= d)
     }
 
     /// CQEs seen and not consumed, after ending the records of CQEs consumed unseen (handed to
     /// `sink`).
     fn catch_up(&mut self, ring_head: u32, sink: &mut dyn FnMut(Completion)) -> usize {
-        let unread = ring_head.wrapping_sub(self.seen_cq);
+        let unread = ring_head.wrapping_sub(self.seen_cq.get());
         // The head is ahead of what was seen (a wrapping difference below 2^31).
         if unread == 0 || unread > u32::MAX / 2 {
             return 0;
@@ -95,7 +117,7 @@ impl Shadow {
             self.end(None, 0, sink);
         }
         self.seen.unread += u64::from(unread);
-        self.seen_cq = ring_head;
+        self.seen_cq.set(ring_head);
         unread as usize
     }
 
@@ -118,7 +140,7 @@ impl Shadow {
                 RESERVED_USER_DATA
             }
         };
-        self.c.completed += 1;
+        self.bump(|c| c.completed += 1);
         sink(Completion {
             user_data: token,
             result,
@@ -129,15 +151,15 @@ impl Shadow {
     fn observe(&mut self, ring: &RawRing, sink: &mut dyn FnMut(Completion)) -> usize {
         let mut n = self.catch_up(ring.cq_head(), sink);
         let tail = ring.cq_tail();
-        while self.seen_cq != tail {
-            let i = self.seen_cq;
-            self.seen_cq = i.wrapping_add(1);
+        while self.seen_cq.get() != tail {
+            let i = self.seen_cq.get();
+            self.seen_cq.set(i.wrapping_add(1));
             n += 1;
             match ring.cqe(i) {
                 Some(c) if c.flags & CQE_F_MORE != 0 => {
                     self.seen.cqes += 1;
                     self.seen.more += 1;
-                    self.c.completed += 1;
+                    self.bump(|c| c.completed += 1);
                     sink(Completion {
                         user_data: RESERVED_USER_DATA,
                         result: c.result,
@@ -156,7 +178,7 @@ impl Shadow {
 
     /// CQEs seen and not yet consumed.
     pub fn unconsumed(&self, ring: &RawRing) -> u32 {
-        let d = self.seen_cq.wrapping_sub(ring.cq_head());
+        let d = self.seen_cq.get().wrapping_sub(ring.cq_head());
         if d > u32::MAX / 2 {
             0
         } else {
@@ -166,7 +188,7 @@ impl Shadow {
 
     /// SQEs published and not consumed by the kernel, and the enter flags to submit them.
     fn to_submit(&self, ring: &RawRing) -> (u32, u32) {
-        if !self.may_submit {
+        if !self.may_submit.get() {
             return (0, 0);
         }
         let pending = ring.sq_tail().wrapping_sub(ring.sq_head());
@@ -188,14 +210,17 @@ impl Shadow {
 
     /// [`Queue::wait`] on `ring`.
     fn wait_on(
-        &mut self,
+        &self,
         ring: &RawRing,
         min: usize,
         timeout: Option<Duration>,
     ) -> io::Result<WaitOutcome> {
         let kind = ring.kind();
         let now = Instant::now();
-        let left = self.deadline.map(|d| d.saturating_duration_since(now));
+        let left = self
+            .deadline
+            .get()
+            .map(|d| d.saturating_duration_since(now));
         if left == Some(Duration::ZERO) {
             return Err(etime());
         }
@@ -209,7 +234,8 @@ impl Shadow {
         let min = u32::try_from(min).unwrap_or(u32::MAX);
         let need = self.unconsumed(ring).saturating_add(min);
         let (to_submit, wake) = self.to_submit(ring);
-        let fresh = |s: &Shadow, ring: &RawRing| ring.cq_tail().wrapping_sub(s.seen_cq) >= min;
+        let fresh =
+            |s: &Shadow, ring: &RawRing| ring.cq_tail().wrapping_sub(s.seen_cq.get()) >= min;
         let timed_out = |is_deadline: bool| {
             if is_deadline {
                 Err(etime())
@@ -221,7 +247,7 @@ impl Shadow {
             // No interrupt to sleep on (IOPOLL), or no timed enter (no EXT_ARG).
             if to_submit > 0 || wake != 0 {
                 ring.enter(to_submit, 0, wake, None)?;
-                self.c.enters += 1;
+                self.bump(|c| c.enters += 1);
             }
             match limit {
                 Some(l) if !is_deadline || !kind.iopoll() => {
@@ -235,7 +261,7 @@ impl Shadow {
                 Some(_) => loop {
                     // IOPOLL with a deadline: poll the device in the kernel until either.
                     ring.enter(0, 0, GETEVENTS, None)?;
-                    self.c.enters += 1;
+                    self.bump(|c| c.enters += 1);
                     if fresh(self, ring) {
                         break Ok(WaitOutcome::Ready);
                     }
@@ -246,13 +272,13 @@ impl Shadow {
                 None => {
                     // IOPOLL: the kernel polls until `need` are posted.
                     ring.enter(0, need, GETEVENTS, None)?;
-                    self.c.enters += 1;
+                    self.bump(|c| c.enters += 1);
                     Ok(WaitOutcome::Ready)
                 }
             }
         } else {
             let r = ring.enter(to_submit, need, GETEVENTS | wake, limit);
-            self.c.enters += 1;
+            self.bump(|c| c.enters += 1);
             match r {
                 Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
@@ -270,23 +296,23 @@ impl Shadow {
     }
 
     /// [`Queue::submit`] on `ring`.
-    fn submit_on(&mut self, ring: &RawRing) -> io::Result<usize> {
+    fn submit_on(&self, ring: &RawRing) -> io::Result<usize> {
         let (n, flags) = self.to_submit(ring);
         if n > 0 || flags != 0 {
             ring.enter(n, 0, flags, None)?;
-            self.c.enters += 1;
+            self.bump(|c| c.enters += 1);
         }
-        let before = self.c.submitted;
+        let before = self.c.get().submitted;
         self.count_submitted(ring.sq_head());
-        Ok((self.c.submitted - before) as usize)
+        Ok((self.c.get().submitted - before) as usize)
     }
 
     /// Counts the SQ head's advance as submissions.
-    fn count_submitted(&mut self, head: u32) {
-        let n = head.wrapping_sub(self.sq_head);
+    fn count_submitted(&self, head: u32) {
+        let n = head.wrapping_sub(self.sq_head.get());
         if n <= u32::MAX / 2 {
-            self.c.submitted += u64::from(n);
-            self.sq_head = head;
+            self.bump(|c| c.submitted += u64::from(n));
+            self.sq_head.set(head);
         }
     }
 }
@@ -312,7 +338,7 @@ unsafe impl Queue for Shadow {
             return Ok(0);
         };
         let r = self.submit_on(&ring);
-        self.ring = Some(ring);
+        self.ring.set(Some(ring));
         r
     }
 
@@ -331,14 +357,14 @@ unsafe impl Queue for Shadow {
         };
         let r = (|| {
             let flags = ring.sq_flags();
-            let fresh = ring.cq_tail() != self.seen_cq;
+            let fresh = ring.cq_tail() != self.seen_cq.get();
             if (!fresh && ring.kind().poll_needs_enter())
                 || flags & (SQ_CQ_OVERFLOW | SQ_TASKRUN) != 0
             {
                 // Completions that wait in the kernel (deferred task work, IOPOLL, overflow)
                 // become visible in a non-blocking GETEVENTS enter.
                 ring.enter(0, 0, GETEVENTS, None)?;
-                self.c.enters += 1;
+                self.bump(|c| c.enters += 1);
             }
             let n = self.observe(&ring, sink);
             if n == 0 && self.deadline_passed() {
@@ -346,23 +372,23 @@ unsafe impl Queue for Shadow {
             }
             Ok(n)
         })();
-        self.ring = Some(ring);
+        self.ring.set(Some(ring));
         r
     }
 
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
         let ring = self.ring.take().ok_or_else(no_ring)?;
         let r = self.wait_on(&ring, min, timeout);
-        let head = ring.sq_head();
-        self.count_submitted(head);
-        self.ring = Some(ring);
+        self.count_submitted(ring.sq_head());
+        self.ring.set(Some(ring));
         r
     }
 
     fn poll_needs_enter(&self) -> bool {
-        self.ring
-            .as_ref()
-            .is_some_and(|r| r.kind().poll_needs_enter())
+        let ring = self.ring.take();
+        let needs = ring.as_ref().is_some_and(|r| r.kind().poll_needs_enter());
+        self.ring.set(ring);
+        needs
     }
 
     fn in_flight(&self) -> usize {
@@ -370,6 +396,6 @@ unsafe impl Queue for Shadow {
     }
 
     fn counters(&self) -> QueueCounters {
-        self.c
+        self.c.get()
     }
 }
