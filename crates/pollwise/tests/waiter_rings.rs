@@ -441,10 +441,8 @@ fn a_signal_ends_a_blocking_wait_with_eintr() {
         let tid = rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(200));
         // SAFETY: tid is the live waiting thread's pthread_t (it is joined below).
-        assert_eq!(
-            unsafe { libc::pthread_kill(tid as libc::pthread_t, libc::SIGUSR1) },
-            0
-        );
+        let sent = unsafe { libc::pthread_kill(tid as libc::pthread_t, libc::SIGUSR1) };
+        assert_eq!(sent, 0);
         let (r, took, interrupted) = waiter.join().unwrap();
         assert_eq!(r, Err(io::ErrorKind::Interrupted), "{mode:?}");
         assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
