@@ -378,6 +378,11 @@ impl Waiter {
             if ready >= wait_nr {
                 return Ok(ready);
             }
+            // SQEs published meanwhile (by other threads, or an SQPOLL ring's) are requests too.
+            self.sync_submissions(ring)?;
+            let Some(t) = self.track.as_mut() else {
+                return Err(io::Error::other("the waiter follows no ring"));
+            };
             // The policy counts CQEs it has not seen: those already seen do not count again.
             let want = wait_nr.saturating_sub(t.inner().unconsumed(ring)).max(1) as usize;
             if t.in_flight() == 0 {
