@@ -1,7 +1,8 @@
 /*
  * ring_modes: O_DIRECT reads of a patterned temp file at queue depth 4 on liburing rings of
  * every kind this kernel offers (plain, DEFER_TASKRUN, COOP_TASKRUN, SQPOLL, a registered ring
- * fd), the data of every read checked, with a foreign NOP on each ring.
+ * fd; IOPOLL on the device RING_MODES_IOPOLL_DEV names, if any), the data of every read checked,
+ * with a foreign NOP on each ring.
  *
  *   ring_modes capi MODE [READS]   waits through pollwise's C ABI (pollwise.h) in MODE
  *   ring_modes liburing [READS]    waits with liburing's own functions, unmodified: under
@@ -93,6 +94,29 @@ static const struct kind KINDS[] = {
 	{ "sqpoll", IORING_SETUP_SQPOLL, 0 },
 	{ "registered_fd", 0, 1 },
 };
+
+/* IOPOLL needs a device with poll queues (an NVMe with poll_queues, null_blk): when
+ * RING_MODES_IOPOLL_DEV names one, its first BLOCKS blocks are overwritten with the pattern and
+ * read on an IOPOLL ring too. */
+static const struct kind IOPOLL_KIND = { "iopoll", IORING_SETUP_IOPOLL, 0 };
+
+static int patterned_device(const char *dev)
+{
+	void *block;
+	int fd = open(dev, O_RDWR | O_DIRECT);
+
+	if (fd < 0)
+		fail("iopoll", "open RING_MODES_IOPOLL_DEV", errno);
+	if (posix_memalign(&block, BS, BS))
+		fail("iopoll", "posix_memalign", ENOMEM);
+	for (unsigned b = 0; b < BLOCKS; b++) {
+		memset(block, pattern(b), BS);
+		if (pwrite(fd, block, BS, (off_t)b * BS) != BS)
+			fail("iopoll", "pwrite to the device", errno);
+	}
+	free(block);
+	return fd;
+}
 
 struct run {
 	struct io_uring ring;
@@ -260,7 +284,7 @@ static void run_kind(const struct kind *k, const char *mode, unsigned reads)
 		fail(k->name, "io_uring_queue_init_params", ret);
 	if (k->registered && (ret = io_uring_register_ring_fd(&r.ring)) != 1)
 		fail(k->name, "io_uring_register_ring_fd", ret < 0 ? ret : 0);
-	r.fd = patterned_file();
+	r.fd = k == &IOPOLL_KIND ? patterned_device(getenv("RING_MODES_IOPOLL_DEV")) : patterned_file();
 	for (int i = 0; i < QD; i++)
 		if (posix_memalign(&r.bufs[i], BS, BS))
 			fail(k->name, "posix_memalign", ENOMEM);
@@ -331,5 +355,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t k = 0; k < sizeof(KINDS) / sizeof(KINDS[0]); k++)
 		run_kind(&KINDS[k], mode, reads);
+	if (getenv("RING_MODES_IOPOLL_DEV"))
+		run_kind(&IOPOLL_KIND, mode, reads);
 	return 0;
 }
