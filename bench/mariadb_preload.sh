@@ -117,7 +117,7 @@ stop_server
 HZ=$(getconf CLK_TCK)
 read -r -a modes <<<"$MODES"
 n=${#modes[@]}
-printf "%-6s %-9s %-16s %9s %8s %12s %10s %10s %s\n" round mode workload tps p95_ms cpu_us/txn waits_taken fallbacks errors
+printf "%-6s %-9s %-16s %9s %8s %12s %s\n" round mode workload tps p95_ms cpu_us/txn errors
 for round in $(seq 1 "$ROUNDS"); do
   for i in $(seq 0 $((n - 1))); do
     mode=${modes[$(( (i + round - 1) % n ))]}
@@ -134,7 +134,7 @@ for round in $(seq 1 "$ROUNDS"); do
       errs=$(sed -n 's/.*ignored errors: *\([0-9]*\) .*/\1/p' "$log")
       cpu_us=$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v t="${txns:-0}" \
         'BEGIN { if (t > 0) printf "%.0f", (b - a) * 1e6 / hz / t; else print "-" }')
-      printf "%-6s %-9s %-16s %9s %8s %12s %10s %10s %s\n" "$round" "$mode" "$w" "${tps:--}" "${p95:--}" "$cpu_us" "-" "-" "${errs:--}"
+      printf "%-6s %-9s %-16s %9s %8s %12s %s\n" "$round" "$mode" "$w" "${tps:--}" "${p95:--}" "$cpu_us" "${errs:--}"
     done
     stop_server
     # The server's summary line (the process that waited), from the preload library.

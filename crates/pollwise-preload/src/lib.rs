@@ -107,8 +107,6 @@ pub struct KernelTimespec {
 
 /// liburing's `INT_FLAG_REG_RING`: the ring is entered by its registered index.
 const INT_FLAG_REG_RING: u8 = 1;
-/// `IORING_SETUP_SQPOLL`.
-const SETUP_SQPOLL: u32 = 1 << 1;
 /// `IORING_SETUP_CQE32`.
 const SETUP_CQE32: u32 = 1 << 11;
 
@@ -360,6 +358,9 @@ struct Ask {
     flush: bool,
     /// Submit what is published.
     submit: bool,
+    /// How many SQEs the caller said to submit (`__io_uring_get_cqe`'s `submit`); `None`: all
+    /// that are published.
+    count: Option<u32>,
     wait_nr: u32,
     ts: *const KernelTimespec,
     sigmask: *const libc::sigset_t,
@@ -415,7 +416,17 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         flush_sq(ring);
     }
     let had_cqe = cq_ready(ring) > 0;
-    let head0 = sq_head(ring);
+    // What liburing's enter would say it submitted: the count asked, or every SQE published and
+    // not consumed; nothing for a plain wait (what other threads submit meanwhile is theirs).
+    let submitted = match (ask.submit, ask.count) {
+        (false, _) => 0,
+        (true, Some(n)) => n as c_int,
+        (true, None) => {
+            // SAFETY: ktail points at the SQ tail in the ring's mapping.
+            let tail = unsafe { (*ring.sq.ktail.cast::<AtomicU32>()).load(Ordering::Acquire) };
+            tail.wrapping_sub(sq_head(ring)).min(i32::MAX as u32) as c_int
+        }
+    };
     let r = catch_unwind(AssertUnwindSafe(|| {
         if ask.submit {
             g.waiter.submit_and_wait_timeout(&raw, ask.wait_nr, timeout)
@@ -434,11 +445,6 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         return None;
     }
     COUNTS.taken[ask.func].fetch_add(1, Ordering::Relaxed);
-    let submitted = if ring.flags & SETUP_SQPOLL != 0 {
-        0
-    } else {
-        sq_head(ring).wrapping_sub(head0) as c_int
-    };
     // What liburing returns when the wait went well: the count the enter submitted, unless a
     // CQE was there before it entered (then 0); io_uring_submit_and_wait: the count.
     let ok = if ask.returns_submitted || !had_cqe {
@@ -486,6 +492,7 @@ pub unsafe extern "C" fn __io_uring_get_cqe(
         func: GET_CQE,
         flush: false,
         submit: submit > 0,
+        count: Some(submit),
         wait_nr,
         ts: std::ptr::null(),
         sigmask,
@@ -528,6 +535,7 @@ pub unsafe extern "C" fn io_uring_wait_cqes(
         func: WAIT_CQES,
         flush: false,
         submit: false,
+        count: None,
         wait_nr,
         ts,
         sigmask,
@@ -568,6 +576,7 @@ pub unsafe extern "C" fn io_uring_wait_cqe_timeout(
         func: WAIT_CQE_TIMEOUT,
         flush: false,
         submit: false,
+        count: None,
         wait_nr: 1,
         ts,
         sigmask: std::ptr::null(),
@@ -596,6 +605,7 @@ pub unsafe extern "C" fn io_uring_submit_and_wait(ring: *mut IoUring, wait_nr: c
         func: SUBMIT_AND_WAIT,
         flush: true,
         submit: true,
+        count: None,
         wait_nr,
         ts: std::ptr::null(),
         sigmask: std::ptr::null(),
@@ -629,6 +639,7 @@ pub unsafe extern "C" fn io_uring_submit_and_wait_timeout(
         func: SUBMIT_AND_WAIT_TIMEOUT,
         flush: true,
         submit: true,
+        count: None,
         wait_nr,
         ts,
         sigmask,
