@@ -77,9 +77,24 @@ pub struct JobExtras {
     pub wait_for: Option<String>,
     /// `random_distribution` other than `random`.
     pub distribution: Option<pollwise::pattern::Distribution>,
+    /// `exitall` (with `exitall_on_error`): what this job's end stops, if anything.
+    pub exit: Option<ExitAll>,
+    /// `number_ios`: at most this many requests per thread.
+    pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
     /// `scramble_buffers`, `buffer_compress_percentage`; fio's default otherwise).
     pub content: pollwise::content::Content,
+}
+
+/// fio's `exitall` and `exit_what`: when a job ends (or, with `exitall_on_error` only, fails),
+/// the jobs it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitAll {
+    /// On the job's end (`exitall`), not only on its error (`exitall_on_error`).
+    pub on_end: bool,
+    /// `exit_what=all`: the jobs still to come too; else the jobs running (fio's `group` and
+    /// `stonewall`: pollwise runs one stonewall group at a time).
+    pub all: bool,
 }
 
 /// A flow: the jobs that share a `flow_id` and their counter (fio's `struct fio_flow`).

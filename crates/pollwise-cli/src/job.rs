@@ -145,6 +145,9 @@ pub struct JobSpec {
     pub fault: Option<pollwise::queue::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
     pub continue_on_error: pollwise::engine::ContinueOn,
+    /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
+    /// several jobs.
+    pub halt: Option<Arc<AtomicBool>>,
 }
 
 impl Default for JobSpec {
@@ -192,6 +195,7 @@ impl Default for JobSpec {
             live: None,
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
+            halt: None,
         }
     }
 }
@@ -1098,6 +1102,10 @@ fn ran_as_asked(
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
         return Ok(());
     }
+    // Stopped by another job's end (fio's exitall): what it did is what it was asked to do.
+    if ended == Ended::Stopped && spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)) {
+        return Ok(());
+    }
     let who = if spec.numjobs > 1 {
         format!("job {} (thread {} of {})", spec.name, i + 1, spec.numjobs)
     } else {
@@ -1170,8 +1178,11 @@ fn job_thread(
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
+        let halt = spec.halt.clone();
         engine.set_stop_check(move || {
-            crate::signals::interrupted() || failed.load(Ordering::Relaxed)
+            crate::signals::interrupted()
+                || failed.load(Ordering::Relaxed)
+                || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
         });
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1241,8 +1252,16 @@ fn job_thread(
         // No --runtime (0): no time limit; a job that is not time-based ends when its size is
         // done, as fio's.
         let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+        // fio's number_ios: at most this many requests, whatever else the job says.
+        let cap = spec
+            .extra
+            .number_ios
+            .map(|k| engine.submitted().saturating_add(k));
         let stop = match (spec.time_based, until) {
-            (true, Some(t)) => Stop::At(t),
+            (true, Some(t)) => match cap {
+                Some(k) => Stop::Either(t, k),
+                None => Stop::At(t),
+            },
             (true, None) => {
                 return Err(Error::Usage(
                     "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
@@ -1262,6 +1281,7 @@ fn job_thread(
                 } else {
                     engine.submitted() + (io_size / spec.bs as u64).max(1)
                 };
+                let n = n.min(cap.unwrap_or(u64::MAX));
                 match until {
                     Some(t) => Stop::Either(t, n),
                     None => Stop::Ios(n),

@@ -14,7 +14,8 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::Path;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
 use pollwise::stats::Stats;
@@ -126,6 +127,9 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     crate::extras::join_flows(&mut jobs);
+    // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
+    // run), through each job's halt flag.
+    let halt_all = Arc::new(AtomicBool::new(false));
     let jobs = jobs.as_slice();
     let mut out = Vec::with_capacity(jobs.len());
     let mut start = 0;
@@ -134,7 +138,19 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
         while end < jobs.len() && !jobs[end].extra.stonewall {
             end += 1;
         }
-        let group = &jobs[start..end];
+        if halt_all.load(Ordering::SeqCst) {
+            // exit_what=all: the jobs still to come never run; fio reports none of them.
+            break;
+        }
+        let halt = Arc::new(AtomicBool::new(false));
+        let group: Vec<JobSpec> = jobs[start..end]
+            .iter()
+            .map(|j| JobSpec {
+                halt: Some(halt.clone()),
+                ..j.clone()
+            })
+            .collect();
+        let group = group.as_slice();
         // Lay out every file first, one at a time: jobs sharing a file must not race to write it.
         for j in group {
             prepare_target(j)?;
@@ -153,6 +169,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
             })
             .collect();
         let done = &done;
+        let (halt, halt_all) = (&halt, &halt_all);
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
                 .iter()
@@ -163,6 +180,14 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                         .name("pollwise-jobs".into())
                         .spawn_scoped(s, move || {
                             let r = wait_until_done(waitee).and_then(|()| one_job(j));
+                            if let Some(x) = j.extra.exit {
+                                if x.on_end || r.is_err() {
+                                    halt.store(true, Ordering::SeqCst);
+                                    if x.all {
+                                        halt_all.store(true, Ordering::SeqCst);
+                                    }
+                                }
+                            }
                             let (flag, cv) = &done[k];
                             *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
                             cv.notify_all();

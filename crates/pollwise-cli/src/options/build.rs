@@ -361,7 +361,10 @@ impl Opts {
             s.extra.loops = v;
         }
         let iops = self.take_u64("rate_iops")?;
-        let bytes = self.take_size("rate")?;
+        let bytes = match self.take_sizes("rate")? {
+            None => None,
+            Some(per_dir) => rate_of_directions(s, &per_dir)?,
+        };
         let process = self.take_str("rate_process")?;
         if iops.is_some() || bytes.is_some() {
             s.extra.rate = Some(Rate {
@@ -381,6 +384,18 @@ impl Opts {
         self.take_block_sizes(s)?;
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
+        let (exitall, on_error) = (
+            self.take_bool("exitall")?.unwrap_or(false),
+            self.take_bool("exitall_on_error")?.unwrap_or(false),
+        );
+        let what = self.take_str("exit_what")?;
+        if exitall || on_error {
+            s.extra.exit = Some(crate::extras::ExitAll {
+                on_end: exitall,
+                all: what.as_deref() == Some("all"),
+            });
+        }
+        s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
         if let Some(v) = self.take_str("random_distribution")? {
             s.extra.distribution = parse_distribution(&v)?;
         }
@@ -610,6 +625,37 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
         )));
     }
     Ok(v.to_string())
+}
+
+/// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
+/// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
+/// refused (pollwise paces all a job's requests as one stream).
+fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
+    if let [one] = per_dir {
+        return Ok(*one);
+    }
+    let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+    let writes = s.rw.writes();
+    let r = per_dir.first().copied().flatten();
+    let w = per_dir.get(1).copied().flatten();
+    Ok(match (reads, writes) {
+        (true, false) => r,
+        (false, true) => w,
+        _ => match (r, w) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a == b && s.rwmixread == 50 => Some(a + b),
+            _ => {
+                return Err(usage(format!(
+                    "--rate with a rate per direction ({}) on a mixed job is only implemented for equal rates and rwmixread=50: pollwise paces all of a job's requests as one stream; give one rate",
+                    per_dir
+                        .iter()
+                        .map(|x| x.map_or(String::new(), |v| v.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )))
+            }
+        },
+    })
 }
 
 /// fio's `rw` modifier (`rw=read:8k`, `rw=read:-8k`, `rw=randread:8`), as written in `v`.
