@@ -373,13 +373,13 @@ pub const OPTIONS: &[Opt] = &[
     ),
     // job files and several jobs (fio's meaning; run and compare)
     opt("description", STR, NONE, C::Jobs, Only(RUN_LIKE), "text describing the job (shown by --parse-only)"),
-    opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report a job's numjobs threads as one job (else one report each, as fio)"),
+    opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report this job's threads together with the job before it in its group (fio's groupid) as one job, named after the first (else one report each, as fio)"),
     opt("thread", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "use threads, not processes (pollwise always does)"),
     with_aliases(
         opt("stonewall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "wait for the jobs before this one to finish before starting it"),
         &["wait_for_previous"],
     ),
-    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (pollwise reports every job on its own)"),
+    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (fio's groupid) without waiting for the jobs before"),
     opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)"),
     opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)"),
     with_aliases(

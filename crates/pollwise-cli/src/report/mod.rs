@@ -561,6 +561,31 @@ fn group(spec: &JobSpec, threads: &[Stats]) -> Vec<Stats> {
         .collect()
 }
 
+/// The entries fio reports for `specs` (each job's entries in `stats`, its group in `groups`):
+/// an entry of a job with `group_reporting` joins the entry before it when that one is of the
+/// same group (fio's rule), else each entry stands alone. Each is (the first job's index, its
+/// figures).
+fn merge_groups(specs: &[JobSpec], stats: &[Vec<Stats>], groups: &[u32]) -> Vec<(usize, Stats)> {
+    let mut out: Vec<(usize, Stats)> = Vec::new();
+    let mut last = None;
+    for (k, (spec, sts)) in specs.iter().zip(stats).enumerate() {
+        let g = groups.get(k).copied().unwrap_or(0);
+        for st in sts {
+            match out.last_mut() {
+                Some((_, total)) if spec.extra.group_reporting && last == Some(g) => {
+                    let process = total.process;
+                    total.merge_thread(st);
+                    total.process = process;
+                    total.process.add(&st.process);
+                }
+                _ => out.push((k, st.clone())),
+            }
+            last = Some(g);
+        }
+    }
+    out
+}
+
 /// The report of `specs` with their measurements `stats` (each job's entries), over `wall`.
 fn render_jobs(
     specs: &[JobSpec],
@@ -572,12 +597,10 @@ fn render_jobs(
 ) -> Output {
     let mut text = String::new();
     let mut jobs = Vec::new();
-    let entries = specs
-        .iter()
-        .zip(stats)
-        .enumerate()
-        .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st)));
-    for (i, (k, spec, st)) in entries.enumerate() {
+    let groups = crate::extras::group_ids(specs.iter().map(|s| &s.extra));
+    let entries = merge_groups(specs, stats, &groups);
+    for (i, (k, st)) in entries.iter().enumerate() {
+        let (k, spec) = (*k, &specs[*k]);
         let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
         f.pct = ro.pct.clone();
         f.job_options = given
@@ -588,6 +611,7 @@ fn render_jobs(
             .cloned()
             .collect();
         f.iodepth = spec.iodepth;
+        f.groupid = groups.get(k).copied().unwrap_or(0);
         f.batch_submit = spec.iodepth_batch_submit.max(1);
         f.extra
             .insert("submit_mode".into(), json!(spec.submit_mode.name()));
