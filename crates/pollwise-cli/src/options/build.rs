@@ -401,7 +401,14 @@ impl Opts {
             s.extra.distribution = parse_distribution(&v)?;
         }
         if matches!(self.command().name, "run" | "compare") {
-            // fio's tiobench profile's option: fio accepts it in any job and uses it in none.
+            if self.on_command_line("threads") {
+                return Err(usage(format!(
+                    "--threads is not an option of `{}`: it belongs to `pollwise scenario hybrid-contention`; a job runs --numjobs threads",
+                    self.command().invocation()
+                )));
+            }
+            // In a job file: fio's tiobench profile's option, which fio accepts in any job and
+            // uses in none.
             self.take_list_u64("threads")?;
         }
         let (weight, id, sleep) = (

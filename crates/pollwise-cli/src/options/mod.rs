@@ -95,6 +95,31 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
     }
 }
 
+/// Why pollwise lacks fio's option `key`, for the options fio's own job files use most; `None`
+/// for the rest (the message then points to the help).
+fn why_not(key: &str) -> Option<&'static str> {
+    const WHY: &[(&[&str], &str)] = &[
+        (&["zonemode", "zonesize", "zoneskip", "zonerange", "max_open_zones", "read_beyond_wp"], "pollwise does I/O on a file or device as one range, without fio's zones; drop the zone options (or use offset and size for one zone)"),
+        (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
+        (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
+        (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
+        (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_interval", "verify_offset", "verify_dump", "verify_fatal", "verify_only", "do_verify", "experimental_verify", "verify_pattern"], "pollwise verifies every block a job wrote once the job is done (verify=crc32c); the other verify options are not implemented"),
+        (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),
+        (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
+        (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
+        (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
+        (&["ratemin", "rate_min", "rate_iops_min", "ratecycle", "rate_cycle"], "pollwise caps a job's rate (rate, rate_iops) but does not fail a job that falls below a minimum; drop it"),
+        (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
+        (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
+        (&["create_on_open", "create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
+        (&["numa_cpu_nodes", "numa_mem_policy"], "pollwise places job threads with cpus_allowed only; NUMA policies are not implemented"),
+        (&["serialize_overlap"], "pollwise does not hold back a request that overlaps one in flight; drop it"),
+    ];
+    WHY.iter()
+        .find(|(names, _)| names.contains(&key))
+        .map(|(_, why)| *why)
+}
+
 /// Where a setting came from, when it is worth saying (job files; the command line goes unsaid).
 fn from(origin: &Origin) -> String {
     match origin {
@@ -151,13 +176,16 @@ impl Opts {
             let Some(opt) = lookup(&s.key) else {
                 if jobfile::is_fio_option(&s.key) {
                     return Err(usage(format!(
-                        "fio's option '{}'{} is not implemented by pollwise: remove it or see `{} --help` for what pollwise implements",
+                        "fio's option '{}'{} is not implemented by pollwise: {}",
                         crate::error::shown(&s.given),
                         match &s.origin {
                             Origin::CommandLine { .. } => " (on the command line)".to_string(),
                             o => format!(" at {o}"),
                         },
-                        cmd.invocation()
+                        why_not(&s.key).map_or_else(
+                            || format!("remove it or see `{} --help` for what pollwise implements", cmd.invocation()),
+                            String::from
+                        )
                     )));
                 }
                 return Err(usage(format!(
@@ -209,6 +237,13 @@ impl Opts {
     pub fn has(&self, name: &str) -> bool {
         debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
         self.items.iter().any(|i| i.opt.name == name)
+    }
+
+    /// Whether `name` was given on the command line (not in a job file).
+    pub fn on_command_line(&self, name: &str) -> bool {
+        self.items
+            .iter()
+            .any(|i| i.opt.name == name && matches!(i.origin, Origin::CommandLine { .. }))
     }
 
     /// Whether these options come from a job file (its jobs take fio's defaults).
