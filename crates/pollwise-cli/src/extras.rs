@@ -230,8 +230,7 @@ impl JobExtras {
     /// The bytes a slot's buffer must hold: the largest block size of any direction.
     pub fn buf_len(&self, bs: u32) -> usize {
         let varying = self.sizes.iter().flatten().map(BlockSizes::max).max();
-        bs.max(self.write_bs.unwrap_or(0))
-            .max(varying.unwrap_or(0)) as usize
+        bs.max(self.write_bs.unwrap_or(0)).max(varying.unwrap_or(0)) as usize
     }
 
     /// Whether requests vary in size (`bsrange`, `bssplit`).

@@ -92,7 +92,6 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
     let explicit_io_size = spec.io_size != 0;
     // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
     if (ranged || loops > 1) && !spec.time_based {
-
         let once = if spec.io_size != 0 {
             spec.io_size
         } else {
@@ -241,7 +240,9 @@ fn wait_until_done(waitee: Option<&(Mutex<bool>, Condvar)>) -> Result<()> {
     let mut done = flag.lock().unwrap_or_else(|e| e.into_inner());
     while !*done {
         if crate::signals::interrupted() {
-            return Err(Error::interrupted("while waiting for the job named by wait_for"));
+            return Err(Error::interrupted(
+                "while waiting for the job named by wait_for",
+            ));
         }
         done = cv
             .wait_timeout(done, std::time::Duration::from_millis(20))

@@ -69,11 +69,17 @@ fn random_offsets_visit_every_block_once_per_pass_unless_norandommap() {
     }
     assert_ne!(ios[..256], ios[256..], "each pass in an order of its own");
     let sequential = ios.windows(2).filter(|w| w[1].0 == w[0].0 + 4096).count();
-    assert!(sequential < 20, "{sequential} steps of one block: not random");
+    assert!(
+        sequential < 20,
+        "{sequential} steps of one block: not random"
+    );
     // norandommap: 256 draws of 256 blocks repeat some (all distinct: about 1 in 10^110).
     json_in(
         d.path(),
-        &with(NULL_LOGGED, &["--rw=randread", "--size=1m", "--norandommap"]),
+        &with(
+            NULL_LOGGED,
+            &["--rw=randread", "--size=1m", "--norandommap"],
+        ),
     );
     let mut offs: Vec<u64> = logged(d.path()).iter().map(|x| x.0).collect();
     assert_eq!(offs.len(), 256);
@@ -89,7 +95,11 @@ fn bssplit_and_bsrange_move_the_size_once_each_pass() {
         d.path(),
         &with(
             NULL_LOGGED,
-            &["--rw=randwrite", "--size=1m", "--bssplit=4k/50:16k/30:64k/20"],
+            &[
+                "--rw=randwrite",
+                "--size=1m",
+                "--bssplit=4k/50:16k/30:64k/20",
+            ],
         ),
     );
     assert_eq!(v["jobs"][0]["write"]["io_bytes"], 1 << 20, "{v}");
@@ -108,7 +118,10 @@ fn bssplit_and_bsrange_move_the_size_once_each_pass() {
     // bsrange draws as fio: a multiple of the smallest size, at most the largest.
     json_in(
         d.path(),
-        &with(NULL_LOGGED, &["--rw=read", "--size=256k", "--bsrange=1k-4k"]),
+        &with(
+            NULL_LOGGED,
+            &["--rw=read", "--size=256k", "--bsrange=1k-4k"],
+        ),
     );
     let ios = logged(d.path());
     assert!(ios.iter().all(|x| [1024, 2048, 3072, 4096].contains(&x.1)));
@@ -145,7 +158,11 @@ fn distributions_skew_the_offsets() {
         d.path(),
         &with(
             NULL_LOGGED,
-            &["--rw=randread", "--size=4m", "--random_distribution=zoned:90/10:10/90"],
+            &[
+                "--rw=randread",
+                "--size=4m",
+                "--random_distribution=zoned:90/10:10/90",
+            ],
         ),
     );
     let ios = logged(d.path());
@@ -172,14 +189,28 @@ fn a_job_files_jobs_take_fios_defaults_and_file_names() {
     // a's clones one entry each in group 0; b's two merged in group 1.
     let seen: Vec<(String, u64)> = jobs
         .iter()
-        .map(|j| (j["jobname"].as_str().unwrap().into(), j["groupid"].as_u64().unwrap()))
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().into(),
+                j["groupid"].as_u64().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(seen, [("a".into(), 0), ("a".into(), 0), ("b".into(), 1)], "{v}");
+    assert_eq!(
+        seen,
+        [("a".into(), 0), ("a".into(), 0), ("b".into(), 1)],
+        "{v}"
+    );
     // fio's defaults: sequential reads of each clone's own file, buffered.
     assert_eq!(jobs[0]["read"]["total_ios"], 16);
-    assert_eq!(jobs[2]["read"]["total_ios"], 16, "two clones of 8 reads of 8k");
+    assert_eq!(
+        jobs[2]["read"]["total_ios"], 16,
+        "two clones of 8 reads of 8k"
+    );
     for f in ["a.0.0", "a.1.0", "b.0.0", "b.1.0"] {
-        let len = std::fs::metadata(d.path().join("data").join(f)).unwrap().len();
+        let len = std::fs::metadata(d.path().join("data").join(f))
+            .unwrap()
+            .len();
         assert_eq!(len, 64 << 10, "{f}");
     }
     // The command line keeps pollwise's own: --filename is asked for.
@@ -217,7 +248,14 @@ fn exitall_stops_the_jobs_running_with_it_and_startdelay_waits() {
     let t0 = std::time::Instant::now();
     json_in(
         d.path(),
-        &["run", "--name=s", "--ioengine=null", "--size=64k", "--startdelay=300ms", "--output-format=json"],
+        &[
+            "run",
+            "--name=s",
+            "--ioengine=null",
+            "--size=64k",
+            "--startdelay=300ms",
+            "--output-format=json",
+        ],
     );
     assert!(t0.elapsed().as_millis() >= 300);
 }
@@ -229,21 +267,47 @@ fn writes_write_the_buffer_options() {
     let name = format!("--filename={}", f.display());
     json_in(
         d.path(),
-        &["run", &name, "--rw=write", "--size=64k", "--direct=0", "--buffer_pattern=0xdeadbeef", "--output-format=json"],
+        &[
+            "run",
+            &name,
+            "--rw=write",
+            "--size=64k",
+            "--direct=0",
+            "--buffer_pattern=0xdeadbeef",
+            "--output-format=json",
+        ],
     );
     let bytes = std::fs::read(&f).unwrap();
     assert!(bytes.chunks(4).all(|c| c == [0xde, 0xad, 0xbe, 0xef]));
     json_in(
         d.path(),
-        &["run", &name, "--rw=write", "--size=64k", "--direct=0", "--zero_buffers", "--output-format=json"],
+        &[
+            "run",
+            &name,
+            "--rw=write",
+            "--size=64k",
+            "--direct=0",
+            "--zero_buffers",
+            "--output-format=json",
+        ],
     );
     assert!(std::fs::read(&f).unwrap().iter().all(|&b| b == 0));
     // fio's default: random bytes, the offset written into every 512.
     json_in(
         d.path(),
-        &["run", &name, "--rw=write", "--size=64k", "--direct=0", "--output-format=json"],
+        &[
+            "run",
+            &name,
+            "--rw=write",
+            "--size=64k",
+            "--direct=0",
+            "--output-format=json",
+        ],
     );
     let bytes = std::fs::read(&f).unwrap();
-    assert_eq!(&bytes[4096 + 512..4096 + 520], &(4096u64 + 512).to_le_bytes());
+    assert_eq!(
+        &bytes[4096 + 512..4096 + 520],
+        &(4096u64 + 512).to_le_bytes()
+    );
     assert!(bytes.iter().filter(|&&b| b == 0).count() < bytes.len() / 16);
 }

@@ -333,4 +333,3 @@ fn loops_offsets_and_cpus() {
     assert!(ios(&jobs(&v)[0], "read") > 0);
     usage_error(&run_sim(&["--cpus_allowed=a-b"]), &["--cpus_allowed=a-b"]);
 }
-

@@ -54,7 +54,8 @@ const CHUNK: usize = 512;
 impl Content {
     /// Whether a buffer filled once keeps serving writes (fills do not depend on the write).
     pub fn fixed(&self) -> bool {
-        !self.refill && !(self.scramble && matches!(self.bytes, Bytes::Random { .. }))
+        let scrambled = self.scramble && matches!(self.bytes, Bytes::Random { .. });
+        !(self.refill || scrambled)
     }
 
     /// Makes `buf` the bytes of a write at `offset`; `fresh` says the buffer does not hold this
@@ -109,7 +110,9 @@ pub fn parse_pattern(v: &str) -> Result<Vec<u8>, String> {
             out.extend_from_slice(&b[i + 1..i + 1 + end]);
             i += end + 2;
         } else if b[i] == b'\'' {
-            return Err("a pattern read from a file ('FILE') is not implemented by pollwise".into());
+            return Err(
+                "a pattern read from a file ('FILE') is not implemented by pollwise".into(),
+            );
         } else if b[i] == b'%' {
             return Err("a format in a pattern (%o) is not implemented by pollwise".into());
         } else if b[i..].len() > 2 && b[i] == b'0' && matches!(b[i + 1], b'x' | b'X') {
@@ -172,7 +175,10 @@ mod tests {
 
     #[test]
     fn patterns_parse_as_fio() {
-        assert_eq!(parse_pattern("0xdeadface").unwrap(), [0xde, 0xad, 0xfa, 0xce]);
+        assert_eq!(
+            parse_pattern("0xdeadface").unwrap(),
+            [0xde, 0xad, 0xfa, 0xce]
+        );
         assert_eq!(parse_pattern("0x01").unwrap(), [1]);
         assert_eq!(parse_pattern("0xaaa").unwrap(), [0x0a, 0xaa]);
         assert_eq!(

@@ -27,12 +27,12 @@ use std::time::Duration;
 use crate::queue::deadline;
 
 use crate::clock::Clock;
+use crate::content::Content;
+use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
-use crate::content::Content;
-use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Result};
@@ -534,7 +534,9 @@ impl Engine {
                 (self.random_block(bs, len), bs)
             }
             (false, sizes) => {
-                let min = sizes.as_ref().map_or(self.bs_of(dir) as u64, |s| s.min() as u64);
+                let min = sizes
+                    .as_ref()
+                    .map_or(self.bs_of(dir) as u64, |s| s.min() as u64);
                 let pos = &mut self.extra.seq_pos[d];
                 if *pos + min > len {
                     *pos = 0;
@@ -658,7 +660,6 @@ impl Engine {
             let n = (len as usize).min(buf.len());
             verify::fill(&mut buf[..n], offset, seed);
         }
-        drop(slab);
         if !verify {
             self.fill_content(h, dir, offset, len)?;
         }
@@ -732,7 +733,9 @@ impl Engine {
         let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
         let n = (len as usize).min(buf.len());
         extra.writes_filled += 1;
-        let rng = extra.content_rng.get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
+        let rng = extra
+            .content_rng
+            .get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
         c.fill(&mut buf[..n], offset, fresh, rng, extra.writes_filled);
         extra.content_held[i] = true;
         Ok(())

@@ -353,7 +353,10 @@ mod tests {
         let z = count(Distribution::Zipf { theta: 1.2 }, &mut rng);
         assert!(*z.iter().max().unwrap() > 10_000, "{:?}", z.iter().max());
         // Zoned 50/5:50/95: half the draws in the first 5% of the blocks.
-        let zz = count(Distribution::Zoned(vec![(50.0, 5.0), (50.0, 95.0)]), &mut rng);
+        let zz = count(
+            Distribution::Zoned(vec![(50.0, 5.0), (50.0, 95.0)]),
+            &mut rng,
+        );
         let first: u32 = zz[..50].iter().sum();
         assert!((48_000..52_000).contains(&first), "{first}");
         let p = count(Distribution::Pareto { h: 0.2 }, &mut rng);
@@ -378,7 +381,10 @@ mod tests {
             if n >= 64 {
                 assert_ne!(passes[0], passes[1], "each pass has its own order");
                 // Not the identity nor a shift: a random order.
-                let in_place = passes[0].iter().enumerate().filter(|(i, b)| *i as u64 == **b);
+                let in_place = passes[0]
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, b)| *i as u64 == **b);
                 assert!(in_place.count() < n as usize / 8, "n={n}");
             }
         }

@@ -674,7 +674,9 @@ fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
         ))
     };
     if s.rw.random() {
-        let n: u64 = m.parse().map_err(|_| bad("the modifier of a random pattern is a count"))?;
+        let n: u64 = m
+            .parse()
+            .map_err(|_| bad("the modifier of a random pattern is a count"))?;
         s.extra.random_every = n;
         return Ok(());
     }
@@ -717,13 +719,18 @@ fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {
     let n = pollwise::units::parse_size(v).map_err(|_| {
         usage(format!(
             "--{what}={whole}: '{v}' is not a size: write e.g. --{what}={}",
-            if what == "bssplit" { "4k/50:64k/50" } else { "4k-64k" }
+            if what == "bssplit" {
+                "4k/50:64k/50"
+            } else {
+                "4k-64k"
+            }
         ))
     })?;
-    u32::try_from(n)
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| usage(format!("--{what}={whole}: '{v}' is out of range: use 1 to 4G")))
+    u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+        usage(format!(
+            "--{what}={whole}: '{v}' is out of range: use 1 to 4G"
+        ))
+    })
 }
 
 /// fio's `bsrange=MIN-MAX` (or `MIN:MAX`).
@@ -761,7 +768,7 @@ fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
             "--{what}={v}: the percentages must add up to 100 (entries without one share the rest)"
         )));
     }
-    let share = if open > 0 { (100 - given) / open } else { 0 };
+    let share = (100 - given).checked_div(open).unwrap_or(0);
     let mut split: Vec<(u32, u32)> = entries
         .into_iter()
         .map(|(b, p)| (b, p.unwrap_or(share)))
@@ -785,19 +792,26 @@ fn parse_distribution(v: &str) -> Result<Option<pollwise::pattern::Distribution>
     };
     let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
     let num = |i: usize| -> Result<Option<f64>> {
-        match rest.split(':').nth(i).map(str::trim).filter(|x| !x.is_empty()) {
+        match rest
+            .split(':')
+            .nth(i)
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+        {
             None => Ok(None),
             Some(x) => x.parse::<f64>().map(Some).map_err(|_| bad("not a number")),
         }
     };
     if !kind.starts_with("zoned") && num(1)?.is_some() {
-        return Err(bad("a center (the third part) is not implemented by pollwise"));
+        return Err(bad(
+            "a center (the third part) is not implemented by pollwise",
+        ));
     }
     Ok(Some(match kind.trim() {
         "random" => return Ok(None),
         "zipf" => {
             let theta = num(0)?.ok_or_else(|| bad("zipf needs its exponent"))?;
-            if !(theta > 0.0) || theta == 1.0 {
+            if theta.is_nan() || theta <= 0.0 || theta == 1.0 {
                 return Err(bad("zipf's exponent is above 0 and not 1"));
             }
             D::Zipf { theta }

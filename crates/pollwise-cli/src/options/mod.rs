@@ -183,7 +183,10 @@ impl Opts {
                             o => format!(" at {o}"),
                         },
                         why_not(&s.key).map_or_else(
-                            || format!("remove it or see `{} --help` for what pollwise implements", cmd.invocation()),
+                            || format!(
+                                "remove it or see `{} --help` for what pollwise implements",
+                                cmd.invocation()
+                            ),
                             String::from
                         )
                     )));
