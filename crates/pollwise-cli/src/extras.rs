@@ -81,6 +81,8 @@ pub struct JobExtras {
     pub distribution: Option<pollwise::pattern::Distribution>,
     /// `exitall` (with `exitall_on_error`): what this job's end stops, if anything.
     pub exit: Option<ExitAll>,
+    /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
+    pub zones: Option<(u64, u64, u64)>,
     /// `number_ios`: at most this many requests per thread.
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
@@ -276,6 +278,7 @@ impl JobExtras {
         engine.set_seq_add(self.seq_add);
         engine.set_random_every(self.random_every);
         engine.set_distribution(self.distribution.clone());
+        engine.set_zones(self.zones)?;
         engine.set_content(Some(self.content.clone()));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());

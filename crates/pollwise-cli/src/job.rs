@@ -1275,7 +1275,7 @@ fn job_thread(
                 };
                 // Counted from now: the ramp's requests do not count (fio resets them too).
                 // Requests of several sizes stop on their bytes.
-                let n = if spec.extra.varies() {
+                let n = if spec.extra.varies() || spec.extra.zones.is_some() {
                     engine.set_byte_limit(Some(io_size));
                     u64::MAX
                 } else {

@@ -152,6 +152,25 @@ fn rw_modifiers_skip_holes_and_go_backwards() {
 }
 
 #[test]
+fn strided_zones_do_zonesize_bytes_then_skip() {
+    let d = tempdir();
+    json_in(
+        d.path(),
+        &with(
+            NULL_LOGGED,
+            &["--rw=read", "--size=64k", "--zonemode=strided", "--zonesize=8k", "--zoneskip=8k"],
+        ),
+    );
+    let offs: Vec<u64> = logged(d.path()).iter().map(|x| x.0 >> 10).collect();
+    // Two blocks a zone, a zone's worth skipped between; the skips count toward the size.
+    assert_eq!(&offs[..8], &[0, 4, 16, 20, 32, 36, 48, 52], "{offs:?}");
+    assert!(offs.len() < 16, "{offs:?}");
+    let (code, _, err) = run_in(d.path(), &with(NULL_LOGGED, &["--zonemode=zbd"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("zbd"), "{err}");
+}
+
+#[test]
 fn distributions_skew_the_offsets() {
     let d = tempdir();
     json_in(

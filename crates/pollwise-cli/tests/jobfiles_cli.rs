@@ -66,11 +66,11 @@ fn a_job_file_runs_every_job_with_globals_comments_includes_and_env() {
 #[test]
 fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
     let (_d, job) = temp_file("j.fio");
-    std::fs::write(&job, "[global]\nioengine=sim\n\n[a]\nzonemode=strided\n").unwrap();
+    std::fs::write(&job, "[global]\nioengine=sim\n\n[a]\nio_submit_mode=offload\n").unwrap();
     let j = job.to_str().unwrap();
     usage_error(
         &["run", j],
-        &["zonemode", &format!("{j}:5"), "not implemented by pollwise"],
+        &["io_submit_mode", &format!("{j}:5"), "not implemented by pollwise"],
     );
     for (opt, line) in [
         ("ratemin", "ratemin=1024"),
@@ -97,8 +97,8 @@ fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
     assert_eq!(code, 0, "{err}");
     // On the command line too, and a typo is still a typo.
     usage_error(
-        &["run", "--ioengine=sim", "--zonemode=strided"],
-        &["zonemode", "not implemented by pollwise"],
+        &["run", "--ioengine=sim", "--io_submit_mode=offload"],
+        &["io_submit_mode", "not implemented by pollwise"],
     );
     usage_error(&["run", "--iodpth=2"], &["did you mean `--iodepth`"]);
     std::fs::write(&job, "[a]\nbs=4k\n[b]\niodepth=0\n").unwrap();

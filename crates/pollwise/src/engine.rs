@@ -512,7 +512,7 @@ impl Engine {
                 }
             }
         };
-        let (base, len) = self.region();
+        let (base, len) = self.zone();
         let d = dir_index(dir);
         // fio's `rw=randread:N`: a new random offset every N requests, sequential between.
         let random = self.cfg.rw.random() && self.extra.rand_left == 0;
@@ -561,7 +561,31 @@ impl Engine {
             next as u64
         };
         self.extra.bytes_pushed += n;
+        if let Some(z) = self.extra.zones.as_mut() {
+            z.done += n;
+        }
         (dir, base + off, n as u32)
+    }
+
+    /// The range the next request falls in: the region, or with strided zones the current
+    /// zone (moving to the next once the zone's bytes are done, wrapping at the region's end).
+    fn zone(&mut self) -> (u64, u64) {
+        let (base, len) = self.region();
+        let Some(z) = self.extra.zones.as_mut() else {
+            return (base, len);
+        };
+        if z.done >= z.size {
+            z.done = 0;
+            z.start += z.range + z.skip;
+            // As fio's io_skip_bytes: the bytes skipped count toward the job's size.
+            self.extra.bytes_pushed += z.skip;
+            if z.start >= len {
+                z.start = 0;
+            }
+            self.extra.seq_pos = [0; 2];
+        }
+        let zone_len = z.range.min(len - z.start);
+        (base + z.start, zone_len)
     }
 
     /// A block of `0..blocks` from the job's random distribution, if it has one.
@@ -1332,6 +1356,8 @@ struct Extras {
     rand_left: u64,
     /// fio's `blockalign`: random offsets are multiples of it (default: the block size).
     align: Option<u64>,
+    /// fio's strided zones.
+    zones: Option<Zones>,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
@@ -1350,6 +1376,18 @@ struct Extras {
     byte_limit: Option<u64>,
     /// The random map's order of the region's blocks, made at the first random request.
     order: Option<BlockOrder>,
+}
+
+/// fio's strided zones and where the engine is in them (see [`Engine::set_zones`]).
+#[derive(Debug, Clone)]
+struct Zones {
+    range: u64,
+    size: u64,
+    skip: u64,
+    /// The current zone's start, in bytes into the region.
+    start: u64,
+    /// Bytes done in the current zone.
+    done: u64,
 }
 
 fn dir_index(d: Dir) -> usize {
@@ -1428,6 +1466,29 @@ impl Engine {
         self.extra.content = content;
         self.extra.content_held.clear();
         self.extra.content_rng = Some(Rng::new(self.cfg.seed ^ 0x6A09_E667_F3BC_C908));
+    }
+
+    /// fio's `zonemode=strided`: requests fall in a zone of `range` bytes until `size` bytes
+    /// were done in it, then in the next zone, `range + skip` bytes further (wrapping at the
+    /// region's end). `None`: the region is one range.
+    pub fn set_zones(&mut self, zones: Option<(u64, u64, u64)>) -> Result<()> {
+        self.extra.zones = match zones {
+            None => None,
+            Some((range, size, skip)) => {
+                if range == 0 || size == 0 {
+                    return Err(Error::config("zonesize", "must be greater than 0"));
+                }
+                Some(Zones {
+                    range,
+                    size,
+                    skip,
+                    start: 0,
+                    done: 0,
+                })
+            }
+        };
+        self.extra.seq_pos = [0; 2];
+        Ok(())
     }
 
     /// fio's `random_distribution`: random offsets follow `dist` (`None`: uniform, with the

@@ -385,6 +385,7 @@ impl Opts {
         self.take_block_sizes(s)?;
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
+        self.take_zones(s)?;
         let (exitall, on_error) = (
             self.take_bool("exitall")?.unwrap_or(false),
             self.take_bool("exitall_on_error")?.unwrap_or(false),
@@ -439,6 +440,27 @@ impl Opts {
             s.seed = clock_seed();
         }
         self.take_files(s)
+    }
+
+    /// fio's `zonemode=strided` and its sizes.
+    fn take_zones(&mut self, s: &mut JobSpec) -> Result<()> {
+        let mode = self.take_str("zonemode")?;
+        let range = self.take_size("zonerange")?;
+        let size = self.take_size("zonesize")?;
+        let skip = self.take_size("zoneskip")?.unwrap_or(0);
+        match mode.as_deref() {
+            None | Some("none") => Ok(()),
+            Some("zbd") => Err(usage(
+                "--zonemode=zbd (a zoned block device's zones, written in order) is not implemented by pollwise: it does I/O on a file or device as one range; use zonemode=strided or drop it".into(),
+            )),
+            _ => {
+                let size = size.ok_or_else(|| {
+                    usage("--zonemode=strided needs --zonesize: the bytes of I/O in each zone".into())
+                })?;
+                s.extra.zones = Some((range.unwrap_or(size), size, skip));
+                Ok(())
+            }
+        }
     }
 
     /// fio's buffer options: what writes write.

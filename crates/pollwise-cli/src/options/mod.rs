@@ -99,7 +99,7 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
 /// for the rest (the message then points to the help).
 fn why_not(key: &str) -> Option<&'static str> {
     const WHY: &[(&[&str], &str)] = &[
-        (&["zonemode", "zonesize", "zoneskip", "zonerange", "max_open_zones", "read_beyond_wp"], "pollwise does I/O on a file or device as one range, without fio's zones; drop the zone options (or use offset and size for one zone)"),
+        (&["max_open_zones", "read_beyond_wp", "zone_reset_threshold", "zone_reset_frequency", "job_max_open_zones", "ignore_zone_limits"], "pollwise has fio's strided zones but not a zoned block device's (zonemode=zbd); drop the zbd options"),
         (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
         (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
         (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
