@@ -218,14 +218,14 @@ pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, Str
 /// fio's `--readonly`: refuses, before anything runs, a job that writes (whatever its engine,
 /// as fio) or whose file would be created or extended to its size.
 pub fn check_readonly(specs: &[JobSpec]) -> Result<()> {
+    if let Some(s) = specs.iter().find(|s| s.rw.writes()) {
+        return Err(Error::Usage(format!(
+            "--readonly: job {} writes (rw={}): drop --readonly or use --rw=read or --rw=randread",
+            crate::error::shown(&s.name),
+            s.rw.name()
+        )));
+    }
     for s in specs {
-        if s.rw.writes() {
-            return Err(Error::Usage(format!(
-                "--readonly: job {} writes (rw={}): drop --readonly or use --rw=read or --rw=randread",
-                crate::error::shown(&s.name),
-                s.rw.name()
-            )));
-        }
         if s.ioengine != IoEngine::IoUring {
             continue;
         }

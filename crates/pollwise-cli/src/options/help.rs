@@ -136,7 +136,17 @@ pub fn cmdhelp(what: &str, cmd: Option<&CommandSpec>) -> Result<String> {
         }
         return Ok(h);
     }
-    let o = lookup(what).ok_or_else(|| Error::Usage(unknown_option(what, cmd)))?;
+    // Any name the option table knows, canonical or alias, dashes or underscores (the lookup
+    // the command line uses).
+    let Some(o) = lookup(what) else {
+        if super::jobfile::is_fio_option(what) {
+            return Err(Error::Usage(format!(
+                "fio's option --{} is not implemented by pollwise: see `pollwise run --help` for what pollwise implements",
+                crate::error::shown(what)
+            )));
+        }
+        return Err(Error::Usage(unknown_option(what, cmd)));
+    };
     let mut h = String::new();
     let _ = writeln!(h, "name: {}", o.name);
     let alias = if o.aliases.is_empty() {
@@ -207,6 +217,26 @@ mod tests {
         assert_eq!(all.lines().count(), OPTIONS.len());
         let e = cmdhelp("iodpth", None).unwrap_err().to_string();
         assert!(e.contains("did you mean `--iodepth`"), "{e}");
+    }
+
+    #[test]
+    fn cmdhelp_resolves_every_alias() {
+        for o in OPTIONS {
+            for a in o.aliases {
+                for spelled in [a.to_string(), a.replace('_', "-")] {
+                    let h = cmdhelp(&spelled, None).unwrap();
+                    assert!(
+                        h.starts_with(&format!("name: {}\n", o.name)),
+                        "{spelled}: {h}"
+                    );
+                }
+            }
+        }
+        let e = cmdhelp("exec_prerun", None).unwrap_err().to_string();
+        assert!(
+            e.contains("fio's option --exec_prerun is not implemented"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -350,7 +350,10 @@ pub const OPTIONS: &[Opt] = &[
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
-    opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+    with_aliases(
+        opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+        &["blocksize"],
+    ),
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
