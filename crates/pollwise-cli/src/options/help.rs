@@ -21,10 +21,11 @@ pub fn general() -> String {
         let _ = writeln!(h, "  {} [options]\n      {}", c.invocation(), c.about);
     }
     h.push_str("  pollwise scenario NAME [options]\n      Reproduces a seed's experiment (NAME: see below).\n");
+    h.push_str("  pollwise [options] JOBFILE... | pollwise --option=value ...\n      fio's command line: `pollwise run` without the word run.\n");
     h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n\n");
     let _ = writeln!(h, "{SYNTAX}.");
     h.push_str(
-        "pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.\n\n",
+        "pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.\nStarted under the name fio (a link called fio), it takes fio's command line with fio's\ndefaults (read, buffered) and says fio-3.33 to --version.\n\n",
     );
     let _ = writeln!(
         h,
