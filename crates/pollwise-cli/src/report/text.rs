@@ -149,10 +149,9 @@ pub fn group_runs(jobs: &[Value]) -> Vec<GroupRun> {
     }
     for g in &mut groups {
         for i in 0..2 {
-            if g.max_run[i] > 0 {
-                g.agg[i] = g.iobytes[i].saturating_mul(1000) / g.max_run[i];
-            } else {
-                g.min_bw[i] = 0;
+            match g.iobytes[i].saturating_mul(1000).checked_div(g.max_run[i]) {
+                Some(agg) => g.agg[i] = agg,
+                None => g.min_bw[i] = 0,
             }
         }
     }
