@@ -276,7 +276,8 @@ impl Live {
         )
     }
 
-    /// The time left in the run now (see [`Live::line`]'s `eta`).
+    /// The time left in the run now: the group running now (its slowest thread) and every
+    /// later group's full span, as the ETA line says.
     pub fn time_left(&self) -> Duration {
         let threads = self.threads();
         self.eta(&threads, self.start.elapsed())
