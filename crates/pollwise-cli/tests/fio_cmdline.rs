@@ -318,6 +318,21 @@ fn status_interval_reports_go_to_the_output_file() {
         1,
         "the final one last: {text}"
     );
+    // A pipe is written on, not rewritten: each report once.
+    let (code, out, err) = pollwise(&[
+        "run",
+        "--name=j",
+        &f,
+        "--size=4M",
+        "--runtime=2500ms",
+        "--time_based",
+        "--status-interval=1",
+        "--output=/dev/stdout",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("Starting 1 thread").count(), 1, "{out}");
+    assert_eq!(out.matches("\nfacts: ").count(), 1, "{out}");
+    assert!(out.matches("Run status group 0").count() >= 2, "{out}");
     // JSON: one document per report; the last, 3.5 s in, says eta 0 as fio's.
     let (code, _, err) = pollwise(&[
         "run",

@@ -43,12 +43,16 @@ pub struct Output {
 
 /// What `run` adds to an [`Output`]: the terse lines and what `--output`'s file holds before the
 /// report (fio's lines before the run and the interim reports of `--status-interval`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct RunExtras {
     /// fio's terse lines, one a job.
     pub terse: String,
     /// Written ahead of the report in `--output`'s file (already printed when there is none).
     pub head: String,
+    /// `--output` when it is a pipe or a terminal the interim reports were streamed to: the
+    /// report goes on after them, through the same open file (a FIFO's reader would see the
+    /// end of its input were it closed).
+    pub stream: Option<std::fs::File>,
 }
 
 /// fio's `--output-format`.
@@ -274,6 +278,17 @@ impl ReportOpts {
             None => {
                 print!("{s}");
                 Ok(())
+            }
+            Some(p) if extras.stream.is_some() => {
+                use std::io::Write as _;
+                let mut f = extras.stream.as_ref().expect("checked");
+                f.write_all(s.as_bytes()).map_err(|e| {
+                    Error::Io(format!(
+                        "cannot write --output={}: {}",
+                        crate::error::shown(&p.display().to_string()),
+                        crate::errno::plain(&e)
+                    ))
+                })
             }
             Some(p) => {
                 let whole = format!("{}{s}", extras.head);
@@ -524,14 +539,36 @@ fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
 }
 
 /// Where interim reports go: standard output, or `--output`'s file, which then holds what was
-/// written so far (rewritten whole each time, so it is never half-written).
+/// written so far (rewritten whole each time, so it is never half-written; a pipe or a terminal
+/// is written on, through one open file).
 struct Interim {
     output: Option<PathBuf>,
+    special: bool,
     written: std::sync::Mutex<String>,
+    stream: std::sync::Mutex<Option<std::fs::File>>,
     failed: std::sync::Mutex<Option<Error>>,
 }
 
 impl Interim {
+    fn new(output: Option<PathBuf>) -> Interim {
+        let special = output
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .is_some_and(|m| !m.is_file());
+        Interim {
+            output,
+            special,
+            written: Default::default(),
+            stream: Default::default(),
+            failed: Default::default(),
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert(e);
+    }
+
     /// Prints `text` now, or keeps it for the head of `--output`'s file (written with the next
     /// report).
     fn lead(&self, text: &str) {
@@ -551,14 +588,33 @@ impl Interim {
             let _ = out.flush();
             return;
         };
+        if self.special {
+            let mut st = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+            if st.is_none() {
+                match crate::outfile::create_stream("--output", path) {
+                    Ok(f) => *st = Some(f),
+                    Err(e) => return self.fail(e),
+                }
+            }
+            if let Some(f) = st.as_mut() {
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    self.fail(Error::Io(format!(
+                        "cannot write --output={}: {}",
+                        crate::error::shown(&path.display().to_string()),
+                        crate::errno::plain(&e)
+                    )));
+                }
+            }
+            return;
+        }
         let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
         w.push_str(text);
         if !write {
             return;
         }
         if let Err(e) = crate::outfile::write_whole("--output", path, w.as_bytes()) {
-            let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-            f.get_or_insert(e);
+            drop(w);
+            self.fail(e);
         }
     }
 }
@@ -644,11 +700,7 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
-    let interim = Arc::new(Interim {
-        output: ro.output.clone(),
-        written: Default::default(),
-        failed: Default::default(),
-    });
+    let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the
     // JSON when both are asked for).
     if ro.has(OutputFormat::Normal) {
@@ -716,7 +768,19 @@ pub fn run_and_report(
     let (mut out, terse) = render_jobs(&specs, &stats, given, ro, wall, disk_util, 0);
     add_facts(&mut out, &facts);
     let head = std::mem::take(&mut *interim.written.lock().unwrap_or_else(|p| p.into_inner()));
-    Ok((out, RunExtras { terse, head }))
+    let stream = interim
+        .stream
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    Ok((
+        out,
+        RunExtras {
+            terse,
+            head,
+            stream,
+        },
+    ))
 }
 
 /// A job's threads as reported: merged under `group_reporting` (or with one thread, or with
