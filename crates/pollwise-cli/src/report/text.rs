@@ -392,13 +392,24 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
     if !moved {
         return t;
     }
+    let err = j["error"].as_i64().unwrap_or(0);
+    // fio names the error after its number: `err= 5 (... error=Input/output error)`.
+    let why = i32::try_from(err)
+        .ok()
+        .filter(|e| *e != 0)
+        .map(|e| {
+            format!(
+                " (error={})",
+                crate::errno::plain(&std::io::Error::from_raw_os_error(e))
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         t,
-        "{}: (groupid={}, jobs={}): err={:2}: pid={}: {}",
+        "{}: (groupid={}, jobs={}): err={err:2}{why}: pid={}: {}",
         j["jobname"].as_str().unwrap_or(""),
         u(j, "groupid"),
         head.members,
-        j["error"].as_i64().unwrap_or(0),
         head.pid,
         head.date
     );
@@ -461,6 +472,25 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
         u(w, "drop_ios"),
         u(tr, "drop_ios")
     );
+    // fio's line when the job goes on past errors (`continue_on_error`), errors or none.
+    let coe = j["job options"]["continue_on_error"].as_str();
+    if coe.is_some_and(|c| !matches!(c, "none" | "0")) {
+        let from = |k: &str| {
+            j.get(k)
+                .or_else(|| j["pollwise"]["faults"].get(k))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        let first = from("first_error");
+        let text = i32::try_from(first)
+            .map(|e| crate::errno::plain(&std::io::Error::from_raw_os_error(e)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            t,
+            "     errors    : total={}, first_error={first}/<{text}>",
+            from("total_err")
+        );
+    }
     if u(j, "latency_depth") > 0 {
         let _ = writeln!(
             t,
@@ -714,6 +744,34 @@ mod tests {
             t,
             "    clat (nsec): min=120, max=9909.3k, avg=51723.81, stdev=312766.47\n     lat (usec): min=40, max=9923, avg=66.38, stdev=313.45\n"
         );
+    }
+
+    #[test]
+    fn errors_gone_past_are_fios_lines() {
+        let j = json!({
+            "jobname": "j", "groupid": 0, "error": 5,
+            "job options": {"continue_on_error": "io"},
+            "read": {"io_bytes": 4096, "total_ios": 1, "runtime": 1},
+            "pollwise": {"faults": {"total_err": 3, "first_error": 5}},
+        });
+        let head = JobHead {
+            members: 1,
+            pid: 7,
+            description: None,
+            date: "Tue Nov 24 14:43:48 2026",
+        };
+        let b = job_block(&j, &head, &GroupRun::default());
+        assert!(
+            b.starts_with("j: (groupid=0, jobs=1): err= 5 (error=Input/output error): pid=7: Tue Nov 24 14:43:48 2026\n"),
+            "{b}"
+        );
+        assert!(
+            b.contains("\n     errors    : total=3, first_error=5/<Input/output error>\n"),
+            "{b}"
+        );
+        let mut quiet = j.clone();
+        quiet["job options"] = json!({});
+        assert!(!job_block(&quiet, &head, &GroupRun::default()).contains("errors    :"));
     }
 
     #[test]
