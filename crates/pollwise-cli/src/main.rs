@@ -126,6 +126,7 @@ fn help_topic(topic: &[String]) -> Result<String> {
     match words.as_slice() {
         [] => Ok(help::general()),
         ["scenario"] | ["scenarios"] => Ok(help::scenarios_help()),
+        ["exec"] => Ok(pollwise_cli::exec::HELP.to_string()),
         ["scenario", name] => match spec(name).filter(|c| c.scenario) {
             Some(c) => Ok(help::command_help(c)),
             None => Err(unknown_scenario(name)),
@@ -296,7 +297,7 @@ fn real_main(args: &[String], name: Name, after: &mut Option<Error>) -> Result<O
         other if is_fio_style(other) => return run_command(run, args, name),
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{}' (and no job file of that name): use advise, calibrate, compare, run, plot, scenario or help, or give a job file",
+                "unknown command '{}' (and no job file of that name): use advise, calibrate, compare, run, plot, scenario, exec or help, or give a job file",
                 pollwise_cli::error::shown(other)
             )))
         }
@@ -358,6 +359,29 @@ fn run_command(run: &'static CommandSpec, rest: &[String], name: Name) -> Result
     }
 }
 
+/// `pollwise exec`: runs the command under the preload library; exits with its status.
+fn exec_main(words: &[String]) -> ExitCode {
+    use pollwise_cli::exec;
+    let r = exec::parse(words).and_then(|a| match a {
+        None => Ok((0, exec::HELP.to_string(), true)),
+        Some(a) => exec::run(&a).map(|(code, text)| (code, text, false)),
+    });
+    match r {
+        Ok((code, text, help)) => {
+            if help {
+                let _ = emit_report(&text);
+            } else {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
 /// Help or a version line, printed as a report (so a closed pipe or a full disk is handled
 /// the same way).
 fn text_only(t: &str) -> Report {
@@ -414,10 +438,11 @@ fn main() -> ExitCode {
     };
     // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
+    // exec waits for its command to end, whatever signal comes first.
     signals::set_graceful(
         name == Name::Fio
             || match args.first().map(String::as_str) {
-                Some("run" | "compare" | "advise") => true,
+                Some("run" | "compare" | "advise" | "exec") => true,
                 Some(w) => is_fio_style(w) && !matches!(w, "--help" | "--version"),
                 None => false,
             },
@@ -429,6 +454,9 @@ fn main() -> ExitCode {
             pollwise_cli::errno::explain(&e, pollwise_cli::errno::Op::Other)
         );
         return ExitCode::from(1);
+    }
+    if name == Name::Pollwise && args.first().map(String::as_str) == Some("exec") {
+        return exec_main(&args[1..]);
     }
     let mut after = None;
     let result = real_main(&args, name, &mut after);
