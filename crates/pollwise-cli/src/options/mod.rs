@@ -88,7 +88,14 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
             s.given
         )),
         "rw" if matches!(v, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it reads and writes",
+            "fio's --{}={v} is not implemented by pollwise: it reads and writes; trims (discards) are not implemented",
+            s.given
+        )),
+        "verify" if matches!(
+            v,
+            "md5" | "crc64" | "crc32" | "crc16" | "crc7" | "sha1" | "sha256" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "xxhash" | "meta" | "pattern" | "crc32c-arm64" | "null"
+        ) => Some(format!(
+            "fio's --{}={v} is not implemented by pollwise: it verifies every block a job wrote with a crc32c header (verify=crc32c); fio's other checksums are not implemented",
             s.given
         )),
         _ => None,
@@ -198,7 +205,14 @@ impl Opts {
                 )));
             };
             if let Some(why) = cmd.refusal(opt, &s.given) {
-                let why = crate::error::shown_in(why, &[&s.given]);
+                // fio's option of the same name means something else here: say fio's reason.
+                let why = match why_not(&s.key) {
+                    Some(fio) => format!(
+                        "fio's option '{}' is not implemented by pollwise: {fio}",
+                        crate::error::shown(&s.given)
+                    ),
+                    None => crate::error::shown_in(why, &[&s.given]),
+                };
                 return Err(usage(format!("{why}{}", from(&s.origin))));
             }
             if overridden(idx) {
