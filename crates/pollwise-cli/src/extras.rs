@@ -83,6 +83,10 @@ pub struct JobExtras {
     pub exit: Option<ExitAll>,
     /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
     pub zones: Option<(u64, u64, u64)>,
+    /// fio's checksum besides the crc32c header, and `verify_interval`.
+    pub verify_mode: pollwise::digest::Verify,
+    /// `do_verify=0`: write the verify headers, read nothing back.
+    pub skip_verify: bool,
     /// `number_ios`: at most this many requests per thread.
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
@@ -279,6 +283,7 @@ impl JobExtras {
         engine.set_random_every(self.random_every);
         engine.set_distribution(self.distribution.clone());
         engine.set_zones(self.zones)?;
+        engine.set_verify_mode(self.verify_mode)?;
         engine.set_content(Some(self.content.clone()));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());

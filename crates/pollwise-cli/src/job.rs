@@ -24,7 +24,6 @@ use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::sys::limits;
-use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
@@ -326,10 +325,10 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--fixedbufs registers one buffer per --iodepth slot, and the kernel registers at most {MAX_FIXED_BUFFERS} buffers per ring: use --iodepth={MAX_FIXED_BUFFERS} or less, or run without --fixedbufs"
         ));
     }
-    if spec.verify && (spec.bs as usize) < verify::HEADER {
+    if spec.verify && (spec.bs as usize) < spec.extra.verify_mode.min_block() {
         return u(format!(
             "--verify needs --bs of at least {} bytes",
-            verify::HEADER
+            spec.extra.verify_mode.min_block()
         ));
     }
     let buffers = spec.bs as u128 * spec.iodepth as u128 * spec.numjobs as u128;
@@ -1362,7 +1361,8 @@ fn job_thread(
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
     // An interrupted run exits promptly: reading everything back could take long.
-    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
+    if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && !crate::signals::interrupted()
+    {
         if let Some(t) = live {
             t.set(State::Verify);
         }

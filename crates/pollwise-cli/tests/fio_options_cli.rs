@@ -330,3 +330,42 @@ fn writes_write_the_buffer_options() {
     );
     assert!(bytes.iter().filter(|&&b| b == 0).count() < bytes.len() / 16);
 }
+
+#[test]
+fn fios_verify_checksums_catch_a_flipped_byte() {
+    let d = tempdir();
+    let f = d.path().join("v.dat");
+    let name = format!("--filename={}", f.display());
+    for algo in ["md5", "crc32", "sha1", "sha256", "xxhash", "meta"] {
+        let v = format!("--verify={algo}");
+        // Written and read back (do_verify, the default), in 512-byte intervals.
+        json_in(
+            d.path(),
+            &["run", &name, "--rw=randwrite", "--size=256k", &v, "--verify_interval=512", "--output-format=json"],
+        );
+        // A later read job checks what is there; one flipped byte fails it.
+        json_in(
+            d.path(),
+            &["run", &name, "--rw=read", "--size=256k", &v, "--verify_interval=512", "--output-format=json"],
+        );
+        let mut bytes = std::fs::read(&f).unwrap();
+        bytes[100 * 1024 + 300] ^= 0x40;
+        std::fs::write(&f, &bytes).unwrap();
+        let (code, _, err) = run_in(
+            d.path(),
+            &["run", &name, "--rw=read", "--size=256k", &v, "--verify_interval=512"],
+        );
+        assert_ne!(code, 0, "{algo}: a flipped byte passed");
+        assert!(err.contains("verify"), "{algo}: {err}");
+        std::fs::remove_file(&f).unwrap();
+    }
+    // do_verify=0 writes the headers and reads nothing back; a read job then checks them.
+    json_in(
+        d.path(),
+        &["run", &name, "--rw=write", "--size=64k", "--verify=md5", "--do_verify=0", "--output-format=json"],
+    );
+    json_in(
+        d.path(),
+        &["run", &name, "--rw=read", "--size=64k", "--verify=md5", "--output-format=json"],
+    );
+}

@@ -674,6 +674,7 @@ impl Engine {
             issued_ns: None,
         };
         let (verify, seed) = (self.cfg.verify, self.cfg.seed);
+        let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
         let h = slab
             .alloc(meta)
@@ -682,7 +683,7 @@ impl Engine {
             let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
             // The slot may be longer than this request (bs=R,W): the header names `len`.
             let n = (len as usize).min(buf.len());
-            verify::fill(&mut buf[..n], offset, seed);
+            vmode.fill(&mut buf[..n], offset, seed);
         }
         if !verify {
             self.fill_content(h, dir, offset, len)?;
@@ -820,8 +821,10 @@ impl Engine {
             errs,
             bound,
             cancelled,
+            extra,
             ..
         } = self;
+        let vmode = extra.verify;
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -866,7 +869,7 @@ impl Engine {
                                 .unwrap_or(false))
                     {
                         let n = (meta.len as usize).min(buf.len());
-                        verify::check(&buf[..n], meta.offset).map_err(verify_error)?;
+                        vmode.check(&buf[..n], meta.offset).map_err(verify_error)?;
                     }
                     &mut *read
                 }
@@ -1358,6 +1361,9 @@ struct Extras {
     align: Option<u64>,
     /// fio's strided zones.
     zones: Option<Zones>,
+    /// How verified requests are checked besides the crc32c header (fio's checksums and
+    /// `verify_interval`).
+    verify: crate::digest::Verify,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
@@ -1466,6 +1472,24 @@ impl Engine {
         self.extra.content = content;
         self.extra.content_held.clear();
         self.extra.content_rng = Some(Rng::new(self.cfg.seed ^ 0x6A09_E667_F3BC_C908));
+    }
+
+    /// How verified requests are written and checked: fio's checksum besides the crc32c header
+    /// and its `verify_interval` (see [`crate::digest`]). Every verified block must hold a
+    /// header and the checksum.
+    pub fn set_verify_mode(&mut self, v: crate::digest::Verify) -> Result<()> {
+        let smallest = v.interval.map_or(self.cfg.bs, |i| i.min(self.cfg.bs));
+        if self.cfg.verify && (smallest as usize) < v.min_block() {
+            return Err(Error::config(
+                "verify_interval",
+                format!(
+                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
+                    v.min_block()
+                ),
+            ));
+        }
+        self.extra.verify = v;
+        Ok(())
     }
 
     /// fio's `zonemode=strided`: requests fall in a zone of `range` bytes until `size` bytes

@@ -96,6 +96,7 @@ macro_rules! counter_ops {
 
 pub mod clock;
 pub mod content;
+pub mod digest;
 pub mod engine;
 mod error;
 pub mod pattern;

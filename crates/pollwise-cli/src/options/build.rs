@@ -279,13 +279,19 @@ impl Opts {
         }
         if let Some(v) = self.take_str("verify")? {
             s.verify = match v.as_str() {
-                "crc32c" | "crc32c-intel" => true,
+                "crc32c" | "crc32c-intel" | "meta" => true,
                 "0" | "none" => false,
-                _ => {
-                    return Err(usage(format!(
-                        "--verify={v} is not supported: use --verify=crc32c"
-                    )))
-                }
+                other => match pollwise::digest::Digest::from_name(other) {
+                    Some(d) => {
+                        s.extra.verify_mode.digest = Some(d);
+                        true
+                    }
+                    None => {
+                        return Err(usage(format!(
+                            "--verify={v} is not supported: use --verify=crc32c"
+                        )))
+                    }
+                },
             };
         }
         store! { self:
@@ -386,6 +392,17 @@ impl Opts {
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
         self.take_zones(s)?;
+        if self.take_bool("do_verify")? == Some(false) {
+            s.extra.skip_verify = true;
+        }
+        if let Some(v) = self.take_size("verify_interval")? {
+            s.extra.verify_mode.interval = u32::try_from(v).ok();
+        }
+        // Stopping at the first bad block is pollwise's way already; it names bad blocks in its
+        // report rather than dumping them; it reads back every block written either way.
+        self.take_bool("verify_fatal")?;
+        self.take_bool("verify_dump")?;
+        self.take_bool("experimental_verify")?;
         let (exitall, on_error) = (
             self.take_bool("exitall")?.unwrap_or(false),
             self.take_bool("exitall_on_error")?.unwrap_or(false),

@@ -93,9 +93,9 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
         )),
         "verify" if matches!(
             v,
-            "md5" | "crc64" | "crc32" | "crc16" | "crc7" | "sha1" | "sha256" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "xxhash" | "meta" | "pattern" | "crc32c-arm64" | "null"
+            "crc64" | "crc16" | "crc7" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "pattern" | "crc32c-arm64" | "null"
         ) => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it verifies every block a job wrote with a crc32c header (verify=crc32c); fio's other checksums are not implemented",
+            "fio's --{}={v} is not implemented by pollwise: it verifies with a crc32c header, and also md5, crc32, sha1, sha256 or xxhash",
             s.given
         )),
         _ => None,
@@ -110,7 +110,7 @@ fn why_not(key: &str) -> Option<&'static str> {
         (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
         (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
         (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
-        (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_interval", "verify_offset", "verify_dump", "verify_fatal", "verify_only", "do_verify", "experimental_verify", "verify_pattern"], "pollwise verifies every block a job wrote once the job is done (verify=crc32c); the other verify options are not implemented"),
+        (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only", "verify_pattern"], "pollwise reads back and checks every block a job wrote once the job is done (do_verify), not while it runs; verify_backlog, verify_async, verify_offset, verify_only and verify_pattern are not implemented"),
         (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),
         (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
         (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
