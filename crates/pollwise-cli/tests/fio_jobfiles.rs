@@ -80,6 +80,8 @@ enum Outcome {
     Refused(String),
     /// Refused, but without the file and line, or not with exit 2: the message.
     BadRefusal(String),
+    /// Failed running, as fio fails on it: pollwise's message.
+    FailsAsFio(String),
     /// Run, with another meaning: what differs.
     Differs(String),
 }
@@ -90,6 +92,7 @@ impl Outcome {
             Outcome::Same(_) => "runs",
             Outcome::Refused(_) => "refused",
             Outcome::BadRefusal(_) => "FAILS",
+            Outcome::FailsAsFio(_) => "fails (as fio)",
             Outcome::Differs(_) => "DIFFERS",
         }
     }
@@ -98,6 +101,7 @@ impl Outcome {
             Outcome::Same(s)
             | Outcome::Refused(s)
             | Outcome::BadRefusal(s)
+            | Outcome::FailsAsFio(s)
             | Outcome::Differs(s) => s,
         }
     }
@@ -291,6 +295,9 @@ fn outcome_of(name: &str, all: &Value) -> Outcome {
     if code == 2 && cites && err.lines().count() == 1 {
         return Outcome::Refused(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
     }
+    if fio["exit"].as_i64() != Some(0) && code != 0 && err.lines().count() == 1 {
+        return Outcome::FailsAsFio(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
+    }
     Outcome::BadRefusal(format!("exit {code}: {}", err.replace('\n', " / ")))
 }
 
@@ -354,9 +361,10 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `group_reporting` merges a job's entries into the entry before them when it is of the same group (fio's `groupid`, from `stonewall` and `new_group`).\n");
     t.push_str("- `ioengine=null` completes every request as soon as it is reaped, with no file. libaio, the sync family and posixaio are not implemented by name (pollwise measures io_uring); the test maps them to io_uring.\n");
     t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
+    t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Verification with several block sizes, `verify_backlog`, `verify_pattern` and verify state are refused.\n");
     t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n\n");
     t.push_str("## Every file\n\n");
-    t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *DIFFERS* and *FAILS* are bugs.\n\n");
+    t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *DIFFERS* and *FAILS* are bugs.\n\n");
     t.push_str(&format!(
         "fio runs {fio_runs} of the {} files here; {block_files} of those use only engines of block and file I/O (io_uring, libaio, the sync family, posixaio, null). pollwise runs **{block_runs} of those {block_files}** with fio's meaning ({runs} files in all); ",
         outcomes.len()

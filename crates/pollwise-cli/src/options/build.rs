@@ -392,6 +392,14 @@ impl Opts {
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
         self.take_zones(s)?;
+        if s.verify && !s.rw.writes() && s.extra.loops > 1 {
+            return Err(usage(format!(
+                "--loops={} on a reading job with --verify: fio 3.33 reads such a job's file once whatever loops says, and pollwise would read it {} times; drop loops or verify{}",
+                s.extra.loops,
+                s.extra.loops,
+                self.at("loops")
+            )));
+        }
         if self.take_bool("do_verify")? == Some(false) {
             s.extra.skip_verify = true;
         }
@@ -512,6 +520,13 @@ impl Opts {
         let split = self.take_str("bssplit")?;
         if let Some(v) = self.take_sizes("blockalign")? {
             s.extra.align = v.into_iter().flatten().next();
+        }
+        if s.verify && (split.is_some() || range.is_some()) {
+            let which = if split.is_some() { "bssplit" } else { "bsrange" };
+            return Err(usage(format!(
+                "--{which} with --verify is not implemented by pollwise: it verifies blocks of one size; give one bs{}",
+                self.at(which)
+            )));
         }
         // As fio, bssplit wins over bsrange.
         let per_dir = match (&split, &range) {

@@ -256,6 +256,15 @@ impl Opts {
         self.items.iter().any(|i| i.opt.name == name)
     }
 
+    /// Where `name` was given, as messages say it (` (at FILE:LINE)`; empty for the command
+    /// line or when it was not given).
+    pub fn at(&self, name: &str) -> String {
+        self.items
+            .iter()
+            .find(|i| i.opt.name == name)
+            .map_or_else(String::new, |i| from(&i.origin))
+    }
+
     /// Whether `name` was given on the command line (not in a job file).
     pub fn on_command_line(&self, name: &str) -> bool {
         self.items
