@@ -27,12 +27,15 @@
 pub mod channel;
 pub mod deadline;
 pub mod fault;
+pub mod libaio;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 pub mod model;
+pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
 pub mod ring;
 pub mod sim;
+pub mod sync;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod uring;
