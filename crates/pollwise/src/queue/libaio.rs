@@ -213,6 +213,11 @@ impl LibaioQueue {
     }
 }
 
+// SAFETY: the raw buffer pointers of queued operations are only handed to the kernel (or, for
+// null, never used); who may touch the buffers is Queue::push's contract, whichever thread
+// owns the queue.
+unsafe impl Send for LibaioQueue {}
+
 // SAFETY: each operation goes to the kernel once (io_submit takes it or we complete it with the
 // error), and its completion comes from the kernel's event for it, once; the kernel is done with
 // the buffer when it posts the event. Drop's io_destroy waits for whatever is still in flight.

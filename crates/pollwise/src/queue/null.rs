@@ -32,6 +32,11 @@ impl NullQueue {
     }
 }
 
+// SAFETY: the raw buffer pointers of queued operations are only handed to the kernel (or, for
+// null, never used); who may touch the buffers is Queue::push's contract, whichever thread
+// owns the queue.
+unsafe impl Send for NullQueue {}
+
 // SAFETY: a completion is made once, from the one pushed operation, and no buffer is ever touched.
 unsafe impl Queue for NullQueue {
     fn kind(&self) -> &'static str {

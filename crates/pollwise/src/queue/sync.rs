@@ -139,6 +139,11 @@ impl SyncQueue {
     }
 }
 
+// SAFETY: the raw buffer pointers of queued operations are only handed to the kernel (or, for
+// null, never used); who may touch the buffers is Queue::push's contract, whichever thread
+// owns the queue.
+unsafe impl Send for SyncQueue {}
+
 // SAFETY: each pushed operation is done once, in `submit`, and its completion made from its
 // result; the system call has returned, so nothing touches the buffer after it is handed back.
 unsafe impl Queue for SyncQueue {
