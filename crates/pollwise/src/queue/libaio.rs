@@ -213,8 +213,8 @@ impl LibaioQueue {
     }
 }
 
-// SAFETY: the raw buffer pointers of queued operations are only handed to the kernel (or, for
-// null, never used); who may touch the buffers is Queue::push's contract, whichever thread
+// SAFETY: the raw buffer pointers of queued operations are only handed to the kernel;
+// who may touch the buffers is the contract of Queue::push, whichever thread
 // owns the queue.
 unsafe impl Send for LibaioQueue {}
 
