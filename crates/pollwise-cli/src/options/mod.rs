@@ -154,7 +154,7 @@ impl Opts {
     ) -> Result<Opts> {
         let settings: Vec<&cmdline::Setting> = settings.into_iter().collect();
         // Only the value that is used is checked: a command-line --ioengine=io_uring overrides a
-        // job file's ioengine=libaio rather than failing on it.
+        // job file's ioengine=posixaio rather than failing on it.
         let overridden = |i: usize| {
             let name = lookup(&settings[i].key).map(|o| o.name);
             settings[i + 1..]
