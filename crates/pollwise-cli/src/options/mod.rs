@@ -87,12 +87,12 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
             let why = match v {
                 "rdma" | "net" | "netsplice" | "http" | "nfs" | "rbd" | "libiscsi" | "nbd"
                 | "xnvme" | "libcufile" | "gfapi" | "gfapi_async" => {
-                    "it is a network or remote-storage engine, and pollwise measures local block and file I/O"
+                    "it is a network or remote-storage engine, and pollwise measures local block and file I/O; "
                 }
-                _ => "pollwise has io_uring, libaio, sync, psync, vsync, pvsync, pvsync2 and null (and sim, the simulated device)",
+                _ => "",
             };
             Some(format!(
-                "fio's --{}={v} is not implemented by pollwise: {why}; use one of those, e.g. --ioengine=io_uring",
+                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
                 s.given
             ))
         }
