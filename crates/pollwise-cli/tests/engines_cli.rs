@@ -232,3 +232,31 @@ fn pvsync2_hipri_runs_polled_or_says_why_not() {
         }
     }
 }
+
+/// A synchronous engine does the I/O inside its submit call: as fio times its sync engines, the
+/// I/O is in clat, not in slat.
+#[test]
+fn a_sync_engine_times_the_io_as_clat_as_fio() {
+    let d = tempdir();
+    let file = format!("--filename={}", d.path().join("t.dat").display());
+    for e in ["psync", "pvsync2"] {
+        let eng = format!("--ioengine={e}");
+        let v = json_of(&[
+            "run",
+            "--name=t",
+            &eng,
+            &file,
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randread",
+            "--output-format=json",
+        ]);
+        let r = &v["jobs"][0]["read"];
+        let slat = r["slat_ns"]["mean"].as_f64().unwrap();
+        let clat = r["clat_ns"]["mean"].as_f64().unwrap();
+        assert!(
+            clat > slat,
+            "{e}: slat {slat} ns, clat {clat} ns: the read is in slat"
+        );
+    }
+}

@@ -82,6 +82,10 @@ unsafe impl Queue for NullQueue {
         Ok(WaitOutcome::Ready)
     }
 
+    fn completes_in_submit(&self) -> bool {
+        true
+    }
+
     fn in_flight(&self) -> usize {
         self.pending.len() + self.ready.len()
     }

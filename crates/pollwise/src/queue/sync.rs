@@ -187,6 +187,10 @@ unsafe impl Queue for SyncQueue {
         Ok(WaitOutcome::Ready)
     }
 
+    fn completes_in_submit(&self) -> bool {
+        true
+    }
+
     fn in_flight(&self) -> usize {
         self.pending.len() + self.ready.len()
     }
