@@ -632,10 +632,7 @@ fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
                 groupid: *g,
                 rw: s.rw.name(),
                 bs: [u64::from(s.bs), u64::from(w), u64::from(s.bs)],
-                ioengine: match s.ioengine {
-                    IoEngine::IoUring => "io_uring",
-                    IoEngine::Sim(_) => "sim",
-                },
+                ioengine: s.ioengine.name(),
                 iodepth: s.iodepth,
                 numjobs: s.numjobs,
             }
