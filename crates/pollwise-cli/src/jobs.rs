@@ -50,7 +50,10 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         } else {
             spec.size
         }),
-        IoEngine::IoUring => existing_size(&spec.filename),
+        IoEngine::Null => Some(spec.size),
+        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } => {
+            existing_size(&spec.filename)
+        }
     };
     let full = match (has, spec.size) {
         (Some(h), _) if h > 0 => h,

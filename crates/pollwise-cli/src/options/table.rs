@@ -454,7 +454,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
     opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
     // io_uring
-    opt("ioengine", Kind::Enum { choices: &["io_uring", "sim", "null"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, the simulated device (see --sim_latency), or fio's null (no file: every request completes at once)"),
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); or the simulated device (see --sim_latency)"),
+    opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
     opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),

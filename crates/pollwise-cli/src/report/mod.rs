@@ -532,7 +532,7 @@ fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
     }
     let targets: Vec<PathBuf> = specs
         .iter()
-        .filter(|s| s.ioengine == IoEngine::IoUring)
+        .filter(|s| s.ioengine.has_file())
         .map(|s| s.filename.clone())
         .collect();
     crate::outfile::check_outputs(&outs, &targets)
@@ -632,12 +632,7 @@ fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
                 groupid: u64::from(*g),
                 rw: s.rw.name(),
                 bs: [u64::from(s.bs), u64::from(w), u64::from(s.bs)],
-                ioengine: match s.ioengine {
-                    IoEngine::IoUring => "io_uring",
-                    // ioengine=null is the simulated device with no latency.
-                    IoEngine::Sim(pollwise::queue::sim::LatencyModel::Fixed(0)) => "null",
-                    IoEngine::Sim(_) => "sim",
-                },
+                ioengine: s.ioengine.name(),
                 iodepth: s.iodepth,
                 numjobs: s.numjobs,
             }
@@ -659,10 +654,18 @@ pub fn run_and_report(
     let first = specs
         .first()
         .ok_or_else(|| Error::Usage("no job to run".into()))?;
-    let sim = matches!(first.ioengine, IoEngine::Sim(_));
+    let sim = !first.ioengine.has_file();
     let mut facts = Facts::gather(if sim { Path::new(".") } else { &first.filename });
     if sim {
-        facts.device = Err("simulated device (--ioengine=sim): no disk involved".into());
+        facts.device = Err(format!(
+            "{} (--ioengine={}): no disk involved",
+            if first.ioengine == IoEngine::Null {
+                "null engine"
+            } else {
+                "simulated device"
+            },
+            first.ioengine.name()
+        ));
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
     let eta = ro.eta.shown(progress::stderr_is_tty());
