@@ -158,7 +158,13 @@ fn strided_zones_do_zonesize_bytes_then_skip() {
         d.path(),
         &with(
             NULL_LOGGED,
-            &["--rw=read", "--size=64k", "--zonemode=strided", "--zonesize=8k", "--zoneskip=8k"],
+            &[
+                "--rw=read",
+                "--size=64k",
+                "--zonemode=strided",
+                "--zonesize=8k",
+                "--zoneskip=8k",
+            ],
         ),
     );
     let offs: Vec<u64> = logged(d.path()).iter().map(|x| x.0 >> 10).collect();
@@ -341,19 +347,42 @@ fn fios_verify_checksums_catch_a_flipped_byte() {
         // Written and read back (do_verify, the default), in 512-byte intervals.
         json_in(
             d.path(),
-            &["run", &name, "--rw=randwrite", "--size=256k", &v, "--verify_interval=512", "--output-format=json"],
+            &[
+                "run",
+                &name,
+                "--rw=randwrite",
+                "--size=256k",
+                &v,
+                "--verify_interval=512",
+                "--output-format=json",
+            ],
         );
         // A later read job checks what is there; one flipped byte fails it.
         json_in(
             d.path(),
-            &["run", &name, "--rw=read", "--size=256k", &v, "--verify_interval=512", "--output-format=json"],
+            &[
+                "run",
+                &name,
+                "--rw=read",
+                "--size=256k",
+                &v,
+                "--verify_interval=512",
+                "--output-format=json",
+            ],
         );
         let mut bytes = std::fs::read(&f).unwrap();
         bytes[100 * 1024 + 300] ^= 0x40;
         std::fs::write(&f, &bytes).unwrap();
         let (code, _, err) = run_in(
             d.path(),
-            &["run", &name, "--rw=read", "--size=256k", &v, "--verify_interval=512"],
+            &[
+                "run",
+                &name,
+                "--rw=read",
+                "--size=256k",
+                &v,
+                "--verify_interval=512",
+            ],
         );
         assert_ne!(code, 0, "{algo}: a flipped byte passed");
         assert!(err.contains("verify"), "{algo}: {err}");
@@ -362,10 +391,25 @@ fn fios_verify_checksums_catch_a_flipped_byte() {
     // do_verify=0 writes the headers and reads nothing back; a read job then checks them.
     json_in(
         d.path(),
-        &["run", &name, "--rw=write", "--size=64k", "--verify=md5", "--do_verify=0", "--output-format=json"],
+        &[
+            "run",
+            &name,
+            "--rw=write",
+            "--size=64k",
+            "--verify=md5",
+            "--do_verify=0",
+            "--output-format=json",
+        ],
     );
     json_in(
         d.path(),
-        &["run", &name, "--rw=read", "--size=64k", "--verify=md5", "--output-format=json"],
+        &[
+            "run",
+            &name,
+            "--rw=read",
+            "--size=64k",
+            "--verify=md5",
+            "--output-format=json",
+        ],
     );
 }

@@ -66,11 +66,19 @@ fn a_job_file_runs_every_job_with_globals_comments_includes_and_env() {
 #[test]
 fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
     let (_d, job) = temp_file("j.fio");
-    std::fs::write(&job, "[global]\nioengine=sim\n\n[a]\nio_submit_mode=offload\n").unwrap();
+    std::fs::write(
+        &job,
+        "[global]\nioengine=sim\n\n[a]\nio_submit_mode=offload\n",
+    )
+    .unwrap();
     let j = job.to_str().unwrap();
     usage_error(
         &["run", j],
-        &["io_submit_mode", &format!("{j}:5"), "not implemented by pollwise"],
+        &[
+            "io_submit_mode",
+            &format!("{j}:5"),
+            "not implemented by pollwise",
+        ],
     );
     for (opt, line) in [
         ("ratemin", "ratemin=1024"),

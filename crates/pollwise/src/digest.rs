@@ -155,13 +155,21 @@ mod tests {
         Digest::Sha1.compute(b"abc", &mut out[..20]);
         assert_eq!(out[..4], [0xa9, 0x99, 0x3e, 0x36]);
         Digest::Crc32.compute(b"123456789", &mut out[..4]);
-        assert_eq!(u32::from_le_bytes(out[..4].try_into().unwrap()), 0xCBF4_3926);
+        assert_eq!(
+            u32::from_le_bytes(out[..4].try_into().unwrap()),
+            0xCBF4_3926
+        );
         assert_eq!(Digest::from_name("xxhash"), Some(Digest::Xxhash));
     }
 
     #[test]
     fn intervals_and_digests_catch_corruption() {
-        for digest in [None, Some(Digest::Md5), Some(Digest::Sha256), Some(Digest::Xxhash)] {
+        for digest in [
+            None,
+            Some(Digest::Md5),
+            Some(Digest::Sha256),
+            Some(Digest::Xxhash),
+        ] {
             let v = Verify {
                 digest,
                 interval: Some(512),

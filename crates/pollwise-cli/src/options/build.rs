@@ -563,7 +563,11 @@ impl Opts {
             s.extra.align = v.into_iter().flatten().next();
         }
         if s.verify && (split.is_some() || range.is_some()) {
-            let which = if split.is_some() { "bssplit" } else { "bsrange" };
+            let which = if split.is_some() {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
             return Err(usage(format!(
                 "--{which} with --verify is not implemented by pollwise: it verifies blocks of one size; give one bs{}",
                 self.at(which)

@@ -305,7 +305,7 @@ mod tests {
             ("rw", "sideways", &["unknown --rw=sideways", "randread"]),
             ("mode", "spin", &["unknown mode 'spin'", "interrupt"]),
             ("fdmon", "kqueue", &["--fdmon=epoll"]),
-            ("ioengine", "spdk", &["io_uring, sim or null"]),
+            ("ioengine", "spdk", &["--ioengine=sim"]),
             ("hybrid_stat", "max", &["mean, min or p10"]),
             (
                 "output_format",
