@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::io;
 
 use pollwise::Error as LibError;
+use pollwise::Op as LibOp;
 
 /// What can go wrong running a command; each message names the cause and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -162,15 +163,20 @@ pub fn option_for_field(field: &str) -> &str {
     }
 }
 
-/// The errno table's cause and fix for an I/O operation named `op` ("read at ...", "write at
-/// ..."), as "; ..." to append, or "".
-fn errno_hint(op: &str, e: &io::Error) -> String {
-    let kind = if op.starts_with("write at") {
-        crate::errno::Op::Write
-    } else if op.starts_with("read at") {
-        crate::errno::Op::Read
-    } else {
-        crate::errno::Op::Other
+/// " for TARGET", or "" when the library named no target.
+fn for_target(target: &Option<std::path::PathBuf>) -> String {
+    match target {
+        Some(t) => format!(" for {}", t.display()),
+        None => String::new(),
+    }
+}
+
+/// The errno table's cause and fix for the library's operation `op`, as "; ..." to append, or "".
+fn errno_hint(op: &LibOp, e: &io::Error) -> String {
+    let kind = match op {
+        LibOp::Write { .. } => crate::errno::Op::Write,
+        LibOp::Read { .. } => crate::errno::Op::Read,
+        _ => crate::errno::Op::Other,
     };
     match e.raw_os_error().and_then(|n| crate::errno::hint(n, kind)) {
         Some(h) => format!("; {h}"),
@@ -204,17 +210,19 @@ impl From<LibError> for Error {
                 target,
                 source,
             } => Error::Unsupported(format!(
-                "polled I/O (--hipri) is not supported for {target}: it needs O_DIRECT on a device with poll queues (nvme.poll_queues > 0), and the kernel answered {source}; run without --hipri"
+                "polled I/O (--hipri) is not supported{}: it needs O_DIRECT on a device with poll queues (nvme.poll_queues > 0), and the kernel answered {source}; run without --hipri",
+                for_target(&target)
             )),
             LibError::Unsupported {
                 feature,
                 target,
                 source,
             } => Error::Unsupported(format!(
-                "{feature} is not supported for {target}: the kernel answered {source}"
+                "{feature} is not supported{}: the kernel answered {source}",
+                for_target(&target)
             )),
             LibError::Os { op, source } => {
-                let hint = if op.starts_with(pollwise::poller::RING_SETUP_OP) {
+                let hint = if let LibOp::PollerRingSetup { .. } = op {
                     "; raise ulimit -l or lower --poller_depth".to_string()
                 } else {
                     errno_hint(&op, &source)
@@ -222,7 +230,7 @@ impl From<LibError> for Error {
                 let msg = format!("{op} failed: {}{hint}", crate::errno::plain(&source));
                 match source.raw_os_error() {
                     // A read-only target asked to write: the user's choice to change.
-                    Some(libc::EROFS | libc::EPERM) if op.starts_with("write at") => {
+                    Some(libc::EROFS | libc::EPERM) if matches!(op, LibOp::Write { .. }) => {
                         Error::Usage(msg)
                     }
                     _ => Error::Io(msg),
@@ -233,8 +241,9 @@ impl From<LibError> for Error {
             )),
             LibError::Verify(m) => Error::Verify(m),
             LibError::Usage(m) => Error::Usage(m),
-            LibError::Unavailable(m) => Error::Unsupported(m),
             LibError::Io(m) => Error::Io(m),
+            // A variant this front end does not know yet: its message as the library says it.
+            other => Error::Io(other.to_string()),
         }
     }
 }
@@ -313,7 +322,7 @@ mod tests {
     #[test]
     fn a_poller_ring_that_cannot_be_set_up_names_the_fix() {
         let e = Error::from(LibError::os(
-            format!("{} (512 entries)", pollwise::poller::RING_SETUP_OP),
+            LibOp::PollerRingSetup { entries: 512 },
             io::Error::from_raw_os_error(libc::ENOMEM),
         ));
         assert_eq!(e.exit_code(), 1);

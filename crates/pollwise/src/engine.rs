@@ -33,7 +33,8 @@ use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Requests
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
-use crate::{verify, Error, Result};
+use crate::{verify, Error, Op, Result};
+use std::path::PathBuf;
 
 /// The I/O pattern (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1510,20 +1511,18 @@ impl Engine {
     }
 }
 
-fn dir_name(d: Dir) -> &'static str {
-    match d {
-        Dir::Read => "read",
-        Dir::Write => "write",
+fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> Op {
+    let target = PathBuf::from(&cfg.target);
+    match meta.dir {
+        Dir::Read => Op::Read {
+            offset: meta.offset,
+            target,
+        },
+        Dir::Write => Op::Write {
+            offset: meta.offset,
+            target,
+        },
     }
-}
-
-fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> String {
-    format!(
-        "{} at offset {} of {}",
-        dir_name(meta.dir),
-        meta.offset,
-        cfg.target
-    )
 }
 
 fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
@@ -1531,7 +1530,7 @@ fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
     if cfg.hipri && (errno == libc::EOPNOTSUPP || errno == libc::EINVAL) {
         return Error::Unsupported {
             feature: "IOPOLL",
-            target: cfg.target.clone(),
+            target: Some(PathBuf::from(&cfg.target)),
             source,
         };
     }

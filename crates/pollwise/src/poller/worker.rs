@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
-use super::{POLL_IDLE_NS, RING_SETUP_OP};
+use super::POLL_IDLE_NS;
 use crate::clock::{self, Clock};
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;
@@ -44,7 +44,7 @@ use crate::sys::uring::{
     SetupError, SetupParams, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
     IORING_SETUP_SINGLE_ISSUER,
 };
-use crate::{Error, Result};
+use crate::{Error, Op, Result};
 use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
@@ -369,7 +369,7 @@ impl Worker {
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
         let ring = build_ring(entries)
-            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e.source))?;
+            .map_err(|e| Error::os(Op::PollerRingSetup { entries }, e.source))?;
         let cap = cfg.depth as usize;
         let reqs = Slots::new(cap).map_err(|e| Error::config("depth", e.to_string()))?;
         Ok(Worker {
