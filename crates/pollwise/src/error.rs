@@ -145,9 +145,7 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::Config { .. }
-                | Error::Unsupported { .. }
-                | Error::Usage(_)
+            Error::Config { .. } | Error::Unsupported { .. } | Error::Usage(_)
         )
     }
 }

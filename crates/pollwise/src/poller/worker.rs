@@ -24,8 +24,8 @@ use std::thread::JoinHandle;
 
 use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
-use super::{PollerConfig, PollerCounters, ShutdownReport};
 use super::POLL_IDLE_NS;
+use super::{PollerConfig, PollerCounters, ShutdownReport};
 use crate::clock::{self, Clock};
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;

@@ -27,7 +27,6 @@
 pub mod buffers;
 pub mod slots;
 
-
 pub use buffers::{AlignedBuf, BufError};
 pub use slots::{Handle, Slots, StaleHandle};
 
