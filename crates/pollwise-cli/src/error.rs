@@ -239,7 +239,7 @@ impl From<LibError> for Error {
             LibError::Short { op, done, len } => Error::Io(format!(
                 "short {op}: {done} of {len} bytes (is the file shorter than --size?)"
             )),
-            LibError::Verify(m) => Error::Verify(m),
+            LibError::Verify(m) => Error::Verify(m.to_string()),
             LibError::Usage(m) => Error::Usage(m),
             LibError::Io(m) => Error::Io(m),
             // A variant this front end does not know yet: its message as the library says it.

@@ -1557,7 +1557,7 @@ fn verify_error(m: verify::Mismatch) -> Error {
                 "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
             ),
         ),
-        m => Error::Verify(m.to_string()),
+        m => Error::Verify(m),
     }
 }
 

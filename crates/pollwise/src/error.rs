@@ -105,9 +105,9 @@ pub enum Error {
         /// Bytes asked for.
         len: u32,
     },
-    /// Data read back did not match what was written.
+    /// Data read back did not match what was written: where, and how.
     #[error("{0}")]
-    Verify(String),
+    Verify(crate::verify::Mismatch),
     /// Bad input in a configuration that has no single field (a value, a string to parse).
     #[error("{0}")]
     Usage(String),
