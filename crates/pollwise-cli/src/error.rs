@@ -320,6 +320,54 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_or_read_is_mapped_by_its_typed_operation() {
+        let at = |write: bool| {
+            let target = std::path::PathBuf::from("/tmp/t");
+            let op = if write {
+                LibOp::Write {
+                    offset: 4096,
+                    target,
+                }
+            } else {
+                LibOp::Read {
+                    offset: 4096,
+                    target,
+                }
+            };
+            Error::from(LibError::os(op, io::Error::from_raw_os_error(libc::EROFS)))
+        };
+        // A read-only target asked to write is the user's to change: exit 2.
+        let w = at(true);
+        assert_eq!(w.exit_code(), 2, "{w}");
+        assert!(
+            w.to_string()
+                .starts_with("write at offset 4096 of /tmp/t failed: "),
+            "{w}"
+        );
+        let r = at(false);
+        assert_eq!(r.exit_code(), 1, "{r}");
+        assert!(
+            r.to_string()
+                .starts_with("read at offset 4096 of /tmp/t failed: "),
+            "{r}"
+        );
+        let short = Error::from(LibError::Short {
+            op: LibOp::Read {
+                offset: 8192,
+                target: "/tmp/t".into(),
+            },
+            done: 100,
+            len: 4096,
+        });
+        assert!(
+            short
+                .to_string()
+                .contains("short read at offset 8192 of /tmp/t: 100 of 4096 bytes"),
+            "{short}"
+        );
+    }
+
+    #[test]
     fn a_poller_ring_that_cannot_be_set_up_names_the_fix() {
         let e = Error::from(LibError::os(
             LibOp::PollerRingSetup { entries: 512 },

@@ -46,3 +46,21 @@ pub(crate) fn add_unanswered(n: u64) {
 pub(crate) fn add_cancel_failure() {
     CANCEL_FAILURES.fetch_add(1, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_only_grow_and_are_read_back() {
+        let before = leaks();
+        add_bytes(4096);
+        add_unanswered(2);
+        add_cancel_failure();
+        let after = leaks();
+        // Other tests may add concurrently: at least what this one added.
+        assert!(after.bytes >= before.bytes + 4096);
+        assert!(after.unanswered >= before.unanswered + 2);
+        assert!(after.cancel_failures > before.cancel_failures);
+    }
+}
