@@ -240,8 +240,9 @@ impl From<LibError> for Error {
                 "short {op}: {done} of {len} bytes (is the file shorter than --size?)"
             )),
             LibError::Verify(m) => Error::Verify(m.to_string()),
-            LibError::Usage(m) => Error::Usage(m),
-            LibError::Io(m) => Error::Io(m),
+            e @ (LibError::Unknown { .. }
+            | LibError::OutOfRange { .. }
+            | LibError::StaleHandle { .. }) => Error::Usage(e.to_string()),
             // A variant this front end does not know yet: its message as the library says it.
             other => Error::Io(other.to_string()),
         }

@@ -544,7 +544,10 @@ impl Engine {
             .alloc(meta)
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
         if dir == Dir::Write && verify {
-            let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
+            let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
+                index: h.index(),
+                generation: h.generation(),
+            })?;
             // The slot may be longer than this request (bs=R,W): the header names `len`.
             let n = (len as usize).min(buf.len());
             verify::fill(&mut buf[..n], offset, seed);
@@ -601,10 +604,9 @@ impl Engine {
     pub fn reap(&mut self, min: usize) -> Result<usize> {
         if min > 0 && self.q.in_flight() == 0 && self.slab().live() > 0 {
             // Nothing can complete the live slots: say so rather than spin for ever.
-            return Err(Error::Io(format!(
-                "{} requests are live but the queue has none in flight: they were lost (a pollwise bug; please report it)",
-                self.slab().live()
-            )));
+            return Err(Error::Bug(crate::error::Bug::LostRequests {
+                live: self.slab().live(),
+            }));
         }
         if self.cfg.submit == SubmitMode::Separate && self.q.unsubmitted() > 0 {
             self.submit()?;
@@ -727,9 +729,9 @@ impl Engine {
         });
         let r = match r {
             Ok(r) => r,
-            Err(e) => Err(Error::Io(format!(
-                "a completion arrived for a request that is not in flight ({e})"
-            ))),
+            Err(e) => Err(Error::Bug(crate::error::Bug::NotInFlight {
+                index: e.index(),
+            })),
         };
         if let Err(e) = r {
             if !errs.go_on(c.result, dir, &e) {
@@ -741,13 +743,10 @@ impl Engine {
     /// Waits until the request `h` has completed (handling any others that complete first).
     pub fn wait_for(&mut self, h: Handle) -> Result<()> {
         if !self.slab().is_live(h) {
-            return Err(Error::Usage(format!(
-                "{}",
-                crate::request::StaleHandle {
-                    index: h.index(),
-                    generation: h.generation()
-                }
-            )));
+            return Err(Error::StaleHandle {
+                index: h.index(),
+                generation: h.generation(),
+            });
         }
         while self.slab().is_live(h) {
             self.reap(1)?;

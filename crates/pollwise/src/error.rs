@@ -63,6 +63,24 @@ impl From<&'static str> for Op {
     }
 }
 
+/// A broken invariant of the library's own, for [`Error::Bug`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Bug {
+    /// Requests are live but the queue has none in flight: nothing can complete them.
+    #[error("{live} requests are live but the queue has none in flight: they were lost")]
+    LostRequests {
+        /// Live requests.
+        live: usize,
+    },
+    /// A completion arrived for a request that is not in flight.
+    #[error("a completion arrived for a request that is not in flight (slot {index})")]
+    NotInFlight {
+        /// The request's slot index.
+        index: usize,
+    },
+}
+
 /// What can go wrong in the library.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -108,12 +126,47 @@ pub enum Error {
     /// Data read back did not match what was written: where, and how.
     #[error("{0}")]
     Verify(crate::verify::Mismatch),
-    /// Bad input in a configuration that has no single field (a value, a string to parse).
-    #[error("{0}")]
-    Usage(String),
-    /// Something failed and the message says what.
-    #[error("{0}")]
-    Io(String),
+    /// A name the library does not know (a statistic, a mode).
+    #[error("unknown {what} '{given}': use {choices}")]
+    Unknown {
+        /// What kind of name it is ("statistic").
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names known, as a list ("mean, min or p10").
+        choices: &'static str,
+    },
+    /// A value outside the range the library accepts.
+    #[error("{what} of {value} is out of range: use {min} to {max}")]
+    OutOfRange {
+        /// What the value is ("a shared-poller client's depth").
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The smallest accepted.
+        min: u64,
+        /// The largest accepted.
+        max: u64,
+    },
+    /// A request handle that names no live request (already completed, or never issued).
+    #[error("stale request handle (slot {index}, generation {generation}): the request completed already, never existed, or belongs to another table")]
+    StaleHandle {
+        /// The handle's slot index.
+        index: usize,
+        /// The handle's generation.
+        generation: u32,
+    },
+    /// A thread of the library's (the shared poller, a simulated thread) panicked or stopped.
+    #[error("{what} {}", if *.panicked { "panicked (a pollwise bug; please report it)" } else { "has stopped" })]
+    ThreadLost {
+        /// Which thread ("the poller thread", "a simulated thread").
+        what: &'static str,
+        /// It panicked (rather than stopped).
+        panicked: bool,
+    },
+    /// The library's own bookkeeping broke (a pollwise bug): requests lost or completed twice.
+    #[error("{0} (a pollwise bug; please report it)")]
+    Bug(Bug),
 }
 
 fn on_target(t: &Option<PathBuf>) -> String {
@@ -145,7 +198,11 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::Config { .. } | Error::Unsupported { .. } | Error::Usage(_)
+            Error::Config { .. }
+                | Error::Unsupported { .. }
+                | Error::Unknown { .. }
+                | Error::OutOfRange { .. }
+                | Error::StaleHandle { .. }
         )
     }
 }
