@@ -303,9 +303,11 @@ impl Opts {
         self.cmd
     }
 
-    /// `--output-format normal|json`: true for JSON.
+    /// `--output-format normal|json`: true when JSON is asked for.
     pub fn take_json(&mut self) -> Result<bool> {
-        Ok(self.take_str("output_format")?.as_deref() == Some("json"))
+        Ok(self
+            .take_str_list("output_format")?
+            .is_some_and(|l| l.iter().any(|f| f == "json")))
     }
 
     /// Fails naming the first accepted option nobody took: the table says this command takes it
