@@ -97,6 +97,7 @@ macro_rules! counter_ops {
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod leaks;
 pub mod platform;
 pub mod policy;
 pub mod poller;
@@ -114,4 +115,4 @@ pub mod units;
 pub mod verify;
 pub mod waiter;
 
-pub use error::{Error, Result};
+pub use error::{Error, Op, Result};
