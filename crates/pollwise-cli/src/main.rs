@@ -416,6 +416,22 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
+    let code = main_inner();
+    // The library counts, never prints, what its drops had to keep from the kernel.
+    let l = pollwise::leaks::leaks();
+    if l != pollwise::leaks::Leaks::default() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "pollwise: at exit, {} operation(s) had not answered cancellation, {} cancellation(s) failed and {} bytes of buffers were kept rather than freed (the kernel may still use them)",
+            l.unanswered,
+            l.cancel_failures,
+            l.bytes
+        );
+    }
+    code
+}
+
+fn main_inner() -> ExitCode {
     let name = match std::env::args_os()
         .next()
         .as_deref()

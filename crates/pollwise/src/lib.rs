@@ -99,6 +99,7 @@ pub mod content;
 pub mod digest;
 pub mod engine;
 mod error;
+pub mod leaks;
 pub mod pattern;
 pub mod platform;
 pub mod policy;
@@ -117,4 +118,4 @@ pub mod units;
 pub mod verify;
 pub mod waiter;
 
-pub use error::{Error, Result};
+pub use error::{Error, Op, Result};

@@ -963,20 +963,15 @@ impl<Q: Queue + ?Sized> Drop for Tracked<Q> {
 }
 
 impl<Q: Queue + ?Sized> Tracked<Q> {
-    /// Cancels and waits for what is in flight, bounded; says so if some did not answer.
+    /// Cancels and waits for what is in flight, bounded; counts in [`crate::leaks`] what did not
+    /// answer.
     fn drain_on_drop(&mut self) {
         if self.ops.is_empty() {
             return;
         }
-        let n = self.ops.len();
         match self.cancel_and_drain(DROP_BOUND, &mut |_, _| {}) {
-            Ok(0) => {}
-            Ok(left) => eprintln!(
-                "pollwise: {left} of {n} operations in flight did not answer cancellation within {DROP_BOUND:?}; their buffers are kept (leaked), not freed"
-            ),
-            Err(e) => eprintln!(
-                "pollwise: cancelling {n} operations in flight failed ({e}); their buffers are kept (leaked), not freed"
-            ),
+            Ok(left) => crate::leaks::add_unanswered(left as u64),
+            Err(_) => crate::leaks::add_cancel_failure(),
         }
         // Requests still in flight stay so in the slab, which leaks their buffers when it drops
         // (after this, in either order with the device: neither frees what the kernel holds).

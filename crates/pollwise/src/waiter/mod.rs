@@ -407,3 +407,55 @@ impl Drop for Waiter {
         }
     }
 }
+
+/// A [`Waiter`] bound to one `io_uring::IoUring` of the caller's: the ring's read-only view
+/// ([`UringView`](crate::ring::UringView)) and a Waiter of one mode, so a program that owns its
+/// ring writes `UringWaiter::new(&ring, mode)?` and then `submit_and_wait(1)?` where it called
+/// `ring.submit_and_wait(1)?`. The ring stays the caller's: SQEs, `user_data`, buffers and
+/// reaping are untouched.
+#[cfg(feature = "io-uring")]
+#[derive(Debug)]
+pub struct UringWaiter {
+    view: crate::ring::UringView,
+    waiter: Waiter,
+}
+
+#[cfg(feature = "io-uring")]
+impl UringWaiter {
+    /// A Waiter of `mode` (with that mode's default settings) over `ring`. Errors as
+    /// [`UringView::new`](crate::ring::UringView::new).
+    pub fn new<S: io_uring::squeue::EntryMarker, C: io_uring::cqueue::EntryMarker>(
+        ring: &io_uring::IoUring<S, C>,
+        mode: Mode,
+    ) -> io::Result<UringWaiter> {
+        Ok(UringWaiter {
+            view: crate::ring::UringView::new(ring)?,
+            waiter: Waiter::new(&PolicyConfig::new(mode)),
+        })
+    }
+
+    /// [`Waiter::submit_and_wait`] on the bound ring.
+    pub fn submit_and_wait(&mut self, wait_nr: u32) -> io::Result<u32> {
+        self.waiter.submit_and_wait(&self.view, wait_nr)
+    }
+
+    /// [`Waiter::wait`] on the bound ring.
+    pub fn wait(&mut self, wait_nr: u32) -> io::Result<u32> {
+        self.waiter.wait(&self.view, wait_nr)
+    }
+
+    /// [`Waiter::stats`].
+    pub fn stats(&self) -> WaiterStats {
+        self.waiter.stats()
+    }
+
+    /// The Waiter, for notes ([`Waiter::note_submit`]), timeouts and beliefs.
+    pub fn waiter(&mut self) -> &mut Waiter {
+        &mut self.waiter
+    }
+
+    /// The ring's view, for the Waiter's calls that take a ring.
+    pub fn view(&self) -> &crate::ring::UringView {
+        &self.view
+    }
+}
