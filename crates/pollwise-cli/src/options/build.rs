@@ -451,7 +451,13 @@ impl Opts {
         // report rather than dumping them; it reads back every block written either way.
         self.take_bool("verify_fatal")?;
         self.take_bool("verify_dump")?;
-        self.take_bool("experimental_verify")?;
+        if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
+            return Err(usage(format!(
+                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back each block once; drop experimental_verify{}",
+                s.extra.loops,
+                self.at("experimental_verify")
+            )));
+        }
         let (exitall, on_error) = (
             self.take_bool("exitall")?.unwrap_or(false),
             self.take_bool("exitall_on_error")?.unwrap_or(false),
