@@ -22,7 +22,6 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -298,17 +297,20 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
             path.display()
         ))
     })?;
+    crate::filekind::check_target("--filename", path)?;
+    // Non-blocking, so a FIFO put in its place since cannot hang the open (see `filekind`).
     let open = |direct: bool| {
-        let mut o = OpenOptions::new();
-        o.read(true);
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(path)
+        let flags = if direct { libc::O_DIRECT } else { 0 };
+        crate::filekind::open_target(OpenOptions::new().read(true), flags, "--filename", path)
     };
     let (file, direct) = match open(true) {
         Ok(f) => (f, true),
-        Err(_) => (open(false).map_err(|e| io("opening the file", e))?, false),
+        Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+        Err(crate::filekind::OpenError::Open(_)) => match open(false) {
+            Ok(f) => (f, false),
+            Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+            Err(crate::filekind::OpenError::Open(e)) => return Err(io("opening the file", e)),
+        },
     };
     let size = if meta.is_file() {
         meta.len()
@@ -682,6 +684,9 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
                 .into(),
         )
     })?;
+    if let Some(o) = &output {
+        crate::filekind::check_output("--output", o)?;
+    }
     let c = calibrate(&path)?;
     Ok((to_text(&c), to_json(&c), json, output))
 }

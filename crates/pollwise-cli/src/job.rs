@@ -7,7 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -137,13 +137,16 @@ pub struct JobSpec {
     pub extra: crate::extras::JobExtras,
     /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
     pub logs: crate::report::logs::LogSpec,
-    /// The run's live progress (ETA line, interim reports) and this job's index in it; `None`
-    /// when neither is wanted (the job then counts nothing per I/O).
+    /// The run's live progress (ETA line, interim reports, SIGUSR1's status) and this job's
+    /// index in it; `None` outside `pollwise run` (the job then counts nothing per I/O).
     pub live: Option<(Arc<Live>, usize)>,
     /// Faults to inject (`--fault`), on any engine.
     pub fault: Option<pollwise::queue::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
     pub continue_on_error: pollwise::engine::ContinueOn,
+    /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
+    /// [`model_wall_limit`] of its virtual span.
+    pub model_wall: Option<std::time::Instant>,
 }
 
 impl Default for JobSpec {
@@ -191,6 +194,7 @@ impl Default for JobSpec {
             live: None,
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
+            model_wall: None,
         }
     }
 }
@@ -505,10 +509,15 @@ fn online_cpus() -> usize {
 fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writable);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
-    o.open(path).map_err(|e| {
+    let flags = if direct { libc::O_DIRECT } else { 0 };
+    // Non-blocking, so a FIFO put in the target's place cannot hang the open (see `filekind`).
+    let opened = crate::filekind::open_target(&mut o, flags, "--filename", path);
+    let e = match opened {
+        Ok(f) => return Ok(f),
+        Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+        Err(crate::filekind::OpenError::Open(e)) => e,
+    };
+    Err({
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::Unsupported(format!(
                 "cannot open {} with O_DIRECT: its filesystem does not support direct I/O (tmpfs?); put the file on a disk filesystem or use --direct=0",
@@ -597,6 +606,8 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         });
     }
     let path = &spec.filename;
+    // A FIFO would block the open below, a character device never end: refused first.
+    crate::filekind::check_target("--filename", path)?;
     check_polled_io(spec)?;
     let meta = std::fs::metadata(path).ok();
     let is_blockdev = meta
@@ -695,10 +706,13 @@ fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
     let (f, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(f) => (f, true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| create_error(path, &e))?;
+            let opened =
+                crate::filekind::open_target(OpenOptions::new().write(true), 0, "--filename", path);
+            let f = match opened {
+                Ok(f) => f,
+                Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+                Err(crate::filekind::OpenError::Open(e)) => return Err(create_error(path, &e)),
+            };
             (f, false)
         }
         Err(e) => return Err(create_error(path, &e)),
@@ -707,7 +721,9 @@ fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
     if r.is_err() {
         if created {
             let _ = std::fs::remove_file(path);
-        } else if let Ok(f) = OpenOptions::new().write(true).open(path) {
+        } else if let Ok(f) =
+            crate::filekind::open_target(OpenOptions::new().write(true), 0, "--filename", path)
+        {
             let _ = f.set_len(from);
         }
     }
@@ -862,7 +878,11 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 /// the measured period.
 pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
-        return run_model_threads(spec, p);
+        let (threads, cpu, cut) = run_model_threads(spec, p)?;
+        if let Some(why) = cut {
+            return Err(Error::Io(why));
+        }
+        return Ok((threads, cpu));
     }
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
@@ -1257,12 +1277,47 @@ fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultRepo
     })
 }
 
+/// How long a modelled run may take in real time by default: this many times its virtual span
+/// (ramp and runtime), and at least [`MODEL_WALL_FLOOR`]. The model is work, not waiting (each
+/// poll, each switch is computed): on this project's machine a second of polling on the `here`
+/// platform takes about 4 s, a deep hybrid run with four threads 17 s. The limit is the
+/// backstop for a model far slower than that (a 10 s device polled every 14 ns), not a budget.
+pub const MODEL_WALL_FACTOR: u32 = 60;
+/// The least real time a modelled run may take (see [`MODEL_WALL_FACTOR`]).
+pub const MODEL_WALL_FLOOR: Duration = Duration::from_secs(10);
+
+/// The real time a modelled run of `spec` may take: see [`MODEL_WALL_FACTOR`].
+pub fn model_wall_limit(spec: &JobSpec) -> Duration {
+    (spec.ramp_time + spec.runtime)
+        .saturating_mul(MODEL_WALL_FACTOR)
+        .max(MODEL_WALL_FLOOR)
+}
+
+/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `spec.model_wall` stops
+/// before its virtual time is done gives `None`, not an error.
+pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
+    let Some(p) = &spec.platform else {
+        return run_job(spec).map(Some);
+    };
+    let (threads, process, cut) = run_model_threads(spec, p)?;
+    if cut.is_some() {
+        return Ok(None);
+    }
+    let mut total = Stats::default();
+    for t in &threads {
+        total.merge_thread(t);
+    }
+    total.process = process;
+    Ok(Some(total))
+}
+
 /// Runs `spec` (every thread) on `platform` in virtual time: per-thread stats and the threads'
-/// CPU as the process's, as [`run_job_threads`] reports real runs.
+/// CPU as the process's, as [`run_job_threads`] reports real runs, and why the run was cut
+/// short in real time, if it was (a signal is not a cut: the results so far are reported).
 fn run_model_threads(
     spec: &JobSpec,
     platform: &pollwise::platform::Platform,
-) -> Result<(Vec<Stats>, Rusage)> {
+) -> Result<(Vec<Stats>, Rusage, Option<String>)> {
     let IoEngine::Sim(device) = spec.ioengine else {
         return Err(Error::Usage(
             "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
@@ -1292,7 +1347,37 @@ fn run_model_threads(
             rate: spec.extra.rate_limit(spec.bs),
         })
         .collect();
-    let results = pollwise::platform::run(&p, &jobs)?;
+    let wall = spec
+        .model_wall
+        .unwrap_or_else(|| std::time::Instant::now() + model_wall_limit(spec));
+    let limits = pollwise::platform::Limits {
+        wall: Some(wall),
+        stop: Some(Arc::new(crate::signals::interrupted)),
+    };
+    let started = std::time::Instant::now();
+    let results = pollwise::platform::run_with(&p, &jobs, &limits)?;
+    let cancelled: u64 = results.iter().map(|r| r.cancelled).sum();
+    if cancelled > 0 {
+        eprintln!(
+            "pollwise: job {}: {cancelled} modelled requests still in flight {} ms (virtual) after --runtime or a stop were cancelled; they are in no result",
+            spec.name,
+            pollwise::engine::DRAIN_GRACE.as_millis()
+        );
+    }
+    let cut = (!crate::signals::interrupted())
+        .then(|| results.iter().find(|r| r.stopped_early))
+        .flatten()
+        .map(|r| {
+            let asked = (spec.ramp_time + spec.runtime).as_secs_f64() * 1e3;
+            format!(
+                "the model of job {} ran too slowly: after {:.1} s of real time a thread had modelled {:.1} of the {asked:.0} virtual ms asked (the limit is {}x the virtual time, at least {} s); model fewer threads, a lower --iodepth or a shorter --runtime, or a platform whose poll_ns is not tiny against its device's latency",
+                spec.name,
+                started.elapsed().as_secs_f64(),
+                r.elapsed_ns as f64 / 1e6 + spec.ramp_time.as_secs_f64() * 1e3,
+                MODEL_WALL_FACTOR,
+                MODEL_WALL_FLOOR.as_secs()
+            )
+        });
     let mut total = Rusage::default();
     let threads = results
         .into_iter()
@@ -1320,7 +1405,7 @@ fn run_model_threads(
             }
         })
         .collect();
-    Ok((threads, total))
+    Ok((threads, total, cut))
 }
 
 /// What the progress reporter needs to know of `s`.

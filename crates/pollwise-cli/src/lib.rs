@@ -15,6 +15,7 @@ pub mod device;
 pub mod errno;
 pub mod error;
 pub mod extras;
+pub mod filekind;
 pub mod job;
 pub mod jobs;
 pub mod options;

@@ -161,6 +161,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
                 } else {
                     text
                 };
+                pollwise_cli::filekind::check_output("--output", &path)?;
                 std::fs::write(&path, body).map_err(|e| {
                     Error::Io(format!(
                         "cannot write {}: {}",
