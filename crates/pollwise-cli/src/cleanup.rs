@@ -33,6 +33,29 @@ impl Registry {
     pub fn unregister(&mut self, dir: &Path) {
         self.0.retain(|d| d != dir);
     }
+
+    /// Removes every registered directory with its contents and forgets them; returns how
+    /// many were removed. Each is first renamed out of the way: a file the run opens by its
+    /// path while the removal goes on (laying out, say) then fails to open, where it would
+    /// otherwise be created in the directory between the removal of its files and its own,
+    /// and keep it.
+    pub fn remove_all(&mut self) -> usize {
+        let list = std::mem::take(&mut *self.0);
+        list.iter()
+            .filter(|d| {
+                let doomed = d.file_name().map(|n| {
+                    let mut n = n.to_os_string();
+                    n.push(".removing");
+                    d.with_file_name(n)
+                });
+                match doomed {
+                    Some(x) if std::fs::rename(d, &x).is_ok() => std::fs::remove_dir_all(&x),
+                    _ => std::fs::remove_dir_all(d),
+                }
+                .is_ok()
+            })
+            .count()
+    }
 }
 
 /// Registers `dir` (and everything in it) for removal when the process ends early.
@@ -47,23 +70,16 @@ pub fn unregister_dir(dir: &Path) {
 
 /// Removes every registered directory with its contents; returns how many were removed.
 pub fn remove_all() -> usize {
-    remove_listed(&mut lock())
+    lock().remove_all()
 }
 
 /// As [`remove_all`], for a process about to exit: the registry stays locked, so nothing new
 /// is made (and left) before the exit.
 pub fn remove_all_before_exit() -> usize {
     let mut reg = lock();
-    let n = remove_listed(&mut reg);
+    let n = reg.remove_all();
     std::mem::forget(reg);
     n
-}
-
-fn remove_listed(reg: &mut Registry) -> usize {
-    let list = std::mem::take(&mut *reg.0);
-    list.iter()
-        .filter(|d| std::fs::remove_dir_all(d).is_ok())
-        .count()
 }
 
 /// The directories registered now.
