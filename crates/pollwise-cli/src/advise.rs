@@ -243,8 +243,9 @@ pub fn sweep(
     model.ramp_time = CELL_RAMP;
     model.runtime = CELL_RUNTIME;
     let start = Instant::now();
-    // A cell whose model runs past the budget in real time is stopped there and cut.
-    model.model_wall = Some(start + budget);
+    // A cell whose model runs past the budget in real time is stopped there (its drain then
+    // takes the grace at most) and cut.
+    model.model_wall = Some(start + budget.saturating_sub(pollwise::engine::DRAIN_GRACE));
     let mut groups: Vec<(u32, u32)> = thread_counts(platform.cores)
         .into_iter()
         .flat_map(|t| DEPTHS.iter().map(move |&q| (t, q)))
