@@ -33,7 +33,7 @@ use pollwise::platform::Platform;
 use pollwise::policy::poll::Poll;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, OpKind, Queue, RequestOp, Tracked};
+use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
 use pollwise::sys::rusage::thread_cpu_ns;
 
@@ -91,7 +91,10 @@ pub struct Calibration {
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
-    Error::Io(format!("calibrate: {what}: {}", crate::errno::plain(&e)))
+    Error::Io(format!(
+        "calibrate: {what}: {}",
+        crate::errno::explain(&e, crate::errno::Op::Other)
+    ))
 }
 
 fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
@@ -148,7 +151,7 @@ impl Reader {
         let req = self.reqs[i];
         // A spread of offsets, so a cache ahead of the device sees little reuse.
         self.next = (self.next + 7919) % self.blocks;
-        if let Some(slab) = self.q.requests_mut() {
+        if let Some(mut slab) = self.q.requests_mut() {
             // The last read was reaped (Completed): take the request back for the next one.
             if slab.state(req) == Ok(State::Completed) {
                 slab.restart(req)
@@ -303,6 +306,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         let flags = if direct { libc::O_DIRECT } else { 0 };
         crate::filekind::open_target(OpenOptions::new().read(true), flags, "--filename", path)
     };
+    crate::outfile::protect(path);
     let (file, direct) = match open(true) {
         Ok(f) => (f, true),
         Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
@@ -341,8 +345,9 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     };
     let mut r = Reader::new(&plain, fd, blocks)?;
     let poll = Figure::of(batched(SAMPLES, 100, || {
-        // The device's own check (nothing is in flight: the records would have nothing to do).
-        let _ = r.q.inner_mut().poll(&mut |_| {});
+        // The device's check, through the records (nothing is in flight: they have nothing to
+        // do).
+        let _ = r.q.poll(&mut |_| {});
     }));
     figures.push(("poll_ns", poll));
     let (mut submit, mut clat) = (Vec::new(), Vec::new());
@@ -684,8 +689,11 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
                 .into(),
         )
     })?;
-    if let Some(o) = &output {
-        crate::filekind::check_output("--output", o)?;
+    if let Some(out) = &output {
+        crate::outfile::check_outputs(
+            &[("--output".into(), out.clone())],
+            std::slice::from_ref(&path),
+        )?;
     }
     let c = calibrate(&path)?;
     Ok((to_text(&c), to_json(&c), json, output))

@@ -1,6 +1,6 @@
-//! What a path pollwise reads or writes may be: a target (`--filename`) is a regular file or a
-//! block device, a report (`--output`) a regular file; never a FIFO, a socket, a character
-//! device or a directory.
+//! What a target (`--filename`) may be: a regular file or a block device; never a FIFO, a
+//! socket, a character device or a directory. (What pollwise writes for the user, `--output`
+//! and the logs, follows `outfile`'s rules: a FIFO there is written when something reads it.)
 //!
 //! A FIFO blocks `open(2)` until someone opens its other end, so the command would hang before
 //! its first signal check; a character device or a socket never ends or is no storage to
@@ -50,21 +50,6 @@ pub fn check_target(option: &str, path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(m) => match odd_kind(&m.file_type(), true) {
             Some(kind) => Err(target_error(option, path, kind)),
-            None => Ok(()),
-        },
-        Err(_) => Ok(()),
-    }
-}
-
-/// Refuses a report path (`option` names it: `--output`) that exists and is not a regular file
-/// (a FIFO would block the write's open until a reader comes). A missing path passes.
-pub fn check_output(option: &str, path: &Path) -> Result<()> {
-    match std::fs::metadata(path) {
-        Ok(m) => match odd_kind(&m.file_type(), false) {
-            Some(kind) => Err(Error::Usage(format!(
-                "{option}={} is {kind}: the report is written to a regular file; name one (or leave {option} out to print it)",
-                path.display()
-            ))),
             None => Ok(()),
         },
         Err(_) => Ok(()),
@@ -128,8 +113,6 @@ mod tests {
         mkfifo(&fifo);
         let e = check_target("--filename", &fifo).unwrap_err().to_string();
         assert!(e.contains("FIFO") && e.contains("--filename="), "{e}");
-        let e = check_output("--output", &fifo).unwrap_err().to_string();
-        assert!(e.contains("FIFO") && e.contains("--output="), "{e}");
         let e = check_target("--filename", d.path())
             .unwrap_err()
             .to_string();
@@ -141,7 +124,6 @@ mod tests {
         let f = d.path().join("f");
         std::fs::write(&f, b"x").unwrap();
         check_target("--filename", &f).unwrap();
-        check_output("--output", &f).unwrap();
         check_target("--filename", &d.path().join("new")).unwrap();
     }
 

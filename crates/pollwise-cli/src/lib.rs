@@ -19,6 +19,7 @@ pub mod filekind;
 pub mod job;
 pub mod jobs;
 pub mod options;
+pub mod outfile;
 pub mod platform;
 pub mod report;
 pub mod scenario;
