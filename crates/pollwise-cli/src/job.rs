@@ -914,6 +914,17 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         if let Some(why) = cut {
             return Err(Error::Io(why));
         }
+        // As a real job: a modelled thread that did no I/O (a device slower than the run, all
+        // cancelled) has no figure to report. A signal's results so far may be empty.
+        let idle = threads.iter().position(|t| t.total_ios() == 0);
+        if let (Some(i), false) = (idle, crate::signals::interrupted()) {
+            return Err(Error::Io(format!(
+                "job {} thread {} did no I/O in its {:.2} virtual s: no modelled request completed (the device is slower than the run, or the rate too low); give a longer --runtime",
+                spec.name,
+                i + 1,
+                threads[i].elapsed_ns as f64 / 1e9
+            )));
+        }
         return Ok((threads, cpu));
     }
     let target = prepare_target(spec)?;
