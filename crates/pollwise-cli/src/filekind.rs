@@ -37,8 +37,15 @@ fn odd_kind(t: &FileType, block_ok: bool) -> Option<&'static str> {
 }
 
 fn target_error(option: &str, path: &Path, kind: &str) -> Error {
+    if kind == "a directory" {
+        return Error::Usage(format!(
+            "{option}={} is a directory: name a file inside it, e.g. {option}={}",
+            path.display(),
+            path.join("pollwise.dat").display()
+        ));
+    }
     Error::Usage(format!(
-        "{option}={} is {kind}: pollwise runs on a regular file or a block device; name one",
+        "{option}={} is {kind}, so it cannot be opened for I/O: name a file or a block device",
         path.display()
     ))
 }
@@ -116,7 +123,7 @@ mod tests {
         let e = check_target("--filename", d.path())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("a directory"), "{e}");
+        assert!(e.contains("a directory: name a file inside it"), "{e}");
         let e = check_target("--filename", Path::new("/dev/null"))
             .unwrap_err()
             .to_string();

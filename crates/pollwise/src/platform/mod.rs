@@ -95,7 +95,8 @@ pub struct ThreadResult {
     /// Whether [`Limits`] stopped the thread before its virtual time or request count was
     /// done.
     pub stopped_early: bool,
-    /// Requests cancelled because they were still in flight at the deadline (in no figure).
+    /// Requests of the measured period cancelled because they were still in flight at its
+    /// deadline (in no figure).
     pub cancelled: u64,
 }
 
@@ -261,6 +262,7 @@ fn thread_body(
         (w.cpu[me], w.switches[me])
     };
     let (_, _, q0, p0) = engine.stats();
+    let cancelled0 = engine.cancelled();
     let until = t0.saturating_add(job.runtime_ns);
     let ios_end = job.ios.map(|n| engine.submitted() + n);
     let stop = match ios_end {
@@ -278,7 +280,7 @@ fn thread_body(
     let beliefs = engine.beliefs();
     let stopped_early = stopped_at.load(Ordering::Relaxed) < until
         && ios_end.map_or(true, |n| engine.submitted() < n);
-    let cancelled = engine.cancelled();
+    let cancelled = engine.cancelled() - cancelled0;
     // The engine's drop cancels nothing: everything was drained by run().
     drop(engine);
     Ok(ThreadResult {

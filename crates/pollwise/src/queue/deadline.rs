@@ -12,8 +12,10 @@
 //!
 //! A stop asked for by the engine's stop check (a signal, a failed thread, a wall-clock limit)
 //! moves both the stop time and the deadline in: from the moment the wrapper sees it, what is in
-//! flight gets [`DRAIN_GRACE`] on the queue's clock and as long in real time (a virtual clock may
-//! run slower than the wall's), then is cancelled. The check is asked at every wait and at every
+//! flight gets [`DRAIN_GRACE`] on the queue's clock and as long in real time, then is cancelled.
+//! The drain after the stop time is bounded the same way, on the clock and in real time: a
+//! virtual clock (the platform model) can run far slower than the wall's, and polling out half
+//! a virtual second for a request that needs ten is work, not waiting. The check is asked at every wait and at every
 //! 16th poll; on a real clock, waits that could block long (cheap timeouts: a simulated device,
 //! an injected spike, a channel) are cut into [`STOP_SLICE`]s so a stop is seen within one. A
 //! wait on an io_uring ring before the stop time ends with its request, as the kernel's does.
@@ -108,6 +110,8 @@ pub struct Bounded {
     check_version: u64,
     calls: u32,
     stopped: Option<Stopped>,
+    /// The stop time last seen passed, and when the drain after it ends in real time.
+    drain: Option<(u64, Instant)>,
 }
 
 impl Bounded {
@@ -125,6 +129,7 @@ impl Bounded {
             check_version: 0,
             calls: 0,
             stopped: None,
+            drain: None,
         }
     }
 
@@ -179,13 +184,23 @@ impl Bounded {
             return Ok(None);
         }
         let now = self.clock.now_ns();
-        let real_passed = self.stopped.is_some_and(|s| Instant::now() >= s.real);
-        if now < deadline && !real_passed {
-            let mut left = Duration::from_nanos(deadline - now);
-            if let Some(s) = self.stopped {
-                left = left.min(s.real.saturating_duration_since(Instant::now()));
-            }
-            return Ok(Some(left));
+        // The drain after the stop time is bounded in real time too (see the module docs).
+        let stop = self.bound.stop.load(Ordering::Relaxed);
+        if self.drain.is_some_and(|(s, _)| s != stop) {
+            // A new stop time (the engine's next run): the last drain's bound is over.
+            self.drain = None;
+        }
+        if stop != NONE && now >= stop && self.drain.is_none() {
+            self.drain = Some((stop, Instant::now() + DRAIN_GRACE));
+        }
+        let real_end = [self.stopped.map(|s| s.real), self.drain.map(|d| d.1)]
+            .into_iter()
+            .flatten()
+            .min();
+        let real_left = real_end.map(|r| r.saturating_duration_since(Instant::now()));
+        if now < deadline && real_left.map_or(true, |l| !l.is_zero()) {
+            let left = Duration::from_nanos(deadline - now);
+            return Ok(Some(real_left.map_or(left, |r| left.min(r))));
         }
         if self.bound.cancelled.load(Ordering::Relaxed) == 0 && self.inner.in_flight() > 0 {
             self.bound.cancelled.store(1, Ordering::Relaxed);

@@ -189,7 +189,7 @@ pub unsafe trait Queue {
     /// Whether a [`wait`](Queue::wait) with a timeout costs about what one without does (true
     /// but on an io_uring ring, where a timed wait arms a kernel timer, and in the platform
     /// model, which charges a timed wait as a sleep). The deadline wrapper
-    /// ([`deadline`](crate::queue::deadline)) caps waits with timeouts only where they are cheap.
+    /// ([`deadline`]) caps waits with timeouts only where they are cheap.
     fn timed_wait_is_cheap(&self) -> bool {
         true
     }
