@@ -31,7 +31,7 @@ use pollwise::stats::Stats;
 use serde_json::{json, Value};
 
 use crate::extras::Rate;
-use crate::job::{run_job, IoEngine, JobSpec};
+use crate::job::{run_job, run_job_within, IoEngine, JobSpec};
 use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::{Error, Result};
@@ -242,6 +242,10 @@ pub fn sweep(
     model.sim_latency_given = false;
     model.ramp_time = CELL_RAMP;
     model.runtime = CELL_RUNTIME;
+    let start = Instant::now();
+    // A cell whose model runs past the budget in real time is stopped there (its drain then
+    // takes the grace at most) and cut.
+    model.model_wall = Some(start + budget.saturating_sub(pollwise::engine::DRAIN_GRACE));
     let mut groups: Vec<(u32, u32)> = thread_counts(platform.cores)
         .into_iter()
         .flat_map(|t| DEPTHS.iter().map(move |&q| (t, q)))
@@ -249,7 +253,6 @@ pub fn sweep(
     // QD1 at every thread count first (so every objective has a cell), then the cheapest
     // first: the cost of a cell grows with the threads and the requests in flight.
     groups.sort_by_key(|&(t, q)| (q > 1, t as u64 * q as u64, t));
-    let start = Instant::now();
     // Wall seconds per simulated thread of one cell, the most seen (to foresee the next cell).
     let mut per_thread = 0.0f64;
     let mut points = Vec::new();
@@ -276,7 +279,10 @@ pub fn sweep(
                     continue;
                 }
                 let t0 = Instant::now();
-                let stats = run_job(&cell_spec(&model, &cell))?;
+                let Some(stats) = run_job_within(&cell_spec(&model, &cell))? else {
+                    cut.push(cell);
+                    continue;
+                };
                 per_thread = per_thread.max(t0.elapsed().as_secs_f64() / threads as f64);
                 let f = Figures::of(&stats, target);
                 if load >= 1.0 {
@@ -344,7 +350,11 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let budget = a.time.as_secs_f64();
     // Phase 1: the platform.
     let (platform, calibration) = if a.real {
-        let c = crate::calibrate::calibrate(&a.base.filename)?;
+        // Nothing to report before the platform is known: a signal ends calibration at once.
+        let c = {
+            let _now = crate::signals::immediate();
+            crate::calibrate::calibrate(&a.base.filename)?
+        };
         let mut p = c.platform.clone();
         p.name = "here".into();
         (p, Some(crate::calibrate::to_json(&c)))

@@ -22,7 +22,6 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -301,26 +300,21 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
             path.display()
         ))
     })?;
-    // Anything else (a FIFO, a character device) has no size to ask, and a FIFO would block
-    // the open until a writer came.
-    if !meta.is_file() && !meta.file_type().is_block_device() {
-        return Err(Error::Usage(format!(
-            "--filename={} is neither a regular file nor a block device: calibrate reads an existing file or block device of at least 1 MiB",
-            path.display()
-        )));
-    }
+    crate::filekind::check_target("--filename", path)?;
+    // Non-blocking, so a FIFO put in its place since cannot hang the open (see `filekind`).
     let open = |direct: bool| {
-        let mut o = OpenOptions::new();
-        o.read(true);
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(path)
+        let flags = if direct { libc::O_DIRECT } else { 0 };
+        crate::filekind::open_target(OpenOptions::new().read(true), flags, "--filename", path)
     };
     crate::outfile::protect(path);
     let (file, direct) = match open(true) {
         Ok(f) => (f, true),
-        Err(_) => (open(false).map_err(|e| io("opening the file", e))?, false),
+        Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+        Err(crate::filekind::OpenError::Open(_)) => match open(false) {
+            Ok(f) => (f, false),
+            Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+            Err(crate::filekind::OpenError::Open(e)) => return Err(io("opening the file", e)),
+        },
     };
     let size = if meta.is_file() {
         meta.len()

@@ -7,7 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -178,8 +178,8 @@ pub struct JobSpec {
     pub extra: crate::extras::JobExtras,
     /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
     pub logs: crate::report::logs::LogSpec,
-    /// The run's live progress (ETA line, interim reports) and this job's index in it; `None`
-    /// when neither is wanted (the job then counts nothing per I/O).
+    /// The run's live progress (ETA line, interim reports, SIGUSR1's status) and this job's
+    /// index in it; `None` outside `pollwise run` (the job then counts nothing per I/O).
     pub live: Option<(Arc<Live>, usize)>,
     /// Faults to inject (`--fault`), on any engine.
     pub fault: Option<pollwise::queue::fault::FaultSpec>,
@@ -188,6 +188,9 @@ pub struct JobSpec {
     /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
     /// several jobs.
     pub halt: Option<Arc<AtomicBool>>,
+    /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
+    /// when its virtual time is done.
+    pub model_wall: Option<std::time::Instant>,
 }
 
 impl Default for JobSpec {
@@ -236,6 +239,7 @@ impl Default for JobSpec {
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
             halt: None,
+            model_wall: None,
         }
     }
 }
@@ -620,10 +624,15 @@ fn online_cpus() -> usize {
 fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writable);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
-    o.open(path).map_err(|e| {
+    let flags = if direct { libc::O_DIRECT } else { 0 };
+    // Non-blocking, so a FIFO put in the target's place cannot hang the open (see `filekind`).
+    let opened = crate::filekind::open_target(&mut o, flags, "--filename", path);
+    let e = match opened {
+        Ok(f) => return Ok(f),
+        Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+        Err(crate::filekind::OpenError::Open(e)) => e,
+    };
+    Err({
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::Unsupported(format!(
                 "cannot open {} with O_DIRECT: its filesystem does not support direct I/O (tmpfs?); put the file on a disk filesystem or use --direct=0",
@@ -731,6 +740,8 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         });
     }
     let path = &spec.filename;
+    // A FIFO would block the open below, a character device never end: refused first.
+    crate::filekind::check_target("--filename", path)?;
     check_polled_io(spec)?;
     check_in_use(spec)?;
     let meta = std::fs::metadata(path).ok();
@@ -834,10 +845,13 @@ fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
     let (f, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(f) => (f, true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| create_error(path, &e))?;
+            let opened =
+                crate::filekind::open_target(OpenOptions::new().write(true), 0, "--filename", path);
+            let f = match opened {
+                Ok(f) => f,
+                Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
+                Err(crate::filekind::OpenError::Open(e)) => return Err(create_error(path, &e)),
+            };
             (f, false)
         }
         Err(e) => return Err(create_error(path, &e)),
@@ -846,7 +860,9 @@ fn lay_out(path: &Path, from: u64, to: u64, direct: bool) -> Result<()> {
     if r.is_err() {
         if created {
             let _ = std::fs::remove_file(path);
-        } else if let Ok(f) = OpenOptions::new().write(true).open(path) {
+        } else if let Ok(f) =
+            crate::filekind::open_target(OpenOptions::new().write(true), 0, "--filename", path)
+        {
             let _ = f.set_len(from);
         }
     }
@@ -1007,7 +1023,22 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 /// the measured period.
 pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
-        return run_model_threads(spec, p);
+        let (threads, cpu, cut) = run_model_threads(spec, p)?;
+        if let Some(why) = cut {
+            return Err(Error::Io(why));
+        }
+        // As a real job: a modelled thread that did no I/O (a device slower than the run, all
+        // cancelled) has no figure to report. A signal's results so far may be empty.
+        let idle = threads.iter().position(|t| t.total_ios() == 0);
+        if let (Some(i), false) = (idle, crate::signals::interrupted()) {
+            return Err(Error::Io(format!(
+                "job {} thread {} did no I/O in its {:.2} virtual s: no modelled request completed (the device is slower than the run, or the rate too low); give a longer --runtime",
+                spec.name,
+                i + 1,
+                threads[i].elapsed_ns as f64 / 1e9
+            )));
+        }
+        return Ok((threads, cpu));
     }
     let n = spec.numjobs as usize;
     // A clone with a file of its own (fio's default names) lays it out before any starts.
@@ -1603,12 +1634,31 @@ fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultRepo
     })
 }
 
+/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `spec.model_wall` stops
+/// before its virtual time is done gives `None`, not an error.
+pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
+    let Some(p) = &spec.platform else {
+        return run_job(spec).map(Some);
+    };
+    let (threads, process, cut) = run_model_threads(spec, p)?;
+    if cut.is_some() {
+        return Ok(None);
+    }
+    let mut total = Stats::default();
+    for t in &threads {
+        total.merge_thread(t);
+    }
+    total.process = process;
+    Ok(Some(total))
+}
+
 /// Runs `spec` (every thread) on `platform` in virtual time: per-thread stats and the threads'
-/// CPU as the process's, as [`run_job_threads`] reports real runs.
+/// CPU as the process's, as [`run_job_threads`] reports real runs, and why the run was cut
+/// short in real time, if it was (a signal is not a cut: the results so far are reported).
 fn run_model_threads(
     spec: &JobSpec,
     platform: &pollwise::platform::Platform,
-) -> Result<(Vec<Stats>, Rusage)> {
+) -> Result<(Vec<Stats>, Rusage, Option<String>)> {
     let IoEngine::Sim(device) = spec.ioengine else {
         return Err(Error::Usage(
             "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
@@ -1638,7 +1688,35 @@ fn run_model_threads(
             rate: spec.extra.rate_limit(spec.bs),
         })
         .collect();
-    let results = pollwise::platform::run(&p, &jobs)?;
+    // Virtual time bounds a model (its drain is bounded in real time too); only `advise`'s
+    // budget bounds its measured period in real time (a model runs several times slower than
+    // the wall clock, and that is the work asked for: a signal stops it at once).
+    let limits = pollwise::platform::Limits {
+        wall: spec.model_wall,
+        stop: Some(Arc::new(crate::signals::interrupted)),
+    };
+    let started = std::time::Instant::now();
+    let results = pollwise::platform::run_with(&p, &jobs, &limits)?;
+    let cancelled: u64 = results.iter().map(|r| r.cancelled).sum();
+    if cancelled > 0 {
+        eprintln!(
+            "pollwise: job {}: {cancelled} modelled requests still in flight {} ms (virtual) after --runtime or a stop were cancelled; they are in no result",
+            spec.name,
+            pollwise::engine::DRAIN_GRACE.as_millis()
+        );
+    }
+    let cut = (!crate::signals::interrupted())
+        .then(|| results.iter().find(|r| r.stopped_early))
+        .flatten()
+        .map(|r| {
+            let asked = (spec.ramp_time + spec.runtime).as_secs_f64() * 1e3;
+            format!(
+                "the model of job {} ran out of real time: after {:.1} s a thread had modelled {:.1} of the {asked:.0} virtual ms asked",
+                spec.name,
+                started.elapsed().as_secs_f64(),
+                r.elapsed_ns as f64 / 1e6 + spec.ramp_time.as_secs_f64() * 1e3,
+            )
+        });
     let mut total = Rusage::default();
     let threads = results
         .into_iter()
@@ -1666,7 +1744,7 @@ fn run_model_threads(
             }
         })
         .collect();
-    Ok((threads, total))
+    Ok((threads, total, cut))
 }
 
 /// What the progress reporter needs to know of `s`.

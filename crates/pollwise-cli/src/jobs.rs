@@ -26,9 +26,11 @@ use crate::options::SizeOrPercent;
 
 use crate::{Error, Result};
 
-/// The size of an existing file or block device, if it exists.
+/// The size of an existing file or block device, if it exists. Opened non-blocking: a FIFO
+/// put in its place after the check cannot hang the open (see `filekind`).
 fn existing_size(path: &Path) -> Option<u64> {
-    let mut f = File::open(path).ok()?;
+    let mut f =
+        crate::filekind::open_target(File::options().read(true), 0, "--filename", path).ok()?;
     f.seek(SeekFrom::End(0)).ok()
 }
 
@@ -52,6 +54,8 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         }),
         IoEngine::Null => Some(spec.size),
         IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } => {
+            // A FIFO would block, a character device never end: refused before any open.
+            crate::filekind::check_target("--filename", &spec.filename)?;
             existing_size(&spec.filename)
         }
     };

@@ -16,6 +16,7 @@ pub mod errno;
 pub mod error;
 pub mod exec;
 pub mod extras;
+pub mod filekind;
 pub mod job;
 pub mod jobs;
 pub mod options;

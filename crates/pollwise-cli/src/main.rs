@@ -452,8 +452,9 @@ fn main_inner() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
-    // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
-    // anything else exits at once (files pollwise made are removed either way).
+    // run, compare and advise stop their jobs on the first SIGINT/SIGTERM/SIGHUP/SIGALRM and
+    // report what they have; anything else exits at once (files pollwise made are removed
+    // either way). SIGUSR1 prints `run`'s status and goes on.
     // exec waits for its command to end, whatever signal comes first.
     signals::set_graceful(
         name == Name::Fio

@@ -35,7 +35,9 @@ impl TempDirGuard {
 impl Drop for TempDirGuard {
     fn drop(&mut self) {
         if let Some(d) = self.dir.take() {
-            crate::cleanup::unregister_dir(d.path());
+            // Removed and forgotten under the registry's lock (see `cleanup`).
+            let mut reg = crate::cleanup::lock();
+            reg.unregister(d.path());
             // TempDir removes the directory and everything in it.
             drop(d);
         }
@@ -55,6 +57,9 @@ impl TempFile {
 /// Makes a directory of pollwise's own under `base` and creates `NAME.dat` in it, empty, with
 /// `O_EXCL | O_NOFOLLOW` and mode 0600.
 pub fn create_private(base: &Path, name: &str) -> Result<TempDirGuard> {
+    // Made and registered under the registry's lock, so an exit on a signal cannot come between
+    // (see `cleanup`).
+    let mut reg = crate::cleanup::lock();
     let dir = tempfile::Builder::new()
         .prefix("pollwise-")
         .permissions(Permissions::from_mode(0o700))
@@ -66,13 +71,13 @@ pub fn create_private(base: &Path, name: &str) -> Result<TempDirGuard> {
                 crate::errno::plain(&e)
             ))
         })?;
-    crate::cleanup::register_dir(dir.path());
+    reg.register(dir.path());
     let file = dir.path().join(format!("{name}.dat"));
     let guard = TempDirGuard {
         dir: Some(dir),
         file,
     };
-    OpenOptions::new()
+    let created = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
@@ -84,7 +89,10 @@ pub fn create_private(base: &Path, name: &str) -> Result<TempDirGuard> {
                 guard.file.display(),
                 crate::errno::plain(&e)
             ))
-        })?;
+        });
+    // The guard's drop takes the lock: release it first.
+    drop(reg);
+    created?;
     Ok(guard)
 }
 
@@ -93,6 +101,8 @@ pub fn create_private(base: &Path, name: &str) -> Result<TempDirGuard> {
 /// the guard that removes it; otherwise a guard that removes nothing.
 pub fn default_target(spec: &mut JobSpec, name: &str, size: u64) -> Result<TempFile> {
     if !spec.filename.as_os_str().is_empty() {
+        // A FIFO would block the scenario's open: refused before it (see `filekind`).
+        crate::filekind::check_target("--filename", &spec.filename)?;
         return Ok(TempFile(None));
     }
     let guard = create_private(&std::env::temp_dir(), name)?;

@@ -33,6 +33,14 @@ pub trait Clock: Send + Sync {
     fn sleep_until(&self, _t_ns: u64) -> bool {
         false
     }
+
+    /// Whether this clock's time is not the wall clock's (a [`FakeClock`], the platform
+    /// model's): a wait of a second on it need not take a second. Waits on a real clock are
+    /// cut into slices to notice a stop request ([`crate::queue::deadline`]); on a virtual one
+    /// slicing would only change what is modelled.
+    fn is_virtual(&self) -> bool {
+        false
+    }
 }
 
 /// The real monotonic clock (`CLOCK_MONOTONIC`, through [`Instant`]).
@@ -92,6 +100,10 @@ impl Clock for FakeClock {
 
     fn thread_cpu_ns(&self) -> u64 {
         self.cpu.load(Ordering::SeqCst)
+    }
+
+    fn is_virtual(&self) -> bool {
+        true
     }
 }
 

@@ -319,7 +319,7 @@ pub struct Engine {
     /// How long the gate asked to wait when it last held a request back.
     gate_wait: Option<Duration>,
     /// Asked before every submission and during think time: `true` stops the run early.
-    stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
+    stop_check: Option<deadline::StopCheck>,
     extra: Extras,
     /// Errors, short transfers and refused submissions: what was seen and what was done.
     errs: ErrorHandling,
@@ -329,10 +329,10 @@ pub struct Engine {
     cancelled: u64,
 }
 
-/// How long after the stop time of [`Engine::set_deadline`] requests still in flight are
-/// cancelled: time enough for a device's slowest ordinary requests, and a run still ends within a
-/// second of its stop time.
-pub const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// How long after the stop time of [`Engine::set_deadline`] (or a stop request, see
+/// [`Engine::set_stop_check`]) requests still in flight are cancelled: time enough for a
+/// device's slowest ordinary requests, and a run still ends within a second of its stop time.
+pub const DRAIN_GRACE: Duration = deadline::DRAIN_GRACE;
 
 impl Engine {
     /// An engine over `q`, waiting with `policy`, with a slab of its own.
@@ -415,10 +415,13 @@ impl Engine {
     }
 
     /// Makes [`Engine::run`] stop early, as if its stop time had come, once `check` returns
-    /// true: it is asked before every submission and while thinking (an interrupted or failed
-    /// job). What is in flight is still drained.
+    /// true: it is asked before every submission, while thinking and by the queue's waits (an
+    /// interrupted or failed job). What is in flight is still drained, for [`DRAIN_GRACE`] at
+    /// most (on the clock and in real time), then cancelled.
     pub fn set_stop_check(&mut self, check: impl Fn() -> bool + Send + Sync + 'static) {
-        self.stop_check = Some(Box::new(check));
+        let check: deadline::StopCheck = std::sync::Arc::new(check);
+        self.bound.set_stop_check(Some(check.clone()));
+        self.stop_check = Some(check);
     }
 
     /// Bounds the run in time: once clock time `stop_ns` + [`DRAIN_GRACE`] has passed, whatever

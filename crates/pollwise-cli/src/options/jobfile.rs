@@ -105,8 +105,14 @@ fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
         )));
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_JOB_FILE + 1).read_to_end(&mut bytes))
+    // Non-blocking, so a FIFO put in its place since cannot hang the open.
+    let f = crate::filekind::open_target(std::fs::File::options().read(true), 0, "job file", path)
+        .map_err(|e| match e {
+            crate::filekind::OpenError::Open(e) => cannot(&e),
+            crate::filekind::OpenError::Kind(e) => e,
+        })?;
+    f.take(MAX_JOB_FILE + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| cannot(&e))?;
     if bytes.len() as u64 > MAX_JOB_FILE {
         return Err(usage(format!(
@@ -123,15 +129,62 @@ fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
     })
 }
 
+/// How deep includes may nest (an included file including another counts one more).
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+/// The most files one job file may include, directly or not, repeats counted: a few includes
+/// share options; thousands are a fan-out (each file including the next several times) that
+/// would otherwise expand without end.
+pub const MAX_INCLUDED_FILES: usize = 256;
+/// The most bytes one job file's includes may read in all.
+pub const MAX_INCLUDED_BYTES: u64 = 4 * MAX_JOB_FILE;
+
+/// What a job file's includes have read so far: the chain of files being read (to name a
+/// cycle), and the files and bytes in all (to stop a fan-out).
+#[derive(Default)]
+struct Includes {
+    chain: Vec<PathBuf>,
+    files: usize,
+    bytes: u64,
+}
+
 /// Reads the options of an included file into `into`.
-fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, depth: usize) -> Result<()> {
-    if depth > 16 {
+fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, inc: &mut Includes) -> Result<()> {
+    let id = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Some(i) = inc.chain.iter().position(|p| *p == id) {
+        let cycle: Vec<String> = inc.chain[i..]
+            .iter()
+            .chain([&id])
+            .map(|p| p.display().to_string())
+            .collect();
         return Err(usage(format!(
-            "{at}: includes nest more than 16 deep (does {} include itself?)",
+            "{at}: include {} makes a cycle ({}): remove one of these includes",
+            path.display(),
+            cycle.join(" -> ")
+        )));
+    }
+    if inc.chain.len() >= MAX_INCLUDE_DEPTH {
+        return Err(usage(format!(
+            "{at}: includes nest more than {MAX_INCLUDE_DEPTH} deep at {}: include the options fewer levels down",
+            path.display()
+        )));
+    }
+    inc.files += 1;
+    if inc.files > MAX_INCLUDED_FILES {
+        return Err(usage(format!(
+            "{at}: include {}: more than {MAX_INCLUDED_FILES} files included in all (do includes fan out, each file including the next several times?): include each file once",
             path.display()
         )));
     }
     let text = read(path, Some(at))?;
+    inc.bytes += text.len() as u64;
+    if inc.bytes > MAX_INCLUDED_BYTES {
+        return Err(usage(format!(
+            "{at}: include {}: the included files hold more than {} MiB in all: a job file's includes hold a few lines of options",
+            path.display(),
+            MAX_INCLUDED_BYTES >> 20
+        )));
+    }
+    inc.chain.push(id);
     for (here, l) in lines(path, &text) {
         if l.starts_with('[') {
             return Err(usage(format!(
@@ -139,11 +192,12 @@ fn include(path: &Path, at: &Origin, into: &mut Vec<Setting>, depth: usize) -> R
             )));
         }
         if let Some(f) = include_target(l) {
-            include(&resolve(path, f), &here, into, depth + 1)?;
+            include(&resolve(path, f), &here, into, inc)?;
             continue;
         }
         into.push(setting(l, here)?);
     }
+    inc.chain.pop();
     Ok(())
 }
 
@@ -185,6 +239,10 @@ pub fn parse_file(path: &Path) -> Result<Vec<Section>> {
 /// As [`parse_file`], over `text` read from `path`.
 pub fn parse_text(path: &Path, text: &str) -> Result<Vec<Section>> {
     let mut sections: Vec<Section> = Vec::new();
+    let mut inc = Includes {
+        chain: vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())],
+        ..Includes::default()
+    };
     for (at, l) in lines(path, text) {
         if let Some(head) = l.strip_prefix('[') {
             let Some(name) = head.strip_suffix(']') else {
@@ -208,7 +266,7 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Vec<Section>> {
             )));
         };
         if let Some(f) = include_target(l) {
-            include(&resolve(path, f), &at, &mut current.settings, 1)?;
+            include(&resolve(path, f), &at, &mut current.settings, &mut inc)?;
             continue;
         }
         current.settings.push(setting(l, at)?);

@@ -669,12 +669,12 @@ pub fn run_and_report(
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
     let eta = ro.eta.shown(progress::stderr_is_tty());
-    let live = (eta || ro.status_interval.is_some()).then(|| {
-        Arc::new(progress::Live::new(
-            specs.iter().map(crate::job::progress_plan).collect(),
-            ro.status_interval.is_some(),
-        ))
-    });
+    // Always live: SIGUSR1 asks for the interim report (fio's status dump) whatever the
+    // options, so the threads leave snapshots at every sample tick.
+    let live = Some(Arc::new(progress::Live::new(
+        specs.iter().map(crate::job::progress_plan).collect(),
+        true,
+    )));
     // fio's thread numbers (log file names) count every job's clones across the run.
     let mut next_index = 1u32;
     let specs: Vec<JobSpec> = specs
@@ -724,16 +724,19 @@ pub fn run_and_report(
                 status_interval: ro.status_interval,
                 render: Box::new(render),
             };
-            Some(progress::Reporter::start(l.clone(), cfg).map_err(|e| {
+            let r = progress::Reporter::start(l.clone(), cfg).map_err(|e| {
                 Error::Io(format!(
                     "cannot start the progress thread: {}",
                     crate::errno::explain(&e, crate::errno::Op::Thread)
                 ))
-            })?)
+            })?;
+            crate::signals::set_status_hook(Some(Arc::new(r.status_now())));
+            Some(r)
         }
         None => None,
     };
     let stats = crate::jobs::run_jobs(&specs);
+    crate::signals::set_status_hook(None);
     if let Some(r) = reporter {
         r.stop();
     }

@@ -445,9 +445,11 @@ pub struct ReporterConfig {
     pub render: Render,
 }
 
-/// The thread that prints the ETA line and interim reports while the jobs run.
+/// The thread that prints the ETA line and interim reports while the jobs run (every
+/// `--status-interval`, and on SIGUSR1: [`Reporter::status_now`]).
 pub struct Reporter {
     stop: Arc<(Mutex<bool>, Condvar)>,
+    status: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
     eta: bool,
     drew: Arc<AtomicBool>,
@@ -458,17 +460,33 @@ impl Reporter {
     pub fn start(live: Arc<Live>, cfg: ReporterConfig) -> std::io::Result<Reporter> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let drew = Arc::new(AtomicBool::new(false));
-        let (stop_t, drew_t) = (stop.clone(), drew.clone());
+        let status = Arc::new(AtomicBool::new(false));
+        let (stop_t, drew_t, status_t) = (stop.clone(), drew.clone(), status.clone());
         let eta = cfg.eta;
         let handle = std::thread::Builder::new()
             .name("pollwise-eta".into())
-            .spawn(move || reporter_loop(&live, &cfg, &stop_t, &drew_t))?;
+            .spawn(move || reporter_loop(&live, &cfg, &stop_t, &drew_t, &status_t))?;
         Ok(Reporter {
             stop,
+            status,
             handle: Some(handle),
             eta,
             drew,
         })
+    }
+
+    /// A function that makes the reporter print the interim report now (what SIGUSR1 does):
+    /// it only wakes the reporter thread, which renders and prints.
+    pub fn status_now(&self) -> impl Fn() + Send + Sync + 'static {
+        let (stop, status) = (self.stop.clone(), self.status.clone());
+        move || {
+            status.store(true, Ordering::SeqCst);
+            let (m, cv) = &*stop;
+            // Under the lock, so the wake-up cannot fall between the reporter's check and its
+            // wait.
+            let _g = m.lock();
+            cv.notify_all();
+        }
     }
 
     /// Stops the reporter and ends the ETA line.
@@ -502,6 +520,7 @@ fn reporter_loop(
     cfg: &ReporterConfig,
     stop: &(Mutex<bool>, Condvar),
     drew: &AtomicBool,
+    status: &AtomicBool,
 ) {
     let tick = Duration::from_secs(1);
     let mut prev = Counters::default();
@@ -517,7 +536,7 @@ fn reporter_loop(
         }
         let (m, cv) = stop;
         let Ok(mut stopped) = m.lock() else { return };
-        while !*stopped && Instant::now() < wake {
+        while !*stopped && !status.load(Ordering::SeqCst) && Instant::now() < wake {
             let left = wake.saturating_duration_since(Instant::now());
             match cv.wait_timeout(stopped, left) {
                 Ok((g, _)) => stopped = g,
@@ -528,6 +547,14 @@ fn reporter_loop(
             return;
         }
         drop(stopped);
+        if status.swap(false, Ordering::SeqCst) {
+            let report = (cfg.render)(&live.snapshots()).unwrap_or_else(|| {
+                "pollwise: SIGUSR1: no measurements yet (the jobs are setting up or ramping); going on\n".into()
+            });
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(report.as_bytes());
+            let _ = out.flush();
+        }
         let now = Instant::now();
         if let (Some(t), Some(every)) = (next_status, cfg.status_interval) {
             if now >= t {

@@ -34,11 +34,14 @@
 //! every cost but the device's (each is one figure, its median).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::engine::{Engine, EngineConfig, Stop};
 use crate::policy::{PolicyConfig, PolicyCounters};
 
+use crate::queue::deadline::{StopCheck, NONE};
 use crate::queue::QueueCounters;
 use crate::stats::DirStats;
 use crate::{Error, Result};
@@ -89,10 +92,49 @@ pub struct ThreadResult {
     pub policy: PolicyCounters,
     /// The policy's beliefs at the end.
     pub beliefs: Vec<(String, f64)>,
+    /// Whether [`Limits`] stopped the thread before its virtual time or request count was
+    /// done.
+    pub stopped_early: bool,
+    /// Requests of the measured period cancelled because they were still in flight at its
+    /// deadline (in no figure).
+    pub cancelled: u64,
 }
 
-/// Runs `jobs` (one simulated thread each) on `platform`, in virtual time. See the module docs.
+/// What may end a model run before its virtual time is spent. Virtual time is bounded by itself
+/// (what is in flight [`DRAIN_GRACE`](crate::engine::DRAIN_GRACE) after a thread's stop time is
+/// cancelled), but a model can run slower than the wall clock (every poll, every switch is work
+/// here): these bound it in real time too.
+#[derive(Clone, Default)]
+pub struct Limits {
+    /// When every thread stops queueing, in real time; what is in flight then is drained for
+    /// at most [`DRAIN_GRACE`](crate::engine::DRAIN_GRACE) (virtual and real), then cancelled.
+    pub wall: Option<Instant>,
+    /// Asked as each engine's stop check (a signal, say): true stops the threads as `wall` does.
+    pub stop: Option<StopCheck>,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("wall", &self.wall)
+            .field("stop", &self.stop.is_some())
+            .finish()
+    }
+}
+
+/// Runs `jobs` (one simulated thread each) on `platform`, in virtual time, with no limit in
+/// real time. See the module docs.
 pub fn run(platform: &Platform, jobs: &[ThreadJob]) -> Result<Vec<ThreadResult>> {
+    run_with(platform, jobs, &Limits::default())
+}
+
+/// As [`run`], ended early by `limits`: a thread stopped by them says so in
+/// [`ThreadResult::stopped_early`] (its measured period is what it modelled).
+pub fn run_with(
+    platform: &Platform,
+    jobs: &[ThreadJob],
+    limits: &Limits,
+) -> Result<Vec<ThreadResult>> {
     platform.check()?;
     if jobs.is_empty() {
         return Ok(Vec::new());
@@ -109,12 +151,13 @@ pub fn run(platform: &Platform, jobs: &[ThreadJob]) -> Result<Vec<ThreadResult>>
         let for_err = shared.clone();
         let job = job.clone();
         let platform = platform.clone();
+        let limits = limits.clone();
         let h = std::thread::Builder::new()
             .name(format!("pollwise-model{i}"))
             .spawn(move || {
                 let r = catch_unwind(AssertUnwindSafe(|| {
                     shared.wait_turn(i);
-                    thread_body(&shared, i, &platform, &job)
+                    thread_body(&shared, i, &platform, &job, &limits)
                 }));
                 let r = match r {
                     Ok(r) => r,
@@ -168,8 +211,10 @@ fn thread_body(
     me: usize,
     platform: &Platform,
     job: &ThreadJob,
+    limits: &Limits,
 ) -> Result<ThreadResult> {
     let clock = Arc::new(ThreadClock::new(shared.clone(), me, platform));
+    let mut engine_stop = None;
     let q = ModelQueue::new(
         shared.clone(),
         me,
@@ -191,9 +236,27 @@ fn thread_body(
     } else {
         job.policy.build(clock.clone())
     };
+    // When the limits first stopped the thread, in virtual time (NONE: never).
+    let stopped_at = Arc::new(AtomicU64::new(NONE));
+    if limits.wall.is_some() || limits.stop.is_some() {
+        let (limits, stopped_at, vclock) = (limits.clone(), stopped_at.clone(), clock.clone());
+        engine_stop = Some(move || {
+            let stop = limits.wall.is_some_and(|w| Instant::now() >= w)
+                || limits.stop.as_ref().is_some_and(|f| f());
+            if stop && stopped_at.load(Ordering::Relaxed) == NONE {
+                stopped_at.store(vclock.now_ns(), Ordering::Relaxed);
+            }
+            stop
+        });
+    }
     let mut engine = Engine::new(Box::new(q), policy, clock, job.cfg.clone())?;
     engine.set_rate(job.rate)?;
+    if let Some(f) = engine_stop {
+        engine.set_stop_check(f);
+    }
     if job.ramp_ns > 0 {
+        // The ramp's virtual time bounds its requests too (a device slower than the ramp).
+        engine.set_deadline(Some(job.ramp_ns));
         engine.run(Stop::At(job.ramp_ns))?;
         engine.reset_stats();
     }
@@ -203,11 +266,14 @@ fn thread_body(
         (w.cpu[me], w.switches[me])
     };
     let (_, _, q0, p0) = engine.stats();
+    let cancelled0 = engine.cancelled();
     let until = t0.saturating_add(job.runtime_ns);
-    let stop = match job.ios {
-        Some(n) => Stop::Either(until, engine.submitted() + n),
+    let ios_end = job.ios.map(|n| engine.submitted() + n);
+    let stop = match ios_end {
+        Some(n) => Stop::Either(until, n),
         None => Stop::At(until),
     };
+    engine.set_deadline(Some(until));
     engine.run(stop)?;
     let t1 = shared.now(me);
     let (c1, s1) = {
@@ -216,9 +282,14 @@ fn thread_body(
     };
     let (read, write, q1, p1) = engine.stats();
     let beliefs = engine.beliefs();
+    let stopped_early = stopped_at.load(Ordering::Relaxed) < until
+        && ios_end.map_or(true, |n| engine.submitted() < n);
+    let cancelled = engine.cancelled() - cancelled0;
     // The engine's drop cancels nothing: everything was drained by run().
     drop(engine);
     Ok(ThreadResult {
+        stopped_early,
+        cancelled,
         read,
         write,
         elapsed_ns: t1 - t0,

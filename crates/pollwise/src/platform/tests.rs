@@ -471,3 +471,46 @@ fn bad_depth_curves_name_the_field() {
     };
     assert!(ok.check().is_ok());
 }
+
+/// A poller on a device of 10 s: 1 ms of ramp and 5 ms measured, in virtual time.
+fn ten_second_poller() -> (Platform, ThreadJob) {
+    let mut p = platform(1);
+    p.device = LatencyModel::Fixed(10_000_000_000);
+    let mut j = job(Mode::Poll, 1000);
+    j.ramp_ns = 1_000_000;
+    j.runtime_ns = 5_000_000;
+    j.ios = None;
+    (p, j)
+}
+
+#[test]
+fn a_drain_is_bounded_in_real_time_and_what_it_gave_up_is_cancelled() {
+    // Before, each drain polled the device's 10 virtual seconds out (every 30 ns): minutes.
+    let (p, j) = ten_second_poller();
+    let t0 = std::time::Instant::now();
+    let r = run(&p, &[j]).unwrap().remove(0);
+    let took = t0.elapsed();
+    // Two drains (the ramp's and the run's) of half a second each, and the polling between.
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(r.read.ios, 0);
+    assert_eq!(r.cancelled, 1, "the measured run's request");
+    assert!(!r.stopped_early);
+}
+
+#[test]
+fn a_wall_limit_stops_the_threads_and_says_so() {
+    let (p, mut j) = ten_second_poller();
+    j.ramp_ns = 0;
+    j.runtime_ns = 3_600_000_000_000;
+    let limits = Limits {
+        wall: Some(std::time::Instant::now() + std::time::Duration::from_millis(300)),
+        stop: None,
+    };
+    let t0 = std::time::Instant::now();
+    let r = run_with(&p, &[j], &limits).unwrap().remove(0);
+    let took = t0.elapsed();
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    assert!(r.stopped_early);
+    assert!(r.elapsed_ns < 3_600_000_000_000);
+    assert_eq!(r.cancelled, 1);
+}

@@ -414,6 +414,12 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         self.inner.completes_in_submit()
     }
 
+    /// A spike is a sleep in user space, however the inner queue waits: a wait held by one
+    /// needs its timeout (the run's deadline) whatever that costs.
+    fn timed_wait_is_cheap(&self) -> bool {
+        self.spec.spike > 0.0 || self.inner.timed_wait_is_cheap()
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight() + self.held.len()
     }
@@ -425,13 +431,17 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         }
     }
 
-    /// Cancels the inner queue's operations; completions held by spikes are handed back at the
-    /// next poll, and nothing more is injected until nothing is in flight.
+    /// Cancels the inner queue's operations; completions still held by a spike are handed back
+    /// at the next poll as cancelled (`-ECANCELED`: the caller never saw them complete), and
+    /// nothing more is injected until nothing is in flight.
     fn cancel_all(&mut self) -> io::Result<()> {
         self.cancelling = true;
         let now = self.clock.now_ns();
         for h in &mut self.held {
-            h.0 = h.0.min(now);
+            if h.0 > now {
+                h.0 = now;
+                h.1.result = -libc::ECANCELED;
+            }
         }
         let r = self.inner.cancel_all();
         self.unsubmitted = 0;

@@ -196,6 +196,14 @@ pub unsafe trait Queue {
         false
     }
 
+    /// Whether a [`wait`](Queue::wait) with a timeout costs about what one without does (true
+    /// but on an io_uring ring, where a timed wait arms a kernel timer, and in the platform
+    /// model, which charges a timed wait as a sleep). The deadline wrapper
+    /// ([`deadline`]) caps waits with timeouts only where they are cheap.
+    fn timed_wait_is_cheap(&self) -> bool {
+        true
+    }
+
     /// Operations submitted and not yet handed back.
     fn in_flight(&self) -> usize;
 
@@ -267,6 +275,9 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn in_flight(&self) -> usize {
         (**self).in_flight()
+    }
+    fn timed_wait_is_cheap(&self) -> bool {
+        (**self).timed_wait_is_cheap()
     }
     fn counters(&self) -> QueueCounters {
         (**self).counters()

@@ -1,4 +1,4 @@
-//! Filesystem space (`statvfs`).
+//! Filesystem space (`statvfs`) and a file's blocking mode (`fcntl`).
 
 use std::io;
 use std::path::Path;
@@ -33,9 +33,54 @@ pub fn space(path: &Path) -> io::Result<FsSpace> {
     })
 }
 
+/// The `O_NONBLOCK` flag of `f`'s open file description.
+pub fn is_nonblocking(f: &impl std::os::fd::AsRawFd) -> io::Result<bool> {
+    // SAFETY: F_GETFL takes no argument and touches no memory; the fd is open for as long as
+    // `f` is borrowed.
+    let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(flags & libc::O_NONBLOCK != 0)
+}
+
+/// Sets or clears `O_NONBLOCK` on `f`'s open file description (a file opened non-blocking so
+/// that a FIFO cannot block the open, then found to be a regular file or a device).
+pub fn set_nonblocking(f: &impl std::os::fd::AsRawFd, on: bool) -> io::Result<()> {
+    let fd = f.as_raw_fd();
+    // SAFETY: as in `is_nonblocking`.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let want = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if want != flags {
+        // SAFETY: F_SETFL takes an int of flags and touches no memory; the fd is open for as
+        // long as `f` is borrowed.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, want) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nonblocking_is_set_and_cleared() {
+        let f = tempfile::tempfile().unwrap();
+        assert!(!is_nonblocking(&f).unwrap());
+        set_nonblocking(&f, true).unwrap();
+        assert!(is_nonblocking(&f).unwrap());
+        set_nonblocking(&f, false).unwrap();
+        assert!(!is_nonblocking(&f).unwrap());
+    }
 
     #[test]
     fn a_directory_has_a_sized_filesystem_and_a_missing_path_is_an_error() {

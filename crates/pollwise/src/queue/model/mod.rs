@@ -246,6 +246,10 @@ impl Clock for ThreadClock {
         self.shared.lock().cpu[self.me]
     }
 
+    fn is_virtual(&self) -> bool {
+        true
+    }
+
     /// Charges `ns` of CPU and time, in slices of [`SPEND_SLICE_NS`].
     fn spend_cpu(&self, ns: u64) -> bool {
         let mut left = ns;
@@ -317,6 +321,12 @@ impl ModelQueue {
 unsafe impl Queue for ModelQueue {
     fn kind(&self) -> &'static str {
         "model"
+    }
+
+    /// A timed wait is charged as a sleep, an untimed one as a blocking wait: adding timeouts
+    /// would change what is modelled.
+    fn timed_wait_is_cheap(&self) -> bool {
+        false
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {

@@ -1,0 +1,159 @@
+//! What a target (`--filename`) may be: a regular file or a block device; never a FIFO, a
+//! socket, a character device or a directory. (What pollwise writes for the user, `--output`
+//! and the logs, follows `outfile`'s rules: a FIFO there is written when something reads it.)
+//!
+//! A FIFO blocks `open(2)` until someone opens its other end, so the command would hang before
+//! its first signal check; a character device or a socket never ends or is no storage to
+//! measure. So each path is looked at with `stat(2)`, which opens nothing, before anything
+//! opens it, and refused in one line naming it (exit 2). A target is then opened with
+//! `O_NONBLOCK` ([`open_target`]): should a FIFO be put in its place after the check, the open
+//! still returns at once, `fstat(2)` on the opened file refuses it, and the flag is cleared on a
+//! file that passes (it would change how the kernel treats the I/O).
+
+use std::fs::{File, FileType, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::{Error, Result};
+
+/// What `t` is, in words, when it is not what a target or report may be.
+fn odd_kind(t: &FileType, block_ok: bool) -> Option<&'static str> {
+    if t.is_file() || (block_ok && t.is_block_device()) {
+        None
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+fn target_error(option: &str, path: &Path, kind: &str) -> Error {
+    if kind == "a directory" {
+        return Error::Usage(format!(
+            "{option}={} is a directory: name a file inside it, e.g. {option}={}",
+            path.display(),
+            path.join("pollwise.dat").display()
+        ));
+    }
+    Error::Usage(format!(
+        "{option}={} is {kind}, so it cannot be opened for I/O: name a file or a block device",
+        path.display()
+    ))
+}
+
+/// Refuses a target path (`option` names it: `--filename`) that exists and is neither a
+/// regular file nor a block device. Follows symbolic links (`stat(2)`, which opens nothing); a
+/// path that does not exist yet passes (it will be created as a regular file).
+pub fn check_target(option: &str, path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) => match odd_kind(&m.file_type(), true) {
+            Some(kind) => Err(target_error(option, path, kind)),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
+/// Opens a target with `opts` and `flags` (custom flags such as `O_DIRECT`) plus `O_NONBLOCK`,
+/// refuses what is not a regular file or block device (`option` names the path in the
+/// message), and clears `O_NONBLOCK` again. The error of the open itself is returned as is, for
+/// the caller's message.
+pub fn open_target(
+    opts: &mut OpenOptions,
+    flags: i32,
+    option: &str,
+    path: &Path,
+) -> std::result::Result<File, OpenError> {
+    let f = opts
+        .custom_flags(flags | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            // A FIFO with no reader refuses a write-only non-blocking open with ENXIO.
+            match std::fs::metadata(path).map(|m| odd_kind(&m.file_type(), true)) {
+                Ok(Some(kind)) => OpenError::Kind(target_error(option, path, kind)),
+                _ => OpenError::Open(e),
+            }
+        })?;
+    let kind = f.metadata().map_err(OpenError::Open)?.file_type();
+    if let Some(kind) = odd_kind(&kind, true) {
+        return Err(OpenError::Kind(target_error(option, path, kind)));
+    }
+    pollwise::sys::fs::set_nonblocking(&f, false).map_err(OpenError::Open)?;
+    Ok(f)
+}
+
+/// Why [`open_target`] failed.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The open (or `fstat`, `fcntl`) failed: the system's error.
+    Open(io::Error),
+    /// The path is not a regular file or block device: the message, ready.
+    Kind(Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkfifo(p: &Path) {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mkfifo {}", p.display());
+    }
+
+    #[test]
+    fn fifos_directories_and_char_devices_are_refused_files_pass() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p");
+        mkfifo(&fifo);
+        let e = check_target("--filename", &fifo).unwrap_err().to_string();
+        assert!(e.contains("FIFO") && e.contains("--filename="), "{e}");
+        let e = check_target("--filename", d.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a directory: name a file inside it"), "{e}");
+        let e = check_target("--filename", Path::new("/dev/null"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("character device"), "{e}");
+        let f = d.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        check_target("--filename", &f).unwrap();
+        check_target("--filename", &d.path().join("new")).unwrap();
+    }
+
+    #[test]
+    fn opening_a_fifo_returns_at_once_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p");
+        mkfifo(&fifo);
+        for write in [false, true] {
+            let r = open_target(
+                OpenOptions::new().read(!write).write(write),
+                0,
+                "--filename",
+                &fifo,
+            );
+            match r {
+                Err(OpenError::Kind(e)) => assert!(e.to_string().contains("FIFO"), "{e}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let f = d.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        let file = open_target(OpenOptions::new().read(true), 0, "--filename", &f).unwrap();
+        assert!(!pollwise::sys::fs::is_nonblocking(&file).unwrap());
+    }
+}
