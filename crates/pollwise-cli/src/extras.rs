@@ -41,12 +41,30 @@ pub struct JobExtras {
     pub group_reporting: bool,
     /// `stonewall` / `wait_for_previous`.
     pub stonewall: bool,
+    /// `new_group`: the job starts a new reporting group (fio's `groupid`), without waiting.
+    pub new_group: bool,
     /// `description`.
     pub description: Option<String>,
     /// Resolved by [`resolve`](crate::jobs::resolve): the bytes each thread's requests fall in, from its offset.
     pub region: Option<(u64, u64)>,
     /// Resolved: bytes between consecutive clones' offsets.
     pub increment: u64,
+}
+
+/// fio's `groupid` of each job: a job with `stonewall` or `new_group` after the first job of
+/// the current group starts the next group (0, 1, 2, ...).
+pub fn group_ids<'a>(jobs: impl IntoIterator<Item = &'a JobExtras>) -> Vec<u32> {
+    let (mut id, mut in_group) = (0u32, 0usize);
+    jobs.into_iter()
+        .map(|x| {
+            if (x.stonewall || x.new_group) && in_group > 0 {
+                id += 1;
+                in_group = 0;
+            }
+            in_group += 1;
+            id
+        })
+        .collect()
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.

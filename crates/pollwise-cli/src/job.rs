@@ -983,6 +983,7 @@ fn measure(
         policy: sub_policy(p1, m0.policy),
         beliefs: engine.beliefs(),
         faults: fault_report(engine, faults),
+        errors: errors_of(engine),
     }
 }
 
@@ -1008,6 +1009,9 @@ fn job_thread(
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     // What the fault queue injected, if the job injects faults (set during setup).
     let faults = std::cell::RefCell::new(None::<FaultTally>);
+    // The blocks that failed verification in the measured period, kept for naming them if
+    // the period ends in an error (the engine is gone then).
+    let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
     // Setup and ramp; whatever happens, meet the other threads at every barrier.
     let ramp = |mut engine: Engine| -> Result<Engine> {
@@ -1137,19 +1141,67 @@ fn job_thread(
             None => Ok(()),
         }
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
+        *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         r.and(logged).map(|_| (engine, file, stats))
     });
     barrier.wait();
-    let (mut engine, _file, stats) = measured?;
+    let (mut engine, _file, mut stats) = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            name_bad_blocks(spec, &blocks_seen.borrow(), Some(&e));
+            return Err(e);
+        }
+    };
     // An interrupted run exits promptly: reading everything back could take long.
+    let mut verified = Ok(());
     if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
         if let Some(t) = live {
             t.set(State::Verify);
         }
         engine.set_deadline(None);
-        engine.verify_written()?;
+        // fio counts the read-back as reads, over a runtime of its own.
+        engine.reset_stats();
+        let v0 = clock.now_ns();
+        verified = engine.verify_written().map(|_| ()).map_err(Error::from);
+        let (vr, ..) = engine.stats();
+        stats.read.add_verify(&vr, clock.now_ns() - v0);
+        stats.errors = errors_of(&engine);
     }
-    Ok(ThreadOut { stats })
+    name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
+    verified.map(|_| ThreadOut { stats })
+}
+
+/// The errors `engine` saw since it was made, and the blocks that failed verification.
+fn errors_of(engine: &Engine) -> pollwise::stats::Errors {
+    let e = engine.errors();
+    pollwise::stats::Errors {
+        total: e.failed,
+        continued: e.continued,
+        first: e.first_error,
+        bad_blocks: engine.bad_blocks().clone(),
+    }
+}
+
+/// Names on standard error every block of `bad` (as fio prints each verify failure), and how
+/// many more failed beyond those named; the one the job's error `err` already names is left out.
+fn name_bad_blocks(spec: &JobSpec, bad: &verify::BadBlocks, err: Option<&Error>) {
+    let said = err.map(|e| e.to_string()).unwrap_or_default();
+    let mut named = 0u64;
+    for m in &bad.named {
+        let line = m.to_string();
+        named += 1;
+        if said.contains(&line) {
+            continue;
+        }
+        eprintln!("pollwise: job {}: {line}", spec.name);
+    }
+    if bad.total > named {
+        eprintln!(
+            "pollwise: job {}: {} more blocks failed verification (the first {named} are named above)",
+            spec.name,
+            bad.total - named
+        );
+    }
 }
 
 /// Sets up thread `i`'s engine (queue, policy, slab, the job's extras) and ramps it.
@@ -1218,6 +1270,8 @@ fn setup_engine(
             })?;
         }
         engine.set_continue_on_error(spec.continue_on_error);
+        // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
+        engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })()
@@ -1317,6 +1371,7 @@ fn run_model_threads(
                 policy: r.policy,
                 beliefs,
                 faults: None,
+                errors: Default::default(),
             }
         })
         .collect();

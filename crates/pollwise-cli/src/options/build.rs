@@ -313,10 +313,11 @@ impl Opts {
         if let Some(v) = self.take_bool("group_reporting")? {
             s.extra.group_reporting = v;
         }
-        // pollwise's jobs are always threads; new_group only groups reports, and pollwise
-        // reports every job on its own.
+        // pollwise's jobs are always threads.
         self.take_bool("thread")?;
-        self.take_bool("new_group")?;
+        if let Some(v) = self.take_bool("new_group")? {
+            s.extra.new_group = v;
+        }
         if let Some(v) = self.take_bool("stonewall")? {
             s.extra.stonewall = v;
         }

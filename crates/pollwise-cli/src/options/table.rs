@@ -369,7 +369,7 @@ pub const OPTIONS: &[Opt] = &[
         opt("stonewall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "wait for the jobs before this one to finish before starting it"),
         &["wait_for_previous"],
     ),
-    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (pollwise reports every job on its own)"),
+    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (fio's groupid) without waiting for the jobs before"),
     opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)"),
     opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)"),
     opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)"),

@@ -259,8 +259,15 @@ pub struct JobFigures<'a> {
 impl<'a> JobFigures<'a> {
     /// Figures straight from one run's stats.
     pub fn from_stats(name: &'a str, mode: &'a str, s: &'a Stats) -> Self {
-        let secs = s.elapsed_ns as f64 / 1e9;
-        let per = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        // Each direction over its own runtime (fio's): a verify read-back's reads over its time.
+        let per = |d: &DirStats| {
+            let secs = d.runtime_ns(s.elapsed_ns) as f64 / 1e9;
+            if secs > 0.0 {
+                d.ios as f64 / secs
+            } else {
+                0.0
+            }
+        };
         let pct = |ns: u64| {
             if s.elapsed_ns == 0 {
                 0.0
@@ -272,7 +279,7 @@ impl<'a> JobFigures<'a> {
             name,
             mode,
             stats: s,
-            iops: (per(s.read.ios), per(s.write.ios)),
+            iops: (per(&s.read), per(&s.write)),
             pcts: (None, None),
             cpu: (pct(s.process.usr_ns), pct(s.process.sys_ns)),
             cpu_us_per_io: s.cpu_us_per_io(),
@@ -290,7 +297,7 @@ impl<'a> JobFigures<'a> {
 
     /// The job's aggregate bandwidth in one direction, KiB/s (fio's group `agg`).
     pub fn agg_kib(&self, d: &DirStats) -> f64 {
-        let secs = self.stats.elapsed_ns as f64 / 1e9;
+        let secs = d.runtime_ns(self.stats.elapsed_ns) as f64 / 1e9;
         if secs > 0.0 {
             d.bytes as f64 / secs / 1024.0
         } else {
@@ -343,6 +350,12 @@ impl<'a> JobFigures<'a> {
         if let Some(f) = &s.faults {
             pw.insert("faults".into(), json::faults_json(f));
         }
+        if s.errors.bad_blocks.total > 0 {
+            pw.insert(
+                "verify_failures".into(),
+                json::bad_blocks_json(&s.errors.bad_blocks),
+            );
+        }
         for (k, v) in &self.extra {
             pw.insert(k.clone(), v.clone());
         }
@@ -356,7 +369,8 @@ impl<'a> JobFigures<'a> {
         json!({
             "jobname": self.name,
             "groupid": self.groupid,
-            "error": 0,
+            // fio's: the first error's errno once any request failed, continued past or not.
+            "error": if s.errors.total > 0 { s.errors.first.unwrap_or(libc::EIO) } else { 0 },
             "eta": 2147483647u64,
             "elapsed": self.elapsed_s,
             "job options": opts,
@@ -376,6 +390,8 @@ impl<'a> JobFigures<'a> {
             "latency_ns": lat_n,
             "latency_us": lat_u,
             "latency_ms": lat_m,
+            "total_err": s.errors.total,
+            "first_error": s.errors.first.unwrap_or(0),
             "latency_depth": self.iodepth,
             "latency_target": 0,
             "latency_percentile": 100.0,
@@ -537,6 +553,7 @@ fn render_jobs(
 ) -> Output {
     let mut text = String::new();
     let mut jobs = Vec::new();
+    let groups = crate::extras::group_ids(specs.iter().map(|s| &s.extra));
     let entries = specs
         .iter()
         .zip(stats)
@@ -553,6 +570,7 @@ fn render_jobs(
             .cloned()
             .collect();
         f.iodepth = spec.iodepth;
+        f.groupid = groups.get(k).copied().unwrap_or(0);
         f.batch_submit = spec.iodepth_batch_submit.max(1);
         f.extra
             .insert("submit_mode".into(), json!(spec.submit_mode.name()));

@@ -20,10 +20,15 @@ pub fn run_text(f: &JobFigures) -> String {
         if d.ios == 0 {
             continue;
         }
-        let secs = s.elapsed_ns as f64 / 1e9;
+        let secs = d.runtime_ns(s.elapsed_ns) as f64 / 1e9;
+        let verify = if d.verify_ios > 0 {
+            format!(", {} of them the verify read-back", d.verify_ios)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
-            "  {label}: IOPS={:.0}, BW={:.1}MiB/s ({} ios in {:.2}s)",
+            "  {label}: IOPS={:.0}, BW={:.1}MiB/s ({} ios in {:.2}s{verify})",
             iops,
             d.bytes as f64 / secs / (1 << 20) as f64,
             d.ios,
@@ -91,6 +96,23 @@ pub fn run_text(f: &JobFigures) -> String {
         s.thread_cpu_us_per_io(),
         f.enters_per_io
     );
+    let e = &s.errors;
+    if e.total > 0 {
+        // fio's "errors    : total=N, first_error=E/<text>".
+        let first = e.first.unwrap_or(0);
+        let _ = writeln!(
+            t,
+            "  errors: total={}, first_error={first}/<{}>, continued past: {}{}",
+            e.total,
+            crate::errno::plain(&std::io::Error::from_raw_os_error(first)),
+            e.continued,
+            if e.bad_blocks.total > 0 {
+                format!("; {} blocks failed verification", e.bad_blocks.total)
+            } else {
+                String::new()
+            }
+        );
+    }
     let p = &s.policy;
     let _ = writeln!(
         t,
