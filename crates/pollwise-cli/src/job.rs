@@ -23,7 +23,6 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
-use pollwise::sys::limits;
 use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
@@ -303,39 +302,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             verify::HEADER
         ));
     }
-    let buffers = spec.bs as u128 * spec.iodepth as u128 * spec.numjobs as u128;
-    let half_ram = physical_memory() as u128 / 2;
-    if buffers > half_ram {
-        return u(format!(
-            "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than half this machine's memory ({half_ram} bytes): lower one of them"
-        ));
-    }
-    // Address space: the buffers and the job threads' stacks must fit under ulimit -v.
-    if let Some(avail) = address_space_left() {
-        let need = buffers + spec.numjobs as u128 * (JOB_STACK as u128 + (256 << 10));
-        if need > avail as u128 {
-            return u(format!(
-                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers (and {} job thread stacks), more than the address space this process may still map under its limit ({avail} bytes, ulimit -v): lower one of them or raise ulimit -v",
-                spec.numjobs
-            ));
-        }
-    }
-    if let Some((limit, used)) = cgroup_memory() {
-        let avail = limit.saturating_sub(used);
-        if buffers > avail as u128 {
-            return u(format!(
-                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than this control group's memory limit leaves ({avail} of {limit} bytes, memory.max): lower one of them"
-            ));
-        }
-    }
-    if let Some(max) = max_threads(if sim { 4 } else { 7 }) {
-        if spec.numjobs as u64 > max {
-            return u(format!(
-                "--numjobs={} is more threads than this system lets the process start (about {max}: vm.max_map_count, kernel.threads-max, ulimit -u): lower --numjobs",
-                spec.numjobs
-            ));
-        }
-    }
+    crate::limits::check(&job_need(spec))?;
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -418,84 +385,20 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
     Ok(())
 }
 
-fn physical_memory() -> u64 {
-    pollwise::sys::sysconf::physical_memory()
-}
+/// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
+pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
 
-/// Stack size of a job thread: the engine needs little, and many threads must fit.
-pub const JOB_STACK: usize = 512 << 10;
-
-/// Bytes this process may still map under RLIMIT_AS (`ulimit -v`), if it has a limit.
-fn address_space_left() -> Option<u64> {
-    let limit = limits::soft_limit(limits::Resource::AddressSpace)?;
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let vm_kb = status_kb(&status, "VmSize:")?;
-    Some(limit.saturating_sub(vm_kb * 1024))
-}
-
-/// A `Key:   N kB` line of /proc/self/status.
-fn status_kb(status: &str, key: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-}
-
-/// The memory limit of this process's control group and what the group uses now, in bytes
-/// (cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
-/// memory.usage_in_bytes), if there is a limit.
-pub fn cgroup_memory() -> Option<(u64, u64)> {
-    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    cgroup_memory_in(&cg, Path::new("/sys/fs/cgroup"))
-}
-
-/// [`cgroup_memory`] for a /proc/self/cgroup text and a cgroup mount point.
-pub fn cgroup_memory_in(proc_cgroup: &str, root: &Path) -> Option<(u64, u64)> {
-    let read = |p: PathBuf| -> Option<u64> {
-        let s = std::fs::read_to_string(p).ok()?;
-        s.trim().parse().ok()
-    };
-    for line in proc_cgroup.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
-        let rel = path.trim_start_matches('/');
-        if ctrl.is_empty() {
-            // v2: "max" means none.
-            let d = root.join(rel);
-            if let Some(limit) = read(d.join("memory.max")) {
-                return Some((limit, read(d.join("memory.current")).unwrap_or(0)));
-            }
-        } else if ctrl.split(',').any(|c| c == "memory") {
-            let d = root.join("memory").join(rel);
-            if let Some(limit) = read(d.join("memory.limit_in_bytes")) {
-                // v1 says "no limit" with a huge number.
-                if limit < (1 << 60) {
-                    return Some((limit, read(d.join("memory.usage_in_bytes")).unwrap_or(0)));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// About how many more threads this process can start: each needs `maps_per_thread` memory
-/// mappings (stack and guard, signal stack and guard, its ring) out of vm.max_map_count, and a
-/// task out of kernel.threads-max (and of ulimit -u, unless root).
-fn max_threads(maps_per_thread: u64) -> Option<u64> {
-    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let maps = read("/proc/sys/vm/max_map_count")?;
-    let used = std::fs::read_to_string("/proc/self/maps")
-        .map(|m| m.lines().count() as u64)
-        .unwrap_or(0);
-    let by_maps = maps.saturating_sub(used) / maps_per_thread;
-    let by_tasks = read("/proc/sys/kernel/threads-max").unwrap_or(u64::MAX);
-    let by_nproc = if limits::is_root() {
-        u64::MAX
-    } else {
-        limits::soft_limit(limits::Resource::Processes).unwrap_or(u64::MAX)
-    };
-    Some(by_maps.min(by_tasks).min(by_nproc))
+/// What `spec`'s threads allocate and start: `numjobs` threads, each with `iodepth` buffers of
+/// the larger block size.
+pub fn job_need(spec: &JobSpec) -> crate::limits::Need {
+    let threads = spec.numjobs as u64;
+    let buffers = spec.extra.buf_len(spec.bs) as u128 * spec.iodepth as u128 * threads as u128;
+    crate::limits::Need::new(
+        buffers,
+        threads,
+        "--bs x --iodepth x --numjobs",
+        "lower one of them",
+    )
 }
 
 fn online_cpus() -> usize {
@@ -1391,42 +1294,5 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
             (false, n, _) => Some(n),
         },
         stonewall: s.extra.stonewall,
-    }
-}
-
-#[cfg(test)]
-mod limit_tests {
-    use super::*;
-
-    #[test]
-    fn cgroup_v1_and_v2_limits() {
-        let root = tempfile::tempdir().unwrap();
-        // Writes `files` (name, contents) into the cgroup directory `rel` under root.
-        let cgroup = |rel: &str, files: &[(&str, &str)]| {
-            let dir = root.path().join(rel);
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, text) in files {
-                std::fs::write(dir.join(name), text).unwrap();
-            }
-        };
-        let limits = |proc_cgroup: &str| cgroup_memory_in(proc_cgroup, root.path());
-        cgroup(
-            "a/b",
-            &[("memory.max", "1048576\n"), ("memory.current", "4096\n")],
-        );
-        assert_eq!(limits("0::/a/b\n"), Some((1_048_576, 4096)));
-        cgroup("a/b", &[("memory.max", "max\n")]);
-        assert_eq!(limits("0::/a/b\n"), None);
-        let v1 = [
-            ("memory.limit_in_bytes", "2097152\n"),
-            ("memory.usage_in_bytes", "1024\n"),
-        ];
-        cgroup("memory/c", &v1);
-        assert_eq!(limits("4:memory:/c\n0::/\n"), Some((2_097_152, 1024)));
-        cgroup(
-            "memory/c",
-            &[("memory.limit_in_bytes", "9223372036854771712\n")],
-        );
-        assert_eq!(limits("4:memory:/c\n"), None);
     }
 }

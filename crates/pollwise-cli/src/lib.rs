@@ -16,6 +16,7 @@ pub mod errno;
 pub mod error;
 pub mod extras;
 pub mod job;
+pub mod limits;
 pub mod jobs;
 pub mod options;
 pub mod platform;

@@ -22,6 +22,8 @@ fn cmd_run_jobs(jobs: Vec<Opts>) -> Result<(Output, ReportOpts)> {
     // Output options are the run's, not a job's: every job carries the command line's, and
     // the last job's win.
     let mut ro = ReportOpts::default();
+    // fio's limit on jobs, before each is built (a job file of 100000 sections takes long).
+    pollwise_cli::limits::check_job_count(jobs.len() as u64, jobs.len())?;
     for mut o in jobs {
         // fio lists the job's options and the report's percentile options, not where it writes.
         let given: Vec<(String, String)> = o
@@ -270,6 +272,8 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts: the allocator's arenas under an address-space limit.
+    pollwise_cli::limits::init();
     let args = match cmdline::words_from_os(std::env::args_os().skip(1)) {
         Ok(a) => a,
         Err(e) => {
