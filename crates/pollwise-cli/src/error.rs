@@ -113,6 +113,14 @@ impl From<LibError> for Error {
             } => Error::Unsupported(format!(
                 "{feature} is not supported for {target}: the kernel answered {source}"
             )),
+            LibError::Os { op, source } if op.starts_with(pollwise::request::ALLOC_OP) => {
+                // The run's buffers did not fit after all (another process took the memory
+                // after the check): a limit to change, like the check's refusal.
+                Error::Usage(format!(
+                    "{op} failed: {}; lower --bs or --iodepth (or --numjobs), free memory, or raise ulimit -v",
+                    crate::errno::plain(&source)
+                ))
+            }
             LibError::Os { op, source } => {
                 let hint = if op.starts_with(pollwise::poller::RING_SETUP_OP) {
                     "; raise ulimit -l or lower --poller_depth".to_string()

@@ -46,6 +46,8 @@ pub const SLACK: u64 = 64 << 20;
 pub struct Need {
     /// Bytes of I/O buffers.
     pub buffers: u128,
+    /// Bytes of other memory the run allocates up front (a daemon's per-source tables).
+    pub other: u128,
     /// Threads running at once (job threads, clients, pollers, reactors).
     pub threads: u64,
     /// The options that set these figures, as the user knows them (`--bs x --iodepth x
@@ -61,6 +63,7 @@ impl Need {
     pub fn new(buffers: u128, threads: u64, what: &str, fix: &str) -> Need {
         Need {
             buffers,
+            other: 0,
             threads,
             what: what.into(),
             fix: fix.into(),
@@ -70,17 +73,18 @@ impl Need {
     /// Adds another part of the same run (another job of a group).
     pub fn add(&mut self, o: &Need) {
         self.buffers += o.buffers;
+        self.other += o.other;
         self.threads += o.threads;
     }
 
     /// Bytes of memory the run will touch.
     fn resident(&self) -> u128 {
-        self.buffers + self.threads as u128 * PER_THREAD_RSS as u128
+        self.buffers + self.other + self.threads as u128 * PER_THREAD_RSS as u128
     }
 
     /// Bytes of address space the run will map.
     fn mapped(&self) -> u128 {
-        self.buffers + self.threads as u128 * PER_THREAD_VM as u128 + SLACK as u128
+        self.buffers + self.other + self.threads as u128 * PER_THREAD_VM as u128 + SLACK as u128
     }
 }
 
@@ -236,12 +240,13 @@ fn threads_left(status: &str) -> Option<u64> {
     const BASE_MAPS: u64 = 200;
     let used = BASE_MAPS + running * MAPS_PER_THREAD;
     let by_maps = maps.saturating_sub(used) / MAPS_PER_THREAD;
-    let by_tasks = read("/proc/sys/kernel/threads-max")
-        .map_or(u64::MAX, |t| t.saturating_sub(running));
+    let by_tasks =
+        read("/proc/sys/kernel/threads-max").map_or(u64::MAX, |t| t.saturating_sub(running));
     let by_nproc = if limits::is_root() {
         u64::MAX
     } else {
-        limits::soft_limit(limits::Resource::Processes).map_or(u64::MAX, |n| n.saturating_sub(running))
+        limits::soft_limit(limits::Resource::Processes)
+            .map_or(u64::MAX, |n| n.saturating_sub(running))
     };
     Some(by_maps.min(by_tasks).min(by_nproc))
 }

@@ -232,11 +232,15 @@ mod tests {
     fn damaged_header_fields_are_corruption() {
         let mut b = vec![0u8; 4096];
         fill(&mut b, 4096, 7);
-        for (at, what) in [(16, "length"), (9, "offset")] {
+        // The length made 2048 (shorter than the read, so checkable), the offset moved.
+        for (at, flip, what) in [(17, 0x18, "length"), (9, 0x10, "offset")] {
             let mut d = b.clone();
-            d[at] ^= 0x10;
+            d[at] ^= flip;
             let e = check(&d, 4096).unwrap_err();
-            assert!(matches!(e, Mismatch::Corrupt { offset: 4096, .. }), "{what}: {e}");
+            assert!(
+                matches!(e, Mismatch::Corrupt { offset: 4096, .. }),
+                "{what}: {e}"
+            );
         }
         // A length field naming more than the read (or less than a header) cannot be checked.
         let mut d = b.clone();

@@ -576,19 +576,19 @@ mod tests {
     #[test]
     fn unmeasured_clat_is_never_filled_with_lat() {
         let mut d = DirStats::default();
-        // Values under 2048 ns are held exactly.
-        d.record_lat(2_000, 4096);
+        // Values under 256 ns are held exactly.
+        d.record_lat(200, 4096);
         let v = dir_json(&d, 1_000_000_000, 1.0, &PctOpts::default(), None, 0.0);
         assert_eq!(v["clat_ns"]["N"], 0);
         assert!(v["clat_ns"].get("percentile").is_none());
         assert_eq!(v["lat_ns"]["N"], 1);
-        assert_eq!(v["lat_ns"]["percentile"]["50.000000"], 2_000);
+        assert_eq!(v["lat_ns"]["percentile"]["50.000000"], 200);
         let mut d = DirStats::default();
-        d.record(500, 1_500, 4096);
+        d.record(50, 150, 4096);
         let v = dir_json(&d, 1_000_000_000, 1.0, &PctOpts::default(), None, 0.0);
-        assert_eq!(v["clat_ns"]["percentile"]["50.000000"], 1_500);
+        assert_eq!(v["clat_ns"]["percentile"]["50.000000"], 150);
         assert!(v["lat_ns"].get("percentile").is_none(), "fio's default");
-        assert_eq!(v["slat_ns"]["min"], 500);
-        assert_eq!(v["lat_ns"]["min"], 2_000);
+        assert_eq!(v["slat_ns"]["min"], 50);
+        assert_eq!(v["lat_ns"]["min"], 200);
     }
 }

@@ -622,12 +622,12 @@ mod tests {
         assert_eq!(v["pollwise"]["mode"], "poll");
         assert_eq!(v["write"]["total_ios"], 0);
         assert_eq!(v["trim"]["total_ios"], 0);
-        // 1..1000 µs evenly: a quarter in 750..999 µs, one in 1..2 µs. A value right at a
-        // boundary (750 µs, 1 ms) sits in a histogram bucket that straddles it, so it may count
-        // on either side.
+        // 1..1000 µs evenly: a quarter in 750..999 µs, one in 1..2 µs. Values near a boundary
+        // (750 µs, 1 ms) sit in a histogram bucket that straddles it (4 µs wide there), so they
+        // may count on either side.
         let top =
             v["latency_us"]["1000"].as_f64().unwrap() + v["latency_ms"]["2"].as_f64().unwrap();
-        assert!((24.9..=25.2).contains(&top), "{v}");
+        assert!((24.5..=25.5).contains(&top), "{v}");
         assert_eq!(v["latency_us"]["2"], 0.1, "{v}");
         let total: f64 = ["latency_ns", "latency_us", "latency_ms"]
             .iter()

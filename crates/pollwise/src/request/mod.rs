@@ -146,6 +146,10 @@ struct Req {
     state: State,
 }
 
+/// The start of the operation an [`Error::Os`] names when a slab's buffers cannot be had
+/// (`ENOMEM`): "allocating N request buffers of M bytes".
+pub const ALLOC_OP: &str = "allocating";
+
 /// Fixed request slots with their buffers; see the module docs.
 pub struct Slab {
     slots: Slots<Req>,
@@ -184,6 +188,10 @@ impl Slab {
                         BufError::Align(a) => {
                             Error::config("align", format!("is {a}: use a power of two, e.g. 4096"))
                         }
+                        BufError::NoMemory(_) => Error::os(
+                            format!("{ALLOC_OP} {n} request buffers of {buf_len} bytes"),
+                            std::io::Error::from_raw_os_error(libc::ENOMEM),
+                        ),
                         e => Error::config("buf_len", e.to_string()),
                     })
             })
@@ -520,6 +528,21 @@ mod tests {
                 Err(Error::Config { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("{n} {len} {align}: {other:?}"),
             }
+        }
+    }
+
+    /// Buffers the allocator cannot give are an error naming the operation and ENOMEM, never
+    /// an abort.
+    #[test]
+    fn buffers_that_cannot_be_had_are_an_error() {
+        let e = Slab::new(2, 1 << 62, 4096).unwrap_err();
+        match e {
+            Error::Os { op, source } => {
+                assert!(op.starts_with(ALLOC_OP), "{op}");
+                assert!(op.contains("2 request buffers"), "{op}");
+                assert_eq!(source.raw_os_error(), Some(libc::ENOMEM));
+            }
+            e => panic!("{e:?}"),
         }
     }
 
