@@ -350,6 +350,10 @@ impl<'a> JobFigures<'a> {
         if let Some(f) = &s.faults {
             pw.insert("faults".into(), json::faults_json(f));
         }
+        if s.read.verify_ios > 0 {
+            // Of read.total_ios, the verify read-back's (fio counts them as reads).
+            pw.insert("verify_reads".into(), json!(s.read.verify_ios));
+        }
         if s.errors.bad_blocks.total > 0 {
             pw.insert(
                 "verify_failures".into(),

@@ -412,7 +412,7 @@ fn two_threads_at_qd1_are_depth_two_for_the_device() {
     let jobs = [job(Mode::Poll, n), job(Mode::Poll, n)];
     let r = run(&p, &jobs).unwrap();
     for (i, t) in r.iter().enumerate() {
-        assert_eq!(t.read.ios, n);
+        assert_eq!(t.read.ios, n, "thread {i}");
         same_bucket(&t.read.clat, t.read.clat.value_at_quantile(0.5), l2);
         same_bucket(&t.read.clat, t.read.clat.max(), l2);
     }
