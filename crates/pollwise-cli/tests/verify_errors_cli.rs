@@ -86,6 +86,13 @@ fn continued_verify_failures_are_counted_and_every_block_named() {
     assert_eq!(code, 0);
     assert!(out.contains("errors: total=2, first_error=84"), "{out}");
     assert!(out.contains("2 blocks failed verification"), "{out}");
+    // And fio's terse line carries the error in its fifth field.
+    let (code, out, _) = read_back(
+        &path,
+        &["--continue_on_error=verify", "--output-format=terse"],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(out.split(';').nth(4), Some("84"), "{out}");
 }
 
 #[test]
