@@ -49,6 +49,9 @@ pub struct JobExtras {
     pub region: Option<(u64, u64)>,
     /// Resolved: bytes between consecutive clones' offsets.
     pub increment: u64,
+    /// fio's `allow_mounted_write`: write to a block device that is mounted or holds a
+    /// filesystem (refused by default).
+    pub allow_mounted_write: bool,
 }
 
 /// fio's `groupid` of each job: a job with `stonewall` or `new_group` after the first job of

@@ -19,6 +19,7 @@ pub mod job;
 pub mod jobs;
 pub mod limits;
 pub mod options;
+pub mod outfile;
 pub mod platform;
 pub mod report;
 pub mod scenario;
