@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock;
@@ -801,12 +801,11 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     }
     let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
-    let barrier = Arc::new(Barrier::new(n + 1));
+    // Every thread ready (set up), then every thread measured: the main thread waits for each,
+    // then opens it to all the threads at once (see `Phase`).
+    let phases = Arc::new([Phase::default(), Phase::default()]);
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
-    // The measured window's start, set once every thread is ready (between the first two
-    // barriers) and read by each after the second.
-    let start = Arc::new(AtomicU64::new(0));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -815,11 +814,10 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let spec = spec.clone();
-        let barrier = barrier.clone();
+        let phases = phases.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
-        let start = start.clone();
         let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
         handles.push(
             std::thread::Builder::new()
@@ -830,11 +828,10 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                         i,
                         &spec,
                         target,
-                        &barrier,
+                        &phases,
                         (fd_tx, fd_rx),
                         &failed_t,
                         live.as_ref(),
-                        &start,
                     );
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
@@ -849,7 +846,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                     r
                 })
                 .map_err(|e| {
-                    // The threads already started stay at the barrier, not joined: the
+                    // The threads already started stay at their phase, not joined: the
                     // command ends with this error.
                     Error::Io(format!(
                         "cannot start job thread {} of {n}: {}",
@@ -859,12 +856,15 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                 })?,
         );
     }
-    barrier.wait();
+    let [ready, measured] = &*phases;
+    ready.wait_all(n);
     let p0 = Rusage::process();
-    start.store(clock::monotonic().now_ns(), Ordering::SeqCst);
-    barrier.wait();
-    barrier.wait();
+    // The measured window opens for every thread at once, from the moment the last was ready.
+    ready.open_at(clock::monotonic().now_ns());
+    measured.wait_all(n);
     let p1 = Rusage::process();
+    // Then the threads go on (to verify) together.
+    measured.open_at(clock::monotonic().now_ns());
     let mut threads = Vec::with_capacity(n);
     let mut first_err = None;
     for h in handles {
@@ -885,6 +885,49 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         return Err(e);
     }
     Ok((threads, p1.since(&p0)))
+}
+
+/// A point every thread of a job reaches before any goes on (set up; measured): each arrives,
+/// the main thread waits for all of them and then opens the phase to all at once, waking them in
+/// one call on one futex word. (A `Barrier`'s waiters leave one at a time through its mutex: with
+/// hundreds of threads on a busy machine the last left a second or more after the measured
+/// window had opened, and did no I/O in it.)
+#[derive(Default)]
+struct Phase {
+    arrived: std::sync::atomic::AtomicU32,
+    open: std::sync::atomic::AtomicU32,
+    /// When the phase was opened (monotonic ns).
+    ns: AtomicU64,
+}
+
+impl Phase {
+    /// A thread's arrival; waits until the phase is open and returns when it was opened.
+    fn arrive_and_wait(&self) -> u64 {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        pollwise::sys::futex::wake_all(&self.arrived);
+        while self.open.load(Ordering::SeqCst) == 0 {
+            pollwise::sys::futex::wait(&self.open, 0, None);
+        }
+        self.ns.load(Ordering::SeqCst)
+    }
+
+    /// The main thread: waits until `n` threads have arrived.
+    fn wait_all(&self, n: usize) {
+        loop {
+            let got = self.arrived.load(Ordering::SeqCst);
+            if got as usize >= n {
+                return;
+            }
+            pollwise::sys::futex::wait(&self.arrived, got, None);
+        }
+    }
+
+    /// Opens the phase at `ns` and wakes every thread waiting in it.
+    fn open_at(&self, ns: u64) {
+        self.ns.store(ns, Ordering::SeqCst);
+        self.open.store(1, Ordering::SeqCst);
+        pollwise::sys::futex::wake_all(&self.open);
+    }
 }
 
 /// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
@@ -1028,11 +1071,10 @@ fn job_thread(
     i: usize,
     spec: &JobSpec,
     target: Target,
-    barrier: &Barrier,
+    phases: &[Phase; 2],
     fd: FdChannel,
     failed: &Arc<AtomicBool>,
     live: Option<&Arc<ThreadLive>>,
-    start: &AtomicU64,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     // What the fault queue injected, if the job injects faults (set during setup).
@@ -1041,7 +1083,7 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
-    // Setup and ramp; whatever happens, meet the other threads at every barrier.
+    // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
@@ -1074,15 +1116,13 @@ fn job_thread(
     if setup.is_err() {
         failed.store(true, Ordering::SeqCst);
     }
-    barrier.wait();
-    barrier.wait();
     // One measured window for every thread of the job: from the moment the last one was ready.
-    let t0 = start.load(Ordering::SeqCst);
+    let t0 = phases[0].arrive_and_wait();
     let measured = setup.and_then(|(mut engine, file, log)| {
         let m0 = {
             let cpu_ns = thread_cpu_ns();
             let rusage = Rusage::thread();
-            let (_, _, queue, policy) = engine.stats();
+            let (queue, policy) = engine.counters();
             Start {
                 t0,
                 cpu_ns,
@@ -1147,8 +1187,8 @@ fn job_thread(
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
         // Samples, the auto log and interim reports, from inside the engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
-            let (read, write, _, _) = engine.stats();
-            sampler.tick(now, &read, &write);
+            let (read, write) = engine.dir_stats();
+            sampler.tick(now, read, write);
             if let Some(a) = alog.as_mut() {
                 a.tick(now, engine);
             }
@@ -1174,8 +1214,8 @@ fn job_thread(
         let t1 = clock.now_ns();
         // The last whole interval, if it ended while the queue drained.
         {
-            let (read, write, _, _) = engine.stats();
-            sampler.tick(t1, &read, &write);
+            let (read, write) = engine.dir_stats();
+            sampler.tick(t1, read, write);
         }
         let cancelled = engine.cancelled() - cancelled0;
         let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
@@ -1209,7 +1249,7 @@ fn job_thread(
         });
         ran.and(logged).map(|_| (engine, file, stats))
     });
-    barrier.wait();
+    phases[1].arrive_and_wait();
     let (mut engine, _file, mut stats) = match measured {
         Ok(m) => m,
         Err(e) => {

@@ -93,6 +93,33 @@ fn more_jobs_than_fio_allows_are_refused_before_any_runs() {
 }
 
 #[test]
+fn two_thousand_job_threads_each_do_io_in_their_window() {
+    // The issue's `--numjobs=2000 --runtime=1s` (59 s and 5.3 GB once). Each thread copied six
+    // histograms as the window opened, and left a barrier one at a time: the last ones started
+    // after the window had closed and did no I/O (which fails the run).
+    let (code, out, err) = common::pollwise(&[
+        "run",
+        "--ioengine=sim",
+        "--sim_latency=fixed:200us",
+        "--numjobs=2000",
+        "--runtime=1s",
+        "--time_based",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2000);
+    for j in jobs {
+        assert!(
+            j["read"]["total_ios"].as_u64().unwrap() > 0,
+            "{}",
+            j["jobname"]
+        );
+    }
+}
+
+#[test]
 fn a_groups_jobs_are_checked_together_and_later_groups_on_their_own() {
     let d = tempdir();
     // Three jobs of 256 MiB of buffers each (1 MiB x 256 slots), under a 700 MiB address space:
@@ -141,7 +168,13 @@ fn many_job_threads_fit_under_a_lowered_address_space_limit() {
     // And on a real file, what cannot fit there is one line instead of an abort.
     let d = tempdir();
     let f = format!("--filename={}", d.path().join("n.dat").display());
-    let many = ["run", f.as_str(), "--size=1M", "--direct=0", "--numjobs=4000"];
+    let many = [
+        "run",
+        f.as_str(),
+        "--size=1M",
+        "--direct=0",
+        "--numjobs=4000",
+    ];
     let (code, _out, err) = under_address_limit(500_000 << 10, &many, None);
     assert_eq!(code, 2, "{err}");
     one_line_naming(&"4000 threads", &err, &["--numjobs", "ulimit -v"]);

@@ -1110,6 +1110,17 @@ impl Engine {
         )
     }
 
+    /// Reads and writes so far, borrowed: [`Engine::stats`] without copying six histograms (a
+    /// sampler's tick needs only their counts).
+    pub fn dir_stats(&self) -> (&DirStats, &DirStats) {
+        (&self.read, &self.write)
+    }
+
+    /// What the queue and the policy counted (see [`Engine::stats`]), without the histograms.
+    pub fn counters(&self) -> (QueueCounters, PolicyCounters) {
+        (self.q.counters(), self.policy.counters())
+    }
+
     /// What the policy believes.
     pub fn beliefs(&self) -> Vec<(String, f64)> {
         self.policy.beliefs()
