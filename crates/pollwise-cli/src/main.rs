@@ -60,6 +60,7 @@ fn help_topic(topic: &[String]) -> Result<String> {
     match words.as_slice() {
         [] => Ok(help::general()),
         ["scenario"] | ["scenarios"] => Ok(help::scenarios_help()),
+        ["exec"] => Ok(pollwise_cli::exec::HELP.to_string()),
         ["scenario", name] => match spec(name).filter(|c| c.scenario) {
             Some(c) => Ok(help::command_help(c)),
             None => Err(unknown_scenario(name)),
@@ -194,7 +195,7 @@ fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Outpu
         }
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use advise, calibrate, compare, run, plot, scenario or help"
+                "unknown command '{other}': use advise, calibrate, compare, run, plot, scenario, exec or help"
             )))
         }
     };
@@ -236,6 +237,29 @@ fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Outpu
         }
     }
     Ok(Some((out, ro)))
+}
+
+/// `pollwise exec`: runs the command under the preload library; exits with its status.
+fn exec_main(words: &[String]) -> ExitCode {
+    use pollwise_cli::exec;
+    let r = exec::parse(words).and_then(|a| match a {
+        None => Ok((0, exec::HELP.to_string(), true)),
+        Some(a) => exec::run(&a).map(|(code, text)| (code, text, false)),
+    });
+    match r {
+        Ok((code, text, help)) => {
+            if help {
+                let _ = emit_report(&text);
+            } else {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
 }
 
 /// Help or a version line, printed as a report (so a closed pipe or a full disk is handled
@@ -286,9 +310,10 @@ fn main() -> ExitCode {
     };
     // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
+    // exec waits for its command to end, whatever signal comes first.
     signals::set_graceful(matches!(
         args.first().map(String::as_str),
-        Some("run" | "compare" | "advise")
+        Some("run" | "compare" | "advise" | "exec")
     ));
     if let Err(e) = signals::install() {
         let _ = writeln!(
@@ -297,6 +322,9 @@ fn main() -> ExitCode {
             pollwise_cli::errno::explain(&e, pollwise_cli::errno::Op::Other)
         );
         return ExitCode::from(1);
+    }
+    if args.first().map(String::as_str) == Some("exec") {
+        return exec_main(&args[1..]);
     }
     let mut after = None;
     let result = real_main(&args, &mut after);

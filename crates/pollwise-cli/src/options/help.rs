@@ -21,6 +21,7 @@ pub fn general() -> String {
         let _ = writeln!(h, "  {} [options]\n      {}", c.invocation(), c.about);
     }
     h.push_str("  pollwise scenario NAME [options]\n      Reproduces a seed's experiment (NAME: see below).\n");
+    h.push_str("  pollwise exec [--mode=M] -- CMD [ARGS...]\n      Runs an unmodified liburing program with pollwise's waits (LD_PRELOAD) and prints what they did.\n");
     h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n\n");
     let _ = writeln!(h, "{SYNTAX}.");
     h.push_str(
