@@ -221,6 +221,17 @@ impl From<LibError> for Error {
                 "{feature} is not supported{}: the kernel answered {source}",
                 for_target(&target)
             )),
+            LibError::Os {
+                op: op @ LibOp::AllocBuffers { .. },
+                source,
+            } => {
+                // The run's buffers did not fit after all (another process took the memory
+                // after the check): a limit to change, like the check's refusal.
+                Error::Usage(format!(
+                    "{op} failed: {}; lower --bs or --iodepth (or --numjobs), free memory, or raise ulimit -v",
+                    crate::errno::plain(&source)
+                ))
+            }
             LibError::Os { op, source } => {
                 let hint = if let LibOp::PollerRingSetup { .. } = op {
                     "; raise ulimit -l or lower --poller_depth".to_string()

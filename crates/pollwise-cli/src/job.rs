@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock;
@@ -26,7 +26,7 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
-use pollwise::sys::limits;
+use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
@@ -377,39 +377,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             spec.extra.verify_mode.min_block()
         ));
     }
-    let buffers = spec.bs as u128 * spec.iodepth as u128 * spec.numjobs as u128;
-    let half_ram = physical_memory() as u128 / 2;
-    if buffers > half_ram {
-        return u(format!(
-            "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than half this machine's memory ({half_ram} bytes): lower one of them"
-        ));
-    }
-    // Address space: the buffers and the job threads' stacks must fit under ulimit -v.
-    if let Some(avail) = address_space_left() {
-        let need = buffers + spec.numjobs as u128 * (JOB_STACK as u128 + (256 << 10));
-        if need > avail as u128 {
-            return u(format!(
-                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers (and {} job thread stacks), more than the address space this process may still map under its limit ({avail} bytes, ulimit -v): lower one of them or raise ulimit -v",
-                spec.numjobs
-            ));
-        }
-    }
-    if let Some((limit, used)) = cgroup_memory() {
-        let avail = limit.saturating_sub(used);
-        if buffers > avail as u128 {
-            return u(format!(
-                "--bs x --iodepth x --numjobs asks for {buffers} bytes of buffers, more than this control group's memory limit leaves ({avail} of {limit} bytes, memory.max): lower one of them"
-            ));
-        }
-    }
-    if let Some(max) = max_threads(if sim { 4 } else { 7 }) {
-        if spec.numjobs as u64 > max {
-            return u(format!(
-                "--numjobs={} is more threads than this system lets the process start (about {max}: vm.max_map_count, kernel.threads-max, ulimit -u): lower --numjobs",
-                spec.numjobs
-            ));
-        }
-    }
+    crate::limits::check(&job_need(spec))?;
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -537,84 +505,20 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
     Ok(())
 }
 
-fn physical_memory() -> u64 {
-    pollwise::sys::sysconf::physical_memory()
-}
+/// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
+pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
 
-/// Stack size of a job thread: the engine needs little, and many threads must fit.
-pub const JOB_STACK: usize = 512 << 10;
-
-/// Bytes this process may still map under RLIMIT_AS (`ulimit -v`), if it has a limit.
-fn address_space_left() -> Option<u64> {
-    let limit = limits::soft_limit(limits::Resource::AddressSpace)?;
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let vm_kb = status_kb(&status, "VmSize:")?;
-    Some(limit.saturating_sub(vm_kb * 1024))
-}
-
-/// A `Key:   N kB` line of /proc/self/status.
-fn status_kb(status: &str, key: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-}
-
-/// The memory limit of this process's control group and what the group uses now, in bytes
-/// (cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
-/// memory.usage_in_bytes), if there is a limit.
-pub fn cgroup_memory() -> Option<(u64, u64)> {
-    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    cgroup_memory_in(&cg, Path::new("/sys/fs/cgroup"))
-}
-
-/// [`cgroup_memory`] for a /proc/self/cgroup text and a cgroup mount point.
-pub fn cgroup_memory_in(proc_cgroup: &str, root: &Path) -> Option<(u64, u64)> {
-    let read = |p: PathBuf| -> Option<u64> {
-        let s = std::fs::read_to_string(p).ok()?;
-        s.trim().parse().ok()
-    };
-    for line in proc_cgroup.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
-        let rel = path.trim_start_matches('/');
-        if ctrl.is_empty() {
-            // v2: "max" means none.
-            let d = root.join(rel);
-            if let Some(limit) = read(d.join("memory.max")) {
-                return Some((limit, read(d.join("memory.current")).unwrap_or(0)));
-            }
-        } else if ctrl.split(',').any(|c| c == "memory") {
-            let d = root.join("memory").join(rel);
-            if let Some(limit) = read(d.join("memory.limit_in_bytes")) {
-                // v1 says "no limit" with a huge number.
-                if limit < (1 << 60) {
-                    return Some((limit, read(d.join("memory.usage_in_bytes")).unwrap_or(0)));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// About how many more threads this process can start: each needs `maps_per_thread` memory
-/// mappings (stack and guard, signal stack and guard, its ring) out of vm.max_map_count, and a
-/// task out of kernel.threads-max (and of ulimit -u, unless root).
-fn max_threads(maps_per_thread: u64) -> Option<u64> {
-    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
-    let maps = read("/proc/sys/vm/max_map_count")?;
-    let used = std::fs::read_to_string("/proc/self/maps")
-        .map(|m| m.lines().count() as u64)
-        .unwrap_or(0);
-    let by_maps = maps.saturating_sub(used) / maps_per_thread;
-    let by_tasks = read("/proc/sys/kernel/threads-max").unwrap_or(u64::MAX);
-    let by_nproc = if limits::is_root() {
-        u64::MAX
-    } else {
-        limits::soft_limit(limits::Resource::Processes).unwrap_or(u64::MAX)
-    };
-    Some(by_maps.min(by_tasks).min(by_nproc))
+/// What `spec`'s threads allocate and start: `numjobs` threads, each with `iodepth` buffers of
+/// the larger block size.
+pub fn job_need(spec: &JobSpec) -> crate::limits::Need {
+    let threads = spec.numjobs as u64;
+    let buffers = spec.extra.buf_len(spec.bs) as u128 * spec.iodepth as u128 * threads as u128;
+    crate::limits::Need::new(
+        buffers,
+        threads,
+        "--bs x --iodepth x --numjobs",
+        "lower one of them",
+    )
 }
 
 fn online_cpus() -> usize {
@@ -1051,12 +955,11 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
             targets[0]
         });
     }
-    let barrier = Arc::new(Barrier::new(n + 1));
+    // Every thread ready (set up), then every thread measured: the main thread waits for each,
+    // then opens it to all the threads at once (see `Phase`).
+    let phases = Arc::new([Phase::default(), Phase::default()]);
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
-    // The measured window's start, set once every thread is ready (between the first two
-    // barriers) and read by each after the second.
-    let start = Arc::new(AtomicU64::new(0));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -1065,11 +968,10 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let mut handles = Vec::with_capacity(n);
     for (i, spec) in clones.into_iter().enumerate() {
         let target = targets[i];
-        let barrier = barrier.clone();
+        let phases = phases.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
-        let start = start.clone();
         let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
         handles.push(
             std::thread::Builder::new()
@@ -1080,11 +982,10 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                         i,
                         &spec,
                         target,
-                        &barrier,
+                        &phases,
                         (fd_tx, fd_rx),
                         &failed_t,
                         live.as_ref(),
-                        &start,
                     );
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
@@ -1099,7 +1000,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                     r
                 })
                 .map_err(|e| {
-                    // The threads already started stay at the barrier, not joined: the
+                    // The threads already started stay at their phase, not joined: the
                     // command ends with this error.
                     Error::Io(format!(
                         "cannot start job thread {} of {n}: {}",
@@ -1109,12 +1010,15 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                 })?,
         );
     }
-    barrier.wait();
+    let [ready, measured] = &*phases;
+    ready.wait_all(n);
     let p0 = Rusage::process();
-    start.store(clock::monotonic().now_ns(), Ordering::SeqCst);
-    barrier.wait();
-    barrier.wait();
+    // The measured window opens for every thread at once, from the moment the last was ready.
+    ready.open_at(clock::monotonic().now_ns());
+    measured.wait_all(n);
     let p1 = Rusage::process();
+    // Then the threads go on (to verify) together.
+    measured.open_at(clock::monotonic().now_ns());
     let mut threads = Vec::with_capacity(n);
     let mut first_err = None;
     for h in handles {
@@ -1135,6 +1039,49 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         return Err(e);
     }
     Ok((threads, p1.since(&p0)))
+}
+
+/// A point every thread of a job reaches before any goes on (set up; measured): each arrives,
+/// the main thread waits for all of them and then opens the phase to all at once, waking them in
+/// one call on one futex word. (A `Barrier`'s waiters leave one at a time through its mutex: with
+/// hundreds of threads on a busy machine the last left a second or more after the measured
+/// window had opened, and did no I/O in it.)
+#[derive(Default)]
+struct Phase {
+    arrived: std::sync::atomic::AtomicU32,
+    open: std::sync::atomic::AtomicU32,
+    /// When the phase was opened (monotonic ns).
+    ns: AtomicU64,
+}
+
+impl Phase {
+    /// A thread's arrival; waits until the phase is open and returns when it was opened.
+    fn arrive_and_wait(&self) -> u64 {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        pollwise::sys::futex::wake_all(&self.arrived);
+        while self.open.load(Ordering::SeqCst) == 0 {
+            pollwise::sys::futex::wait(&self.open, 0, None);
+        }
+        self.ns.load(Ordering::SeqCst)
+    }
+
+    /// The main thread: waits until `n` threads have arrived.
+    fn wait_all(&self, n: usize) {
+        loop {
+            let got = self.arrived.load(Ordering::SeqCst);
+            if got as usize >= n {
+                return;
+            }
+            pollwise::sys::futex::wait(&self.arrived, got, None);
+        }
+    }
+
+    /// Opens the phase at `ns` and wakes every thread waiting in it.
+    fn open_at(&self, ns: u64) {
+        self.ns.store(ns, Ordering::SeqCst);
+        self.open.store(1, Ordering::SeqCst);
+        pollwise::sys::futex::wake_all(&self.open);
+    }
 }
 
 /// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
@@ -1174,6 +1121,7 @@ fn measure(
         policy: sub_policy(p1, m0.policy),
         beliefs: engine.beliefs(),
         faults: fault_report(engine, faults),
+        errors: errors_of(engine),
     }
 }
 
@@ -1281,17 +1229,19 @@ fn job_thread(
     i: usize,
     spec: &JobSpec,
     target: Target,
-    barrier: &Barrier,
+    phases: &[Phase; 2],
     fd: FdChannel,
     failed: &Arc<AtomicBool>,
     live: Option<&Arc<ThreadLive>>,
-    start: &AtomicU64,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     // What the fault queue injected, if the job injects faults (set during setup).
     let faults = std::cell::RefCell::new(None::<FaultTally>);
+    // The blocks that failed verification in the measured period, kept for naming them if
+    // the period ends in an error (the engine is gone then).
+    let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
-    // Setup and ramp; whatever happens, meet the other threads at every barrier.
+    // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
@@ -1327,15 +1277,13 @@ fn job_thread(
     if setup.is_err() {
         failed.store(true, Ordering::SeqCst);
     }
-    barrier.wait();
-    barrier.wait();
     // One measured window for every thread of the job: from the moment the last one was ready.
-    let t0 = start.load(Ordering::SeqCst);
+    let t0 = phases[0].arrive_and_wait();
     let measured = setup.and_then(|(mut engine, file, log)| {
         let m0 = {
             let cpu_ns = thread_cpu_ns();
             let rusage = Rusage::thread();
-            let (_, _, queue, policy) = engine.stats();
+            let (queue, policy) = engine.counters();
             Start {
                 t0,
                 cpu_ns,
@@ -1415,8 +1363,8 @@ fn job_thread(
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
         // Samples, the auto log and interim reports, from inside the engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
-            let (read, write, _, _) = engine.stats();
-            sampler.tick(now, &read, &write);
+            let (read, write) = engine.dir_stats();
+            sampler.tick(now, read, write);
             if let Some(a) = alog.as_mut() {
                 a.tick(now, engine);
             }
@@ -1442,8 +1390,8 @@ fn job_thread(
         let t1 = clock.now_ns();
         // The last whole interval, if it ended while the queue drained.
         {
-            let (read, write, _, _) = engine.stats();
-            sampler.tick(t1, &read, &write);
+            let (read, write) = engine.dir_stats();
+            sampler.tick(t1, read, write);
         }
         let cancelled = engine.cancelled() - cancelled0;
         let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
@@ -1465,6 +1413,7 @@ fn job_thread(
             None => Ok(()),
         }
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
+        *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         let errors = engine.errors();
         let ran = r.and_then(|ended| {
             let seen = Seen {
@@ -1476,18 +1425,65 @@ fn job_thread(
         });
         ran.and(logged).map(|_| (engine, file, stats))
     });
-    barrier.wait();
-    let (mut engine, _file, stats) = measured?;
+    phases[1].arrive_and_wait();
+    let (mut engine, _file, mut stats) = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            name_bad_blocks(spec, &blocks_seen.borrow(), Some(&e));
+            return Err(e);
+        }
+    };
     // An interrupted run exits promptly: reading everything back could take long.
+    let mut verified = Ok(());
     if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && !crate::signals::interrupted()
     {
         if let Some(t) = live {
             t.set(State::Verify);
         }
         engine.set_deadline(None);
-        engine.verify_written()?;
+        // fio counts the read-back as reads, over a runtime of its own.
+        engine.reset_stats();
+        let v0 = clock.now_ns();
+        verified = engine.verify_written().map(|_| ()).map_err(Error::from);
+        let (vr, ..) = engine.stats();
+        stats.read.add_verify(&vr, clock.now_ns() - v0);
+        stats.errors = errors_of(&engine);
     }
-    Ok(ThreadOut { stats })
+    name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
+    verified.map(|_| ThreadOut { stats })
+}
+
+/// The errors `engine` saw since it was made, and the blocks that failed verification.
+fn errors_of(engine: &Engine) -> pollwise::stats::Errors {
+    let e = engine.errors();
+    pollwise::stats::Errors {
+        total: e.failed,
+        continued: e.continued,
+        first: e.first_error,
+        bad_blocks: engine.bad_blocks().clone(),
+    }
+}
+
+/// Names on standard error every block of `bad` (as fio prints each verify failure), and how
+/// many more failed beyond those named; the one the job's error `err` already names is left out.
+fn name_bad_blocks(spec: &JobSpec, bad: &verify::BadBlocks, err: Option<&Error>) {
+    let said = err.map(|e| e.to_string()).unwrap_or_default();
+    let mut named = 0u64;
+    for m in &bad.named {
+        let line = m.to_string();
+        named += 1;
+        if said.contains(&line) {
+            continue;
+        }
+        eprintln!("pollwise: job {}: {line}", spec.name);
+    }
+    if bad.total > named {
+        eprintln!(
+            "pollwise: job {}: {} more blocks failed verification (the first {named} are named above)",
+            spec.name,
+            bad.total - named
+        );
+    }
 }
 
 /// Sets up thread `i`'s engine (queue, policy, slab, the job's extras) and ramps it.
@@ -1579,6 +1575,8 @@ fn setup_engine(
             })?;
         }
         engine.set_continue_on_error(spec.continue_on_error);
+        // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
+        engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })()
@@ -1741,6 +1739,7 @@ fn run_model_threads(
                 policy: r.policy,
                 beliefs,
                 faults: None,
+                errors: Default::default(),
             }
         })
         .collect();
@@ -1765,43 +1764,6 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
             (false, n, _) => Some(n),
         },
         stonewall: s.extra.stonewall,
-    }
-}
-
-#[cfg(test)]
-mod limit_tests {
-    use super::*;
-
-    #[test]
-    fn cgroup_v1_and_v2_limits() {
-        let root = tempfile::tempdir().unwrap();
-        // Writes `files` (name, contents) into the cgroup directory `rel` under root.
-        let cgroup = |rel: &str, files: &[(&str, &str)]| {
-            let dir = root.path().join(rel);
-            std::fs::create_dir_all(&dir).unwrap();
-            for (name, text) in files {
-                std::fs::write(dir.join(name), text).unwrap();
-            }
-        };
-        let limits = |proc_cgroup: &str| cgroup_memory_in(proc_cgroup, root.path());
-        cgroup(
-            "a/b",
-            &[("memory.max", "1048576\n"), ("memory.current", "4096\n")],
-        );
-        assert_eq!(limits("0::/a/b\n"), Some((1_048_576, 4096)));
-        cgroup("a/b", &[("memory.max", "max\n")]);
-        assert_eq!(limits("0::/a/b\n"), None);
-        let v1 = [
-            ("memory.limit_in_bytes", "2097152\n"),
-            ("memory.usage_in_bytes", "1024\n"),
-        ];
-        cgroup("memory/c", &v1);
-        assert_eq!(limits("4:memory:/c\n0::/\n"), Some((2_097_152, 1024)));
-        cgroup(
-            "memory/c",
-            &[("memory.limit_in_bytes", "9223372036854771712\n")],
-        );
-        assert_eq!(limits("4:memory:/c\n"), None);
     }
 }
 

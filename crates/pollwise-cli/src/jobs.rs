@@ -133,23 +133,18 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     crate::extras::join_flows(&mut jobs);
+    check_run(&jobs)?;
     // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
     // run), through each job's halt flag.
     let halt_all = Arc::new(AtomicBool::new(false));
-    let jobs = jobs.as_slice();
     let mut out = Vec::with_capacity(jobs.len());
-    let mut start = 0;
-    while start < jobs.len() {
-        let mut end = start + 1;
-        while end < jobs.len() && !jobs[end].extra.stonewall {
-            end += 1;
-        }
+    for group in groups(&jobs) {
         if halt_all.load(Ordering::SeqCst) {
             // exit_what=all: the jobs still to come never run; fio reports none of them.
             break;
         }
         let halt = Arc::new(AtomicBool::new(false));
-        let group: Vec<JobSpec> = jobs[start..end]
+        let group: Vec<JobSpec> = group
             .iter()
             .map(|j| JobSpec {
                 halt: Some(halt.clone()),
@@ -184,6 +179,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                     let waitee = waitees[k].map(|w| &done[w]);
                     std::thread::Builder::new()
                         .name("pollwise-jobs".into())
+                        .stack_size(crate::job::JOB_STACK)
                         .spawn_scoped(s, move || {
                             let r = wait_until_done(waitee).and_then(|()| one_job(j));
                             if let Some(x) = j.extra.exit {
@@ -217,9 +213,104 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
         for r in results {
             out.push(r?);
         }
-        start = end;
     }
     Ok(out)
+}
+
+/// The jobs that run at once, group by group: each group from a `stonewall` job to the next.
+pub fn groups(jobs: &[JobSpec]) -> Vec<&[JobSpec]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < jobs.len() {
+        let mut end = start + 1;
+        while end < jobs.len() && !jobs[end].extra.stonewall {
+            end += 1;
+        }
+        out.push(&jobs[start..end]);
+        start = end;
+    }
+    out
+}
+
+/// Checks a whole run before anything is laid out or started: fio's limit on jobs, each group's
+/// threads and buffers against the machine (a group's jobs run at once; a later group allocates
+/// when it starts, after the one before has freed its own), and jobs of one group that would
+/// overwrite the blocks another verifies.
+pub fn check_run(jobs: &[JobSpec]) -> Result<()> {
+    let threads: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
+    crate::limits::check_job_count(threads, jobs.len())?;
+    for g in groups(jobs) {
+        let mut need = match g {
+            [one] => crate::job::job_need(one),
+            _ => crate::limits::Need::new(
+                0,
+                0,
+                &format!(
+                    "{} jobs running at once (their --bs x --iodepth x --numjobs)",
+                    g.len()
+                ),
+                "lower those, or put a stonewall between jobs so fewer run at once",
+            ),
+        };
+        if g.len() > 1 {
+            for j in g {
+                need.add(&crate::job::job_need(j));
+            }
+        }
+        // Each job's own thread, which starts and joins its job threads.
+        need.threads += g.len() as u64;
+        crate::limits::check(&need)?;
+        check_shared_blocks(g)?;
+    }
+    Ok(())
+}
+
+/// The file a job does I/O on (resolved, so two names of one file are one) and the bytes of it
+/// its threads use; `None` for a simulated device.
+fn blocks_of(j: &JobSpec) -> Option<(std::path::PathBuf, u64, u64)> {
+    if !matches!(j.ioengine, IoEngine::IoUring) {
+        return None;
+    }
+    let file = std::fs::canonicalize(&j.filename).unwrap_or_else(|_| j.filename.clone());
+    let (start, end) = match j.extra.region {
+        Some((offset, len)) => (offset, j.size.max(offset.saturating_add(len))),
+        None if j.size == 0 => (0, u64::MAX),
+        None => (0, j.size),
+    };
+    Some((file, start, end))
+}
+
+/// fio's rule for verification: jobs running at once must not overwrite the blocks another
+/// verifies ("multiple writers may overwrite blocks that belong to other jobs"). Jobs that both
+/// verify with one block size and one seed write the same bytes to a block, so they may share
+/// blocks (as a job's own threads do); any other pair of jobs on the same blocks where one
+/// writes and one verifies would report corruption the file does not hold, and is refused.
+fn check_shared_blocks(group: &[JobSpec]) -> Result<()> {
+    let spans: Vec<_> = group.iter().map(blocks_of).collect();
+    for (i, a) in group.iter().enumerate() {
+        for (k, b) in group.iter().enumerate().skip(i + 1) {
+            let (Some((fa, sa, ea)), Some((fb, sb, eb))) = (&spans[i], &spans[k]) else {
+                continue;
+            };
+            let overlap = fa == fb && sa < eb && sb < ea;
+            let verifying = a.verify || b.verify;
+            let writing = a.rw.writes() || b.rw.writes();
+            let same_bytes = a.verify
+                && b.verify
+                && a.bs == b.bs
+                && a.extra.write_bs == b.extra.write_bs
+                && a.seed == b.seed;
+            if overlap && verifying && writing && !same_bytes {
+                return Err(Error::Usage(format!(
+                    "jobs {} and {} run at once on the same blocks of {}, one writing and one verifying, and would not write the same bytes (another --bs, --randseed or no --verify): each would overwrite blocks the other checks, so verification would fail (fio: multiple writers may overwrite blocks that belong to other jobs); give them separate files or --offset ranges, put a stonewall between them, or give both --verify with the same --bs and --randseed",
+                    a.name,
+                    b.name,
+                    a.filename.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One job's entries: its threads one by one, or merged under `group_reporting` (or with one

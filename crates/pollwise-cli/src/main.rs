@@ -57,6 +57,8 @@ fn cmd_run_jobs(jobs: Vec<Opts>, name: Name) -> Result<Report> {
     // Output options are the run's, not a job's: every job carries the command line's, and
     // the last job's win.
     let mut ro = ReportOpts::default();
+    // fio's limit on jobs, before each is built (a job file of 100000 sections takes long).
+    pollwise_cli::limits::check_job_count(jobs.len() as u64, jobs.len())?;
     for mut o in jobs {
         // fio lists the job's options and the report's percentile options, not where it writes
         // nor what its command line asks of the whole run.
@@ -416,6 +418,8 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts: the allocator's arenas under an address-space limit.
+    pollwise_cli::limits::init();
     let code = main_inner();
     // The library counts, never prints, what its drops had to keep from the kernel.
     let l = pollwise::leaks::leaks();

@@ -327,6 +327,8 @@ pub struct Engine {
     bound: Arc<deadline::Bound>,
     /// Requests cancelled because the deadline passed.
     cancelled: u64,
+    /// The seed of the verify pattern (see [`Engine::set_verify_seed`]).
+    verify_seed: u64,
 }
 
 /// How long after the stop time of [`Engine::set_deadline`] (or a stop request, see
@@ -390,6 +392,7 @@ impl Engine {
         Ok(Engine {
             bound,
             cancelled: 0,
+            verify_seed: cfg.seed,
             q: Tracked::with_requests(q, clock.clone(), slab),
             policy,
             done: Vec::with_capacity(depth),
@@ -677,7 +680,7 @@ impl Engine {
             submit_ns: now,
             issued_ns: None,
         };
-        let (verify, seed) = (self.cfg.verify, self.cfg.seed);
+        let (verify, seed) = (self.cfg.verify, self.verify_seed);
         let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
         let h = slab
@@ -865,6 +868,9 @@ impl Engine {
             });
             let lat = now.saturating_sub(meta.submit_ns);
             let block = (meta.offset / cfg.bs as u64) as usize;
+            // A read that fails its check still moved its bytes: it counts as a read, as fio
+            // counts it, and then fails.
+            let mut checked = Ok(());
             let stats = match meta.dir {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
@@ -878,7 +884,12 @@ impl Engine {
                                 .unwrap_or(false))
                     {
                         let n = (meta.len as usize).min(buf.len());
-                        vmode.check(&buf[..n], meta.offset).map_err(verify_error)?;
+                        if let Err(m) = vmode.check(&buf[..n], meta.offset) {
+                            if !matches!(m, verify::Mismatch::OtherLength { .. }) {
+                                errs.bad_blocks.push(m.clone());
+                            }
+                            checked = Err(verify_error(m));
+                        }
                     }
                     &mut *read
                 }
@@ -904,7 +915,7 @@ impl Engine {
                     done_ns: now,
                 });
             }
-            Ok(())
+            checked
         });
         let r = match r {
             Ok(r) => r,
@@ -1307,6 +1318,17 @@ impl Engine {
         )
     }
 
+    /// Reads and writes so far, borrowed: [`Engine::stats`] without copying six histograms (a
+    /// sampler's tick needs only their counts).
+    pub fn dir_stats(&self) -> (&DirStats, &DirStats) {
+        (&self.read, &self.write)
+    }
+
+    /// What the queue and the policy counted (see [`Engine::stats`]), without the histograms.
+    pub fn counters(&self) -> (QueueCounters, PolicyCounters) {
+        (self.q.counters(), self.policy.counters())
+    }
+
     /// What the policy believes.
     pub fn beliefs(&self) -> Vec<(String, f64)> {
         self.policy.beliefs()
@@ -1687,6 +1709,8 @@ struct ErrorHandling {
     /// By slot index: the request reads a block that was written (with verify) before it was
     /// queued, so its data must check.
     written_at_push: Vec<bool>,
+    /// Blocks that failed verification.
+    bad_blocks: verify::BadBlocks,
 }
 
 impl ErrorHandling {
@@ -1750,6 +1774,20 @@ impl Engine {
     /// stops at the first).
     pub fn set_continue_on_error(&mut self, c: ContinueOn) {
         self.errs.continue_on = c;
+    }
+
+    /// The seed of the verify pattern a write fills its block with (by default the config's
+    /// seed). Threads writing the same blocks with one seed write the same bytes, so a block one
+    /// of them reads while another rewrites it still checks; with seeds of their own, a read
+    /// racing a rewrite (or two rewrites racing) would mix two patterns.
+    pub fn set_verify_seed(&mut self, seed: u64) {
+        self.verify_seed = seed;
+    }
+
+    /// The blocks that failed verification since the engine was made (the first of them named,
+    /// all counted), whether the job went on past them or not.
+    pub fn bad_blocks(&self) -> &verify::BadBlocks {
+        &self.errs.bad_blocks
     }
 
     /// What the engine saw of failures since it was made.
@@ -1912,16 +1950,11 @@ fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
     Error::os(op_name(cfg, meta), source)
 }
 
-/// A block that fails its check is a verify error; one that was never written with
-/// verification on is the caller's mistake, named by its field.
+/// A block that fails its check is a verify error (a missing or damaged header too: fio's bad
+/// magic); one whose checksum holds but was written with another block size is the caller's
+/// mistake, named by its field.
 fn verify_error(m: verify::Mismatch) -> Error {
     match m {
-        verify::Mismatch::NoHeader { offset } => Error::config(
-            "verify",
-            format!(
-                "found no verify header in the block at offset {offset}: the file was not written with verification on"
-            ),
-        ),
         verify::Mismatch::OtherLength {
             offset,
             written,

@@ -34,6 +34,13 @@ pub enum Op {
         /// Entries asked for.
         entries: u32,
     },
+    /// Allocating a slab's request buffers (the usual cause of failure: memory limits).
+    AllocBuffers {
+        /// Buffers asked for.
+        count: usize,
+        /// Bytes each.
+        len: usize,
+    },
     /// Another operation, named by a fixed phrase ("submitting requests", "waiting for
     /// completions").
     Other(&'static str),
@@ -52,6 +59,9 @@ impl fmt::Display for Op {
                 f,
                 "setting up the shared poller's io_uring ({entries} entries)"
             ),
+            Op::AllocBuffers { count, len } => {
+                write!(f, "allocating {count} request buffers of {len} bytes")
+            }
             Op::Other(what) => f.write_str(what),
         }
     }

@@ -4,9 +4,14 @@
 //! and a body
 //! that is a pure function of the offset and a seed. Because the content depends only on the
 //! offset, two writes of the same block in flight at once write the same bytes, and any thread
-//! can check any block. A read-back checks the magic (was the block written with verify?), the
-//! length (was it read back with the block size it was written with), the offset (did the read
-//! land where asked: a misdirected write shows here) and the checksum.
+//! can check any block (so every thread of a job writes with the job's seed).
+//!
+//! A read-back checks the magic, then the checksum over the length the header names, then the
+//! length and the offset. The checksum comes before the fields it covers, so a damaged header is
+//! corruption, never taken at its word: only a block whose checksum holds is reported as written
+//! with another block size ([`Mismatch::OtherLength`]) or for another offset
+//! ([`Mismatch::Misplaced`]). A block without the magic (zeroed, overwritten, or never written
+//! with verification on) is corruption too, as fio calls a bad magic.
 
 /// Bytes of header at the start of every verified block: magic (4), CRC32C (4), offset (8),
 /// length (4), zero (4).
@@ -29,13 +34,15 @@ pub fn fill(block: &mut [u8], offset: u64, seed: u64) {
 /// Why a block failed its check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mismatch {
-    /// The block has no verify header: it was never written with verification on.
+    /// The block has no verify header: it is damaged (zeroed, overwritten), or it was never
+    /// written with verification on.
     NoHeader {
         /// Where it was read.
         offset: u64,
     },
-    /// The block was written with another length than it is read with (another block size):
-    /// not corruption.
+    /// The block's checksum holds over the length its header names, which is shorter than the
+    /// read (another block size): not corruption. A header naming a longer length cannot be
+    /// checked at all and is reported so too.
     OtherLength {
         /// Where it was read.
         offset: u64,
@@ -67,7 +74,7 @@ impl std::fmt::Display for Mismatch {
         match *self {
             Mismatch::NoHeader { offset } => write!(
                 f,
-                "verify: block at offset {offset} has no verify header: it was not written with verification on"
+                "verify: block at offset {offset} has no verify header (corrupt: zeroed or overwritten, or never written with --verify)"
             ),
             Mismatch::OtherLength {
                 offset,
@@ -99,19 +106,17 @@ pub fn check(block: &[u8], offset: u64) -> Result<(), Mismatch> {
         return Err(Mismatch::NoHeader { offset });
     }
     let written = u32::from_le_bytes(block[16..20].try_into().unwrap());
-    if written as usize != block.len() {
+    let read = block.len();
+    if written as usize > read || (written as usize) < HEADER {
+        // Longer than the read: nothing of it can be checked.
         return Err(Mismatch::OtherLength {
             offset,
             written,
-            read: block.len(),
+            read,
         });
     }
-    let found = u64::from_le_bytes(block[8..16].try_into().unwrap());
-    if found != offset {
-        return Err(Mismatch::Misplaced { offset, found });
-    }
     let stored = u32::from_le_bytes(block[4..8].try_into().unwrap());
-    let computed = crc32c::crc32c(&block[8..]);
+    let computed = crc32c::crc32c(&block[8..written as usize]);
     if stored != computed {
         return Err(Mismatch::Corrupt {
             offset,
@@ -119,7 +124,60 @@ pub fn check(block: &[u8], offset: u64) -> Result<(), Mismatch> {
             computed,
         });
     }
+    if written as usize != read {
+        return Err(Mismatch::OtherLength {
+            offset,
+            written,
+            read,
+        });
+    }
+    let found = u64::from_le_bytes(block[8..16].try_into().unwrap());
+    if found != offset {
+        return Err(Mismatch::Misplaced { offset, found });
+    }
     Ok(())
+}
+
+impl Mismatch {
+    /// Where the block was read.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            Mismatch::NoHeader { offset }
+            | Mismatch::OtherLength { offset, .. }
+            | Mismatch::Misplaced { offset, .. }
+            | Mismatch::Corrupt { offset, .. } => offset,
+        }
+    }
+}
+
+/// Blocks a job named as failing verification: the first [`BadBlocks::NAMED`] of them, and the
+/// count of all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BadBlocks {
+    /// The first ones, in the order they were found.
+    pub named: Vec<Mismatch>,
+    /// All of them, named or not.
+    pub total: u64,
+}
+
+impl BadBlocks {
+    /// How many are named; the rest are counted.
+    pub const NAMED: usize = 32;
+
+    /// Notes one more.
+    pub fn push(&mut self, m: Mismatch) {
+        self.total += 1;
+        if self.named.len() < Self::NAMED {
+            self.named.push(m);
+        }
+    }
+
+    /// Adds another thread's.
+    pub fn merge(&mut self, o: &BadBlocks) {
+        self.total += o.total;
+        let room = Self::NAMED.saturating_sub(self.named.len());
+        self.named.extend(o.named.iter().take(room).cloned());
+    }
 }
 
 #[cfg(test)]
@@ -165,5 +223,46 @@ mod tests {
         let e = check(&z, 0).unwrap_err();
         assert_eq!(e, Mismatch::NoHeader { offset: 0 });
         assert!(e.to_string().contains("no verify header"));
+        assert!(e.to_string().contains("offset 0"));
+    }
+
+    /// A header damaged in its length or offset fields is corruption (its checksum fails), not
+    /// taken for a block written with another size or for another offset.
+    #[test]
+    fn damaged_header_fields_are_corruption() {
+        let mut b = vec![0u8; 4096];
+        fill(&mut b, 4096, 7);
+        // The length made 2048 (shorter than the read, so checkable), the offset moved.
+        for (at, flip, what) in [(17, 0x18, "length"), (9, 0x10, "offset")] {
+            let mut d = b.clone();
+            d[at] ^= flip;
+            let e = check(&d, 4096).unwrap_err();
+            assert!(
+                matches!(e, Mismatch::Corrupt { offset: 4096, .. }),
+                "{what}: {e}"
+            );
+        }
+        // A length field naming more than the read (or less than a header) cannot be checked.
+        let mut d = b.clone();
+        d[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(check(&d, 4096), Err(Mismatch::OtherLength { .. })));
+        d[16..20].copy_from_slice(&3u32.to_le_bytes());
+        assert!(matches!(check(&d, 4096), Err(Mismatch::OtherLength { .. })));
+    }
+
+    #[test]
+    fn bad_blocks_name_the_first_and_count_all() {
+        let mut a = BadBlocks::default();
+        for i in 0..(BadBlocks::NAMED as u64 + 5) {
+            a.push(Mismatch::NoHeader { offset: i });
+        }
+        assert_eq!(a.named.len(), BadBlocks::NAMED);
+        assert_eq!(a.total, BadBlocks::NAMED as u64 + 5);
+        let mut b = BadBlocks::default();
+        b.push(Mismatch::NoHeader { offset: 99 });
+        b.merge(&a);
+        assert_eq!(b.total, BadBlocks::NAMED as u64 + 6);
+        assert_eq!(b.named.len(), BadBlocks::NAMED);
+        assert_eq!(b.named[0].offset(), 99);
     }
 }

@@ -379,6 +379,14 @@ pub fn job_settings(line: &CmdLine) -> Result<Vec<Vec<Setting>>> {
             s.extend(section.settings);
             s.extend(cmdline.iter().cloned());
             jobs.push(s);
+            // fio's limit on jobs, before the rest of a huge file is expanded.
+            if jobs.len() as u64 > crate::limits::MAX_JOBS {
+                return Err(usage(format!(
+                    "{} defines more than {} jobs, fio's limit (FIO_MAX_JOBS): split it into runs of at most that many",
+                    crate::error::shown(&path.display().to_string()),
+                    crate::limits::MAX_JOBS
+                )));
+            }
         }
     }
     let names = || {

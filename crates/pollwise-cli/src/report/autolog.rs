@@ -40,7 +40,7 @@ struct Seen {
 
 impl Seen {
     fn of(engine: &Engine) -> (Seen, String) {
-        let (_, _, _, counters) = engine.stats();
+        let (_, counters) = engine.counters();
         let mut seen = Seen {
             counters,
             reasons: [0; 7],

@@ -155,7 +155,9 @@ pub fn dir_json(
     pcts: Option<&[(f64, u64)]>,
     agg_kib: f64,
 ) -> Value {
-    let secs = elapsed_ns as f64 / 1e9;
+    // fio's per-direction runtime: a verify read-back's reads count over their own time.
+    let runtime_ns = d.runtime_ns(elapsed_ns);
+    let secs = runtime_ns as f64 / 1e9;
     let bw = if secs > 0.0 {
         d.bytes as f64 / secs
     } else {
@@ -172,7 +174,7 @@ pub fn dir_json(
     let runtime_ms = if d.ios == 0 {
         0
     } else {
-        elapsed_ns / 1_000_000
+        runtime_ns / 1_000_000
     };
     json!({
         "io_bytes": d.bytes,
@@ -347,6 +349,17 @@ pub fn faults_json(f: &pollwise::queue::fault::FaultReport) -> Value {
         "total_err": f.failed,
         "first_error": f.first_error.unwrap_or(0),
     })
+}
+
+/// The blocks that failed verification: the first ones by offset and what was wrong, and the
+/// count of all.
+pub fn bad_blocks_json(b: &pollwise::verify::BadBlocks) -> Value {
+    let named: Vec<Value> = b
+        .named
+        .iter()
+        .map(|m| json!({"offset": m.offset(), "error": m.to_string()}))
+        .collect();
+    json!({"total": b.total, "named": named})
 }
 
 /// The top level of fio's JSON around `jobs`: `fio version` (pollwise's own), the timestamps,
@@ -563,19 +576,19 @@ mod tests {
     #[test]
     fn unmeasured_clat_is_never_filled_with_lat() {
         let mut d = DirStats::default();
-        // Values under 2048 ns are held exactly.
-        d.record_lat(2_000, 4096);
+        // Values under 256 ns are held exactly.
+        d.record_lat(200, 4096);
         let v = dir_json(&d, 1_000_000_000, 1.0, &PctOpts::default(), None, 0.0);
         assert_eq!(v["clat_ns"]["N"], 0);
         assert!(v["clat_ns"].get("percentile").is_none());
         assert_eq!(v["lat_ns"]["N"], 1);
-        assert_eq!(v["lat_ns"]["percentile"]["50.000000"], 2_000);
+        assert_eq!(v["lat_ns"]["percentile"]["50.000000"], 200);
         let mut d = DirStats::default();
-        d.record(500, 1_500, 4096);
+        d.record(50, 150, 4096);
         let v = dir_json(&d, 1_000_000_000, 1.0, &PctOpts::default(), None, 0.0);
-        assert_eq!(v["clat_ns"]["percentile"]["50.000000"], 1_500);
+        assert_eq!(v["clat_ns"]["percentile"]["50.000000"], 150);
         assert!(v["lat_ns"].get("percentile").is_none(), "fio's default");
-        assert_eq!(v["slat_ns"]["min"], 500);
-        assert_eq!(v["lat_ns"]["min"], 2_000);
+        assert_eq!(v["slat_ns"]["min"], 50);
+        assert_eq!(v["lat_ns"]["min"], 200);
     }
 }

@@ -32,7 +32,7 @@ fn dir_fields(t: &mut String, f: &JobFigures, d: &DirStats) {
     let runtime_ms = if d.ios == 0 {
         0
     } else {
-        f.stats.elapsed_ns / 1_000_000
+        d.runtime_ns(f.stats.elapsed_ns) / 1_000_000
     };
     let bw = (d.bytes * 1000).checked_div(runtime_ms).unwrap_or(0) / 1024;
     let iops = (d.ios * 1000).checked_div(runtime_ms).unwrap_or(0);
@@ -77,8 +77,14 @@ fn dir_fields(t: &mut String, f: &JobFigures, d: &DirStats) {
 /// The job's terse v3 line (with its newline).
 pub fn terse_line(f: &JobFigures) -> String {
     let s = f.stats;
+    // fio's error field: the first error's errno once any request failed.
+    let error = if s.errors.total > 0 {
+        s.errors.first.unwrap_or(libc::EIO)
+    } else {
+        0
+    };
     let mut t = format!(
-        "3;pollwise-{};{};{};0",
+        "3;pollwise-{};{};{};{error}",
         env!("CARGO_PKG_VERSION"),
         f.name,
         f.groupid

@@ -149,6 +149,14 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     // The clients only read, and back to back.
     spec.verify = false;
     spec.thinktime = Duration::ZERO;
+    // Every client's buffers (heavy0's burst on top), before the file or any buffer is made.
+    let slots = HEAVY as u128 * spec.iodepth as u128 + burst as u128 + 1;
+    crate::limits::check(&crate::limits::Need::new(
+        slots * spec.bs as u128,
+        HEAVY as u64 + 2,
+        &format!("--bs x (--burst + {HEAVY} x --iodepth)"),
+        "lower --bs, --burst or --iodepth",
+    ))?;
     let (_temp, size) = prepare_file(&mut spec, "fairness")?;
     let cpus = client_cpus(pcfg.cpu);
     let file = open_file(&spec)?;

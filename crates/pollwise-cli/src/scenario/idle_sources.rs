@@ -290,6 +290,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ));
     }
     let c = take_common(o, "idle-sources", 1)?;
+    daemon::check_memory(&c.base, sources, active, "--sources")?;
     let (sources, active) = (sources as usize, active as usize);
     let idle_ns = idle_ms.checked_mul(1_000_000).ok_or_else(|| {
         Error::Usage(format!(

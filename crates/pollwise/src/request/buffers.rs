@@ -130,6 +130,11 @@ mod tests {
             AlignedBuf::try_new(usize::MAX - 10, 4096).unwrap_err(),
             BufError::TooLarge { .. }
         ));
+        // More than the address space holds: the allocator says no, and so does try_new.
+        assert_eq!(
+            AlignedBuf::try_new(1 << 62, 4096).unwrap_err(),
+            BufError::NoMemory(1 << 62)
+        );
         let mut b = AlignedBuf::try_new(100, 512).unwrap();
         assert_eq!(b.len(), 100);
         assert_eq!(b.as_mut_ptr() as usize % 512, 0);

@@ -180,6 +180,13 @@ impl Slab {
                         BufError::Align(a) => {
                             Error::config("align", format!("is {a}: use a power of two, e.g. 4096"))
                         }
+                        BufError::NoMemory(_) => Error::os(
+                            crate::error::Op::AllocBuffers {
+                                count: n,
+                                len: buf_len,
+                            },
+                            std::io::Error::from_raw_os_error(libc::ENOMEM),
+                        ),
                         e => Error::config("buf_len", e.to_string()),
                     })
             })
@@ -509,6 +516,23 @@ mod tests {
                 Err(Error::Config { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("{n} {len} {align}: {other:?}"),
             }
+        }
+    }
+
+    /// Buffers the allocator cannot give are an error naming the operation and ENOMEM, never
+    /// an abort.
+    #[test]
+    fn buffers_that_cannot_be_had_are_an_error() {
+        let e = Slab::new(2, 1 << 62, 4096).unwrap_err();
+        match e {
+            Error::Os { op, source } => {
+                assert!(
+                    matches!(op, crate::error::Op::AllocBuffers { count: 2, .. }),
+                    "{op}"
+                );
+                assert_eq!(source.raw_os_error(), Some(libc::ENOMEM));
+            }
+            e => panic!("{e:?}"),
         }
     }
 

@@ -27,6 +27,23 @@ pub fn soft_limit(res: Resource) -> Option<u64> {
     Some(r.rlim_cur)
 }
 
+/// Keeps the C allocator to one arena (glibc's `M_ARENA_MAX`). glibc gives each thread that
+/// allocates an arena of its own, reserving 64 MiB of address space for each (up to 8 per CPU):
+/// under an address-space limit (RLIMIT_AS) those reservations, not the memory used, exhaust
+/// it. Returns whether the allocator took the setting (other C libraries have no arenas).
+pub fn one_malloc_arena() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt takes two integers and changes the allocator's settings; it is
+        // called before the threads that allocate start, and touches no memory of ours.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// True if the effective user is root (limits such as [`Resource::Processes`] do not bind it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
