@@ -163,8 +163,9 @@ impl Row {
 }
 
 /// Runs every variant `rounds` times, the order rotated each round (A B C, B C A, ...), so
-/// drift on a shared machine hits every variant alike.
-pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
+/// drift on a shared machine hits every variant alike. A round that completed no read fails the
+/// run: its IOPS of 0 would otherwise pass for a measurement (and pull the median to 0).
+pub fn run_rounds(scenario: &str, variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = variants
         .iter()
         .map(|v| Row {
@@ -176,7 +177,16 @@ pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
     for r in 0..rounds as usize {
         for i in 0..variants.len() {
             let k = (i + r) % variants.len();
-            rows[k].rounds.push(daemon::run(&variants[k].cfg)?);
+            let d = daemon::run(&variants[k].cfg)?;
+            if d.lat.ios == 0 {
+                return Err(Error::Io(format!(
+                    "{scenario}: the {} variant completed no reads in round {} of {rounds} ({:.2}s measured): the reactor did not serve its active client(s); no figures reported",
+                    variants[k].name,
+                    r + 1,
+                    d.secs
+                )));
+            }
+            rows[k].rounds.push(d);
         }
     }
     Ok(rows)
@@ -316,7 +326,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             Variant { name, cfg }
         })
         .collect();
-    let rows = run_rounds(&variants, c.rounds)?;
+    let rows = run_rounds("idle-sources", &variants, c.rounds)?;
     let fdmon = c.base.reactor.fdmon.name();
     let intro = format!(
         "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; reactor wait {}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",

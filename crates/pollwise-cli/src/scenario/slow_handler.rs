@@ -57,7 +57,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             Variant { name, cfg }
         })
         .collect();
-    let rows = run_rounds(&variants, c.rounds)?;
+    let rows = run_rounds("slow-handler", &variants, c.rounds)?;
     let intro = format!(
         "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random (O_DIRECT); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; reactor wait {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
         c.base.iodepth,
