@@ -85,7 +85,10 @@ mod tests {
             proc_limit("Max address space")
         );
         assert_eq!(soft_limit(Resource::Processes), proc_limit("Max processes"));
-        assert_eq!(soft_limit(Resource::OpenFiles), proc_limit("Max open files"));
+        assert_eq!(
+            soft_limit(Resource::OpenFiles),
+            proc_limit("Max open files")
+        );
     }
 
     #[test]
@@ -98,7 +101,10 @@ mod tests {
         );
         let (now, h) = raise_soft_limit(Resource::OpenFiles, u64::MAX).unwrap();
         assert_eq!((now, h), (hard, hard), "raised as far as the hard limit");
-        assert_eq!(soft_limit(Resource::OpenFiles), Some(hard).filter(|&x| x != u64::MAX));
+        assert_eq!(
+            soft_limit(Resource::OpenFiles),
+            Some(hard).filter(|&x| x != u64::MAX)
+        );
     }
 
     #[test]
