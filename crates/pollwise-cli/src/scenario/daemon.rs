@@ -32,7 +32,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -301,30 +301,13 @@ fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
     minus!(FdMonCounters, a, b, waits, syscalls, events, rearms)
 }
 
-/// The measured window's edges, set once every source is built and warm (`u64::MAX` until then).
-struct Window {
-    t_measure: AtomicU64,
-    t_end: AtomicU64,
-}
-
-impl Window {
-    fn unset() -> Self {
-        Window {
-            t_measure: AtomicU64::new(u64::MAX),
-            t_end: AtomicU64::new(u64::MAX),
-        }
-    }
-
-    /// Both edges once set.
-    fn get(&self) -> Option<(u64, u64)> {
-        let end = self.t_end.load(Ordering::Acquire);
-        (end != u64::MAX).then(|| (self.t_measure.load(Ordering::Relaxed), end))
-    }
-
-    fn set(&self, t_measure: u64, t_end: u64) {
-        self.t_measure.store(t_measure, Ordering::Relaxed);
-        self.t_end.store(t_end, Ordering::Release);
-    }
+/// Where the active clients are: how many began measuring and how many ended. The reactor
+/// takes its counters when the first one begins and when the last one ends, so that they cover
+/// the period the clients measured, however late a client thread got to run.
+#[derive(Default)]
+struct Marks {
+    began: AtomicUsize,
+    ended: AtomicUsize,
 }
 
 struct Setup {
@@ -333,7 +316,7 @@ struct Setup {
     requests: Vec<Requests<ChannelOp>>,
     responses: Vec<Responses<Completion>>,
     stop: Arc<AtomicBool>,
-    window: Arc<Window>,
+    marks: Arc<Marks>,
 }
 
 /// The reactor thread: builds everything on its own thread (the reactor is not `Send`), says
@@ -408,29 +391,17 @@ fn reactor_thread(
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let mut at_measure = None;
     let mut at_end = None;
-    // The window is set (and the reactor notified) once every source is built and warm.
-    let mut window = None;
+    let active = s.cfg.active;
     while !s.stop.load(Ordering::Acquire) {
         r.run_once(true)
             .map_err(|e| Error::Io(format!("reactor: {e}")))?;
         if let Some(e) = st.borrow_mut().error.take() {
             return Err(Error::Io(e));
         }
-        let Some((t_measure, t_end)) = window.or_else(|| {
-            let w = s.window.get()?;
-            // Wake-ups at the edges of the measured period, to take the counters there.
-            r.add_timer(w.0, |_| {});
-            r.add_timer(w.1, |_| {});
-            window = Some(w);
-            window
-        }) else {
-            continue;
-        };
-        let now = clock.now_ns();
-        if at_measure.is_none() && now >= t_measure {
+        if at_measure.is_none() && s.marks.began.load(Ordering::Acquire) > 0 {
             at_measure = Some((r.counters(), r.fdmon_counters()));
         }
-        if at_end.is_none() && now >= t_end {
+        if at_end.is_none() && s.marks.ended.load(Ordering::Acquire) == active {
             at_end = Some((r.counters(), r.fdmon_counters(), r.polling_set_len()));
         }
     }
@@ -481,16 +452,28 @@ fn client_engine(c: Client, cfg: &DaemonConfig, depth: usize, seed: u64) -> Resu
     )?)
 }
 
-/// An active client: reads in flight until `t_end`, then drains; latency (send to receipt) and
-/// doorbells are counted from `t_measure` to `t_end`.
-fn client_thread(mut e: Engine, t_measure: u64, t_end: u64) -> Result<ClientOut> {
+/// An active client: reads in flight until `t_measure` (the ramp), then for `runtime` more
+/// from the moment it gets there (measured: latency from send to receipt, and doorbells), then
+/// drains. A client thread that starts late still measures the whole runtime.
+fn client_thread(
+    mut e: Engine,
+    t_measure: u64,
+    runtime: Duration,
+    marks: &Marks,
+    notifier: &pollwise::reactor::Notifier,
+) -> Result<ClientOut> {
     let clock = MonotonicClock;
     e.run_until(Stop::At(t_measure))?;
     e.reset_stats();
     let start = clock.now_ns();
+    marks.began.fetch_add(1, Ordering::AcqRel);
     let rings0 = e.stats().2.enters;
-    e.run_until(Stop::At(t_end))?;
+    let run = e.run_until(Stop::At(start + runtime.as_nanos() as u64));
     let end = clock.now_ns();
+    marks.ended.fetch_add(1, Ordering::AcqRel);
+    // The reactor takes its counters at its next iteration: make that one now.
+    notifier.notify();
+    run?;
     let (lat, _, q, _) = e.stats();
     e.drain()?;
     Ok(ClientOut {
@@ -660,7 +643,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     }
     let clock = MonotonicClock;
     let stop = Arc::new(AtomicBool::new(false));
-    let window = Arc::new(Window::unset());
+    let marks = Arc::new(Marks::default());
     let (tx, rx) = mpsc::channel();
     let setup = Setup {
         file,
@@ -668,7 +651,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         requests,
         responses,
         stop: stop.clone(),
-        window: window.clone(),
+        marks: marks.clone(),
     };
     let reactor = std::thread::Builder::new()
         .name("pollwise-reactor".into())
@@ -692,7 +675,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         notifier.notify();
     };
     let mut idle = clients.split_off(cfg.active);
-    let prepared = (|| -> Result<(Vec<Engine>, u64, u64)> {
+    let prepared = (|| -> Result<(Vec<Engine>, u64)> {
         let engines = clients
             .into_iter()
             .enumerate()
@@ -706,13 +689,9 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
             warm_up(&mut idle, cfg)?;
         }
         // Every source is built and warm: the ramp, then the measured period, start now.
-        let t_measure = clock.now_ns() + cfg.ramp.as_nanos() as u64;
-        let t_end = t_measure + cfg.runtime.as_nanos() as u64;
-        window.set(t_measure, t_end);
-        notifier.notify();
-        Ok((engines, t_measure, t_end))
+        Ok((engines, clock.now_ns() + cfg.ramp.as_nanos() as u64))
     })();
-    let (engines, t_measure, t_end) = match prepared {
+    let (engines, t_measure) = match prepared {
         Ok(p) => p,
         Err(e) => {
             // The reactor's own error, if it had one, is the cause to report.
@@ -726,7 +705,10 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
         let hs: Vec<_> = engines
             .into_iter()
-            .map(|e| sc.spawn(move || client_thread(e, t_measure, t_end)))
+            .map(|e| {
+                let (marks, notifier) = (&marks, &notifier);
+                sc.spawn(move || client_thread(e, t_measure, cfg.runtime, marks, notifier))
+            })
             .collect();
         hs.into_iter()
             .map(|h| {
