@@ -99,6 +99,8 @@ pub struct DaemonReport {
     pub prunes: bool,
     /// Under `--reactor_wait=auto`: the reactor's choice over the whole run (ramp included).
     pub auto: Option<ChoiceStatus>,
+    /// Seconds from the start until every source was built and warm (before the ramp).
+    pub setup_secs: f64,
 }
 
 impl DaemonReport {
@@ -642,6 +644,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         responses.push(rs);
     }
     let clock = MonotonicClock;
+    let t0 = clock.now_ns();
     let stop = Arc::new(AtomicBool::new(false));
     let marks = Arc::new(Marks::default());
     let (tx, rx) = mpsc::channel();
@@ -689,9 +692,9 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
             warm_up(&mut idle, cfg)?;
         }
         // Every source is built and warm: the ramp, then the measured period, start now.
-        Ok((engines, clock.now_ns() + cfg.ramp.as_nanos() as u64))
+        Ok((engines, clock.now_ns()))
     })();
-    let (engines, t_measure) = match prepared {
+    let (engines, t_ready) = match prepared {
         Ok(p) => p,
         Err(e) => {
             // The reactor's own error, if it had one, is the cause to report.
@@ -702,6 +705,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
             });
         }
     };
+    let t_measure = t_ready + cfg.ramp.as_nanos() as u64;
     let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
         let hs: Vec<_> = engines
             .into_iter()
@@ -742,5 +746,6 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         polling_set_end: ro.polling_set_end,
         prunes,
         auto: ro.auto,
+        setup_secs: t_ready.saturating_sub(t0) as f64 / 1e9,
     })
 }

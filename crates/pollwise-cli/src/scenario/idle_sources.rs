@@ -233,7 +233,7 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
             ));
         }
         detail.push_str(&format!(
-            "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; IOPS by round {}\n",
+            "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; sources built and warm in {:.2}s; IOPS by round {}\n",
             r.variant,
             per_req(|d| d.reactor.iterations),
             per_req(|d| d.reactor.poll_rounds),
@@ -244,6 +244,7 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
             per_req(|d| d.fdmon.rearms),
             r.med(|d| d.reactor.pruned as f64),
             r.med(|d| d.reactor.poll_added as f64),
+            r.med(|d| d.setup_secs),
             r.rounds
                 .iter()
                 .map(|d| format!("{:.0}", d.iops()))
