@@ -136,7 +136,8 @@ fn reactor_wait_auto_shows_its_choice() {
 }
 
 /// Runs pollwise with `args` and returns its exit status, stdout, stderr and peak resident
-/// memory in KiB (the child's own, from `wait4`).
+/// memory in KiB (the child's own, from `wait4`, which also reaps it: clippy cannot see that).
+#[allow(clippy::zombie_processes)]
 fn pollwise_rss(args: &[String]) -> (i32, String, String, i64) {
     use std::io::Read;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pollwise"))
