@@ -326,6 +326,8 @@ fn args(o: &mut Opts) -> Result<Args> {
     if !real && base.platform.is_none() {
         base.platform = Some(crate::platform::load("here")?);
     }
+    // The real checks write when --rw does: refuse a mounted device before calibrating.
+    crate::job::check_in_use(&base)?;
     Ok(Args {
         base,
         target,

@@ -22,7 +22,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ use pollwise::platform::Platform;
 use pollwise::policy::poll::Poll;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, OpKind, Queue, RequestOp, Tracked};
+use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
 use pollwise::sys::rusage::thread_cpu_ns;
 
@@ -92,7 +92,10 @@ pub struct Calibration {
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
-    Error::Io(format!("calibrate: {what}: {}", crate::errno::plain(&e)))
+    Error::Io(format!(
+        "calibrate: {what}: {}",
+        crate::errno::explain(&e, crate::errno::Op::Other)
+    ))
 }
 
 fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
@@ -149,7 +152,7 @@ impl Reader {
         let req = self.reqs[i];
         // A spread of offsets, so a cache ahead of the device sees little reuse.
         self.next = (self.next + 7919) % self.blocks;
-        if let Some(slab) = self.q.requests_mut() {
+        if let Some(mut slab) = self.q.requests_mut() {
             // The last read was reaped (Completed): take the request back for the next one.
             if slab.state(req) == Ok(State::Completed) {
                 slab.restart(req)
@@ -298,6 +301,14 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
             path.display()
         ))
     })?;
+    // Anything else (a FIFO, a character device) has no size to ask, and a FIFO would block
+    // the open until a writer came.
+    if !meta.is_file() && !meta.file_type().is_block_device() {
+        return Err(Error::Usage(format!(
+            "--filename={} is neither a regular file nor a block device: calibrate reads an existing file or block device of at least 1 MiB",
+            path.display()
+        )));
+    }
     let open = |direct: bool| {
         let mut o = OpenOptions::new();
         o.read(true);
@@ -306,6 +317,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         }
         o.open(path)
     };
+    crate::outfile::protect(path);
     let (file, direct) = match open(true) {
         Ok(f) => (f, true),
         Err(_) => (open(false).map_err(|e| io("opening the file", e))?, false),
@@ -339,8 +351,9 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     };
     let mut r = Reader::new(&plain, fd, blocks)?;
     let poll = Figure::of(batched(SAMPLES, 100, || {
-        // The device's own check (nothing is in flight: the records would have nothing to do).
-        let _ = r.q.inner_mut().poll(&mut |_| {});
+        // The device's check, through the records (nothing is in flight: they have nothing to
+        // do).
+        let _ = r.q.poll(&mut |_| {});
     }));
     figures.push(("poll_ns", poll));
     let (mut submit, mut clat) = (Vec::new(), Vec::new());
@@ -682,6 +695,12 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
                 .into(),
         )
     })?;
+    if let Some(out) = &output {
+        crate::outfile::check_outputs(
+            &[("--output".into(), out.clone())],
+            std::slice::from_ref(&path),
+        )?;
+    }
     let c = calibrate(&path)?;
     Ok((to_text(&c), to_json(&c), json, output))
 }

@@ -82,6 +82,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);
     }
+    crate::job::require_runtime(&spec, "compare")?;
     spec.time_based = true;
     let slice = spec.runtime / rounds;
     if slice < Duration::from_millis(10) {
@@ -169,8 +170,9 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
         ));
     } else {
         text.push_str(&format!(
-            "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
-            slice.as_secs_f64()
+            "medians over {rounds} interleaved rounds of {:.2}s per mode ({:.2}s per mode in all)\n\n",
+            slice.as_secs_f64(),
+            (slice * rounds).as_secs_f64()
         ));
     }
     text.push_str(&table(

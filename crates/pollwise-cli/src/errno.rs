@@ -24,6 +24,8 @@ pub enum Op {
     Thread,
     /// Writing the report to standard output.
     Output,
+    /// Creating or writing a file for the user: `--output`, a log, a chart.
+    OutputFile,
     /// Anything else.
     Other,
 }
@@ -50,10 +52,13 @@ pub fn hint(errno: i32, op: Op) -> Option<String> {
     let s = |t: &str| Some(t.to_string());
     match (errno, op) {
         (libc::EMFILE, _) => s(
-            "this process has as many files open as its limit allows: raise it (ulimit -n 4096) or run fewer --numjobs",
+            "this process has as many files open as its limit allows: raise it (ulimit -n 65536) or lower --numjobs (--sources in the daemon scenarios)",
         ),
         (libc::ENFILE, _) => s(
-            "the system has as many files open as it allows (fs.file-max): close some or raise it",
+            "the system has as many files open as it allows (fs.file-max): close some, raise it (sysctl -w fs.file-max=N) or lower --numjobs (--sources in the daemon scenarios)",
+        ),
+        (libc::ENOTTY, _) => s(
+            "the target is neither a block device nor a regular file, so it has no size to ask: name a file or a block device in --filename",
         ),
         (libc::ENOMEM, Op::RingSetup) => s(
             "the ring's memory counts against the locked-memory limit: raise it (ulimit -l unlimited) or lower --iodepth",
@@ -91,6 +96,9 @@ pub fn hint(errno: i32, op: Op) -> Option<String> {
             "the filesystem is full: free space (df -h), choose a smaller --size or another --filename",
         ),
         (libc::ENOSPC, Op::Output) => None,
+        (libc::ENOSPC | libc::EDQUOT, Op::OutputFile) => s(
+            "the filesystem is full: free space (df -h) or write it to another filesystem",
+        ),
         (libc::EAGAIN, Op::Thread) => s(
             "the system cannot start that many threads (ulimit -u, kernel.threads-max, or memory for their stacks): lower --numjobs",
         ),
@@ -126,6 +134,8 @@ mod tests {
         let h = |n, op| hint(n, op).unwrap_or_default();
         assert!(h(libc::EMFILE, Op::RingSetup).contains("ulimit -n"));
         assert!(h(libc::ENFILE, Op::Open).contains("file-max"));
+        assert!(h(libc::ENOTTY, Op::Other).contains("--filename"));
+        assert!(h(libc::ENOSPC, Op::OutputFile).contains("full"));
         assert!(h(libc::ENOMEM, Op::RingSetup).contains("ulimit -l"));
         assert!(h(libc::ENOMEM, Op::FixedBuffers).contains("ulimit -l"));
         assert!(

@@ -3,6 +3,7 @@
 //! The library's errors are structured (which field, which feature, which operation); here each
 //! becomes a line that names the option to change, as fio users expect.
 
+use std::borrow::Cow;
 use std::io;
 
 use pollwise::Error as LibError;
@@ -54,6 +55,98 @@ impl Error {
 /// The command's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The most characters of one value (an option's name or value, a path) a message echoes.
+pub const SHOWN_MAX: usize = 80;
+
+/// A word longer than this in a finished message is cut to [`SHOWN_MAX`] characters when it is
+/// printed ([`one_line`]): a value no message cut itself.
+const WORD_MAX: usize = 200;
+
+/// Whether `c` would change the terminal or the line rather than show: control characters
+/// (newline, escape) and the invisible marks that reorder text.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` escaped: control characters and text-reordering marks written as Rust writes them
+/// (`\n`, `\u{1b}`), everything else as it is.
+fn escaped(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `s` cut to its first `max` characters, with "…" when something was cut.
+fn cut(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
+        None => Cow::Borrowed(s),
+    }
+}
+
+/// A value as a message echoes it: escaped (a newline or an escape sequence shows as `\n`,
+/// `\u{1b}`, so the message stays one line and the terminal is left alone) and cut to
+/// [`SHOWN_MAX`] characters with "…".
+pub fn shown(s: &str) -> Cow<'_, str> {
+    match escaped(s) {
+        Cow::Borrowed(b) => cut(b, SHOWN_MAX),
+        Cow::Owned(o) => Cow::Owned(cut(&o, SHOWN_MAX).into_owned()),
+    }
+}
+
+/// `msg` with each of `values` it echoes replaced by its [`shown`] form (for a message built
+/// from raw values).
+pub fn shown_in(msg: String, values: &[&str]) -> String {
+    let mut m = msg;
+    for v in values.iter().filter(|v| !v.is_empty()) {
+        let s = shown(v);
+        if s != *v {
+            m = m.replace(v, &s);
+        }
+    }
+    m
+}
+
+/// The most characters a printed message has: its start and end are kept (the cause and the
+/// fix), the middle cut.
+const LINE_MAX: usize = 1000;
+
+/// A finished message as it is printed: one line whatever values it carries (control
+/// characters escaped), no word longer than a few hundred characters (a value a message did
+/// not cut itself is cut to [`SHOWN_MAX`] with "…"), and at most 1000 characters.
+pub fn one_line(msg: &str) -> String {
+    let e = escaped(msg);
+    let line = e
+        .split(' ')
+        .map(|w| {
+            if w.chars().count() > WORD_MAX {
+                cut(w, SHOWN_MAX)
+            } else {
+                Cow::Borrowed(w)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let n = line.chars().count();
+    if n <= LINE_MAX {
+        return line;
+    }
+    let keep = LINE_MAX / 2 - 2;
+    let head: String = line.chars().take(keep).collect();
+    let tail: String = line.chars().skip(n - keep).collect();
+    format!("{head} … {tail}")
+}
+
 /// The command-line option that sets a library configuration field.
 pub fn option_for_field(field: &str) -> &str {
     match field {
@@ -88,6 +181,13 @@ fn errno_hint(op: &str, e: &io::Error) -> String {
 impl From<LibError> for Error {
     fn from(e: LibError) -> Self {
         match e {
+            // The request slab's buffers: one of --bs bytes per --iodepth slot.
+            LibError::Config {
+                field: "buf_len",
+                reason,
+            } => Error::Usage(format!(
+                "cannot allocate the I/O buffers (--bs bytes per request in flight): {reason}; lower --bs or the requests in flight (--iodepth, or --burst in the fairness scenario), or raise the memory limit (ulimit -v)"
+            )),
             LibError::Config {
                 field: "verify",
                 reason,
@@ -181,6 +281,33 @@ mod tests {
         let m = usage(e);
         assert!(m.starts_with("--sim_latency=fixed:10: "), "{m}");
         assert!(m.contains("no unit"), "{m}");
+    }
+
+    #[test]
+    fn values_are_escaped_and_cut() {
+        assert_eq!(shown("4k\n\u{1b}[31mred"), "4k\\n\\u{1b}[31mred");
+        let long = "a".repeat(100_000);
+        let s = shown(&long);
+        assert_eq!(s.chars().count(), SHOWN_MAX + 1);
+        assert!(s.ends_with('…'));
+        assert_eq!(shown("µs ok"), "µs ok");
+        let line = one_line(&format!("unknown option --{long}\nx: see `pollwise help`"));
+        assert!(line.len() < 300, "{line}");
+        assert!(!line.contains('\n'));
+        assert!(line.ends_with("see `pollwise help`"), "{line}");
+        let spaced = "a ".repeat(50_000);
+        let line = one_line(&format!("--bs={spaced} is not a size: write e.g. --bs=4k"));
+        assert!(line.chars().count() <= LINE_MAX, "{}", line.len());
+        assert!(line.ends_with("--bs=4k"), "{line}");
+        let m = shown_in(format!("--x={spaced}: no"), &[&spaced]);
+        assert!(m.len() < 200 && m.ends_with("…: no"), "{m}");
+    }
+
+    #[test]
+    fn buffer_allocation_names_real_options() {
+        let m = usage(LibError::config("buf_len", "out of memory"));
+        assert!(m.contains("--bs") && m.contains("--iodepth"), "{m}");
+        assert!(!m.contains("--buf_len"), "{m}");
     }
 
     #[test]

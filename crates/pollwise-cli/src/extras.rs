@@ -47,6 +47,9 @@ pub struct JobExtras {
     pub region: Option<(u64, u64)>,
     /// Resolved: bytes between consecutive clones' offsets.
     pub increment: u64,
+    /// fio's `allow_mounted_write`: write to a block device that is mounted or holds a
+    /// filesystem (refused by default).
+    pub allow_mounted_write: bool,
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.

@@ -9,13 +9,13 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use pollwise::clock;
 pub use pollwise::engine::Rw;
-use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop, SubmitMode};
+use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Stop, SubmitMode};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
@@ -70,7 +70,8 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// O_DIRECT.
     pub direct: bool,
-    /// Measured run time.
+    /// Measured run time; zero is no limit (fio's default: a job that is not time-based ends
+    /// when its size is done).
     pub runtime: Duration,
     /// Run for `runtime` even after `io_size` bytes are done (fio's `time_based`).
     pub time_based: bool,
@@ -157,7 +158,7 @@ impl Default for JobSpec {
             bs: 4096,
             iodepth: 1,
             direct: true,
-            runtime: Duration::from_secs(10),
+            runtime: Duration::ZERO,
             time_based: false,
             io_size: 0,
             ramp_time: Duration::ZERO,
@@ -241,8 +242,11 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             spec.iodepth
         ));
     }
-    if spec.runtime.is_zero() {
-        return u("--runtime must be greater than 0: use e.g. --runtime=10s".into());
+    if spec.time_based && spec.runtime.is_zero() {
+        return u(
+            "--time_based needs a --runtime (0, the default, is no limit): give one, e.g. --runtime=10s"
+                .into(),
+        );
     }
     if spec.numjobs == 0 {
         return u("--numjobs must be at least 1".into());
@@ -580,6 +584,25 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
     }
 }
 
+/// A job that writes must not write over a filesystem the system uses (fio's
+/// `allow_mounted_write=0`): a block device that is mounted, swap, held by another device or
+/// marked with a filesystem signature, or a file that backs such a loop device
+/// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
+pub fn check_in_use(spec: &JobSpec) -> Result<()> {
+    let writes = spec.rw.writes();
+    if !writes || spec.extra.allow_mounted_write || matches!(spec.ioengine, IoEngine::Sim(_)) {
+        return Ok(());
+    }
+    match crate::device::write_hazard(&spec.filename) {
+        Some(why) => Err(Error::Usage(format!(
+            "--filename={} {why}: writing it (--rw={}) would damage that data; use another target, a read-only --rw (read, randread), or --allow_mounted_write=1 to write anyway (as fio's)",
+            crate::error::shown(&spec.filename.display().to_string()),
+            spec.rw.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
@@ -598,6 +621,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     }
     let path = &spec.filename;
     check_polled_io(spec)?;
+    check_in_use(spec)?;
     let meta = std::fs::metadata(path).ok();
     let is_blockdev = meta
         .as_ref()
@@ -638,6 +662,8 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
             spec.bs
         )));
     }
+    // No report, log or chart may be written over it.
+    crate::outfile::protect(path);
     Ok(Target {
         size,
         block_size,
@@ -745,8 +771,12 @@ fn fill(path: &Path, mut f: File, from: u64, to: u64, direct: bool) -> Result<()
 }
 
 fn blockdev_size(f: &File) -> Result<u64> {
-    pollwise::sys::blockdev::size(f)
-        .map_err(|e| Error::Io(format!("cannot read the device's size: {e}")))
+    pollwise::sys::blockdev::size(f).map_err(|e| {
+        Error::Io(format!(
+            "cannot read the device's size: {}",
+            crate::errno::explain(&e, crate::errno::Op::Other)
+        ))
+    })
 }
 
 fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
@@ -824,6 +854,8 @@ pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
         libc::EINVAL | libc::EOPNOTSUPP | libc::EPERM | libc::ENOSYS | libc::EACCES => {
             Error::Unsupported(msg)
         }
+        // A feature the kernel lacks (NODROP): the library's MissingFeature, no errno.
+        _ if e.source.kind() == std::io::ErrorKind::Unsupported => Error::Unsupported(msg),
         _ => Error::Io(msg),
     }
 }
@@ -869,6 +901,9 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let barrier = Arc::new(Barrier::new(n + 1));
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
+    // The measured window's start, set once every thread is ready (between the first two
+    // barriers) and read by each after the second.
+    let start = Arc::new(AtomicU64::new(0));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -881,6 +916,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
+        let start = start.clone();
         let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
         handles.push(
             std::thread::Builder::new()
@@ -895,6 +931,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                         (fd_tx, fd_rx),
                         &failed_t,
                         live.as_ref(),
+                        &start,
                     );
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
@@ -921,6 +958,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     }
     barrier.wait();
     let p0 = Rusage::process();
+    start.store(clock::monotonic().now_ns(), Ordering::SeqCst);
     barrier.wait();
     barrier.wait();
     let p1 = Rusage::process();
@@ -986,6 +1024,92 @@ fn measure(
     }
 }
 
+/// The job's `--runtime` in nanoseconds, or `None` for no limit (`runtime=0`, the default).
+pub fn runtime_ns(spec: &JobSpec) -> Option<u64> {
+    (!spec.runtime.is_zero()).then(|| spec.runtime.as_nanos().min(u64::MAX as u128) as u64)
+}
+
+/// Commands that measure for a set time refuse `--runtime=0` (no limit, `run`'s default).
+pub fn require_runtime(spec: &JobSpec, command: &str) -> Result<()> {
+    if spec.runtime.is_zero() {
+        return Err(Error::Usage(format!(
+            "--runtime=0 (no limit) is for `pollwise run`: `pollwise {command}` measures for a set time; give one, e.g. --runtime=4s"
+        )));
+    }
+    Ok(())
+}
+
+/// What a job thread saw of requests that did not complete, for [`ran_as_asked`].
+struct Seen {
+    /// Cancelled at the deadline.
+    cancelled: u64,
+    /// Failed (continued or not).
+    failed: u64,
+    /// The errno of the first failure.
+    first_error: Option<i32>,
+}
+
+/// Whether thread `i` of `spec` ran as asked: to the end of its `--runtime` (time-based) or of
+/// its size, and did some I/O. A run a signal stopped, or that another thread's failure
+/// stopped (that failure is the job's error), is not judged here. Else one line saying why.
+#[allow(clippy::too_many_arguments)]
+fn ran_as_asked(
+    spec: &JobSpec,
+    i: usize,
+    ended: Ended,
+    stats: &Stats,
+    until: Option<u64>,
+    t1: u64,
+    seen: Seen,
+    failed: &AtomicBool,
+) -> Result<()> {
+    if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let who = if spec.numjobs > 1 {
+        format!("job {} (thread {} of {})", spec.name, i + 1, spec.numjobs)
+    } else {
+        format!("job {}", spec.name)
+    };
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let ran = secs(stats.elapsed_ns);
+    let short = match (ended, until) {
+        (Ended::Stopped, _) => Some("it was told to stop with no signal and no failure"),
+        (_, Some(u)) if spec.time_based && t1 < u => Some("it returned before its stop time"),
+        _ => None,
+    };
+    if let Some(why) = short {
+        return Err(Error::Io(format!(
+            "{who} ran {ran:.2} s of the {:.2} s asked ({why}): its figures would be wrong, so none are reported (a pollwise bug; please report it)",
+            spec.runtime.as_secs_f64()
+        )));
+    }
+    if stats.total_ios() == 0 {
+        let why = if seen.failed > 0 {
+            let first = seen
+                .first_error
+                .map(|n| crate::errno::plain(&std::io::Error::from_raw_os_error(n)))
+                .unwrap_or_default();
+            format!(
+                "all {} of its requests failed (the first with: {first})",
+                seen.failed
+            )
+        } else if seen.cancelled > 0 {
+            format!(
+                "its {} requests were all still in flight {} ms after its end and were cancelled: the device answered none in time; give a longer --runtime",
+                seen.cancelled,
+                pollwise::engine::DRAIN_GRACE.as_millis()
+            )
+        } else {
+            "no request completed: give a longer --runtime, or a higher --rate_iops".into()
+        };
+        return Err(Error::Io(format!(
+            "{who} did no I/O in its {ran:.2} s: {why}"
+        )));
+    }
+    Ok(())
+}
+
 /// A job thread's figures at the start of its measured period.
 struct Start {
     t0: u64,
@@ -1004,6 +1128,7 @@ fn job_thread(
     fd: FdChannel,
     failed: &Arc<AtomicBool>,
     live: Option<&Arc<ThreadLive>>,
+    start: &AtomicU64,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     // What the fault queue injected, if the job injects faults (set during setup).
@@ -1023,7 +1148,9 @@ fn job_thread(
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
             // The ramp's time bounds its requests too (simulated latency, a stuck device).
             engine.set_deadline(Some(until));
-            engine.run(Stop::At(until))?;
+            if engine.run(Stop::At(until))? == Ended::Stopped {
+                return Ok(engine);
+            }
             engine.reset_stats();
         }
         Ok(engine)
@@ -1042,9 +1169,10 @@ fn job_thread(
     }
     barrier.wait();
     barrier.wait();
+    // One measured window for every thread of the job: from the moment the last one was ready.
+    let t0 = start.load(Ordering::SeqCst);
     let measured = setup.and_then(|(mut engine, file, log)| {
         let m0 = {
-            let t0 = clock.now_ns();
             let cpu_ns = thread_cpu_ns();
             let rusage = Rusage::thread();
             let (_, _, queue, policy) = engine.stats();
@@ -1056,7 +1184,6 @@ fn job_thread(
                 policy,
             }
         };
-        let t0 = m0.t0;
         let log = log.map(|mut l| {
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
@@ -1079,27 +1206,44 @@ fn job_thread(
             l.measuring(t);
         }
         let publish = counters.filter(|((l, _), _)| l.snapshots).map(|(_, t)| t);
-        let until = t0 + spec.runtime.as_nanos() as u64;
-        let stop = if spec.time_based {
-            Stop::At(until)
-        } else {
-            let io_size = if spec.io_size == 0 {
-                target.size
-            } else {
-                spec.io_size
-            };
-            // Counted from now: the ramp's requests do not count (fio resets them too).
-            let n = (io_size / spec.bs as u64).max(1);
-            Stop::Either(until, engine.submitted() + n)
+        // No --runtime (0): no time limit; a job that is not time-based ends when its size is
+        // done, as fio's.
+        let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+        let stop = match (spec.time_based, until) {
+            (true, Some(t)) => Stop::At(t),
+            (true, None) => {
+                return Err(Error::Usage(
+                    "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
+                ))
+            }
+            (false, until) => {
+                let io_size = if spec.io_size == 0 {
+                    target.size
+                } else {
+                    spec.io_size
+                };
+                // Counted from now: the ramp's requests do not count (fio resets them too).
+                let n = engine.submitted() + (io_size / spec.bs as u64).max(1);
+                match until {
+                    Some(t) => Stop::Either(t, n),
+                    None => Stop::Ios(n),
+                }
+            }
         };
         // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
-        engine.set_deadline(Some(until));
+        engine.set_deadline(until);
+        // A rate counts from the window's start: its first request goes at once.
+        engine.pace_from(t0);
         let cancelled0 = engine.cancelled();
-        let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
+        let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
+        let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        let mut tick = |engine: &Engine, sampler: &Sampler| {
+        // Samples, the auto log and interim reports, from inside the engine's loop.
+        let mut on_tick = |engine: &Engine, now: u64| {
+            let (read, write, _, _) = engine.stats();
+            sampler.tick(now, &read, &write);
             if let Some(a) = alog.as_mut() {
-                a.tick(clock.now_ns(), engine);
+                a.tick(now, engine);
             }
             if let Some(t) = publish {
                 t.publish(measure(
@@ -1111,22 +1255,31 @@ fn job_thread(
                 ));
             }
         };
-        let r =
-            crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler, &mut tick)
-                .map_err(Error::from);
+        let tick = pollwise::engine::Tick {
+            first_ns: t0.saturating_add(interval_ns),
+            every: Duration::from_nanos(interval_ns),
+            f: &mut on_tick,
+        };
+        let r = engine.run_ticking(stop, tick).map_err(Error::from);
         if r.is_err() {
             failed.store(true, Ordering::SeqCst);
         }
         let t1 = clock.now_ns();
+        // The last whole interval, if it ended while the queue drained.
+        {
+            let (read, write, _, _) = engine.stats();
+            sampler.tick(t1, &read, &write);
+        }
         let cancelled = engine.cancelled() - cancelled0;
-        if cancelled > 0 {
+        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
+        // With no I/O at all, the job's error says it (one line).
+        if cancelled > 0 && stats.total_ios() > 0 {
             eprintln!(
                 "pollwise: job {}: {cancelled} requests still in flight {} ms after --runtime were cancelled; they are in no result",
                 spec.name,
                 pollwise::engine::DRAIN_GRACE.as_millis()
             );
         }
-        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
         let logged = match &log {
@@ -1137,7 +1290,16 @@ fn job_thread(
             None => Ok(()),
         }
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
-        r.and(logged).map(|_| (engine, file, stats))
+        let errors = engine.errors();
+        let ran = r.and_then(|ended| {
+            let seen = Seen {
+                cancelled,
+                failed: errors.failed,
+                first_error: errors.first_error,
+            };
+            ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
+        });
+        ran.and(logged).map(|_| (engine, file, stats))
     });
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
@@ -1280,7 +1442,7 @@ fn run_model_threads(
             policy: spec.policy,
             seed: spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ramp_ns: spec.ramp_time.as_nanos() as u64,
-            runtime_ns: spec.runtime.as_nanos() as u64,
+            runtime_ns: runtime_ns(spec).unwrap_or(u64::MAX),
             ios: (!spec.time_based).then(|| {
                 let io_size = if spec.io_size == 0 {
                     target.size
@@ -1328,7 +1490,12 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
     crate::report::progress::JobPlan {
         threads: s.numjobs.max(1),
         rw: s.rw,
-        span: s.ramp_time + s.runtime,
+        span: s.ramp_time
+            + if s.runtime.is_zero() {
+                crate::report::progress::NO_TIME_LIMIT
+            } else {
+                s.runtime
+            },
         io_bytes: match (s.time_based, s.io_size, s.size) {
             (true, _, _) => None,
             (false, 0, 0) => None,
@@ -1373,5 +1540,32 @@ mod limit_tests {
             &[("memory.limit_in_bytes", "9223372036854771712\n")],
         );
         assert_eq!(limits("4:memory:/c\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pollwise::queue::uring::SetupError;
+    use pollwise::sys::uring::{MissingFeature, SetupStage};
+
+    #[test]
+    fn a_kernel_without_nodrop_is_a_capability_error_naming_it() {
+        let e = SetupError {
+            flags: "no flags".into(),
+            stage: SetupStage::Features,
+            feature: Some("NODROP"),
+            source: MissingFeature {
+                feature: "NODROP",
+                since: "Linux 5.5",
+                needed_for: "keeping completions that overflow the completion ring",
+            }
+            .into(),
+            hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
+        };
+        let e = ring_setup_error(e);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let m = e.to_string();
+        assert!(m.contains("NODROP") && m.contains("5.5"), "{m}");
     }
 }

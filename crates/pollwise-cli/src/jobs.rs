@@ -87,7 +87,8 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         spec.extra.region = Some((offset, region));
         spec.extra.increment = increment;
     }
-    if loops > 1 && !spec.time_based {
+    // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
+    if (ranged || loops > 1) && !spec.time_based {
         let once = if spec.io_size != 0 {
             spec.io_size
         } else {

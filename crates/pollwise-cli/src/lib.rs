@@ -18,6 +18,7 @@ pub mod extras;
 pub mod job;
 pub mod jobs;
 pub mod options;
+pub mod outfile;
 pub mod platform;
 pub mod report;
 pub mod scenario;

@@ -125,8 +125,9 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
 const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--output-format=normal|json] [--output=FILE]\n\n  Measures, in about two seconds, the costs that decide the wait modes on this machine:\n  a system call, a completion-queue check, the submit call, QD1 completion latency (polled),\n  a blocking wait's latency and CPU, a timed sleep's lateness and CPU, a context switch,\n  the engine's work per request, and the cores. F is an existing file or block device\n  (at least 1 MiB), read with O_DIRECT when it allows. The JSON's `platform` object is a\n  file --platform takes: pollwise run --ioengine=sim --platform=FILE.json ...\n";
 
 /// Runs the command in `args`; returns the report and whether to print it as JSON, or `None`
-/// when it printed help.
-fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
+/// when it printed help. An error found after the run (a chart `--plot` could not write) is
+/// put in `after`: the report is printed first, then the error, and the command fails.
+fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Output, ReportOpts)>> {
     let Some(cmd) = args.first() else {
         return Ok(Some(text_only(&help::general())));
     };
@@ -161,13 +162,7 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
                 } else {
                     text
                 };
-                std::fs::write(&path, body).map_err(|e| {
-                    Error::Io(format!(
-                        "cannot write {}: {}",
-                        path.display(),
-                        pollwise_cli::errno::plain(&e)
-                    ))
-                })?;
+                pollwise_cli::outfile::write_whole("--output", &path, body.as_bytes())?;
                 return Ok(None);
             }
             let text = if is_json {
@@ -216,6 +211,10 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     if let Some(d) = &plot_dir {
         plot::prepare_dir(d)?;
     }
+    if let Some(out) = &ro.output {
+        let target = report::given_target(&o.given());
+        pollwise_cli::outfile::check_outputs(&[("--output".into(), out.clone())], &target)?;
+    }
     let out = match spec.name {
         "compare" => {
             let target = report::facts_target(&o.given());
@@ -228,10 +227,10 @@ fn real_main(args: &[String]) -> Result<Option<(Output, ReportOpts)>> {
     };
     o.finish()?;
     if let Some(d) = plot_dir {
-        // The report comes first: a chart that cannot be drawn after the run is said, not fatal.
+        // The report comes first; a chart that cannot be written fails the command after it.
         match plot::after_run(&out.json, &d) {
             Ok(t) => eprint!("{t}"),
-            Err(e) => eprintln!("pollwise: --plot: {e}"),
+            Err(e) => *after = Some(e),
         }
     }
     Ok(Some((out, ro)))
@@ -273,7 +272,11 @@ fn main() -> ExitCode {
     let args = match cmdline::words_from_os(std::env::args_os().skip(1)) {
         Ok(a) => a,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: {}",
+                pollwise_cli::error::one_line(&e.to_string())
+            );
             return ExitCode::from(e.exit_code() as u8);
         }
     };
@@ -291,7 +294,20 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
-    match real_main(&args) {
+    let mut after = None;
+    let result = real_main(&args, &mut after);
+    let fail_after = |code: ExitCode, after: Option<Error>| match after {
+        Some(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: {}",
+                pollwise_cli::error::one_line(&e.to_string())
+            );
+            ExitCode::from(e.exit_code() as u8)
+        }
+        None => code,
+    };
+    match result {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some((mut out, ro))) => {
             let sig = signals::received();
@@ -307,7 +323,11 @@ fn main() -> ExitCode {
             }
             if ro.output.is_some() {
                 if let Err(e) = ro.emit(&out) {
-                    let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "pollwise: {}",
+                        pollwise_cli::error::one_line(&e.to_string())
+                    );
                     return ExitCode::from(e.exit_code() as u8);
                 }
             } else if let Err(code) = emit_report(&ro.render(&out)) {
@@ -315,12 +335,16 @@ fn main() -> ExitCode {
             }
             match sig {
                 Some(sig) => ExitCode::from(signals::exit_code(sig) as u8),
-                None => ExitCode::SUCCESS,
+                None => fail_after(ExitCode::SUCCESS, after),
             }
         }
         Err(e) => {
             // Nothing more can be said if stderr is gone too.
-            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: {}",
+                pollwise_cli::error::one_line(&e.to_string())
+            );
             ExitCode::from(e.exit_code() as u8)
         }
     }

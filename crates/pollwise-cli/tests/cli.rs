@@ -65,7 +65,10 @@ fn bad_input_gets_exit_2_and_the_fix() {
     run(&["--iodepth=100000"], &["out of range"]);
     run(&["--mode=spin"], &["unknown mode 'spin'", "interrupt"]);
     run(&["--rw=sideways"], &["unknown --rw=sideways", "randread"]);
-    run(&["--runtime=0"], &["--runtime must be greater than 0"]);
+    run(
+        &["--runtime=0", "--time_based"],
+        &["--time_based needs a --runtime"],
+    );
     run(&["--runtime=-5s"], &["negative"]);
     run(&["--bs=4q"], &["is not a size", "4k"]);
     run(&["--hybrid_iopoll"], &["--hybrid_iopoll needs --hipri=1"]);

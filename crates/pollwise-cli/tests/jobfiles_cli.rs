@@ -310,6 +310,21 @@ fn loops_offsets_and_cpus() {
         "--output-format=json",
     ]);
     assert_eq!(ios(&jobs(&v)[0], "read"), 128);
+    // offset=512k size=128k: the job's I/O is its region's 32 blocks, not the 160 up to its end
+    // (as fio: size is the job's I/O from offset).
+    for rw in ["read", "randread"] {
+        let v = json_of(&[
+            "run",
+            &file,
+            "--direct=0",
+            &format!("--rw={rw}"),
+            "--offset=512k",
+            "--size=128k",
+            "--runtime=10s",
+            "--output-format=json",
+        ]);
+        assert_eq!(ios(&jobs(&v)[0], "read"), 32, "{rw}");
+    }
     let v = json_of(&run_sim(&[
         "--cpus_allowed=0",
         "--runtime=100ms",

@@ -137,7 +137,7 @@ fn run(mode: Mode, reads: u64, path: Option<&str>) -> Result<(), Box<dyn Error>>
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let offset = rng % blocks * BS as u64;
-            let slab = q.requests_mut().ok_or("the queue owns no slab")?;
+            let mut slab = q.requests_mut().ok_or("the queue owns no slab")?;
             let h = slab
                 .alloc(ReqMeta {
                     dir: Dir::Read,
@@ -162,7 +162,7 @@ fn run(mode: Mode, reads: u64, path: Option<&str>) -> Result<(), Box<dyn Error>>
         // The policy submits what was pushed, then waits its way for at least one completion.
         reaped.clear();
         policy.wait(&mut q, 1, &mut |c| reaped.push((c, clock.now_ns())))?;
-        let slab = q.requests_mut().ok_or("the queue owns no slab")?;
+        let mut slab = q.requests_mut().ok_or("the queue owns no slab")?;
         for &(c, now) in &reaped {
             // The completion's user_data is the request's handle; its buffer is ours again.
             let h = Handle::from_user_data(c.user_data);

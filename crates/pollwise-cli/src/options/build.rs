@@ -254,6 +254,9 @@ impl Opts {
             s.single_issuer = v;
             s.taskrun_auto = false;
         }
+        if let Some(v) = self.take_bool("allow_mounted_write")? {
+            s.extra.allow_mounted_write = v;
+        }
         if let Some(v) = self.take_str("verify")? {
             s.verify = match v.as_str() {
                 "crc32c" | "crc32c-intel" => true,
@@ -363,8 +366,11 @@ impl Opts {
     fn take_log_options(&mut self, s: &mut JobSpec) -> Result<()> {
         // A bare flag (or an empty name) means the job's name, as fio.
         let name = |o: &mut Opts, key: &str| -> Result<Option<String>> {
-            Ok(o.take_str(key)?
-                .map(|v| if v.is_empty() { s.name.clone() } else { v }))
+            match o.take_str(key)? {
+                None => Ok(None),
+                Some(v) if v.is_empty() => log_name_from_job(key, &s.name).map(Some),
+                Some(v) => log_prefix(key, &v).map(Some),
+            }
         };
         let lat = name(self, "write_lat_log")?;
         let bw = name(self, "write_bw_log")?;
@@ -406,6 +412,31 @@ impl Opts {
         }
         Ok(p)
     }
+}
+
+/// A log named after the job (a bare `--write_*_log`): the job's name is the log's path, as
+/// in fio, but it may not climb out of its directory (`--name=../../x` must not put logs two
+/// directories up).
+fn log_name_from_job(key: &str, job: &str) -> Result<String> {
+    if job.split('/').any(|c| c == "..") {
+        return Err(usage(format!(
+            "--{key} names its files after the job, and --name={} climbs out of its directory ('..'): give the logs a name, --{key}=NAME, or the job a name without '..'",
+            crate::error::shown(job)
+        )));
+    }
+    Ok(job.to_string())
+}
+
+/// A log name given to `--write_*_log`: a path (fio's), but one that does not climb out of
+/// its directory with `..`.
+fn log_prefix(key: &str, v: &str) -> Result<String> {
+    if v.split('/').any(|c| c == "..") {
+        return Err(usage(format!(
+            "--{key}={} climbs out of its directory ('..'): name the logs with a path without '..'",
+            crate::error::shown(v)
+        )));
+    }
+    Ok(v.to_string())
 }
 
 /// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.

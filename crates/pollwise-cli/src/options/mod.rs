@@ -72,9 +72,10 @@ pub fn unknown_option(given: &str, cmd: Option<&CommandSpec>) -> String {
         ),
         None => (String::new(), "`pollwise help`".to_string()),
     };
+    let shown = crate::error::shown(given);
     match suggest(given, cmd) {
-        Some(s) => format!("unknown option --{given}{whose}: did you mean `--{s}`? (see {see})"),
-        None => format!("unknown option --{given}{whose}: see {see}"),
+        Some(s) => format!("unknown option --{shown}{whose}: did you mean `--{s}`? (see {see})"),
+        None => format!("unknown option --{shown}{whose}: see {see}"),
     }
 }
 
@@ -157,7 +158,7 @@ impl Opts {
                 if jobfile::is_fio_option(&s.key) {
                     return Err(usage(format!(
                         "fio's option '{}'{} is not implemented by pollwise: remove it or see `{} --help` for what pollwise implements",
-                        s.given,
+                        crate::error::shown(&s.given),
                         match &s.origin {
                             Origin::CommandLine { .. } => " (on the command line)".to_string(),
                             o => format!(" at {o}"),
@@ -172,15 +173,18 @@ impl Opts {
                 )));
             };
             if let Some(why) = cmd.refusal(opt, &s.given) {
+                let why = crate::error::shown_in(why, &[&s.given]);
                 return Err(usage(format!("{why}{}", from(&s.origin))));
             }
             if overridden(idx) {
                 continue;
             }
             let value = parse_value(opt, &s.given, s.value.as_deref()).map_err(|m| {
+                let m = not_implemented(opt.name, s).unwrap_or(m);
+                let raw = s.value.as_deref().unwrap_or("");
                 usage(format!(
                     "{}{}",
-                    not_implemented(opt.name, s).unwrap_or(m),
+                    crate::error::shown_in(m, &[&s.given, raw]),
                     from(&s.origin)
                 ))
             })?;

@@ -354,6 +354,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
+    opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)"),
     opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block and check it on read"),
     opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets"),
     with_aliases(
@@ -384,7 +385,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     // timing
     with_aliases(
-        opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time (after --ramp_time, as fio)"),
+        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done"),
         &["timeout"],
     ),
     opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
@@ -422,7 +423,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),
     // scenarios
     opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention"]), "thread counts to run every mode at"),
-    opt("batch", int(1, U32), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time"),
+    // A batch is the ring's depth: at most the depth a ring takes (job::MAX_IODEPTH).
+    opt("batch", int(1, 32768), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
@@ -621,6 +623,7 @@ const NO_MODEL_POLLER: &str = "--{opt} is not modelled for the shared-poller sce
 /// Job options `pollwise advise` uses (the rest it sweeps or sets).
 const ADVISE_JOB: &[&str] = &[
     "filename",
+    "allow_mounted_write",
     "size",
     "rw",
     "rwmixread",
@@ -761,6 +764,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The known option name closest to `name`, if it is close enough to be a typo. Options `cmd`
 /// takes are preferred.
 pub fn suggest(name: &str, cmd: Option<&CommandSpec>) -> Option<&'static str> {
+    // Three edits from the longest name at most: a longer word is no typo of one (and the
+    // distance to it would cost time in proportion to its length).
+    let longest = OPTIONS
+        .iter()
+        .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    if name.len() > longest + 3 {
+        return None;
+    }
     let n = normalize(name);
     let limit = (n.chars().count() / 3).clamp(1, 3);
     let mut best: Option<(usize, bool, &'static str)> = None;

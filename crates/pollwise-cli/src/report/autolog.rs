@@ -14,8 +14,8 @@
 //! - `*_ms`: milliseconds spent in each mode during the period;
 //! - `completions`: completions reaped during it.
 //!
-//! The engine runs in slices between samples (every 500 ms, fio's `avg_msec`), so a line is
-//! written at the first slice end at least a second after the previous line.
+//! The engine's tick hook calls [`AutoLog::tick`] every 500 ms (fio's `avg_msec`), so a line is
+//! written at the first tick at least a second after the previous line.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -59,6 +59,12 @@ impl Seen {
     }
 }
 
+/// The file thread `thread` (0-based within the job) writes its auto log to, with the name
+/// `--write_auto_log` gave.
+pub fn path(name: &str, spec: &LogSpec, thread: u32) -> PathBuf {
+    PathBuf::from(format!("{name}_auto.{}.log", spec.thread_number(thread)))
+}
+
 /// A job thread's auto log.
 pub struct AutoLog {
     path: PathBuf,
@@ -81,14 +87,8 @@ impl AutoLog {
         let Some(name) = &spec.auto else {
             return Ok(None);
         };
-        let path = PathBuf::from(format!("{name}_auto.{}.log", spec.thread_number(thread)));
-        let f = File::create(&path).map_err(|e| {
-            Error::Usage(format!(
-                "cannot create the log {}: {}; choose a --write_auto_log name in a directory you may write",
-                path.display(),
-                crate::errno::plain(&e),
-            ))
-        })?;
+        let path = path(name, spec, thread);
+        let f = crate::outfile::create_stream("the --write_auto_log file", &path)?;
         Ok(Some(AutoLog {
             path,
             out: BufWriter::new(f),
@@ -99,7 +99,7 @@ impl AutoLog {
         }))
     }
 
-    /// Between slices: writes a line if a second has passed since the last.
+    /// At a tick: writes a line if a second has passed since the last.
     pub fn tick(&mut self, now_ns: u64, engine: &Engine) {
         if now_ns.saturating_sub(self.last_ns) >= LINE_NS {
             self.line(now_ns, engine);

@@ -207,12 +207,7 @@ impl ReportOpts {
                 print!("{s}");
                 Ok(())
             }
-            Some(p) => std::fs::write(p, s).map_err(|e| {
-                Error::Io(format!(
-                    "cannot write --output={}: {e}; choose a file in a directory you may write",
-                    p.display()
-                ))
-            }),
+            Some(p) => crate::outfile::write_whole("--output", p, s.as_bytes()),
         }
     }
 }
@@ -396,6 +391,17 @@ pub fn facts_target(given: &[(String, String)]) -> PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
+/// The target `--filename` names in `given`, if any (no output may be it).
+pub fn given_target(given: &[(String, String)]) -> Vec<PathBuf> {
+    given
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "filename")
+        .map(|(_, v)| PathBuf::from(v))
+        .into_iter()
+        .collect()
+}
+
 /// Adds the facts to a report: the text's last lines and the JSON's top-level `pollwise`.
 pub fn add_facts(out: &mut Output, f: &Facts) {
     out.text.push('\n');
@@ -409,6 +415,34 @@ pub fn add_facts(out: &mut Output, f: &Facts) {
 
 /// Options that say how to report, not what the job is: kept out of fio's `job options`.
 const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output", "eta", "status_interval"];
+
+/// Before the run: `--output` and every log the jobs will write (numbered as they will be) are
+/// none of the jobs' targets, no link that may not be followed, and no two the same file.
+fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
+    let mut outs = Vec::new();
+    if let Some(o) = &ro.output {
+        outs.push(("--output".to_string(), o.clone()));
+    }
+    for s in specs {
+        for t in 0..s.numjobs.max(1) {
+            for (k, p) in s.logs.paths(t) {
+                outs.push((k.what().to_string(), p));
+            }
+            if let Some(name) = &s.logs.auto {
+                outs.push((
+                    "the --write_auto_log file".to_string(),
+                    autolog::path(name, &s.logs, t),
+                ));
+            }
+        }
+    }
+    let targets: Vec<PathBuf> = specs
+        .iter()
+        .filter(|s| s.ioengine == IoEngine::IoUring)
+        .map(|s| s.filename.clone())
+        .collect();
+    crate::outfile::check_outputs(&outs, &targets)
+}
 
 /// Runs `specs` (concurrent groups, `stonewall` between them, as fio) and reports them in
 /// `ro`'s format: one fio job per spec, `given` its "job options", the machine's facts and the
@@ -448,6 +482,7 @@ pub fn run_and_report(
             s
         })
         .collect();
+    check_outputs(&specs, ro)?;
     let d0 = disk.as_deref().and_then(facts::diskstat);
     let t0 = Instant::now();
     let reporter = match &live {

@@ -202,6 +202,11 @@ pub fn after_run(report: &Value, dir: &Path) -> Result<String> {
 /// Creates `dir` if missing and checks that files can be written in it, so that `--plot` fails
 /// before a run rather than after it.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
+    if dir.as_os_str().is_empty() {
+        return Err(Error::Usage(
+            "--plot needs a directory: write --plot=DIR (it is created if missing)".into(),
+        ));
+    }
     let bad = |e: std::io::Error| {
         Error::Usage(format!(
             "cannot write plots in {}: {}; choose a directory you may write",
@@ -566,13 +571,7 @@ impl Written {
         }
         let path = dir.join(format!("{file}.svg"));
         let svg = render(chart, draw)?;
-        if let Err(e) = std::fs::write(&path, svg) {
-            let why = crate::errno::plain(&e);
-            let at = path.display();
-            return Err(Error::Usage(format!(
-                "cannot write {at}: {why}; choose a directory you may write"
-            )));
-        }
+        crate::outfile::write_whole("the chart", &path, svg.as_bytes())?;
         self.files.push(path);
         Ok(())
     }

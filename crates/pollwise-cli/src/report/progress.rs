@@ -131,6 +131,10 @@ impl ThreadLive {
     }
 }
 
+/// The span of a job with no `--runtime` (no time limit) when its size does not say when it
+/// ends: longer than any run.
+pub const NO_TIME_LIMIT: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// What the reporter knows of one job (the job module makes it from a job's spec).
 #[derive(Debug, Clone)]
 pub struct JobPlan {
@@ -138,7 +142,7 @@ pub struct JobPlan {
     pub threads: u32,
     /// The pattern (for the state letters).
     pub rw: Rw,
-    /// ramp + runtime.
+    /// ramp + runtime ([`NO_TIME_LIMIT`] for a job with no runtime).
     pub span: Duration,
     /// Bytes each thread does before it stops, if the job is not time-based and that is known.
     pub io_bytes: Option<u64>,

@@ -42,7 +42,7 @@ use pollwise::policy::choice::ChoiceStatus;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
+use pollwise::queue::{Completion, OpKind, RequestOp, RequestsMut, Tracked};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
 use pollwise::request::{Handle, ReqMeta, Slab};
@@ -208,7 +208,7 @@ impl Storage {
     }
 
     /// The ring's requests.
-    fn slab(&mut self) -> &mut Slab {
+    fn slab(&mut self) -> RequestsMut<'_> {
         self.q
             .requests_mut()
             .expect("the storage ring is built with its slab")
@@ -357,7 +357,12 @@ fn reactor_thread(
             error: None,
         }));
         let mut r = Reactor::new(s.cfg.reactor, clock.clone())?;
-        let io = |e: std::io::Error| Error::Io(format!("registering a source: {e}"));
+        let io = |e: std::io::Error| {
+            Error::Io(format!(
+                "registering a source: {}",
+                crate::errno::explain(&e, crate::errno::Op::Other)
+            ))
+        };
         r.add(Box::new(RingSource {
             st: st.clone(),
             fd: ring_fd,
@@ -636,8 +641,12 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     let mut requests = Vec::with_capacity(cfg.sources);
     let mut responses = Vec::with_capacity(cfg.sources);
     for _ in 0..cfg.sources {
-        let (c, s) = channel::channel::<ChannelOp, Completion>(cap)
-            .map_err(|e| Error::Io(format!("cannot create a channel's eventfd: {e}")))?;
+        let (c, s) = channel::channel::<ChannelOp, Completion>(cap).map_err(|e| {
+            Error::Io(format!(
+                "cannot create a channel's eventfd: {}",
+                crate::errno::explain(&e, crate::errno::Op::Other)
+            ))
+        })?;
         let (rq, rs) = s.split();
         clients.push(c);
         requests.push(rq);
@@ -659,7 +668,12 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     let reactor = std::thread::Builder::new()
         .name("pollwise-reactor".into())
         .spawn(move || reactor_thread(setup, tx))
-        .map_err(|e| Error::Io(format!("cannot start the reactor thread: {e}")))?;
+        .map_err(|e| {
+            Error::Io(format!(
+                "cannot start the reactor thread: {}",
+                crate::errno::explain(&e, crate::errno::Op::Thread)
+            ))
+        })?;
     let notifier = match rx.recv() {
         Ok(Ok(n)) => n,
         Ok(Err(e)) => {

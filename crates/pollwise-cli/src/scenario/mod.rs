@@ -67,7 +67,12 @@ pub fn spawn_client<T: Send + 'static>(
             let _ = pin_to_cpus(&cpus);
             f()
         })
-        .map_err(|e| Error::Io(format!("cannot start a client thread: {e}")))
+        .map_err(|e| {
+            Error::Io(format!(
+                "cannot start a client thread: {}",
+                crate::errno::explain(&e, crate::errno::Op::Thread)
+            ))
+        })
 }
 
 /// A client thread's result; a panic becomes an error.

@@ -67,6 +67,7 @@ pub fn take_poller_job(
         ..JobSpec::default()
     })?;
     o.finish()?;
+    crate::job::require_runtime(&spec, "scenario")?;
     Ok((pcfg, spec))
 }
 
@@ -147,8 +148,13 @@ pub fn open_file(spec: &JobSpec) -> Result<File> {
     if spec.direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    o.open(&spec.filename)
-        .map_err(|e| Error::Io(format!("cannot open {}: {e}", spec.filename.display())))
+    o.open(&spec.filename).map_err(|e| {
+        Error::Io(format!(
+            "cannot open {}: {}",
+            spec.filename.display(),
+            crate::errno::explain(&e, crate::errno::Op::Open)
+        ))
+    })
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one has all.

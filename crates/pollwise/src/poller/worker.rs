@@ -587,7 +587,7 @@ impl Worker {
             // The buffer stays valid until the completion is reaped: the client promised it
             // (PromisedOp), and a dropped client waits for us to retire it. The room was checked
             // against the ring's free space above, so this cannot fail.
-            let _ = ring.push_io(&sub.op, sub.fd, h.user_data());
+            let _ = ring.push_io(sub.op, sub.fd, h.user_data());
         });
         self.in_flight += taken;
         self.c.submitted += taken as u64;

@@ -144,4 +144,7 @@ unsafe impl Queue for Bounded {
     fn cancel_all(&mut self) -> io::Result<()> {
         self.inner.cancel_all()
     }
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        self.inner.cancel(user_data)
+    }
 }

@@ -434,6 +434,10 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         self.unsubmitted = 0;
         r
     }
+
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        self.inner.cancel(user_data)
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,14 @@
 //! a caller could forget. [`Tracked`] also submits whatever was pushed before anyone polls or
 //! waits, and can own the [`Slab`] whose buffers its operations use: then it is the one owner of
 //! every buffer in flight, and dropping it cancels what is in flight and waits, bounded.
+//!
+//! A [`Tracked`] queue never hands out `&mut` to its device or its slab: a caller who could
+//! replace either (`mem::replace`, `mem::swap`) could pair a completion with a request it was
+//! not for, and be handed a buffer the kernel still writes. The slab is reached through
+//! [`RequestsMut`], which offers the slab's safe operations and not the slab itself; and the
+//! tokens and request handles carry the id of the table that issued them
+//! ([`Handle::table`](crate::request::Handle::table)), so a completion or a handle from another
+//! table is refused, never taken for one of this queue's.
 
 pub mod channel;
 pub mod deadline;
@@ -35,7 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::request::{Dir, Handle, ReqClass, Slab, Slots};
+use crate::request::{Dir, Handle, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle};
 use crate::{Error, Result};
 
 /// A `user_data` no operation may carry: queues keep it for their own operations (a ring's
@@ -155,7 +163,9 @@ pub unsafe trait Queue {
     /// untouched by anyone else until the operation's completion has been handed back by
     /// [`poll`](Queue::poll). Dropping a queue cancels what is in flight and waits for it, but
     /// only for [`DROP_BOUND`]: whoever owns buffers of operations a drop gave up on must not
-    /// free them (a [`Slab`] owned by a [`Tracked`] queue leaks them).
+    /// free them (a [`Slab`] owned by a [`Tracked`] queue leaks them). `op.user_data` must not
+    /// be a token a [`Tracked`] queue gave another operation: its completion would be taken for
+    /// that operation's.
     unsafe fn push(&mut self, op: &Op) -> io::Result<()>;
 
     /// Makes every pushed operation visible to the device. Returns how many were submitted.
@@ -186,6 +196,15 @@ pub unsafe trait Queue {
     /// Their completions still come, through [`poll`](Queue::poll), as `-ECANCELED` or as done.
     /// The default cancels nothing: the completions come when the operations end.
     fn cancel_all(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Asks the device to cancel the operation in flight with `user_data` (one
+    /// `IORING_OP_ASYNC_CANCEL` by `user_data` on a ring): its completion still comes, through
+    /// [`poll`](Queue::poll). For devices whose [`cancel_all`](Queue::cancel_all) is
+    /// `Unsupported` (a kernel without `IORING_ASYNC_CANCEL_ANY`). The default cancels nothing.
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        let _ = user_data;
         Ok(())
     }
 
@@ -241,6 +260,9 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn cancel_all(&mut self) -> io::Result<()> {
         (**self).cancel_all()
+    }
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        (**self).cancel(user_data)
     }
     unsafe fn register_buffers(&mut self, bufs: &[libc::iovec]) -> io::Result<()> {
         // SAFETY: forwarded under the caller's contract.
@@ -314,6 +336,113 @@ pub struct RequestOp {
     pub fixed: bool,
 }
 
+/// The requests of a [`Tracked`] queue's slab, reached through the queue
+/// ([`Tracked::requests_mut`]): the slab's safe operations, and reads of everything else through
+/// `Deref`. It is not a `&mut Slab`, so the slab cannot be replaced or swapped while the queue
+/// has operations on its buffers in flight.
+///
+/// ```
+/// use pollwise::clock::monotonic;
+/// use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+/// use pollwise::queue::Tracked;
+/// use pollwise::request::{ReqMeta, Slab};
+///
+/// let dev = SimQueue::new(LatencyModel::Fixed(1_000), 0, 4, SimTime::Real);
+/// let mut q = Tracked::with_requests(dev, monotonic(), Slab::new(2, 512, 512).unwrap());
+/// let mut reqs = q.requests_mut().unwrap();
+/// let h = reqs.alloc(ReqMeta::default()).unwrap();
+/// reqs.buf_mut(h).unwrap()[0] = 1;
+/// assert_eq!(reqs.live(), 1);
+/// ```
+///
+/// Replacing the slab (a fresh one would pair the old slab's completions with its requests) does
+/// not compile:
+///
+/// ```compile_fail,E0596
+/// use pollwise::clock::monotonic;
+/// use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+/// use pollwise::queue::Tracked;
+/// use pollwise::request::{ReqMeta, Slab};
+///
+/// let dev = SimQueue::new(LatencyModel::Fixed(1_000), 0, 4, SimTime::Real);
+/// let mut q = Tracked::with_requests(dev, monotonic(), Slab::new(2, 512, 512).unwrap());
+/// let mut reqs = q.requests_mut().unwrap();
+/// let h = reqs.alloc(ReqMeta::default()).unwrap();
+/// let old: Slab = std::mem::replace(&mut *reqs, Slab::new(2, 512, 512).unwrap());
+/// ```
+///
+/// and neither does reaching the device mutably (to swap it with another queue's):
+///
+/// ```compile_fail,E0599
+/// use pollwise::clock::monotonic;
+/// use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+/// use pollwise::queue::Tracked;
+/// use pollwise::request::Slab;
+///
+/// let dev = || SimQueue::new(LatencyModel::Fixed(1_000), 0, 4, SimTime::Real);
+/// let mut a = Tracked::with_requests(dev(), monotonic(), Slab::new(2, 512, 512).unwrap());
+/// let mut b = Tracked::with_requests(dev(), monotonic(), Slab::new(2, 512, 512).unwrap());
+/// std::mem::swap(a.inner_mut(), b.inner_mut());
+/// ```
+pub struct RequestsMut<'a> {
+    slab: &'a mut Slab,
+}
+
+impl std::fmt::Debug for RequestsMut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.slab.fmt(f)
+    }
+}
+
+impl std::ops::Deref for RequestsMut<'_> {
+    type Target = Slab;
+    fn deref(&self) -> &Slab {
+        self.slab
+    }
+}
+
+impl RequestsMut<'_> {
+    /// [`Slab::alloc`].
+    pub fn alloc(&mut self, meta: ReqMeta) -> Option<Handle> {
+        self.slab.alloc(meta)
+    }
+
+    /// [`Slab::meta_mut`].
+    pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
+        self.slab.meta_mut(h)
+    }
+
+    /// [`Slab::buf_mut`]: only while the caller holds the request.
+    pub fn buf_mut(&mut self, h: Handle) -> Result<&mut [u8], RequestError> {
+        self.slab.buf_mut(h)
+    }
+
+    /// [`Slab::restart`].
+    pub fn restart(&mut self, h: Handle) -> Result<(), RequestError> {
+        self.slab.restart(h)
+    }
+
+    /// [`Slab::cancel`]: a request in flight stays the kernel's until its completion is reaped
+    /// (cancelling the operation itself is [`Tracked::cancel_and_drain`]'s part).
+    pub fn cancel(&mut self, h: Handle) -> Result<(), RequestError> {
+        self.slab.cancel(h)
+    }
+
+    /// [`Slab::free`].
+    pub fn free(&mut self, h: Handle) -> Result<ReqMeta, RequestError> {
+        self.slab.free(h)
+    }
+
+    /// [`Slab::complete`].
+    pub fn complete<R>(
+        &mut self,
+        h: Handle,
+        f: impl FnOnce(&ReqMeta, &mut [u8]) -> R,
+    ) -> Result<R, RequestError> {
+        self.slab.complete(h, f)
+    }
+}
+
 /// A device behind its per-operation records. See the module docs.
 ///
 /// `Q` is any [`Queue`]; `&mut Tracked<SimQueue>` coerces to `&mut Tracked<dyn Queue>`, the type
@@ -351,10 +480,16 @@ impl<Q: Queue> Tracked<Q> {
     /// As [`Tracked::new`], with `slab` owning the buffers of [`push_request`]'s operations
     /// (one operation per request: the capacity is the slab's).
     ///
+    /// # Panics
+    ///
+    /// When [`MAX_TABLES`](crate::request::slots::MAX_TABLES) slot tables are alive already (the
+    /// records are one more).
+    ///
     /// [`push_request`]: Tracked::push_request
     pub fn with_requests(inner: Q, clock: Arc<dyn Clock>, slab: Slab) -> Self {
         let capacity = slab.capacity();
-        let mut t = Tracked::new(inner, clock, capacity).expect("a slab has at least one slot");
+        let mut t = Tracked::new(inner, clock, capacity)
+            .expect("a slab's capacity fits a table, and a table id is free");
         t.requests = Some(slab);
         t
     }
@@ -366,9 +501,12 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         &self.inner
     }
 
-    /// The device, mutably (to change a simulated device's model, say). Operations pushed or
-    /// completions polled here go around the records: reap through [`Tracked`].
-    pub fn inner_mut(&mut self) -> &mut Q {
+    /// The device, mutably, for tests that change a simulated device's model. Not public: a
+    /// caller with `&mut Q` could swap the device for another and pair completions with
+    /// operations they were not for (the owner ids in the tokens refuse those, see the module
+    /// docs, but nothing needs the risk outside tests).
+    #[cfg(test)]
+    pub(crate) fn inner_mut(&mut self) -> &mut Q {
         &mut self.inner
     }
 
@@ -377,10 +515,11 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         self.requests.as_ref()
     }
 
-    /// The requests, mutably: buffers of requests in flight stay out of reach (see
-    /// [`Slab`]).
-    pub fn requests_mut(&mut self) -> Option<&mut Slab> {
-        self.requests.as_mut()
+    /// The requests, to allocate, fill, complete and free them: buffers of requests in flight
+    /// stay out of reach (see [`Slab`]), and the slab itself cannot be taken out or replaced
+    /// ([`RequestsMut`]).
+    pub fn requests_mut(&mut self) -> Option<RequestsMut<'_>> {
+        self.requests.as_mut().map(|slab| RequestsMut { slab })
     }
 
     /// A short name for reports.
@@ -393,9 +532,9 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// on a device without fixed buffers, else the device's error (an io_uring ring may refuse
     /// with `ENOMEM` under `ulimit -l`).
     ///
-    /// The buffers stay valid as long as the device may use them: this queue owns both, drops
-    /// unregister them before the slab is freed, and a slab taken out of this queue while its
-    /// buffers are registered leaks them when it drops rather than freeing them.
+    /// The buffers stay valid as long as the device may use them: this queue owns both and
+    /// hands out neither, and its drop unregisters them before the slab is freed (the slab
+    /// leaks them if that fails).
     pub fn register_request_buffers(&mut self) -> io::Result<()> {
         let Some(slab) = self.requests.as_mut() else {
             return Err(io::Error::new(
@@ -406,10 +545,10 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         let iov = slab.iovecs();
         slab.set_registered(true);
         // SAFETY: the iovecs describe the slab's slot buffers, heap allocations that do not
-        // move when the slab does. The slab is marked registered above, so it leaks them, never
-        // frees them, if it drops before the device forgets them (taken out through
-        // `requests_mut`); the slab this queue owns is dropped only after `Drop for Tracked`
-        // has unregistered them (and stays marked, leaking, if that fails).
+        // move. Neither the slab nor the device can be taken out of this queue (no `&mut` to
+        // either is handed out), and the slab is dropped only after `Drop for Tracked` has
+        // unregistered the buffers; it is marked registered above, so if that fails it leaks
+        // them rather than free them.
         match unsafe { self.inner.register_buffers(&iov) } {
             Ok(()) => {
                 self.registered = true;
@@ -611,10 +750,25 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// As [`poll`](Tracked::poll), with what the queue knew of each operation (for policies:
     /// class, submission time, slot).
+    ///
+    /// Reaping never waits on a submission: if submitting what was pushed fails, the ready
+    /// completions are still handed to `sink`, and then the submission's error is returned (the
+    /// operations it did not submit stay pushed, for the next call).
     pub fn poll_with(&mut self, sink: &mut dyn FnMut(&OpInfo, Completion)) -> io::Result<usize> {
-        if !self.pending.is_empty() {
-            self.submit()?;
-        }
+        let submitted = if self.pending.is_empty() {
+            Ok(0)
+        } else {
+            self.submit()
+        };
+        let reaped = self.reap(sink);
+        submitted?;
+        reaped
+    }
+
+    /// Hands every ready completion to `sink`, giving the buffer of each request back to the
+    /// slab. A completion whose token this queue did not issue, or no longer holds, finishes
+    /// nothing: it is handed on as it came.
+    fn reap(&mut self, sink: &mut dyn FnMut(&OpInfo, Completion)) -> io::Result<usize> {
         let Tracked {
             ops,
             requests,
@@ -623,7 +777,8 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         } = self;
         inner.poll(&mut |c: Completion| {
             let Ok(rec) = ops.remove(Handle::from_user_data(c.user_data)) else {
-                // Not ours: an operation pushed on the device directly. Hand it on as it is.
+                // Not ours (the token names another table, or none): an operation pushed on
+                // the device directly. Hand it on as it is.
                 let info = OpInfo {
                     slot: usize::MAX,
                     token: c.user_data,
@@ -640,8 +795,11 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             };
             if let (Some(h), Some(slab)) = (rec.request, requests.as_mut()) {
                 // SAFETY: the device handed back the completion of the operation this record
-                // was made for (its token is the record's live handle), and `Queue`'s
-                // implementors promise the buffer is no longer used once it is handed back.
+                // was made for (its token is the record's live handle, issued by this queue's
+                // own table), and `Queue`'s implementors promise the buffer is no longer used
+                // once it is handed back. The record's request handle was started in this same
+                // slab, which cannot have been replaced (no `&mut Slab` is handed out); were it
+                // another slab's, `finish` would refuse it (its table id differs).
                 let _ = unsafe { slab.finish(h) };
                 if let Ok(meta) = slab.meta_mut(h) {
                     meta.issued_ns = rec.info.submitted_ns;
@@ -669,7 +827,15 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// Cancels every operation in flight and reaps completions, handing each to `sink`, until
     /// none is in flight or `bound` passed. Returns how many are still in flight: their buffers
-    /// must not be freed.
+    /// must not be freed (an owned slab keeps them, and leaks them if it is dropped).
+    ///
+    /// Only the bound ends the drain early. A refused submission or cancellation (`EAGAIN`,
+    /// `EBUSY`, a full submission queue) is retried, with completions reaped between tries; the
+    /// cancellation is asked again now and then (an operation that reached the device after a
+    /// cancellation is cancelled too); on a device that cannot cancel everything at once
+    /// (`cancel_all` is `Unsupported`: a kernel without `IORING_ASYNC_CANCEL_ANY`) each operation
+    /// is cancelled by itself. An error that retrying did not cure is returned only if
+    /// operations are still in flight at the bound.
     pub fn cancel_and_drain(
         &mut self,
         bound: Duration,
@@ -679,24 +845,90 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             return Ok(0);
         }
         let deadline = Instant::now() + bound;
-        match self.submit() {
-            // A refused submission (EAGAIN) is retried by the polls below.
-            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
-            _ => {}
-        }
-        self.inner.cancel_all()?;
+        let mut next_cancel = Instant::now();
+        let mut every = CANCEL_AGAIN_FIRST;
+        let mut failed: Option<io::Error> = None;
+        let mut note = |r: io::Result<usize>| {
+            if let Err(e) = r {
+                if !is_transient(&e) {
+                    failed = Some(e);
+                }
+            }
+        };
         loop {
-            self.poll_with(sink)?;
+            note(self.submit());
+            let now = Instant::now();
+            if now >= next_cancel {
+                note(self.request_cancel().map(|()| 0));
+                next_cancel = now + every;
+                every = (every * 2).min(CANCEL_AGAIN_MAX);
+            }
+            note(self.reap(sink));
             if self.ops.is_empty() {
                 return Ok(0);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
             if left.is_zero() {
-                return Ok(self.ops.len());
+                return match failed {
+                    Some(e) => Err(e),
+                    None => Ok(self.ops.len()),
+                };
             }
-            self.inner.wait(1, Some(left))?;
+            let nap = left.min(next_cancel.saturating_duration_since(now));
+            if nap.is_zero() {
+                continue;
+            }
+            if self.wait(1, Some(nap)).is_err() {
+                // A wait the device refused (a submission it would not take, a timed wait it
+                // cannot do): look again shortly instead.
+                std::thread::sleep(nap.min(RETRY_NAP));
+            }
         }
     }
+
+    /// Asks the device to cancel every operation in flight: all at once, or one by one where
+    /// it cannot do all at once.
+    fn request_cancel(&mut self) -> io::Result<()> {
+        match self.inner.cancel_all() {
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            r => return r,
+        }
+        let tokens: Vec<u64> = self.ops.iter().map(|(h, _)| h.user_data()).collect();
+        let mut first = Ok(());
+        for t in tokens {
+            let mut r = self.inner.cancel(t);
+            if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+                // The submission queue is full: submit, then there is room.
+                let _ = self.submit();
+                r = self.inner.cancel(t);
+            }
+            if let Err(e) = r {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+}
+
+/// How soon [`Tracked::cancel_and_drain`] asks for cancellation again at first, and at most
+/// (the interval doubles in between).
+const CANCEL_AGAIN_FIRST: Duration = Duration::from_millis(1);
+const CANCEL_AGAIN_MAX: Duration = Duration::from_millis(100);
+/// How long [`Tracked::cancel_and_drain`] sleeps when the device refused to wait.
+const RETRY_NAP: Duration = Duration::from_micros(200);
+
+/// Whether `e` is a refusal that trying again cures: the kernel had no room or resources just
+/// then (`EAGAIN`, `EBUSY` with the completion ring full), or a signal came.
+fn is_transient(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+        || e.kind() == io::ErrorKind::Interrupted
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::EAGAIN | libc::EBUSY | libc::EINTR)
+        )
 }
 
 impl<Q: Queue + ?Sized> Drop for Tracked<Q> {
@@ -798,5 +1030,204 @@ mod tests {
             0
         )
         .is_err());
+    }
+
+    mod soundness {
+        use super::super::testing::{pipe, Refusing};
+        use super::super::uring::{UringOptions, UringQueue};
+        use super::*;
+        use crate::clock::MonotonicClock;
+        use crate::request::{leaked_bytes, ReqMeta, State};
+        use std::io::{Read as _, Write as _};
+        use std::os::fd::AsRawFd as _;
+        use std::sync::atomic::Ordering::SeqCst;
+
+        const READ: RequestOp = RequestOp {
+            kind: OpKind::Read,
+            file: 0,
+            offset: 0,
+            len: 64,
+            fixed: false,
+        };
+        const NOP: RequestOp = RequestOp {
+            kind: OpKind::Nop,
+            file: 0,
+            offset: 0,
+            len: 0,
+            fixed: false,
+        };
+
+        fn tracked<Q: Queue>(dev: Q) -> Tracked<Q> {
+            Tracked::with_requests(dev, Arc::new(MonotonicClock), Slab::new(2, 64, 64).unwrap())
+        }
+
+        fn ring(fd: &std::fs::File) -> UringQueue {
+            UringQueue::new(&UringOptions::default(), &[fd.as_raw_fd()], false).unwrap()
+        }
+
+        fn alloc<Q: Queue>(q: &mut Tracked<Q>) -> Handle {
+            q.requests_mut().unwrap().alloc(ReqMeta::default()).unwrap()
+        }
+
+        fn state<Q: Queue>(q: &Tracked<Q>, h: Handle) -> State {
+            q.requests().unwrap().state(h).unwrap()
+        }
+
+        /// Polls until `h` is no longer in flight, for at most 5 s.
+        fn reap_until_done<Q: Queue>(q: &mut Tracked<Q>, h: Handle) -> Vec<Completion> {
+            let t = Instant::now();
+            let mut got = Vec::new();
+            while state(q, h) == State::InFlight {
+                assert!(t.elapsed() < Duration::from_secs(5), "never completed");
+                let _ = q.wait(1, Some(Duration::from_millis(10)));
+                let _ = q.poll(&mut |c| got.push(c));
+            }
+            got
+        }
+
+        /// Finding 12, through the devices: `a`'s nop completes on one ring, `b`'s read waits on
+        /// an empty pipe on another; with the two rings swapped, reaping `a`'s nop through `b`'s
+        /// records must not finish `b` (their token tables are alike, slot 0 generation 0), or
+        /// `b`'s buffer would be handed out while the kernel still writes it.
+        #[test]
+        fn a_completion_from_another_queues_records_finishes_nothing() {
+            let (r, mut w) = pipe();
+            let mut qa = tracked(ring(&r));
+            let mut qb = tracked(ring(&r));
+            let a = alloc(&mut qa);
+            qa.push_request(a, NOP).unwrap();
+            qa.submit().unwrap();
+            let b = alloc(&mut qb);
+            qb.push_request(b, READ).unwrap();
+            qb.submit().unwrap();
+            assert_eq!((a.index(), a.generation()), (b.index(), b.generation()));
+            std::thread::sleep(Duration::from_millis(20));
+
+            std::mem::swap(qa.inner_mut(), qb.inner_mut());
+            let mut foreign = Vec::new();
+            qb.poll_with(&mut |i, c| foreign.push((i.slot, c.result)))
+                .unwrap();
+            assert_eq!(foreign, [(usize::MAX, 0)], "a's nop, handed on as not b's");
+            assert_eq!(state(&qb, b), State::InFlight, "b was finished by a's nop");
+            assert!(qb.requests_mut().unwrap().buf_mut(b).is_err());
+            assert!(qb.requests_mut().unwrap().free(b).is_err());
+            std::mem::swap(qa.inner_mut(), qb.inner_mut());
+
+            // b's read ends when data comes, into b's buffer, and only then is it b's again.
+            w.write_all(b"for b").unwrap();
+            let got = reap_until_done(&mut qb, b);
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].result, 5);
+            assert_eq!(&qb.requests().unwrap().buf(b).unwrap()[..5], b"for b");
+            // a's completion went to b's caller as a foreign one: a never finishes, so its
+            // buffer is kept (leaked) when qa drops, never freed under the kernel.
+            assert_eq!(state(&qa, a), State::InFlight);
+            let before = leaked_bytes();
+            drop(qa);
+            assert!(leaked_bytes() - before >= 64);
+        }
+
+        /// Finding 15: a refused submission does not keep ready completions from being reaped.
+        #[test]
+        fn polling_reaps_what_is_ready_before_it_reports_a_refused_submission() {
+            let (r, _w) = pipe();
+            let dev = Refusing::new(ring(&r));
+            let refusals = dev.refusals.clone();
+            let mut q = tracked(dev);
+            let a = alloc(&mut q);
+            q.push_request(a, NOP).unwrap();
+            q.submit().unwrap();
+            q.wait(1, Some(Duration::from_secs(5))).unwrap();
+            let b = alloc(&mut q);
+            q.push_request(b, NOP).unwrap();
+            refusals.store(1, SeqCst);
+            let mut got = Vec::new();
+            let e = q.poll(&mut |c| got.push(c.user_data)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+            assert_eq!(
+                got,
+                [a.user_data()],
+                "the ready nop was reaped despite the refusal"
+            );
+            assert_eq!(state(&q, a), State::Completed);
+            assert_eq!(q.unsubmitted(), 1, "b stays pushed for the next call");
+            let got = reap_until_done(&mut q, b);
+            assert_eq!(
+                got.iter().map(|c| c.user_data).collect::<Vec<_>>(),
+                [b.user_data()]
+            );
+        }
+
+        /// Finding 15 and the gap "a device that refuses submissions during cancel": refusals of
+        /// the submission, the cancellation and the waits are retried within the bound, and the
+        /// reads end cancelled, their buffers back, nothing left to land later.
+        #[test]
+        fn a_drain_retries_refused_submissions_and_cancellations_until_it_is_done() {
+            let (mut r, mut w) = pipe();
+            let dev = Refusing::new(ring(&r));
+            let (refusals, refused) = (dev.refusals.clone(), dev.refused.clone());
+            let mut q = tracked(dev);
+            let a = alloc(&mut q);
+            q.push_request(a, READ).unwrap();
+            q.submit().unwrap();
+            let b = alloc(&mut q);
+            q.push_request(b, READ).unwrap();
+            refusals.store(6, SeqCst);
+            let t = Instant::now();
+            let mut got = Vec::new();
+            let left = q
+                .cancel_and_drain(Duration::from_secs(5), &mut |_, c| got.push(c))
+                .unwrap();
+            assert_eq!(left, 0, "the drain gave up after {:?}", t.elapsed());
+            assert_eq!(refused.load(SeqCst), 6, "every refusal was met and retried");
+            got.sort_by_key(|c| c.user_data);
+            let mut want = vec![a.user_data(), b.user_data()];
+            want.sort();
+            assert_eq!(got.iter().map(|c| c.user_data).collect::<Vec<_>>(), want);
+            assert!(got.iter().all(|c| c.result == -libc::ECANCELED), "{got:?}");
+            assert_eq!(
+                (state(&q, a), state(&q, b)),
+                (State::Completed, State::Completed)
+            );
+            w.write_all(b"still here").unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            let mut buf = [0u8; 16];
+            assert_eq!(
+                r.read(&mut buf).unwrap(),
+                10,
+                "a cancelled read took the data"
+            );
+        }
+
+        /// A drain whose cancellation is refused for ever gives up at its bound, not before,
+        /// and leaves the read in flight with its buffer out of reach.
+        #[test]
+        fn a_drain_that_cannot_cancel_gives_up_only_at_its_bound_and_keeps_the_buffer() {
+            let (r, mut w) = pipe();
+            let dev = Refusing::new(ring(&r));
+            let refusals = dev.refusals.clone();
+            let mut q = tracked(dev);
+            let a = alloc(&mut q);
+            q.push_request(a, READ).unwrap();
+            q.submit().unwrap();
+            refusals.store(usize::MAX, SeqCst);
+            let t = Instant::now();
+            let left = q
+                .cancel_and_drain(Duration::from_millis(100), &mut |_, _| {})
+                .unwrap();
+            assert_eq!(left, 1);
+            assert!(
+                t.elapsed() >= Duration::from_millis(100),
+                "{:?}",
+                t.elapsed()
+            );
+            assert_eq!(state(&q, a), State::InFlight);
+            assert!(q.requests_mut().unwrap().buf_mut(a).is_err());
+            // The refusals end: the read is still the kernel's, and completes normally.
+            refusals.store(0, SeqCst);
+            w.write_all(b"late").unwrap();
+            let got = reap_until_done(&mut q, a);
+            assert_eq!(got[0].result, 4);
+        }
     }
 }

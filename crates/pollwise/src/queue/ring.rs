@@ -30,7 +30,29 @@ use crate::sys::uring::{self as sys, Features, SetupError, SetupParams, IORING_E
 /// has been reaped: the promise of [`Queue::push`](super::Queue::push), made once in `unsafe`
 /// code by whoever builds it. It may cross threads (the shared poller's clients hand theirs to
 /// the poller thread).
-#[derive(Debug, Clone, Copy)]
+///
+/// A promise covers one operation: it is neither `Clone` nor `Copy`, and [`Ring::push_io`]
+/// takes it by value, so safe code cannot push it twice (two operations on one buffer), nor
+/// push it again after the first completion gave the buffer back.
+///
+/// ```compile_fail,E0599
+/// # use pollwise::queue::{ring::PromisedOp, Op};
+/// # let op = Op::nop(1);
+/// // SAFETY: a nop names no buffer.
+/// let p = unsafe { PromisedOp::new(op) };
+/// let again = p.clone();
+/// ```
+///
+/// ```compile_fail,E0382
+/// # use pollwise::queue::{ring::{PromisedOp, Ring}, Op};
+/// # use pollwise::sys::uring::SetupParams;
+/// # let mut ring = Ring::setup(&SetupParams::default()).unwrap();
+/// // SAFETY: a nop names no buffer.
+/// let p = unsafe { PromisedOp::new(Op::nop(1)) };
+/// ring.push_io(p, 0, 1).unwrap();
+/// ring.push_io(p, 0, 1).unwrap(); // used after move
+/// ```
+#[derive(Debug)]
 pub struct PromisedOp(Op);
 
 impl PromisedOp {
@@ -78,6 +100,12 @@ impl Cqe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the io_uring submission ring is full")]
 pub struct RingFull;
+
+/// [`Ring::push_io`] found the submission ring full: the promised operation was not pushed and
+/// comes back to its owner.
+#[derive(Debug, thiserror::Error)]
+#[error("the io_uring submission ring is full")]
+pub struct NotPushed(pub PromisedOp);
 
 /// An owned io_uring ring with safe methods. See the module docs.
 pub struct Ring {
@@ -170,9 +198,10 @@ impl Ring {
         self.push_memoryless(sqe)
     }
 
-    /// Pushes `op` (read, write or nop) on `fd`. Its buffer belongs to the kernel until its
-    /// completion is reaped; the [`PromisedOp`] is the promise that it stays valid that long.
-    pub fn push_io(&mut self, op: &PromisedOp, fd: RawFd, user_data: u64) -> Result<(), RingFull> {
+    /// Pushes `op` (read, write or nop) on `fd`, consuming the promise. Its buffer belongs to
+    /// the kernel until its completion is reaped; the [`PromisedOp`] is the promise that it
+    /// stays valid that long. A full ring gives the promise back, unpushed.
+    pub fn push_io(&mut self, op: PromisedOp, fd: RawFd, user_data: u64) -> Result<(), NotPushed> {
         let o = op.op();
         let fd = types::Fd(fd);
         let sqe = match o.kind {
@@ -184,8 +213,9 @@ impl Ring {
         }
         .user_data(user_data);
         // SAFETY: the buffer (reads and writes) is valid for `len` bytes until the completion is
-        // reaped: PromisedOp::new's contract. A nop references nothing.
-        unsafe { self.ring.submission().push(&sqe) }.map_err(|_| RingFull)
+        // reaped: PromisedOp::new's contract, for this one push (the promise is consumed here,
+        // or handed back unpushed). A nop references nothing.
+        unsafe { self.ring.submission().push(&sqe) }.map_err(|_| NotPushed(op))
     }
 
     /// Submits what was pushed, without waiting (the crate's `submit`). Returns how many.
@@ -289,7 +319,7 @@ mod tests {
         // SAFETY: `buf` outlives the operation: it is reaped below before `buf` goes.
         let p = unsafe { PromisedOp::new(op) };
         let mut r = ring(4);
-        r.push_io(&p, efd.as_raw_fd(), 7).unwrap();
+        r.push_io(p, efd.as_raw_fd(), 7).unwrap();
         r.enter(1, None).unwrap();
         let c = reap_all(&mut r);
         assert_eq!(c.len(), 1);
@@ -324,5 +354,88 @@ mod tests {
         c.sort_by_key(|c| c.user_data);
         assert_eq!((c[0].user_data, c[0].result), (6, -libc::ECANCELED));
         assert_eq!((c[1].user_data, c[1].result), (9, 0));
+    }
+
+    /// The gap "multishot end and re-arm": a multishot poll stays armed (F_MORE) across
+    /// wake-ups; removed, its last completion has no F_MORE; pushed again, it fires again.
+    #[test]
+    fn a_multishot_poll_fires_until_removed_then_fires_again_once_rearmed() {
+        let efd = EventFd::new().unwrap();
+        let mut r = ring(4);
+        r.push_poll_in(efd.as_raw_fd(), true, 5).unwrap();
+        r.submit().unwrap();
+        let mut fired = Vec::new();
+        for _ in 0..3 {
+            efd.ring();
+            r.enter(1, None).unwrap();
+            fired.extend(reap_all(&mut r));
+        }
+        assert!(fired.len() >= 3, "{fired:?}");
+        assert!(
+            fired.iter().all(|c| c.user_data == 5 && c.more()),
+            "{fired:?}"
+        );
+        r.push_poll_remove(5, 9).unwrap();
+        r.enter(2, None).unwrap();
+        let mut end = reap_all(&mut r);
+        end.sort_by_key(|c| c.user_data);
+        assert_eq!(end.len(), 2, "{end:?}");
+        assert_eq!((end[0].user_data, end[0].result), (5, -libc::ECANCELED));
+        assert!(!end[0].more(), "the removed poll's last completion ends it");
+        assert_eq!((end[1].user_data, end[1].result), (9, 0));
+        // Re-armed, the eventfd (still readable) fires at once.
+        r.push_poll_in(efd.as_raw_fd(), true, 5).unwrap();
+        r.enter(1, None).unwrap();
+        let again = reap_all(&mut r);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert!(again[0].more() && again[0].result as u32 & libc::POLLIN as u32 != 0);
+    }
+
+    /// A multishot poll whose completions do not fit the completion ring is ended by the
+    /// kernel: nothing is lost (NODROP keeps the overflow), and the last completion, without
+    /// F_MORE, says it must be re-armed.
+    #[test]
+    fn a_multishot_poll_ended_by_a_full_completion_ring_says_so_and_can_be_rearmed() {
+        let efd = EventFd::new().unwrap();
+        let mut r = Ring::setup(&SetupParams {
+            entries: 1,
+            flags: crate::sys::uring::IORING_SETUP_CQSIZE,
+            cq_entries: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        r.push_poll_in(efd.as_raw_fd(), true, 5).unwrap();
+        r.submit().unwrap();
+        // More wake-ups than the completion ring holds, none reaped.
+        for _ in 0..6 {
+            efd.ring();
+            let _ = r.enter(0, None);
+        }
+        let mut all = Vec::new();
+        let t = std::time::Instant::now();
+        loop {
+            all.extend(reap_all(&mut r));
+            if all.last().is_some_and(|c| !c.more()) {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(5), "never ended: {all:?}");
+            // Flushes what overflowed into the completion ring.
+            let _ = r.enter(0, None);
+        }
+        assert!(all.len() >= 2, "{all:?}");
+        let (last, before) = all.split_last().unwrap();
+        assert!(
+            before.iter().all(|c| c.user_data == 5 && c.more()),
+            "{all:?}"
+        );
+        assert_eq!(last.user_data, 5);
+        assert!(!last.more());
+        assert!(!r.cq_overflow() && !r.has_completions());
+        r.push_poll_in(efd.as_raw_fd(), true, 6).unwrap();
+        r.enter(1, None).unwrap();
+        let again = reap_all(&mut r);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0].user_data, 6);
+        assert!(again[0].more());
     }
 }

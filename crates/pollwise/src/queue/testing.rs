@@ -169,3 +169,109 @@ unsafe impl Queue for Recorded {
         self.inner.counters()
     }
 }
+
+/// A real device whose submissions are refused (`EAGAIN`) while a shared count of refusals
+/// lasts: each refused call takes one. Submitting, a wait that would submit, and cancelling are
+/// refused alike, as a kernel short of resources refuses the `io_uring_enter` that carries them.
+/// Completions still come: only the way in is refused.
+pub(crate) struct Refusing<Q: Queue> {
+    /// The device.
+    pub(crate) inner: Q,
+    /// Refusals left (`usize::MAX`: refuse for ever).
+    pub(crate) refusals: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Refused calls so far.
+    pub(crate) refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Pushed and not yet submitted.
+    unsubmitted: usize,
+}
+
+impl<Q: Queue> Refusing<Q> {
+    /// `inner`, refusing nothing until `refusals` is raised.
+    pub(crate) fn new(inner: Q) -> Self {
+        Refusing {
+            inner,
+            refusals: Default::default(),
+            refused: Default::default(),
+            unsubmitted: 0,
+        }
+    }
+
+    /// Takes one refusal if any is left: then the call is refused.
+    fn refuse(&self) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let took = self
+            .refusals
+            .fetch_update(SeqCst, SeqCst, |n| match n {
+                0 => None,
+                usize::MAX => Some(usize::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if took {
+            self.refused.fetch_add(1, SeqCst);
+            return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: forwards to the device, which keeps the promise; refusing a call hands nothing back.
+unsafe impl<Q: Queue> Queue for Refusing<Q> {
+    fn kind(&self) -> &'static str {
+        "refusing"
+    }
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.push(op) }?;
+        self.unsubmitted += 1;
+        Ok(())
+    }
+    fn submit(&mut self) -> io::Result<usize> {
+        if self.unsubmitted > 0 {
+            self.refuse()?;
+        }
+        let n = self.inner.submit()?;
+        self.unsubmitted = 0;
+        Ok(n)
+    }
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        self.inner.poll(sink)
+    }
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        if self.unsubmitted > 0 {
+            self.refuse()?;
+        }
+        let r = self.inner.wait(min, timeout)?;
+        self.unsubmitted = 0;
+        Ok(r)
+    }
+    fn poll_needs_enter(&self) -> bool {
+        self.inner.poll_needs_enter()
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn counters(&self) -> QueueCounters {
+        self.inner.counters()
+    }
+    fn cancel_all(&mut self) -> io::Result<()> {
+        self.refuse()?;
+        self.inner.cancel_all()
+    }
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        self.refuse()?;
+        self.inner.cancel(user_data)
+    }
+}
+
+/// A pipe: (read end, write end), both non-blocking for the test's own reads and writes.
+pub(crate) fn pipe() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two fds into the array, which we then own.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2: {}", io::Error::last_os_error());
+    // SAFETY: both fds are fresh and ours alone.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    (r.into(), w.into())
+}

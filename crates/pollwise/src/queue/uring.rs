@@ -14,6 +14,13 @@
 //! shared memory, so polling is a load; a DEFER_TASKRUN ring posts them only when its task enters
 //! the kernel, and an IOPOLL ring finds them only by polling the device inside the kernel, so on
 //! those rings [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
+//!
+//! [`Queue::cancel_all`] is one `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` (Linux 5.19). Whether
+//! the kernel has the flag is probed ([`cancel_any_supported`](crate::sys::uring::cancel_any_supported)),
+//! and an `EINVAL` on the cancellation's own completion is read as the same answer: then
+//! `cancel_all` is `Unsupported` (a [`MissingFeature`](crate::sys::uring::MissingFeature) named
+//! `"ASYNC_CANCEL_ANY"`) and callers cancel each operation with [`Queue::cancel`], which every
+//! kernel with io_uring reads and writes has.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -106,6 +113,9 @@ pub struct UringQueue {
     sqpoll: bool,
     poll_needs_enter: bool,
     features: Features,
+    /// Whether the kernel has `IORING_ASYNC_CANCEL_ANY`: `None` until the first `cancel_all`
+    /// asks.
+    cancel_any: Option<bool>,
     c: QueueCounters,
 }
 
@@ -144,6 +154,7 @@ impl UringQueue {
             sqpoll,
             poll_needs_enter,
             features,
+            cancel_any: None,
             c: QueueCounters::default(),
         })
     }
@@ -357,25 +368,22 @@ unsafe impl Queue for UringQueue {
         if self.in_flight == self.cancels {
             return Ok(());
         }
-        // IORING_OP_ASYNC_CANCEL matching every request of the ring (Linux 5.19). Its own
-        // completion carries RESERVED_USER_DATA and is dropped by reap.
-        let sqe = opcode::AsyncCancel2::new(types::CancelBuilder::any())
-            .build()
-            .user_data(RESERVED_USER_DATA);
-        for _ in 0..2 {
-            // SAFETY: a cancellation names no buffer.
-            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
-                self.pending += 1;
-                // Counted as in flight until reap drops its completion.
-                self.in_flight += 1;
-                self.cancels += 1;
-                self.submit()?;
-                return Ok(());
-            }
-            // The submission queue is full: submit it, then there is room.
-            self.submit()?;
+        let any = match self.cancel_any {
+            Some(k) => k,
+            None => *self.cancel_any.insert(sys::cancel_any_supported()?),
+        };
+        if !any {
+            return Err(sys::missing_cancel_any().into());
         }
-        Err(io::Error::from(io::ErrorKind::WouldBlock))
+        // IORING_OP_ASYNC_CANCEL matching every request of the ring (Linux 5.19).
+        self.push_cancel(types::CancelBuilder::any())
+    }
+
+    fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        if user_data == RESERVED_USER_DATA || self.in_flight == self.cancels {
+            return Ok(());
+        }
+        self.push_cancel(types::CancelBuilder::user_data(user_data))
     }
 
     fn in_flight(&self) -> usize {
@@ -398,6 +406,35 @@ unsafe impl Queue for UringQueue {
 }
 
 impl UringQueue {
+    /// Pushes an `ASYNC_CANCEL` matching `what` and submits it. Its own completion carries
+    /// RESERVED_USER_DATA and is dropped by reap. `WouldBlock` if the submission queue stays
+    /// full; a refused submission (`EAGAIN`) leaves it pushed, for the next submit.
+    fn push_cancel(&mut self, what: types::CancelBuilder) -> io::Result<()> {
+        let sqe = opcode::AsyncCancel2::new(what)
+            .build()
+            .user_data(RESERVED_USER_DATA);
+        for _ in 0..2 {
+            // SAFETY: a cancellation names no buffer.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                self.pending += 1;
+                // Counted as in flight until reap drops its completion.
+                self.in_flight += 1;
+                self.cancels += 1;
+                self.submit()?;
+                return Ok(());
+            }
+            // The submission queue is full: submit it, then there is room.
+            self.submit()?;
+        }
+        Err(io::Error::from(io::ErrorKind::WouldBlock))
+    }
+
+    /// Whether the kernel cancels every request of the ring in one entry
+    /// (`IORING_ASYNC_CANCEL_ANY`), if known yet (see the module docs).
+    pub fn cancel_any(&self) -> Option<bool> {
+        self.cancel_any
+    }
+
     /// Hands every completion in the CQ to `sink`, dropping the ring's own cancellations;
     /// returns how many were handed.
     fn reap(&mut self, sink: &mut dyn FnMut(Completion)) -> usize {
@@ -406,6 +443,11 @@ impl UringQueue {
         for cqe in self.ring.completion() {
             if cqe.user_data() == RESERVED_USER_DATA {
                 cancels += 1;
+                // Only cancel-any entries are pushed while the flag is believed known: an
+                // EINVAL is the kernel's word that it is not.
+                if self.cancel_any == Some(true) && !sys::cancel_any_known(cqe.result()) {
+                    self.cancel_any = Some(false);
+                }
                 continue;
             }
             n += 1;
@@ -607,27 +649,6 @@ mod tests {
     }
 
     #[test]
-    fn a_registered_slab_taken_out_of_its_queue_leaks_its_buffers() {
-        use crate::clock::MonotonicClock;
-        use crate::queue::Tracked;
-        use crate::request::{leaked_bytes, Slab};
-        use std::sync::Arc;
-
-        let ring = UringQueue::new(&UringOptions::default(), &[], false).unwrap();
-        let slab = Slab::new(3, 1000, 8).unwrap();
-        let mut q = Tracked::with_requests(ring, Arc::new(MonotonicClock), slab);
-        q.register_request_buffers().unwrap();
-        // A refused second registration leaves the first one's protection in place.
-        assert!(q.register_request_buffers().is_err());
-        let before = leaked_bytes();
-        let taken = std::mem::replace(q.requests_mut().unwrap(), Slab::new(1, 1000, 8).unwrap());
-        drop(taken);
-        // Other tests may leak concurrently: at least ours.
-        assert!(leaked_bytes() - before >= 3000);
-        drop(q);
-    }
-
-    #[test]
     fn fixed_buffers_need_a_slab_and_a_device_that_has_them() {
         use crate::clock::MonotonicClock;
         use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
@@ -644,5 +665,175 @@ mod tests {
         let mut q = Tracked::with_requests(sim, Arc::new(MonotonicClock), slab);
         let e = q.register_request_buffers().unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    }
+
+    /// Finding 17: on a kernel without `IORING_ASYNC_CANCEL_ANY`, `cancel_all` says so (a typed
+    /// `Unsupported`), each operation is cancelled by itself instead, and a tracked queue's drain
+    /// does that on its own.
+    #[test]
+    fn without_cancel_any_operations_are_cancelled_one_by_one() {
+        use crate::clock::MonotonicClock;
+        use crate::queue::testing::pipe;
+        use crate::queue::{OpKind, RequestOp, Tracked};
+        use crate::request::{ReqMeta, Slab, State};
+        use std::os::fd::AsRawFd as _;
+        use std::sync::Arc;
+
+        let (r, _w) = pipe();
+        let mut buf = crate::request::AlignedBuf::new(64, 64);
+        let mut q = UringQueue::new(&UringOptions::default(), &[r.as_raw_fd()], false).unwrap();
+        // As a kernel before 5.19 answers the probe.
+        q.cancel_any = Some(false);
+        let op = Op::read(0, buf.as_mut_ptr(), 64, 0, 42);
+        // SAFETY: `buf` outlives the ring's operation: it is reaped below, before `buf` goes.
+        unsafe { q.push(&op) }.unwrap();
+        q.submit().unwrap();
+        let e = q.cancel_all().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        let m = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<crate::sys::uring::MissingFeature>())
+            .expect("a MissingFeature inside");
+        assert_eq!((m.feature, m.since), ("ASYNC_CANCEL_ANY", "Linux 5.19"));
+        q.cancel(42).unwrap();
+        let mut got = Vec::new();
+        while got.is_empty() {
+            q.wait(1, Some(Duration::from_secs(5))).unwrap();
+            q.poll(&mut |c| got.push(c)).unwrap();
+        }
+        assert_eq!(
+            got,
+            [Completion {
+                user_data: 42,
+                result: -libc::ECANCELED
+            }]
+        );
+        assert_eq!(q.in_flight(), 0);
+
+        let mut ring = UringQueue::new(&UringOptions::default(), &[r.as_raw_fd()], false).unwrap();
+        ring.cancel_any = Some(false);
+        let mut q = Tracked::with_requests(
+            ring,
+            Arc::new(MonotonicClock),
+            Slab::new(3, 64, 64).unwrap(),
+        );
+        let read = RequestOp {
+            kind: OpKind::Read,
+            file: 0,
+            offset: 0,
+            len: 64,
+            fixed: false,
+        };
+        let hs: Vec<_> = (0..3)
+            .map(|_| {
+                let h = q.requests_mut().unwrap().alloc(ReqMeta::default()).unwrap();
+                q.push_request(h, read).unwrap();
+                h
+            })
+            .collect();
+        q.submit().unwrap();
+        let mut results = Vec::new();
+        let left = q
+            .cancel_and_drain(Duration::from_secs(5), &mut |_, c| results.push(c.result))
+            .unwrap();
+        assert_eq!(left, 0);
+        assert_eq!(results, [-libc::ECANCELED; 3]);
+        for h in hs {
+            assert_eq!(q.requests().unwrap().state(h), Ok(State::Completed));
+        }
+        assert_eq!(q.inner().cancel_any(), Some(false));
+    }
+
+    /// The gap "CQ overflow on a small CQ": 64 nops on a ring whose completion ring holds 8,
+    /// none reaped until all were submitted. The kernel keeps the overflow (NODROP) and the
+    /// queue flushes it: every nop completes exactly once, on a plain and a DEFER_TASKRUN ring.
+    #[test]
+    fn an_overflowing_completion_ring_loses_nothing_and_repeats_nothing() {
+        use crate::clock::MonotonicClock;
+        use crate::queue::Tracked;
+        use std::sync::Arc;
+
+        const N: u64 = 64;
+        for defer_taskrun in [false, true] {
+            let opts = UringOptions {
+                entries: 4,
+                cq_entries: Some(8),
+                defer_taskrun,
+                ..Default::default()
+            };
+            let mut dev = UringQueue::new(&opts, &[0], false).unwrap();
+            let mut seen = vec![0u32; N as usize];
+            let mut reap = |dev: &mut UringQueue| {
+                dev.poll(&mut |c| {
+                    assert_eq!(c.result, 0);
+                    seen[c.user_data as usize] += 1;
+                })
+            };
+            let mut overflowed = false;
+            for i in 0..N {
+                // SAFETY: a nop touches no buffer.
+                while let Err(e) = unsafe { dev.push(&Op::nop(i)) } {
+                    assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+                    match dev.submit() {
+                        Ok(_) => {}
+                        // The kernel may refuse new work while its overflow list is long:
+                        // reaping makes room.
+                        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                            reap(&mut dev).unwrap();
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                    if defer_taskrun {
+                        // Completions are posted only inside an enter.
+                        let _ = dev.enter_getevents(0, None);
+                    }
+                    overflowed |= dev.ring.submission().cq_overflow();
+                }
+            }
+            dev.submit().unwrap();
+            let _ = dev.enter_getevents(0, None);
+            overflowed |= dev.ring.submission().cq_overflow();
+            assert!(
+                overflowed,
+                "64 nops never overflowed an 8-entry CQ (defer {defer_taskrun})"
+            );
+            let t = std::time::Instant::now();
+            while dev.in_flight() > 0 {
+                assert!(t.elapsed() < Duration::from_secs(5), "{seen:?}");
+                reap(&mut dev).unwrap();
+            }
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "defer {defer_taskrun}: {seen:?}"
+            );
+
+            // The same through a tracked queue, which keeps each token's record.
+            let dev = UringQueue::new(&opts, &[0], false).unwrap();
+            let mut q = Tracked::new(dev, Arc::new(MonotonicClock), N as usize).unwrap();
+            let mut seen = vec![0u32; N as usize];
+            for i in 0..N {
+                loop {
+                    match q.push_nop(i) {
+                        Ok(()) => break,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            if let Err(e) = q.submit() {
+                                assert_eq!(e.raw_os_error(), Some(libc::EBUSY), "{e}");
+                                let _ = q.poll(&mut |c| seen[c.user_data as usize] += 1);
+                            }
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+            let t = std::time::Instant::now();
+            while q.in_flight() > 0 {
+                assert!(t.elapsed() < Duration::from_secs(5), "{seen:?}");
+                let _ = q.poll(&mut |c| seen[c.user_data as usize] += 1);
+            }
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "tracked, defer {defer_taskrun}: {seen:?}"
+            );
+        }
     }
 }

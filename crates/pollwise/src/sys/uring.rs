@@ -12,6 +12,13 @@
 //! [`probe_opcodes`] asks the kernel which operations it supports (`IORING_REGISTER_PROBE`).
 //! A request that needs a feature the ring lacks fails with a [`MissingFeature`] inside an
 //! `io::Error` of kind `Unsupported`.
+//!
+//! Two features are the kernel's word that nothing is lost, and are checked rather than
+//! assumed: a ring without `IORING_FEAT_NODROP` (before Linux 5.5) drops completions that do not
+//! fit its completion ring, so [`setup`] refuses it (a [`SetupError`] naming `"NODROP"`); and
+//! `IORING_ASYNC_CANCEL_ANY` (Linux 5.19), which cancels every request of a ring in one entry, is
+//! probed by trying it ([`cancel_any_supported`]): older kernels answer `EINVAL`, and a queue then
+//! cancels its requests one by one.
 
 use std::io;
 use std::mem;
@@ -99,6 +106,8 @@ pub enum SetupStage {
     Map,
     /// Registering the ring's files failed.
     RegisterFiles,
+    /// The kernel set the ring up without a feature every ring needs (`NODROP`).
+    Features,
 }
 
 /// A ring the kernel would not set up: which flags, which feature, which errno, and what the
@@ -262,13 +271,86 @@ pub fn setup(p: &SetupParams) -> Result<IoUring, SetupError> {
     // `fd`, which from_fd takes ownership of.
     let params: io_uring::Parameters = unsafe { mem::transmute(raw) };
     // SAFETY: fd is a ring we just set up with exactly these parameters, owned by nobody else.
-    unsafe { IoUring::from_fd(fd as RawFd, params) }.map_err(|source| SetupError {
+    let ring = unsafe { IoUring::from_fd(fd as RawFd, params) }.map_err(|source| SetupError {
         flags: names(),
         stage: SetupStage::Map,
         feature: Some("locked memory"),
         source,
         hint: "mapping the ring failed; check the locked-memory limit (ulimit -l)".into(),
+    })?;
+    require_features(p.flags, &Features::of(&ring))?;
+    Ok(ring)
+}
+
+/// `Ok` if a ring with `features` keeps every completion; else the [`SetupError`] naming
+/// `"NODROP"` (its source a [`MissingFeature`], kind `Unsupported`).
+fn require_features(flags: u32, features: &Features) -> Result<(), SetupError> {
+    if features.nodrop {
+        return Ok(());
+    }
+    Err(SetupError {
+        flags: setup_flag_names(flags),
+        stage: SetupStage::Features,
+        feature: Some("NODROP"),
+        source: MissingFeature {
+            feature: "NODROP",
+            since: "Linux 5.5",
+            needed_for: "keeping completions that overflow the completion ring",
+        }
+        .into(),
+        hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
     })
+}
+
+/// What the completion of an `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` says of the flag:
+/// `EINVAL` is a kernel that does not know it (before Linux 5.19: any cancel flag is invalid
+/// there); anything else (how many were cancelled, `ENOENT` for none) is one that does.
+pub fn cancel_any_known(result: i32) -> bool {
+    result != -libc::EINVAL
+}
+
+/// The [`MissingFeature`] of a kernel without `IORING_ASYNC_CANCEL_ANY`.
+pub fn missing_cancel_any() -> MissingFeature {
+    MissingFeature {
+        feature: "ASYNC_CANCEL_ANY",
+        since: "Linux 5.19",
+        needed_for: "cancelling every request of a ring at once",
+    }
+}
+
+/// Whether this kernel cancels every request of a ring in one `ASYNC_CANCEL`
+/// (`IORING_ASYNC_CANCEL_ANY`), found by trying it once on a ring of its own with nothing in
+/// flight, then remembered for the process. `Err` if the probe itself could not run (no
+/// io_uring); nothing is remembered then.
+pub fn cancel_any_supported() -> io::Result<bool> {
+    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if let Some(&k) = KNOWN.get() {
+        return Ok(k);
+    }
+    let mut ring = setup(&SetupParams {
+        entries: 1,
+        ..Default::default()
+    })
+    .map_err(|e| e.source)?;
+    let sqe = io_uring::opcode::AsyncCancel2::new(io_uring::types::CancelBuilder::any())
+        .build()
+        .user_data(1);
+    // SAFETY: a cancellation references no memory.
+    unsafe { ring.submission().push(&sqe) }
+        .map_err(|_| io::Error::other("a fresh ring had no room for one entry"))?;
+    loop {
+        match ring.submit_and_wait(1) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(_) => break,
+        }
+    }
+    let res = ring
+        .completion()
+        .next()
+        .map(|c| c.result())
+        .ok_or_else(|| io::Error::other("the probe's cancellation did not complete"))?;
+    Ok(*KNOWN.get_or_init(|| cancel_any_known(res)))
 }
 
 /// The features a ring's kernel reported at setup (`io_uring_params.features`).
@@ -411,6 +493,43 @@ mod tests {
             "DEFER_TASKRUN|0x80000000",
         );
         assert_eq!(e.stage, SetupStage::Setup);
+    }
+
+    #[test]
+    fn a_ring_without_nodrop_is_refused_naming_the_feature() {
+        let old = Features {
+            ext_arg: false,
+            nodrop: false,
+            ..Default::default()
+        };
+        let e = require_features(IORING_SETUP_CQSIZE, &old).unwrap_err();
+        assert_eq!(e.feature, Some("NODROP"));
+        assert_eq!(e.stage, SetupStage::Features);
+        assert_eq!(e.source.kind(), io::ErrorKind::Unsupported);
+        let m = e
+            .source
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<MissingFeature>())
+            .unwrap();
+        assert_eq!((m.feature, m.since), ("NODROP", "Linux 5.5"));
+        assert!(!e.to_string().contains("--"), "{e}");
+        let this_kernel = Features {
+            nodrop: true,
+            ..old
+        };
+        assert!(require_features(0, &this_kernel).is_ok());
+    }
+
+    #[test]
+    fn the_cancel_any_probe_reads_einval_as_a_kernel_without_the_flag() {
+        // What a kernel before 5.19 answers, and what later ones answer with nothing to cancel
+        // or with some cancelled.
+        assert!(!cancel_any_known(-libc::EINVAL));
+        assert!(cancel_any_known(-libc::ENOENT));
+        assert!(cancel_any_known(3));
+        // This kernel (6.x) has the flag; the answer is remembered.
+        assert!(cancel_any_supported().unwrap());
+        assert!(cancel_any_supported().unwrap());
     }
 
     #[test]

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Inside the guest (scripts/guest/test.sh boots it): kernel polled I/O works in pollwise.
+# Function, not speed: every figure here comes from an emulator (TCG) and means nothing.
+#
+#   kernel-polling.sh PATH-TO-POLLWISE
+#
+# Checks, each one line "ok ..." or "FAIL ...": the emulated NVMe has poll queues; on an IOPOLL
+# ring and on a HYBRID_IOPOLL ring, under every wait mode, pollwise writes a region with
+# verification headers and reads it back verified (reads counted, errors 0); a block zeroed behind
+# its back is caught on both rings; polled I/O is still refused where there are no poll queues.
+set -uo pipefail
+P=${1:?usage: kernel-polling.sh PATH-TO-POLLWISE}
+DEV=/dev/nvme0n1
+failures=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# A field of the first job of pollwise's JSON report.
+field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['jobs'][0]; print(eval(sys.argv[2], {}, {'j': j}))" "$1" "$2"; }
+
+[ "$(cat /sys/block/nvme0n1/queue/io_poll 2>/dev/null)" = 1 ] && ok "$DEV has poll queues (io_poll=1)" \
+  || bad "$DEV has no poll queues: is nvme.poll_queues on the kernel command line?"
+
+common=(--filename=$DEV --bs=4k --direct=1 --output-format=json)
+for ring in hipri hybrid_iopoll; do
+  ringopts=(--hipri=1)
+  [ $ring = hybrid_iopoll ] && ringopts+=(--hybrid_iopoll=1)
+  for mode in interrupt poll hybrid adaptive auto; do
+    off=$(( (RANDOM % 64) * 1048576 ))
+    what="$ring $mode (offset $off)"
+    if "$P" run "${common[@]}" "${ringopts[@]}" --mode=$mode --offset=$off --size=512k --rw=write \
+        --verify=crc32c --iodepth=4 --output=/tmp/w.json 2>/tmp/w.err; then
+      w=$(field /tmp/w.json "j['write']['total_ios']")
+      [ "$w" = 128 ] && ok "$what: wrote 128 blocks with headers" || bad "$what: wrote $w blocks, not 128"
+    else
+      bad "$what: write failed: $(head -c 300 /tmp/w.err)"; continue
+    fi
+    if "$P" run "${common[@]}" "${ringopts[@]}" --mode=$mode --offset=$off --size=512k --rw=read \
+        --verify=crc32c --iodepth=4 --output=/tmp/r.json 2>/tmp/r.err; then
+      r=$(field /tmp/r.json "j['read']['total_ios']"); e=$(field /tmp/r.json "j['error']")
+      [ "$r" = 128 ] && [ "$e" = 0 ] && ok "$what: read back 128 blocks verified" \
+        || bad "$what: read $r blocks, error $e"
+    else
+      bad "$what: verified read failed: $(head -c 300 /tmp/r.err)"
+    fi
+    # Zero one block behind pollwise's back: the verified read must fail (once per ring).
+    [ $mode = auto ] || continue
+    dd if=/dev/zero of=$DEV bs=4096 count=1 seek=$(( off / 4096 + 100 )) oflag=direct conv=notrunc status=none
+    if "$P" run "${common[@]}" "${ringopts[@]}" --mode=$mode --offset=$off --size=512k --rw=read \
+        --verify=crc32c --output=/tmp/c.json 2>/tmp/c.err; then
+      bad "$what: a zeroed block read back as verified"
+    else
+      ok "$what: the zeroed block is caught ($(head -c 160 /tmp/c.err | tr '\n' ' '))"
+    fi
+  done
+done
+
+# Where there are no poll queues (a tmpfs file), polled I/O is refused with exit 2 and one line.
+head -c 4194304 /dev/zero > /tmp/plain.dat
+"$P" run --filename=/tmp/plain.dat --size=4M --hipri=1 --runtime=1 > /tmp/p.out 2> /tmp/p.err
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < /tmp/p.err)" -le 2 ] && ok "--hipri refused without poll queues (exit 2): $(head -c 120 /tmp/p.err)" \
+  || bad "--hipri on a tmpfs file: exit $rc, $(head -c 300 /tmp/p.err)"
+
+echo "$failures failure(s)"
+[ $failures = 0 ]
