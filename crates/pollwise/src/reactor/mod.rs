@@ -658,10 +658,10 @@ impl Core {
 
     fn add(&mut self, source: Box<dyn Source>, internal: bool) -> io::Result<SourceId> {
         let fd = source.fd();
-        let entry_poll = source.is_poll();
+        let poll = source.is_poll();
         let entry = Entry {
             fd,
-            poll: entry_poll,
+            poll,
             handler: Some(source),
             internal,
             poll_pos: None,
@@ -687,7 +687,7 @@ impl Core {
         // A poll source is checked in user space after each of its events (it joins the polling
         // set, or the loop blocks or flushes: see `run_once`), which lets the monitor defer the
         // re-arm of its ended polls; an fd-only source's must reach the kernel at once.
-        let added = if entry_poll {
+        let added = if poll {
             self.fdmon.add_polled(fd, id.token())
         } else {
             self.fdmon.add(fd, id.token())
