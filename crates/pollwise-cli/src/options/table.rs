@@ -336,7 +336,7 @@ const POLLER: &[&str] = &["shared-poller", "fairness"];
 const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
 /// The ways a reactor or a shared poller waits (`LoopWait`).
 const LOOP_WAITS: &[&str] = &["adaptive", "poll", "interrupt", "auto"];
-const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler"];
+const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler", "shared-poller"];
 
 /// Every option pollwise knows.
 pub const OPTIONS: &[Opt] = &[
@@ -427,6 +427,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("batch", int(1, 32768), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
+    opt("rings", int(2, 256), val("16"), C::Scenario, Only(&["shared-poller"]), "rings (clients) on the polling CPU: one heavy, the rest sparse"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
     opt("latency_target", STR, val("p99:100us"), C::Scenario, Only(&["advise"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us)"),
     opt("time", dur(TimeUnit::Secs), val("60s"), C::Scenario, Only(&["advise"]), "advise: the whole command's time (calibrate, model, real checks); the model's sweep is cut to fit"),
@@ -688,9 +689,9 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "shared-poller",
         scenario: true,
-        about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
+        about: "seed 002: a heavy and 15 sparse rings polled on one CPU: separate SQPOLL, attach_wq, pollwise, in interleaved rounds",
         job: JobUse::Except(POLLER_FIXED),
-        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --rings, --rounds, --sparse_interval, --variants and the --poller_* options",
         refuse: &[("platform", NO_MODEL_POLLER)],
         defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
     },
@@ -930,7 +931,7 @@ mod tests {
             )+};
         }
         defaults!("fairness" in fairness: burst = Int(DEFAULT_BURST), iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), poller_depth = Int(DEFAULT_POLLER_DEPTH));
-        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE));
+        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE), rings = Int(DEFAULT_RINGS), rounds = Int(DEFAULT_ROUNDS));
         defaults!("hybrid-contention" in hybrid_contention: batch = Int(DEFAULT_BATCH), thinktime = Dur(DEFAULT_THINK), runtime = Dur(DEFAULT_RUNTIME), size = Size(DEFAULT_SIZE));
         defaults!("idle-sources" in idle_sources: poll_idle_ms = Int(DEFAULT_POLL_IDLE_MS), runtime = Dur(DEFAULT_RUNTIME), ramp_time = Dur(DEFAULT_RAMP), rounds = Int(DEFAULT_ROUNDS), size = Size(DEFAULT_SIZE));
         defaults!("slow-handler" in slow_handler: handler_us = Int(DEFAULT_HANDLER_US), iodepth = Int(DEFAULT_IODEPTH));
