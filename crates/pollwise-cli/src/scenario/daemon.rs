@@ -554,13 +554,14 @@ fn warm_up(idle: &mut [Client], cfg: &DaemonConfig) -> Result<()> {
     Ok(())
 }
 
-/// Open files the daemon needs beside one eventfd per channel: its rings, the reactor's
+/// Open files the daemon needs beside one eventfd per channel: its two rings, the reactor's
 /// notifier, the file, the standard streams, with room to spare.
-const FDS_BESIDE_CHANNELS: u64 = 64;
+const FDS_BESIDE_CHANNELS: u64 = 32;
 
 /// Raises the soft limit on open files to what `sources` channels need, as far as the hard
-/// limit allows; one line naming the limit when it cannot.
-fn open_files_for(sources: usize) -> Result<()> {
+/// limit allows; one line naming the limit and the fix when it cannot. The scenarios call it
+/// with their largest `--sources` before running any variant.
+pub fn open_files_for(sources: usize) -> Result<()> {
     use pollwise::sys::limits::{raise_soft_limit, Resource};
     let want = sources as u64 + FDS_BESIDE_CHANNELS;
     let (now, hard) = raise_soft_limit(Resource::OpenFiles, want).map_err(|e| {
@@ -570,7 +571,7 @@ fn open_files_for(sources: usize) -> Result<()> {
     })?;
     if now < want {
         return Err(Error::Unsupported(format!(
-            "--sources={sources} needs about {want} open files (one eventfd per channel) but the hard limit is {hard}: raise it (ulimit -Hn {want}, as root) or give fewer --sources"
+            "Too many open files: --sources={sources} needs about {want} (an eventfd per channel) but the limit is {hard}: raise it (ulimit -n {want}; past the hard limit needs root) or give fewer --sources"
         )));
     }
     Ok(())

@@ -302,6 +302,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let c = take_common(o, "idle-sources", 1)?;
     let (sources, active) = (sources as usize, active as usize);
+    daemon::open_files_for(sources)?;
     let idle_ns = idle_ms.checked_mul(1_000_000).ok_or_else(|| {
         Error::Usage(format!(
             "--poll_idle_ms={idle_ms} is too large: use at most a few hours' worth, e.g. --poll_idle_ms=7000"

@@ -45,6 +45,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         )));
     }
     let c = take_common(o, "slow-handler", DEFAULT_IODEPTH)?;
+    crate::scenario::daemon::open_files_for(sources as usize)?;
     let variants: Vec<Variant> = [("excluded", true), ("included", false)]
         .into_iter()
         .map(|(name, exclude)| {
