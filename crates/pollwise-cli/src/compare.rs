@@ -75,6 +75,12 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     let runtime_given = o.has("runtime");
     let mut spec = o.job_spec()?;
     o.finish()?;
+    if !spec.ioengine.waits() {
+        return Err(Error::Usage(format!(
+            "--ioengine={} does each I/O inside its system call: wait modes do not apply, so there is nothing to compare; use --ioengine=io_uring or libaio",
+            spec.ioengine.name()
+        )));
+    }
 
     let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE)?;
     crate::jobs::resolve(&mut spec)?;

@@ -18,7 +18,10 @@ pub use pollwise::engine::Rw;
 use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Stop, SubmitMode};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
+use pollwise::queue::libaio::LibaioQueue;
+use pollwise::queue::null::NullQueue;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
@@ -46,6 +49,44 @@ pub enum IoEngine {
     IoUring,
     /// The simulated device, with this latency model; no file is touched.
     Sim(LatencyModel),
+    /// fio's `null`: every request completes at once, no I/O and no file (the overhead
+    /// baseline). Completions are ready at submit, so every wait mode finds them at once.
+    Null,
+    /// One of fio's synchronous engines (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`): the
+    /// system call does the I/O in the job thread, so no wait mode applies; with `--hipri`,
+    /// `pvsync2` asks the kernel to poll (`RWF_HIPRI`).
+    Sync(SyncCall),
+    /// Linux native AIO (fio's `libaio`): interrupt waits in `io_getevents`; poll reads the
+    /// completion ring in user space with `userspace_reap`, else calls `io_getevents` with a zero
+    /// timeout.
+    Libaio {
+        /// fio's `userspace_reap`.
+        userspace_reap: bool,
+    },
+}
+
+impl IoEngine {
+    /// fio's name of the engine.
+    pub fn name(&self) -> &'static str {
+        match self {
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Sim(_) => "sim",
+            IoEngine::Null => "null",
+            IoEngine::Sync(c) => c.name(),
+            IoEngine::Libaio { .. } => "libaio",
+        }
+    }
+
+    /// True when the engine has a file (all but `sim` and `null`).
+    pub fn has_file(&self) -> bool {
+        !matches!(self, IoEngine::Sim(_) | IoEngine::Null)
+    }
+
+    /// True when the job thread can wait for a completion in more than one way: false for the
+    /// synchronous engines, which do each request inside its system call.
+    pub fn waits(&self) -> bool {
+        !matches!(self, IoEngine::Sync(_))
+    }
 }
 
 /// Bytes a simulated device pretends to hold when no `--size` is given (1 GiB).
@@ -217,7 +258,8 @@ pub struct Target {
 pub fn check_job(spec: &JobSpec) -> Result<()> {
     let u = |s: String| Err(Error::Usage(s));
     let sim = matches!(spec.ioengine, IoEngine::Sim(_));
-    if !sim && spec.filename.as_os_str().is_empty() {
+    check_engine(spec)?;
+    if spec.ioengine.has_file() && spec.filename.as_os_str().is_empty() {
         return u(
             "no --filename given: name a file or block device, e.g. --filename=/tmp/pollwise.dat"
                 .into(),
@@ -355,6 +397,9 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     if sim {
         return check_sim(spec);
     }
+    if !spec.ioengine.has_file() {
+        return Ok(());
+    }
     let path = &spec.filename;
     if path.is_dir() {
         return u(format!(
@@ -398,6 +443,48 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--size={} is smaller than --bs={}: make --size at least one block",
             spec.size, spec.bs
         ));
+    }
+    Ok(())
+}
+
+/// What the engines other than io_uring cannot do: ring options (they have no ring), `--hipri`
+/// beyond `pvsync2`, data on `null`, and `null` without a size.
+fn check_engine(spec: &JobSpec) -> Result<()> {
+    let e = spec.ioengine;
+    if matches!(e, IoEngine::IoUring | IoEngine::Sim(_)) {
+        return Ok(());
+    }
+    let name = e.name();
+    for (on, opt) in [
+        (spec.sqthread_poll, "--sqthread_poll"),
+        (spec.fixedbufs, "--fixedbufs"),
+        (spec.registerfiles, "--registerfiles"),
+        (spec.hybrid_iopoll, "--hybrid_iopoll"),
+        (!spec.taskrun_auto && spec.defer_taskrun, "--defer_taskrun"),
+        (!spec.taskrun_auto && spec.coop_taskrun, "--coop_taskrun"),
+    ] {
+        if on {
+            return Err(Error::Usage(format!(
+                "{opt} is an io_uring option and --ioengine={name} has no ring: drop it or use --ioengine=io_uring"
+            )));
+        }
+    }
+    if spec.hipri && e != IoEngine::Sync(SyncCall::Pvsync2) {
+        return Err(Error::Usage(format!(
+            "--hipri (kernel polled I/O) is for --ioengine=io_uring or pvsync2, not {name}: drop it or change the engine"
+        )));
+    }
+    if e == IoEngine::Null {
+        if spec.verify {
+            return Err(Error::Usage(
+                "--verify needs data, and --ioengine=null moves none: drop --verify or use a real engine".into(),
+            ));
+        }
+        if spec.size == 0 && spec.io_size == 0 && spec.extra.size_percent.is_none() {
+            return Err(Error::Usage(
+                "--ioengine=null needs --size (it has no file to take a size from): give one, e.g. --size=1g".into(),
+            ));
+        }
     }
     Ok(())
 }
@@ -590,7 +677,7 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
 /// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
 pub fn check_in_use(spec: &JobSpec) -> Result<()> {
     let writes = spec.rw.writes();
-    if !writes || spec.extra.allow_mounted_write || matches!(spec.ioengine, IoEngine::Sim(_)) {
+    if !writes || spec.extra.allow_mounted_write || !spec.ioengine.has_file() {
         return Ok(());
     }
     match crate::device::write_hazard(&spec.filename) {
@@ -607,11 +694,11 @@ pub fn check_in_use(spec: &JobSpec) -> Result<()> {
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     check_job(spec)?;
-    if let IoEngine::Sim(_) = spec.ioengine {
-        let size = if spec.size == 0 {
-            SIM_DEFAULT_SIZE
-        } else {
-            spec.size
+    if !spec.ioengine.has_file() {
+        let size = match (spec.size, spec.ioengine) {
+            (0, IoEngine::Null) => spec.io_size,
+            (0, _) => SIM_DEFAULT_SIZE,
+            (s, _) => s,
         };
         return Ok(Target {
             size,
@@ -1330,9 +1417,19 @@ fn setup_engine(
         let fd_tx = fd_tx;
         spec.extra.pin()?;
         let buf_len = spec.extra.buf_len(spec.bs);
-        if let IoEngine::Sim(model) = spec.ioengine {
-            let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
+        if !spec.ioengine.has_file() {
+            let q: Box<dyn Queue + Send> = match spec.ioengine {
+                IoEngine::Sim(model) => {
+                    let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    Box::new(SimQueue::new(
+                        model,
+                        seed,
+                        spec.iodepth as usize,
+                        SimTime::Real,
+                    ))
+                }
+                _ => Box::new(NullQueue::new(spec.iodepth as usize)),
+            };
             let cfg = engine_config_for(spec, target.size, i);
             let policy = spec.policy.build(clock.clone());
             let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
@@ -1353,16 +1450,29 @@ fn setup_engine(
         } else {
             None
         };
-        let q = uring_for(spec, &file, attach);
-        if spec.sqthread_share && i == 0 {
-            let fd = q.as_ref().ok().map(|q| q.ring_fd());
-            if let Some(tx) = &fd_tx {
-                for _ in 1..spec.numjobs {
-                    let _ = tx.send(fd);
-                }
+        let depth = spec.iodepth as usize;
+        let q: Box<dyn Queue + Send> = match spec.ioengine {
+            IoEngine::Sync(call) => {
+                let flags = if spec.hipri { libc::RWF_HIPRI } else { 0 };
+                Box::new(SyncQueue::new(call, &[file.as_raw_fd()], depth).with_flags(flags))
             }
-        }
-        let q = q?;
+            IoEngine::Libaio { userspace_reap } => Box::new(
+                LibaioQueue::new(&[file.as_raw_fd()], depth, userspace_reap)
+                    .map_err(libaio_setup_error)?,
+            ),
+            _ => {
+                let q = uring_for(spec, &file, attach);
+                if spec.sqthread_share && i == 0 {
+                    let fd = q.as_ref().ok().map(|q| q.ring_fd());
+                    if let Some(tx) = &fd_tx {
+                        for _ in 1..spec.numjobs {
+                            let _ = tx.send(fd);
+                        }
+                    }
+                }
+                Box::new(q?)
+            }
+        };
         let cfg = engine_config_for(spec, target.size, i);
         let policy = spec.policy.build(clock.clone());
         let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
@@ -1383,6 +1493,22 @@ fn setup_engine(
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })()
+}
+
+/// The one line for an AIO context the kernel would not make.
+fn libaio_setup_error(e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => Error::Unsupported(
+            "cannot set up an AIO context (io_setup: EAGAIN): the system's AIO slots are used up (fs.aio-max-nr); lower --iodepth or --numjobs, or raise fs.aio-max-nr".into(),
+        ),
+        Some(libc::ENOSYS) => Error::Unsupported(
+            "this kernel has no native AIO (io_setup: ENOSYS, CONFIG_AIO off): use --ioengine=io_uring".into(),
+        ),
+        _ => Error::Unsupported(format!(
+            "cannot set up --ioengine=libaio: {}",
+            crate::errno::plain(&e)
+        )),
+    }
 }
 
 /// `q`, in a fault queue if the job injects faults (seeded from the job's seed and the thread),

@@ -103,7 +103,7 @@ fn bad_input_gets_exit_2_and_the_fix() {
         &["scenario", "fairness", "--poller_depth=32768"],
         &["--poller_depth"],
     );
-    run(&["--output-format=xml"], &["normal, json, json+ or terse"]);
+    run(&["--output-format=xml"], &["normal,json,json+,terse"]);
     usage_error(&["explode"], &["unknown command 'explode'"]);
     usage_error(&["scenario", "no-such-scenario"], &["unknown scenario"]);
     usage_error(&["compare", "--mode=poll"], &["--modes"]);

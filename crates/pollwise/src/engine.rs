@@ -33,7 +33,8 @@ use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, Requests
 use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
-use crate::{verify, Error, Result};
+use crate::{verify, Error, Op, Result};
+use std::path::PathBuf;
 
 /// The I/O pattern (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,7 +544,10 @@ impl Engine {
             .alloc(meta)
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
         if dir == Dir::Write && verify {
-            let buf = slab.buf_mut(h).map_err(|e| Error::Io(e.to_string()))?;
+            let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
+                index: h.index(),
+                generation: h.generation(),
+            })?;
             // The slot may be longer than this request (bs=R,W): the header names `len`.
             let n = (len as usize).min(buf.len());
             verify::fill(&mut buf[..n], offset, seed);
@@ -600,10 +604,9 @@ impl Engine {
     pub fn reap(&mut self, min: usize) -> Result<usize> {
         if min > 0 && self.q.in_flight() == 0 && self.slab().live() > 0 {
             // Nothing can complete the live slots: say so rather than spin for ever.
-            return Err(Error::Io(format!(
-                "{} requests are live but the queue has none in flight: they were lost (a pollwise bug; please report it)",
-                self.slab().live()
-            )));
+            return Err(Error::Bug(crate::error::Bug::LostRequests {
+                live: self.slab().live(),
+            }));
         }
         if self.cfg.submit == SubmitMode::Separate && self.q.unsubmitted() > 0 {
             self.submit()?;
@@ -726,9 +729,9 @@ impl Engine {
         });
         let r = match r {
             Ok(r) => r,
-            Err(e) => Err(Error::Io(format!(
-                "a completion arrived for a request that is not in flight ({e})"
-            ))),
+            Err(e) => Err(Error::Bug(crate::error::Bug::NotInFlight {
+                index: e.index(),
+            })),
         };
         if let Err(e) = r {
             if !errs.go_on(c.result, dir, &e) {
@@ -740,13 +743,10 @@ impl Engine {
     /// Waits until the request `h` has completed (handling any others that complete first).
     pub fn wait_for(&mut self, h: Handle) -> Result<()> {
         if !self.slab().is_live(h) {
-            return Err(Error::Usage(format!(
-                "{}",
-                crate::request::StaleHandle {
-                    index: h.index(),
-                    generation: h.generation()
-                }
-            )));
+            return Err(Error::StaleHandle {
+                index: h.index(),
+                generation: h.generation(),
+            });
         }
         while self.slab().is_live(h) {
             self.reap(1)?;
@@ -1510,20 +1510,18 @@ impl Engine {
     }
 }
 
-fn dir_name(d: Dir) -> &'static str {
-    match d {
-        Dir::Read => "read",
-        Dir::Write => "write",
+fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> Op {
+    let target = PathBuf::from(&cfg.target);
+    match meta.dir {
+        Dir::Read => Op::Read {
+            offset: meta.offset,
+            target,
+        },
+        Dir::Write => Op::Write {
+            offset: meta.offset,
+            target,
+        },
     }
-}
-
-fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> String {
-    format!(
-        "{} at offset {} of {}",
-        dir_name(meta.dir),
-        meta.offset,
-        cfg.target
-    )
 }
 
 fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
@@ -1531,7 +1529,7 @@ fn io_error(cfg: &EngineConfig, meta: &ReqMeta, errno: i32) -> Error {
     if cfg.hipri && (errno == libc::EOPNOTSUPP || errno == libc::EINVAL) {
         return Error::Unsupported {
             feature: "IOPOLL",
-            target: cfg.target.clone(),
+            target: Some(PathBuf::from(&cfg.target)),
             source,
         };
     }
@@ -1558,7 +1556,7 @@ fn verify_error(m: verify::Mismatch) -> Error {
                 "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
             ),
         ),
-        m => Error::Verify(m.to_string()),
+        m => Error::Verify(m),
     }
 }
 

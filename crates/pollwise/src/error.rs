@@ -5,10 +5,85 @@
 //! failed with the kernel's `io::Error` kept as its source. A front end (the `pollwise` command)
 //! turns each into one line naming its own option and the fix.
 
+use std::fmt;
 use std::io;
+use std::path::PathBuf;
+
+/// The operation an [`Error::Os`] or [`Error::Short`] names: structured, so a caller can match on
+/// it (a write to a read-only target, a ring that needs more locked memory) without parsing prose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// A read of the target at a byte offset.
+    Read {
+        /// Byte offset of the request.
+        offset: u64,
+        /// The file or device read.
+        target: PathBuf,
+    },
+    /// A write to the target at a byte offset.
+    Write {
+        /// Byte offset of the request.
+        offset: u64,
+        /// The file or device written.
+        target: PathBuf,
+    },
+    /// Setting up the shared poller's own io_uring (the usual cause of failure: locked-memory
+    /// limits against a large ring).
+    PollerRingSetup {
+        /// Entries asked for.
+        entries: u32,
+    },
+    /// Another operation, named by a fixed phrase ("submitting requests", "waiting for
+    /// completions").
+    Other(&'static str),
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Read { offset, target } => {
+                write!(f, "read at offset {offset} of {}", target.display())
+            }
+            Op::Write { offset, target } => {
+                write!(f, "write at offset {offset} of {}", target.display())
+            }
+            Op::PollerRingSetup { entries } => write!(
+                f,
+                "setting up the shared poller's io_uring ({entries} entries)"
+            ),
+            Op::Other(what) => f.write_str(what),
+        }
+    }
+}
+
+impl From<&'static str> for Op {
+    fn from(what: &'static str) -> Self {
+        Op::Other(what)
+    }
+}
+
+/// A broken invariant of the library's own, for [`Error::Bug`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Bug {
+    /// Requests are live but the queue has none in flight: nothing can complete them.
+    #[error("{live} requests are live but the queue has none in flight: they were lost")]
+    LostRequests {
+        /// Live requests.
+        live: usize,
+    },
+    /// A completion arrived for a request that is not in flight.
+    #[error("a completion arrived for a request that is not in flight (slot {index})")]
+    NotInFlight {
+        /// The request's slot index.
+        index: usize,
+    },
+}
 
 /// What can go wrong in the library.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A configuration value the library cannot use.
     #[error("{field}: {reason}")]
@@ -23,8 +98,8 @@ pub enum Error {
     Unsupported {
         /// The feature, in the kernel's terms (`"IOPOLL"`, `"O_DIRECT"`, `"HYBRID_IOPOLL"`).
         feature: &'static str,
-        /// The file or device it was asked for ("" if none).
-        target: String,
+        /// The file or device it was asked for, if any.
+        target: Option<PathBuf>,
         /// What the kernel answered.
         #[source]
         source: io::Error,
@@ -32,8 +107,8 @@ pub enum Error {
     /// A system call or an I/O operation failed.
     #[error("{op}: {source}")]
     Os {
-        /// What was being done ("read at offset 4096 of /tmp/f", "io_uring submit").
-        op: String,
+        /// What was being done.
+        op: Op,
         /// The kernel's answer.
         #[source]
         source: io::Error,
@@ -41,33 +116,63 @@ pub enum Error {
     /// A request transferred fewer bytes than asked.
     #[error("short {op}: {done} of {len} bytes")]
     Short {
-        /// The operation ("read at offset 4096 of /tmp/f").
-        op: String,
+        /// The operation.
+        op: Op,
         /// Bytes transferred.
         done: u32,
         /// Bytes asked for.
         len: u32,
     },
-    /// Data read back did not match what was written.
+    /// Data read back did not match what was written: where, and how.
     #[error("{0}")]
-    Verify(String),
-    /// Bad input in a configuration that has no single field (a value, a string to parse).
-    #[error("{0}")]
-    Usage(String),
-    /// A capability is missing and the message says which (kept for callers that have no
-    /// `io::Error` to give).
-    #[error("{0}")]
-    Unavailable(String),
-    /// Something failed and the message says what.
-    #[error("{0}")]
-    Io(String),
+    Verify(crate::verify::Mismatch),
+    /// A name the library does not know (a statistic, a mode).
+    #[error("unknown {what} '{given}': use {choices}")]
+    Unknown {
+        /// What kind of name it is ("statistic").
+        what: &'static str,
+        /// The name given.
+        given: String,
+        /// The names known, as a list ("mean, min or p10").
+        choices: &'static str,
+    },
+    /// A value outside the range the library accepts.
+    #[error("{what} of {value} is out of range: use {min} to {max}")]
+    OutOfRange {
+        /// What the value is ("a shared-poller client's depth").
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The smallest accepted.
+        min: u64,
+        /// The largest accepted.
+        max: u64,
+    },
+    /// A request handle that names no live request (already completed, or never issued).
+    #[error("stale request handle (slot {index}, generation {generation}): the request completed already, never existed, or belongs to another table")]
+    StaleHandle {
+        /// The handle's slot index.
+        index: usize,
+        /// The handle's generation.
+        generation: u32,
+    },
+    /// A thread of the library's (the shared poller, a simulated thread) panicked or stopped.
+    #[error("{what} {}", if *.panicked { "panicked (a pollwise bug; please report it)" } else { "has stopped" })]
+    ThreadLost {
+        /// Which thread ("the poller thread", "a simulated thread").
+        what: &'static str,
+        /// It panicked (rather than stopped).
+        panicked: bool,
+    },
+    /// The library's own bookkeeping broke (a pollwise bug): requests lost or completed twice.
+    #[error("{0} (a pollwise bug; please report it)")]
+    Bug(Bug),
 }
 
-fn on_target(t: &str) -> String {
-    if t.is_empty() {
-        String::new()
-    } else {
-        format!(" for {t}")
+fn on_target(t: &Option<PathBuf>) -> String {
+    match t {
+        Some(t) => format!(" for {}", t.display()),
+        None => String::new(),
     }
 }
 
@@ -81,7 +186,7 @@ impl Error {
     }
 
     /// An [`Error::Os`] error.
-    pub fn os(op: impl Into<String>, source: io::Error) -> Self {
+    pub fn os(op: impl Into<Op>, source: io::Error) -> Self {
         Error::Os {
             op: op.into(),
             source,
@@ -95,8 +200,9 @@ impl Error {
             self,
             Error::Config { .. }
                 | Error::Unsupported { .. }
-                | Error::Usage(_)
-                | Error::Unavailable(_)
+                | Error::Unknown { .. }
+                | Error::OutOfRange { .. }
+                | Error::StaleHandle { .. }
         )
     }
 }

@@ -97,6 +97,7 @@ macro_rules! counter_ops {
 pub mod clock;
 pub mod engine;
 mod error;
+pub mod leaks;
 pub mod platform;
 pub mod policy;
 pub mod poller;
@@ -104,6 +105,7 @@ pub mod predict;
 pub mod queue;
 pub mod reactor;
 pub mod request;
+pub mod ring;
 pub mod rng;
 pub use sync::spsc;
 pub mod stats;
@@ -111,5 +113,6 @@ pub mod sync;
 pub mod sys;
 pub mod units;
 pub mod verify;
+pub mod waiter;
 
-pub use error::{Error, Result};
+pub use error::{Error, Op, Result};

@@ -66,8 +66,10 @@ impl std::str::FromStr for Statistic {
             .iter()
             .copied()
             .find(|x| x.name() == s)
-            .ok_or_else(|| {
-                crate::Error::Usage(format!("unknown statistic '{s}': use mean, min or p10"))
+            .ok_or_else(|| crate::Error::Unknown {
+                what: "statistic",
+                given: s.to_string(),
+                choices: "mean, min or p10",
             })
     }
 }

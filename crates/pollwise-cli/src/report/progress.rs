@@ -276,6 +276,13 @@ impl Live {
         )
     }
 
+    /// The time left in the run now: the group running now (its slowest thread) and every
+    /// later group's full span, as the ETA line says.
+    pub fn time_left(&self) -> Duration {
+        let threads = self.threads();
+        self.eta(&threads, self.start.elapsed())
+    }
+
     /// Time left: the jobs of the group that runs now (its slowest thread) and every later
     /// group's full span.
     fn eta(&self, threads: &[Arc<ThreadLive>], now: Duration) -> Duration {
@@ -430,6 +437,8 @@ pub type Render = Box<dyn Fn(&[Vec<Stats>]) -> Option<String> + Send>;
 pub struct ReporterConfig {
     /// Print the ETA line on standard error.
     pub eta: bool,
+    /// End the ETA line with a new line (not a carriage return) once every this long.
+    pub eta_newline: Option<Duration>,
     /// Print an interim report this often.
     pub status_interval: Option<Duration>,
     /// Renders the interim report from each job's snapshots (by job, as [`Live::snapshots`]).
@@ -498,6 +507,7 @@ fn reporter_loop(
     let mut prev = Counters::default();
     let mut last = Instant::now();
     let mut next_status = cfg.status_interval.map(|t| Instant::now() + t);
+    let mut next_newline = cfg.eta_newline.map(|t| Instant::now() + t);
     let mut width = 0usize;
     loop {
         let now = Instant::now();
@@ -533,9 +543,17 @@ fn reporter_loop(
             let line = live.line(&mut prev, now.duration_since(last));
             last = now;
             let pad = width.saturating_sub(line.len());
-            width = line.len();
+            // fio's --eta-newline: this period's line stays, the next starts below it.
+            let end = match (next_newline, cfg.eta_newline) {
+                (Some(t), Some(every)) if now >= t => {
+                    next_newline = Some(now + every);
+                    '\n'
+                }
+                _ => '\r',
+            };
+            width = if end == '\n' { 0 } else { line.len() };
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{line}{:pad$}\r", "");
+            let _ = write!(err, "{line}{:pad$}{end}", "");
             let _ = err.flush();
             drew.store(true, Ordering::Relaxed);
         }

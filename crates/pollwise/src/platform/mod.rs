@@ -118,9 +118,10 @@ pub fn run(platform: &Platform, jobs: &[ThreadJob]) -> Result<Vec<ThreadResult>>
                 }));
                 let r = match r {
                     Ok(r) => r,
-                    Err(_) => Err(Error::Io(format!(
-                        "simulated thread {i} panicked (a pollwise bug; please report it)"
-                    ))),
+                    Err(_) => Err(Error::ThreadLost {
+                        what: "a simulated thread",
+                        panicked: true,
+                    }),
                 };
                 if r.is_err() {
                     shared.abort();
@@ -149,7 +150,10 @@ pub fn run(platform: &Platform, jobs: &[ThreadJob]) -> Result<Vec<ThreadResult>>
                 first_err.get_or_insert(e);
             }
             Err(_) => {
-                first_err.get_or_insert(Error::Io("a simulated thread panicked".into()));
+                first_err.get_or_insert(Error::ThreadLost {
+                    what: "a simulated thread",
+                    panicked: true,
+                });
             }
         }
     }

@@ -103,10 +103,6 @@ impl Default for PollerConfig {
     }
 }
 
-/// The operation an [`Error::Os`] names when the poller's own io_uring cannot be set up (the
-/// usual cause: locked-memory limits against a large `depth`).
-pub const RING_SETUP_OP: &str = "setting up the shared poller's io_uring";
-
 /// The largest [`PollerConfig::depth`]: the poller's ring holds depth + 1 entries (the doorbell's poll),
 /// rounded up to a power of two, and the kernel's largest ring is 32768.
 pub const MAX_POLLER_DEPTH: u32 = 32767;

@@ -24,8 +24,8 @@ use std::thread::JoinHandle;
 
 use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
+use super::POLL_IDLE_NS;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
-use super::{POLL_IDLE_NS, RING_SETUP_OP};
 use crate::clock::{self, Clock};
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;
@@ -44,7 +44,7 @@ use crate::sys::uring::{
     SetupError, SetupParams, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
     IORING_SETUP_SINGLE_ISSUER,
 };
-use crate::{Error, Result};
+use crate::{Error, Op, Result};
 use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
@@ -99,8 +99,7 @@ impl SharedPoller {
             (ch, status)
         });
         let status = auto.as_ref().map(|(_, s)| s.clone());
-        let bell = EventFd::new()
-            .map_err(|e| Error::Io(format!("cannot create the poller's eventfd: {e}")))?;
+        let bell = EventFd::new().map_err(|e| Error::os("creating the poller's eventfd", e))?;
         let shared = Arc::new(PollerShared::new(bell, clock.clone()));
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let sh = shared.clone();
@@ -119,7 +118,7 @@ impl SharedPoller {
                 };
                 w.run()
             })
-            .map_err(|e| Error::Io(format!("cannot start the poller thread: {e}")))?;
+            .map_err(|e| Error::os("starting the poller thread", e))?;
         match rx.recv() {
             Ok(Ok(())) => Ok(SharedPoller {
                 shared,
@@ -132,7 +131,10 @@ impl SharedPoller {
             }
             Err(_) => {
                 let _ = thread.join();
-                Err(Error::Io("the poller thread died while starting".into()))
+                Err(Error::ThreadLost {
+                    what: "the poller thread",
+                    panicked: true,
+                })
             }
         }
     }
@@ -140,11 +142,12 @@ impl SharedPoller {
     /// A new client with its own rings and file table.
     pub fn client(&self, opts: ClientOptions) -> Result<Client> {
         if opts.depth == 0 || opts.depth > 1 << 20 {
-            return Err(Error::Usage(format!(
-                "a shared-poller client's depth of {} is out of range: use 1 to {}",
-                opts.depth,
-                1 << 20
-            )));
+            return Err(Error::OutOfRange {
+                what: "a shared-poller client's depth",
+                value: opts.depth as u64,
+                min: 1,
+                max: 1 << 20,
+            });
         }
         let (client, cs, ends) = Client::new(&opts, self.shared.clone());
         {
@@ -154,7 +157,10 @@ impl SharedPoller {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             if self.shared.dead.load(Ordering::SeqCst) {
-                return Err(Error::Io("the shared poller has stopped".into()));
+                return Err(Error::ThreadLost {
+                    what: "the shared poller",
+                    panicked: false,
+                });
             }
             p.push((cs, ends));
             self.shared.clients.fetch_add(1, Ordering::Relaxed);
@@ -198,7 +204,10 @@ impl SharedPoller {
                 r.counters.abandoned = abandoned;
                 r
             }),
-            Err(_) => Err(Error::Io("the poller thread panicked".into())),
+            Err(_) => Err(Error::ThreadLost {
+                what: "the poller thread",
+                panicked: true,
+            }),
         }
     }
 }
@@ -361,15 +370,12 @@ impl Worker {
                 )
             })?;
         }
-        timerslack::set_timer_slack_1ns().map_err(|e| {
-            Error::Io(format!(
-                "cannot set the poller thread's timer slack to 1 ns: {e}"
-            ))
-        })?;
+        timerslack::set_timer_slack_1ns()
+            .map_err(|e| Error::os("setting the poller thread's timer slack to 1 ns", e))?;
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
         let ring = build_ring(entries)
-            .map_err(|e| Error::os(format!("{RING_SETUP_OP} ({entries} entries)"), e.source))?;
+            .map_err(|e| Error::os(Op::PollerRingSetup { entries }, e.source))?;
         let cap = cfg.depth as usize;
         let reqs = Slots::new(cap).map_err(|e| Error::config("depth", e.to_string()))?;
         Ok(Worker {
@@ -762,9 +768,7 @@ impl Worker {
                 self.c.refused += 1;
                 Ok(Entered::Again)
             }
-            Err(e) => Err(Error::Io(format!(
-                "the shared poller's io_uring_enter failed: {e}"
-            ))),
+            Err(e) => Err(Error::os("the shared poller's io_uring_enter", e)),
         }
     }
 

@@ -27,12 +27,15 @@
 pub mod channel;
 pub mod deadline;
 pub mod fault;
+pub mod libaio;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 pub mod model;
+pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
 pub mod ring;
 pub mod sim;
+pub mod sync;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod uring;
@@ -186,6 +189,13 @@ pub unsafe trait Queue {
         false
     }
 
+    /// True when [`submit`](Queue::submit) does the operations itself (a synchronous engine's
+    /// system call, the null engine): their clat then starts when the submit began, as fio
+    /// times its synchronous engines, not when it returned.
+    fn completes_in_submit(&self) -> bool {
+        false
+    }
+
     /// Operations submitted and not yet handed back.
     fn in_flight(&self) -> usize;
 
@@ -251,6 +261,9 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn poll_needs_enter(&self) -> bool {
         (**self).poll_needs_enter()
+    }
+    fn completes_in_submit(&self) -> bool {
+        (**self).completes_in_submit()
     }
     fn in_flight(&self) -> usize {
         (**self).in_flight()
@@ -737,8 +750,13 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// Makes every pushed operation visible to the device; returns how many were submitted.
     pub fn submit(&mut self) -> io::Result<usize> {
+        let before = self.clock.now_ns();
         let n = self.inner.submit()?;
-        let t = self.clock.now_ns();
+        let t = if self.inner.completes_in_submit() {
+            before
+        } else {
+            self.clock.now_ns()
+        };
         self.stamp(t, n);
         Ok(n)
     }
@@ -945,20 +963,15 @@ impl<Q: Queue + ?Sized> Drop for Tracked<Q> {
 }
 
 impl<Q: Queue + ?Sized> Tracked<Q> {
-    /// Cancels and waits for what is in flight, bounded; says so if some did not answer.
+    /// Cancels and waits for what is in flight, bounded; counts in [`crate::leaks`] what did not
+    /// answer.
     fn drain_on_drop(&mut self) {
         if self.ops.is_empty() {
             return;
         }
-        let n = self.ops.len();
         match self.cancel_and_drain(DROP_BOUND, &mut |_, _| {}) {
-            Ok(0) => {}
-            Ok(left) => eprintln!(
-                "pollwise: {left} of {n} operations in flight did not answer cancellation within {DROP_BOUND:?}; their buffers are kept (leaked), not freed"
-            ),
-            Err(e) => eprintln!(
-                "pollwise: cancelling {n} operations in flight failed ({e}); their buffers are kept (leaked), not freed"
-            ),
+            Ok(left) => crate::leaks::add_unanswered(left as u64),
+            Err(_) => crate::leaks::add_cancel_failure(),
         }
         // Requests still in flight stay so in the slab, which leaks their buffers when it drops
         // (after this, in either order with the device: neither frees what the kernel holds).

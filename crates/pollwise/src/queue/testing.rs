@@ -248,6 +248,9 @@ unsafe impl<Q: Queue> Queue for Refusing<Q> {
     fn poll_needs_enter(&self) -> bool {
         self.inner.poll_needs_enter()
     }
+    fn completes_in_submit(&self) -> bool {
+        self.inner.completes_in_submit()
+    }
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }

@@ -471,8 +471,8 @@ impl Drop for UringQueue {
             return;
         }
         let _ = self.submit();
-        if let Err(e) = self.cancel_all() {
-            eprintln!("pollwise: cancelling io_uring operations at drop failed: {e}");
+        if self.cancel_all().is_err() {
+            crate::leaks::add_cancel_failure();
         }
         let deadline = std::time::Instant::now() + DROP_BOUND;
         while self.in_flight > self.cancels {
@@ -487,12 +487,9 @@ impl Drop for UringQueue {
             }
             self.reap(&mut |_| {});
         }
-        if self.in_flight > self.cancels {
-            eprintln!(
-                "pollwise: {} io_uring operations did not answer cancellation within {DROP_BOUND:?}; whoever owns their buffers must not free them",
-                self.in_flight - self.cancels
-            );
-        }
+        // What did not answer is counted, not printed: whoever owns their buffers must not free
+        // them.
+        crate::leaks::add_unanswered(self.in_flight.saturating_sub(self.cancels) as u64);
     }
 }
 

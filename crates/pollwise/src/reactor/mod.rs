@@ -177,7 +177,7 @@ impl FdMonKind {
                 }),
             FdMonKind::Epoll => fdmon_epoll::EpollFdMonitor::new()
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
-                .map_err(|e| Error::Io(format!("cannot create an epoll instance: {e}"))),
+                .map_err(|e| Error::os("creating an epoll instance", e)),
         }
     }
 }
@@ -434,9 +434,8 @@ impl Reactor {
         clock: Arc<dyn Clock>,
         fdmon: Box<dyn FdMonitor>,
     ) -> Result<Self> {
-        let notifier = Arc::new(
-            EventFd::new().map_err(|e| Error::Io(format!("cannot create an eventfd: {e}")))?,
-        );
+        let notifier =
+            Arc::new(EventFd::new().map_err(|e| Error::os("creating the reactor's eventfd", e))?);
         let prune = cfg.poll_idle_ns.is_some() && fdmon.supports_polling();
         let slots = cfg
             .max_sources
@@ -467,7 +466,7 @@ impl Reactor {
         };
         r.core
             .add(Box::new(NotifierSource(notifier)), true)
-            .map_err(|e| Error::Io(format!("cannot monitor the reactor's eventfd: {e}")))?;
+            .map_err(|e| Error::os("monitoring the reactor's eventfd", e))?;
         Ok(r)
     }
 

@@ -21,13 +21,11 @@
 //! [`State::InFlight`] or [`State::Cancelled`]: then no safe method hands it out. Only the queue
 //! layer moves a request out of the kernel's hands ([`Slab::finish`] is `unsafe`: its caller
 //! vouches that the device handed the completion back). A slab dropped with requests still in the
-//! kernel's hands does not free their buffers: it leaks them ([`leaked_bytes`]) and says so, so
+//! kernel's hands does not free their buffers: it leaks them and counts them ([`leaked_bytes`], [`crate::leaks`]), so
 //! no correctness rests on which of a queue and a slab is dropped first.
 
 pub mod buffers;
 pub mod slots;
-
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use buffers::{AlignedBuf, BufError};
 pub use slots::{Handle, Slots, StaleHandle};
@@ -132,12 +130,10 @@ pub struct RawBuf {
     pub index: usize,
 }
 
-static LEAKED_BYTES: AtomicU64 = AtomicU64::new(0);
-
 /// Bytes of request buffers leaked on purpose in this process: slabs dropped while the kernel
-/// still held some of their requests.
+/// still held some of their requests ([`crate::leaks::leaks`]'s `bytes`).
 pub fn leaked_bytes() -> u64 {
-    LEAKED_BYTES.load(Ordering::Relaxed)
+    crate::leaks::leaks().bytes
 }
 
 #[derive(Debug)]
@@ -439,10 +435,7 @@ impl Drop for Slab {
                     n
                 })
                 .sum();
-            LEAKED_BYTES.fetch_add(leaked as u64, Ordering::Relaxed);
-            eprintln!(
-                "pollwise: a slab dropped while its buffers are a device's fixed buffers; leaking their {leaked} bytes rather than freeing memory the device may use"
-            );
+            crate::leaks::add_bytes(leaked as u64);
             return;
         }
         if self.in_kernel == 0 {
@@ -462,11 +455,7 @@ impl Drop for Slab {
                 std::mem::forget(b);
             }
         }
-        LEAKED_BYTES.fetch_add(leaked as u64, Ordering::Relaxed);
-        eprintln!(
-            "pollwise: {} request(s) still in the kernel's hands when their slab was dropped; leaking their {leaked} bytes of buffers rather than freeing memory the kernel may write",
-            self.in_kernel
-        );
+        crate::leaks::add_bytes(leaked as u64);
     }
 }
 
