@@ -2,7 +2,11 @@
 //! CPUs, grouping): the settings, and how a job thread applies them to its engine. Both the job
 //! (`job.rs`) and the run of several jobs (`jobs.rs`) use it; it uses neither.
 
-use pollwise::engine::{Engine, RateLimit};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pollwise::engine::{Engine, Gate, RateLimit};
+pub use pollwise::pattern::BlockSizes;
 
 use crate::options::SizeOrPercent;
 use crate::{Error, Result};
@@ -41,6 +45,8 @@ pub struct JobExtras {
     pub group_reporting: bool,
     /// `stonewall` / `wait_for_previous`.
     pub stonewall: bool,
+    /// `new_group`: the job starts a new reporting group (fio's `groupid`), without waiting.
+    pub new_group: bool,
     /// `description`.
     pub description: Option<String>,
     /// Resolved by [`resolve`](crate::jobs::resolve): the bytes each thread's requests fall in, from its offset.
@@ -50,6 +56,157 @@ pub struct JobExtras {
     /// fio's `allow_mounted_write`: write to a block device that is mounted or holds a
     /// filesystem (refused by default).
     pub allow_mounted_write: bool,
+    /// One file per clone (fio's default names, `jobname.jobnum.filenum`): thread `i` does its
+    /// I/O on `clone_files[i]`; empty: every thread uses the job's `filename`.
+    pub clone_files: Vec<std::path::PathBuf>,
+    /// `filesize`: the file's size when it differs from the I/O's `size`.
+    pub filesize: Option<u64>,
+    /// `startdelay`: wait this long before starting.
+    pub startdelay: std::time::Duration,
+    /// `norandommap`: random offsets may repeat within a pass.
+    pub norandommap: bool,
+    /// `bsrange` / `bssplit`: sizes per direction (read, write) when they vary.
+    pub sizes: [Option<BlockSizes>; 2],
+    /// `blockalign`: random offsets are multiples of it.
+    pub align: Option<u64>,
+    /// `rw=read:N`: bytes skipped after each sequential request (negative: backwards).
+    pub seq_add: i64,
+    /// `rw=randread:N`: a new random offset every N requests.
+    pub random_every: u64,
+    /// fio's `flow`, `flow_id`, `flow_sleep`.
+    pub flow: Option<FlowShare>,
+    /// `wait_for`: the name of an earlier job this one starts after.
+    pub wait_for: Option<String>,
+    /// `random_distribution` other than `random`.
+    pub distribution: Option<pollwise::pattern::Distribution>,
+    /// `exitall` (with `exitall_on_error`): what this job's end stops, if anything.
+    pub exit: Option<ExitAll>,
+    /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
+    pub zones: Option<(u64, u64, u64)>,
+    /// fio's checksum besides the crc32c header, and `verify_interval`.
+    pub verify_mode: pollwise::digest::Verify,
+    /// `do_verify=0`: write the verify headers, read nothing back.
+    pub skip_verify: bool,
+    /// `number_ios`: at most this many requests per thread.
+    pub number_ios: Option<u64>,
+    /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
+    /// `scramble_buffers`, `buffer_compress_percentage`; fio's default otherwise).
+    pub content: pollwise::content::Content,
+}
+
+/// fio's `exitall` and `exit_what`: when a job ends (or, with `exitall_on_error` only, fails),
+/// the jobs it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitAll {
+    /// On the job's end (`exitall`), not only on its error (`exitall_on_error`).
+    pub on_end: bool,
+    /// `exit_what=all`: the jobs still to come too; else the jobs running (fio's `group` and
+    /// `stonewall`: pollwise runs one stonewall group at a time).
+    pub all: bool,
+}
+
+/// A flow: the jobs that share a `flow_id` and their counter (fio's `struct fio_flow`).
+#[derive(Debug)]
+pub struct Flow {
+    /// Requests the flow's jobs issued, plus one.
+    counter: AtomicU64,
+    /// The sum of the weights of the flow's running job threads.
+    weight: AtomicU64,
+}
+
+impl Default for Flow {
+    fn default() -> Flow {
+        Flow {
+            counter: AtomicU64::new(1),
+            weight: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A job's part in a flow (fio's `flow=WEIGHT`, `flow_id`, `flow_sleep`): each of its threads
+/// issues a request only while its share of the flow's requests is at most its share of the
+/// flow's weight, so jobs of weights 1 and 8 run about 1:8; held back, it waits `sleep`.
+#[derive(Debug, Clone)]
+pub struct FlowShare {
+    /// `flow_id`.
+    pub id: u64,
+    /// `flow`.
+    pub weight: u32,
+    /// `flow_sleep`.
+    pub sleep: std::time::Duration,
+    /// The flow, shared by every job of `id` in the run (set when the jobs are started).
+    pub flow: Option<Arc<Flow>>,
+}
+
+impl PartialEq for FlowShare {
+    fn eq(&self, o: &FlowShare) -> bool {
+        (self.id, self.weight, self.sleep) == (o.id, o.weight, o.sleep)
+    }
+}
+
+/// One job thread in a flow: its weight counts while it runs, its requests leave with it.
+struct FlowMember {
+    flow: Arc<Flow>,
+    weight: u64,
+    mine: u64,
+}
+
+impl Drop for FlowMember {
+    fn drop(&mut self) {
+        self.flow.counter.fetch_sub(self.mine, Ordering::Relaxed);
+        self.flow.weight.fetch_sub(self.weight, Ordering::Relaxed);
+    }
+}
+
+impl FlowShare {
+    /// The engine gate of one job thread in the flow (fio's `flow_threshold_exceeded`).
+    fn gate(&self) -> Option<Gate> {
+        let flow = self.flow.clone()?;
+        let weight = self.weight as u64;
+        flow.weight.fetch_add(weight, Ordering::Relaxed);
+        let mut m = FlowMember {
+            flow,
+            weight,
+            mine: 0,
+        };
+        let sleep = self.sleep;
+        Some(Box::new(move || {
+            let total = m.flow.counter.load(Ordering::Relaxed).max(1) as f64;
+            let weights = m.flow.weight.load(Ordering::Relaxed).max(1) as f64;
+            if m.mine as f64 / total > m.weight as f64 / weights {
+                return Some(sleep);
+            }
+            m.flow.counter.fetch_add(1, Ordering::Relaxed);
+            m.mine += 1;
+            None
+        }))
+    }
+}
+
+/// Gives every job in a flow the run's one [`Flow`] of its `flow_id`.
+pub fn join_flows(jobs: &mut [crate::job::JobSpec]) {
+    let mut flows: std::collections::HashMap<u64, Arc<Flow>> = Default::default();
+    for j in jobs {
+        if let Some(f) = j.extra.flow.as_mut() {
+            f.flow = Some(flows.entry(f.id).or_default().clone());
+        }
+    }
+}
+
+/// fio's `groupid` of each job: a job with `stonewall` or `new_group` after the first job of
+/// the current group starts the next group (0, 1, 2, ...).
+pub fn group_ids<'a>(jobs: impl IntoIterator<Item = &'a JobExtras>) -> Vec<u32> {
+    let (mut id, mut in_group) = (0u32, 0usize);
+    jobs.into_iter()
+        .map(|x| {
+            if (x.stonewall || x.new_group) && in_group > 0 {
+                id += 1;
+                in_group = 0;
+            }
+            in_group += 1;
+            id
+        })
+        .collect()
 }
 
 /// Parses fio's CPU list: `0-3,6,8-9`.
@@ -76,9 +233,22 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>> {
 }
 
 impl JobExtras {
-    /// The bytes a slot's buffer must hold: the larger of the read and write block sizes.
+    /// The bytes a slot's buffer must hold: the largest block size of any direction.
     pub fn buf_len(&self, bs: u32) -> usize {
-        bs.max(self.write_bs.unwrap_or(0)) as usize
+        let varying = self.sizes.iter().flatten().map(BlockSizes::max).max();
+        bs.max(self.write_bs.unwrap_or(0)).max(varying.unwrap_or(0)) as usize
+    }
+
+    /// Whether requests vary in size (`bsrange`, `bssplit`).
+    pub fn varies(&self) -> bool {
+        self.sizes.iter().any(Option::is_some)
+    }
+
+    /// The smallest block size of any direction.
+    pub fn min_bs(&self, bs: u32) -> u32 {
+        let varying = self.sizes.iter().flatten().map(BlockSizes::min).min();
+        let fixed = bs.min(self.write_bs.unwrap_or(bs));
+        varying.map_or(fixed, |v| v.min(fixed))
     }
 
     /// Pins the calling thread to `cpus_allowed`, if given.
@@ -106,6 +276,20 @@ impl JobExtras {
             engine.set_rate(Some(r))?;
         }
         engine.set_reap_each(self.reap_each);
+        engine.set_block_sizes(pollwise::request::Dir::Read, self.sizes[0].clone())?;
+        engine.set_block_sizes(pollwise::request::Dir::Write, self.sizes[1].clone())?;
+        engine.set_block_align(self.align);
+        engine.set_seq_add(self.seq_add);
+        engine.set_random_every(self.random_every);
+        engine.set_distribution(self.distribution.clone());
+        engine.set_zones(self.zones)?;
+        engine.set_verify_mode(self.verify_mode)?;
+        engine.set_content(Some(self.content.clone()));
+        if let Some(f) = &self.flow {
+            engine.set_gate(f.gate());
+        }
+        // fio's random map unless norandommap.
+        engine.set_random_map(!self.norandommap);
         Ok(())
     }
 

@@ -27,7 +27,6 @@ use pollwise::queue::Queue;
 use pollwise::request::Slab;
 use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise::sys::limits;
-use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
@@ -186,6 +185,9 @@ pub struct JobSpec {
     pub fault: Option<pollwise::queue::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
     pub continue_on_error: pollwise::engine::ContinueOn,
+    /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
+    /// several jobs.
+    pub halt: Option<Arc<AtomicBool>>,
 }
 
 impl Default for JobSpec {
@@ -233,6 +235,28 @@ impl Default for JobSpec {
             live: None,
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
+            halt: None,
+        }
+    }
+}
+
+impl JobSpec {
+    /// Thread `i`'s spec: the job's, on the clone's own file if it has one.
+    pub fn clone_for(&self, i: usize) -> JobSpec {
+        let mut c = self.clone();
+        if let Some(f) = self.extra.clone_files.get(i) {
+            c.filename = f.clone();
+        }
+        c
+    }
+
+    /// fio's defaults, for a job file's jobs: sequential reads (`rw=read`), buffered
+    /// (`direct=0`); the rest as [`JobSpec::default`].
+    pub fn fio() -> JobSpec {
+        JobSpec {
+            rw: Rw::Read,
+            direct: false,
+            ..JobSpec::default()
         }
     }
 }
@@ -343,10 +367,10 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--fixedbufs registers one buffer per --iodepth slot, and the kernel registers at most {MAX_FIXED_BUFFERS} buffers per ring: use --iodepth={MAX_FIXED_BUFFERS} or less, or run without --fixedbufs"
         ));
     }
-    if spec.verify && (spec.bs as usize) < verify::HEADER {
+    if spec.verify && (spec.bs as usize) < spec.extra.verify_mode.min_block() {
         return u(format!(
             "--verify needs --bs of at least {} bytes",
-            verify::HEADER
+            spec.extra.verify_mode.min_block()
         ));
     }
     let buffers = spec.bs as u128 * spec.iodepth as u128 * spec.numjobs as u128;
@@ -726,8 +750,10 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
             path.display()
         )));
     }
-    if !is_blockdev && existing < size {
-        lay_out(path, existing, size, spec.direct)?;
+    // fio's filesize: the file is that long, whatever part of it the I/O covers.
+    let file_len = size.max(spec.extra.filesize.unwrap_or(0));
+    if !is_blockdev && existing < file_len {
+        lay_out(path, existing, file_len, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
     let block_size = if spec.direct {
@@ -983,8 +1009,17 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
         return run_model_threads(spec, p);
     }
-    let target = prepare_target(spec)?;
     let n = spec.numjobs as usize;
+    // A clone with a file of its own (fio's default names) lays it out before any starts.
+    let clones: Vec<JobSpec> = (0..n).map(|i| spec.clone_for(i)).collect();
+    let mut targets = Vec::with_capacity(n);
+    for (i, c) in clones.iter().enumerate() {
+        targets.push(if i == 0 || !spec.extra.clone_files.is_empty() {
+            prepare_target(c)?
+        } else {
+            targets[0]
+        });
+    }
     let barrier = Arc::new(Barrier::new(n + 1));
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
@@ -997,8 +1032,8 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let mut fd_tx = Some(fd_tx);
     let fd_rx = Arc::new(std::sync::Mutex::new(fd_rx));
     let mut handles = Vec::with_capacity(n);
-    for i in 0..n {
-        let spec = spec.clone();
+    for (i, spec) in clones.into_iter().enumerate() {
+        let target = targets[i];
         let barrier = barrier.clone();
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
@@ -1153,6 +1188,10 @@ fn ran_as_asked(
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
         return Ok(());
     }
+    // Stopped by another job's end (fio's exitall): what it did is what it was asked to do.
+    if ended == Ended::Stopped && spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)) {
+        return Ok(());
+    }
     let who = if spec.numjobs > 1 {
         format!("job {} (thread {} of {})", spec.name, i + 1, spec.numjobs)
     } else {
@@ -1225,8 +1264,11 @@ fn job_thread(
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
+        let halt = spec.halt.clone();
         engine.set_stop_check(move || {
-            crate::signals::interrupted() || failed.load(Ordering::Relaxed)
+            crate::signals::interrupted()
+                || failed.load(Ordering::Relaxed)
+                || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
         });
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1296,8 +1338,16 @@ fn job_thread(
         // No --runtime (0): no time limit; a job that is not time-based ends when its size is
         // done, as fio's.
         let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+        // fio's number_ios: at most this many requests, whatever else the job says.
+        let cap = spec
+            .extra
+            .number_ios
+            .map(|k| engine.submitted().saturating_add(k));
         let stop = match (spec.time_based, until) {
-            (true, Some(t)) => Stop::At(t),
+            (true, Some(t)) => match cap {
+                Some(k) => Stop::Either(t, k),
+                None => Stop::At(t),
+            },
             (true, None) => {
                 return Err(Error::Usage(
                     "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
@@ -1310,7 +1360,14 @@ fn job_thread(
                     spec.io_size
                 };
                 // Counted from now: the ramp's requests do not count (fio resets them too).
-                let n = engine.submitted() + (io_size / spec.bs as u64).max(1);
+                // Requests of several sizes stop on their bytes.
+                let n = if spec.extra.varies() || spec.extra.zones.is_some() {
+                    engine.set_byte_limit(Some(io_size));
+                    u64::MAX
+                } else {
+                    engine.submitted() + (io_size / spec.bs as u64).max(1)
+                };
+                let n = n.min(cap.unwrap_or(u64::MAX));
                 match until {
                     Some(t) => Stop::Either(t, n),
                     None => Stop::Ios(n),
@@ -1391,7 +1448,8 @@ fn job_thread(
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
     // An interrupted run exits promptly: reading everything back could take long.
-    if spec.verify && spec.rw.writes() && !crate::signals::interrupted() {
+    if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && !crate::signals::interrupted()
+    {
         if let Some(t) = live {
             t.set(State::Verify);
         }

@@ -14,6 +14,8 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
 use pollwise::stats::Stats;
@@ -90,6 +92,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         spec.extra.region = Some((offset, region));
         spec.extra.increment = increment;
     }
+    let explicit_io_size = spec.io_size != 0;
     // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
     if (ranged || loops > 1) && !spec.time_based {
         let once = if spec.io_size != 0 {
@@ -98,6 +101,22 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             region
         };
         spec.io_size = once * loops;
+    }
+    if !spec.time_based && !explicit_io_size {
+        let bs = spec.bs as u64;
+        if spec.extra.varies() {
+            // A pass moves the region's whole units of the smallest size, once each.
+            let min = spec.extra.min_bs(spec.bs) as u64;
+            spec.io_size = region / min * min * loops;
+        } else if spec.extra.seq_add > 0 && !spec.rw.random() {
+            // With holes a pass does what fits: a request every bs + add bytes.
+            let per_pass = if region >= bs {
+                (region - bs) / (bs + spec.extra.seq_add as u64) + 1
+            } else {
+                0
+            };
+            spec.io_size = per_pass.max(1) * bs * loops;
+        }
     }
     Ok(())
 }
@@ -108,6 +127,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 /// A job of `numjobs` threads gives one entry per thread (fio's clones, each reported as a job)
 /// unless `group_reporting` asks for one merged entry.
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
+    let mut jobs = jobs.to_vec();
+    crate::extras::join_flows(&mut jobs);
+    // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
+    // run), through each job's halt flag.
+    let halt_all = Arc::new(AtomicBool::new(false));
+    let jobs = jobs.as_slice();
     let mut out = Vec::with_capacity(jobs.len());
     let mut start = 0;
     while start < jobs.len() {
@@ -115,18 +140,61 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
         while end < jobs.len() && !jobs[end].extra.stonewall {
             end += 1;
         }
-        let group = &jobs[start..end];
+        if halt_all.load(Ordering::SeqCst) {
+            // exit_what=all: the jobs still to come never run; fio reports none of them.
+            break;
+        }
+        let halt = Arc::new(AtomicBool::new(false));
+        let group: Vec<JobSpec> = jobs[start..end]
+            .iter()
+            .map(|j| JobSpec {
+                halt: Some(halt.clone()),
+                ..j.clone()
+            })
+            .collect();
+        let group = group.as_slice();
         // Lay out every file first, one at a time: jobs sharing a file must not race to write it.
         for j in group {
             prepare_target(j)?;
+            for i in 1..j.extra.clone_files.len() {
+                prepare_target(&j.clone_for(i))?;
+            }
         }
+        // fio's wait_for: a job starts once the job it names (earlier in this group) is done.
+        let done: Vec<(Mutex<bool>, Condvar)> = group.iter().map(|_| Default::default()).collect();
+        let waitees: Vec<Option<usize>> = group
+            .iter()
+            .enumerate()
+            .map(|(k, j)| {
+                let name = j.extra.wait_for.as_deref()?;
+                group[..k].iter().position(|w| w.name == name)
+            })
+            .collect();
+        let done = &done;
+        let (halt, halt_all) = (&halt, &halt_all);
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
                 .iter()
-                .map(|j| {
+                .enumerate()
+                .map(|(k, j)| {
+                    let waitee = waitees[k].map(|w| &done[w]);
                     std::thread::Builder::new()
                         .name("pollwise-jobs".into())
-                        .spawn_scoped(s, move || one_job(j))
+                        .spawn_scoped(s, move || {
+                            let r = wait_until_done(waitee).and_then(|()| one_job(j));
+                            if let Some(x) = j.extra.exit {
+                                if x.on_end || r.is_err() {
+                                    halt.store(true, Ordering::SeqCst);
+                                    if x.all {
+                                        halt_all.store(true, Ordering::SeqCst);
+                                    }
+                                }
+                            }
+                            let (flag, cv) = &done[k];
+                            *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                            cv.notify_all();
+                            r
+                        })
                 })
                 .collect();
             handles
@@ -153,6 +221,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
 /// One job's entries: its threads one by one, or merged under `group_reporting` (or with one
 /// thread, or with clones sharing one SQPOLL thread, whose CPU cannot be told apart).
 fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
+    start_delay(j.extra.startdelay)?;
     let (threads, process) = run_job_threads(j)?;
     if threads.len() <= 1 || j.extra.group_reporting || j.sqthread_share {
         let mut total = Stats::default();
@@ -163,6 +232,39 @@ fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
         return Ok(vec![total]);
     }
     Ok(threads)
+}
+
+/// Waits for the job whose done flag is `waitee` (fio's `wait_for`), if any; a signal ends
+/// the wait at once.
+fn wait_until_done(waitee: Option<&(Mutex<bool>, Condvar)>) -> Result<()> {
+    let Some((flag, cv)) = waitee else {
+        return Ok(());
+    };
+    let mut done = flag.lock().unwrap_or_else(|e| e.into_inner());
+    while !*done {
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted(
+                "while waiting for the job named by wait_for",
+            ));
+        }
+        done = cv
+            .wait_timeout(done, std::time::Duration::from_millis(20))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    Ok(())
+}
+
+/// Waits `delay` (fio's `startdelay`), in slices so that a signal ends it at once.
+fn start_delay(delay: std::time::Duration) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < delay {
+        if crate::signals::interrupted() {
+            return Err(Error::interrupted("during startdelay"));
+        }
+        std::thread::sleep((delay - t0.elapsed()).min(std::time::Duration::from_millis(20)));
+    }
+    Ok(())
 }
 
 /// One job to run: its spec and fio's "job options" as given.
@@ -209,6 +311,17 @@ pub fn parse_only_text(jobs: &[Planned]) -> String {
 pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, String)>>)> {
     let mut specs = Vec::new();
     let mut given = Vec::new();
+    let names: Vec<String> = planned.iter().map(|p| p.spec.name.clone()).collect();
+    for (k, p) in planned.iter().enumerate() {
+        if let Some(w) = p.spec.extra.wait_for.as_deref() {
+            if !names[..k].iter().any(|n| n == w) {
+                return Err(Error::Usage(format!(
+                    "job {}: wait_for={w} names no job before it: name a job defined earlier",
+                    p.spec.name
+                )));
+            }
+        }
+    }
     for p in planned {
         let mut s = p.spec;
         resolve(&mut s)?;

@@ -27,6 +27,8 @@ use std::time::Duration;
 use crate::queue::deadline;
 
 use crate::clock::Clock;
+use crate::content::Content;
+use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
 use crate::queue::{Completion, OpKind, Queue, QueueCounters, RequestOp, RequestsMut, Tracked};
@@ -173,6 +175,13 @@ pub struct Done {
     pub done_ns: u64,
 }
 
+/// A gate every request the run loop pushes passes first (see [`Engine::set_gate`]): `None`
+/// lets it go, `Some(wait)` holds it back for about `wait`.
+pub type Gate = Box<dyn FnMut() -> Option<Duration> + Send>;
+
+/// The least an engine with nothing in flight waits when its gate holds a request back.
+pub const GATE_MIN_WAIT: Duration = Duration::from_micros(10);
+
 /// A hook called for every request the engine handles (see [`Engine::set_on_done`]).
 pub type OnDone = Box<dyn FnMut(&Done) + Send>;
 
@@ -305,6 +314,10 @@ pub struct Engine {
     error: Option<Error>,
     on_done: Option<OnDone>,
     pace: Option<Pace>,
+    /// Asked before every request the run loop pushes (see [`Engine::set_gate`]).
+    gate: Option<Gate>,
+    /// How long the gate asked to wait when it last held a request back.
+    gate_wait: Option<Duration>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<Box<dyn Fn() -> bool + Send + Sync>>,
     extra: Extras,
@@ -393,6 +406,8 @@ impl Engine {
             on_done: None,
             pace: None,
             stop_check: None,
+            gate: None,
+            gate_wait: None,
             extra: Extras::default(),
             errs: ErrorHandling::new(depth),
             cfg,
@@ -486,7 +501,7 @@ impl Engine {
         Ok(left)
     }
 
-    fn next_io(&mut self) -> (Dir, u64) {
+    fn next_io(&mut self) -> (Dir, u64, u32) {
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
@@ -498,26 +513,143 @@ impl Engine {
                 }
             }
         };
-        let bs = self.bs_of(dir) as u64;
-        let (base, len) = self.region();
-        let off = if self.cfg.rw.random() {
-            let blocks = (len / bs).max(1);
-            if bs == self.cfg.bs as u64 && len == self.cfg.size {
-                // The common case keeps its precomputed block count.
-                self.rng.below(self.blocks) * bs
+        let (base, len) = self.zone();
+        let d = dir_index(dir);
+        // fio's `rw=randread:N`: a new random offset every N requests, sequential between.
+        let random = self.cfg.rw.random() && self.extra.rand_left == 0;
+        if self.cfg.rw.random() {
+            self.extra.rand_left = if random {
+                self.extra.random_every.saturating_sub(1)
             } else {
-                self.rng.below(blocks) * bs
+                self.extra.rand_left - 1
+            };
+        }
+        let (off, n) = match (random, self.extra.sizes[d].take()) {
+            (true, Some(sizes)) => {
+                let r = self.random_sized(&sizes, len);
+                self.extra.sizes[d] = Some(sizes);
+                r
             }
-        } else {
-            let pos = &mut self.extra.seq_pos[dir_index(dir)];
-            if *pos + bs > len {
-                *pos = 0;
+            (true, None) => {
+                let bs = self.bs_of(dir) as u64;
+                (self.random_block(bs, len), bs)
             }
-            let o = *pos;
-            *pos += bs;
-            o
+            (false, sizes) => {
+                let min = sizes
+                    .as_ref()
+                    .map_or(self.bs_of(dir) as u64, |s| s.min() as u64);
+                let pos = &mut self.extra.seq_pos[d];
+                if *pos + min > len {
+                    *pos = 0;
+                }
+                let o = *pos;
+                let n = match &sizes {
+                    Some(s) => s.pick(&mut self.rng, len - o) as u64,
+                    None => min,
+                };
+                self.extra.sizes[d] = sizes;
+                (o, n)
+            }
         };
-        (dir, base + off)
+        // Where the next sequential request of this direction goes: right after this one, or
+        // with fio's `rw=read:N` that many bytes further (back, when negative; wrapping as fio).
+        let next = (off + n) as i128 + self.extra.seq_add as i128;
+        self.extra.seq_pos[d] = if next < 0 {
+            (len as i128 + self.extra.seq_add as i128).max(0) as u64
+        } else if next as u64 >= len {
+            0
+        } else {
+            next as u64
+        };
+        self.extra.bytes_pushed += n;
+        if let Some(z) = self.extra.zones.as_mut() {
+            z.done += n;
+        }
+        (dir, base + off, n as u32)
+    }
+
+    /// The range the next request falls in: the region, or with strided zones the current
+    /// zone (moving to the next once the zone's bytes are done, wrapping at the region's end).
+    fn zone(&mut self) -> (u64, u64) {
+        let (base, len) = self.region();
+        let Some(z) = self.extra.zones.as_mut() else {
+            return (base, len);
+        };
+        if z.done >= z.size {
+            z.done = 0;
+            z.start += z.range + z.skip;
+            // As fio's io_skip_bytes: the bytes skipped count toward the job's size.
+            self.extra.bytes_pushed += z.skip;
+            if z.start >= len {
+                z.start = 0;
+            }
+            self.extra.seq_pos = [0; 2];
+        }
+        let zone_len = z.range.min(len - z.start);
+        (base + z.start, zone_len)
+    }
+
+    /// A block of `0..blocks` from the job's random distribution, if it has one.
+    fn skewed_block(&mut self, blocks: u64) -> Option<u64> {
+        let dist = self.extra.distribution.as_ref()?;
+        if self.extra.skewed.as_ref().map(Skewed::len) != Some(blocks) {
+            let offset = self.cfg.seed ^ 0x2545_F491_4F6C_DD1D;
+            self.extra.skewed = Some(Skewed::new(dist.clone(), blocks, offset));
+        }
+        let s = self.extra.skewed.as_ref()?;
+        Some(s.next_block(&mut self.rng))
+    }
+
+    /// A random offset (bytes into a region of `len`) for a block of `bs`: from the random map
+    /// when it is on, else drawn on its own (aligned to `blockalign`, else to `bs`).
+    fn random_block(&mut self, bs: u64, len: u64) -> u64 {
+        let blocks = (len / bs).max(1);
+        if let Some(b) = self.skewed_block(blocks) {
+            return b * bs;
+        }
+        let one_bs = self.extra.write_bs.map_or(true, |w| w == self.cfg.bs);
+        let align = self.extra.align.unwrap_or(bs).max(1);
+        if self.extra.random_map && one_bs && align == bs {
+            let seed = self.cfg.seed ^ 0x52A4_D0F3_11C5_9E01;
+            let order = self
+                .extra
+                .order
+                .get_or_insert_with(|| BlockOrder::new(blocks, seed));
+            if order.len() != blocks {
+                *order = BlockOrder::new(blocks, seed);
+            }
+            order.next_block() * bs
+        } else if align != bs {
+            self.rng.below(len.saturating_sub(bs) / align + 1) * align
+        } else if bs == self.cfg.bs as u64 && len == self.cfg.size {
+            // The common case keeps its precomputed block count.
+            self.rng.below(self.blocks) * bs
+        } else {
+            self.rng.below(blocks) * bs
+        }
+    }
+
+    /// A random request of one of `sizes` in a region of `len`: (offset, length). With the
+    /// random map, the map's unit is the smallest size and a request ends before a unit done.
+    fn random_sized(&mut self, sizes: &BlockSizes, len: u64) -> (u64, u64) {
+        let min = sizes.min() as u64;
+        if let Some(u) = self.skewed_block((len / min).max(1)) {
+            let off = u * min;
+            return (off, sizes.pick(&mut self.rng, len - off) as u64);
+        }
+        if self.extra.random_map {
+            let want = sizes.pick(&mut self.rng, u64::MAX) as u64;
+            let seed = self.cfg.seed ^ 0x3C6E_F372_FE94_F82B;
+            let map = self
+                .extra
+                .units
+                .get_or_insert_with(|| UnitMap::new(len, min, seed));
+            return map.next(want);
+        }
+        let align = self.extra.align.unwrap_or(min).max(1);
+        let off = self.rng.below(len.saturating_sub(min) / align + 1) * align;
+        let n = sizes.pick(&mut self.rng, len - off) as u64;
+        (off, n)
     }
 
     /// Submits one request of `dir` at `offset` and returns its handle.
@@ -529,8 +661,12 @@ impl Engine {
     }
 
     fn push_one(&mut self, dir: Dir, offset: u64) -> Result<Handle> {
-        let now = self.clock.now_ns();
         let len = self.bs_of(dir);
+        self.push_io(dir, offset, len)
+    }
+
+    fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
+        let now = self.clock.now_ns();
         let meta = ReqMeta {
             dir,
             offset,
@@ -539,6 +675,7 @@ impl Engine {
             issued_ns: None,
         };
         let (verify, seed) = (self.cfg.verify, self.cfg.seed);
+        let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
         let h = slab
             .alloc(meta)
@@ -550,7 +687,10 @@ impl Engine {
             })?;
             // The slot may be longer than this request (bs=R,W): the header names `len`.
             let n = (len as usize).min(buf.len());
-            verify::fill(&mut buf[..n], offset, seed);
+            vmode.fill(&mut buf[..n], offset, seed);
+        }
+        if !verify {
+            self.fill_content(h, dir, offset, len)?;
         }
         self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
@@ -597,6 +737,40 @@ impl Engine {
         }
         self.submitted += 1;
         Ok(h)
+    }
+
+    /// Makes a write's buffer hold the job's content (see [`Engine::set_content`]); a read
+    /// marks its slot's buffer as no longer holding it.
+    fn fill_content(&mut self, h: Handle, dir: Dir, offset: u64, len: u32) -> Result<()> {
+        let Engine { q, extra, .. } = self;
+        let Some(c) = extra.content.as_ref() else {
+            return Ok(());
+        };
+        let i = h.index();
+        if extra.content_held.len() <= i {
+            extra.content_held.resize(i + 1, false);
+        }
+        if dir == Dir::Read {
+            extra.content_held[i] = false;
+            return Ok(());
+        }
+        let fresh = !extra.content_held[i];
+        if !fresh && c.fixed() {
+            return Ok(());
+        }
+        let mut slab = q.requests_mut().expect("an engine's queue owns its slab");
+        let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
+            index: h.index(),
+            generation: h.generation(),
+        })?;
+        let n = (len as usize).min(buf.len());
+        extra.writes_filled += 1;
+        let rng = extra
+            .content_rng
+            .get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
+        c.fill(&mut buf[..n], offset, fresh, rng, extra.writes_filled);
+        extra.content_held[i] = true;
+        Ok(())
     }
 
     /// Lets the policy reap at least `min` completions and handles each (with
@@ -653,8 +827,10 @@ impl Engine {
             errs,
             bound,
             cancelled,
+            extra,
             ..
         } = self;
+        let vmode = extra.verify;
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -699,7 +875,7 @@ impl Engine {
                                 .unwrap_or(false))
                     {
                         let n = (meta.len as usize).min(buf.len());
-                        verify::check(&buf[..n], meta.offset).map_err(verify_error)?;
+                        vmode.check(&buf[..n], meta.offset).map_err(verify_error)?;
                     }
                     &mut *read
                 }
@@ -787,7 +963,10 @@ impl Engine {
         let by_count = match stop {
             Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
             Stop::At(_) => false,
-        };
+        } || self
+            .extra
+            .byte_limit
+            .is_some_and(|b| self.extra.bytes_pushed >= b);
         if by_count {
             return Some(Ended::Ios);
         }
@@ -851,8 +1030,23 @@ impl Engine {
         }
     }
 
-    /// Takes the pacing slot that is due, if any (always true without pacing).
+    /// Lets every request the run loop pushes pass `gate` first (`None`: no gate): it answers
+    /// `None` to let the request go, or how long to wait before asking again, during which the
+    /// engine reaps what is in flight or, with nothing in flight, sleeps (fio's `flow`).
+    pub fn set_gate(&mut self, gate: Option<Gate>) {
+        self.gate = gate;
+        self.gate_wait = None;
+    }
+
+    /// Takes the pacing slot that is due, if any (always true without pacing), once the gate
+    /// lets the request go.
     fn take_slot(&mut self) -> bool {
+        if let Some(g) = self.gate.as_mut() {
+            if let Some(wait) = g() {
+                self.gate_wait = Some(wait);
+                return false;
+            }
+        }
         let now = self.clock.now_ns();
         match &mut self.pace {
             None => true,
@@ -872,6 +1066,17 @@ impl Engine {
     /// after the stop time is never taken, but the run still lasts until the stop time: a rate
     /// limit does not shorten a run.
     fn idle_to_slot(&mut self, stop: Stop, ticker: &mut Option<Ticker<'_>>) {
+        if let Some(wait) = self.gate_wait.take() {
+            // Held back by the gate: wait as it asked (a little at least), then ask again.
+            let wait = wait.max(GATE_MIN_WAIT).as_nanos() as u64;
+            let until = self
+                .clock
+                .now_ns()
+                .saturating_add(wait)
+                .min(stop.time().unwrap_or(u64::MAX));
+            self.idle_until(until, ticker);
+            return;
+        }
         let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
             return;
         };
@@ -905,8 +1110,8 @@ impl Engine {
     pub fn push_extra(&mut self, n: usize) -> Result<Vec<Handle>> {
         let mut hs = Vec::with_capacity(n);
         for _ in 0..n {
-            let (dir, off) = self.next_io();
-            hs.push(self.push_one(dir, off)?);
+            let (dir, off, len) = self.next_io();
+            hs.push(self.push_io(dir, off, len)?);
         }
         self.submit()?;
         Ok(hs)
@@ -924,8 +1129,8 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
-                let (dir, off) = self.next_io();
-                self.push_one(dir, off)?;
+                let (dir, off, len) = self.next_io();
+                self.push_io(dir, off, len)?;
                 queued += 1;
                 if self.extra.reap_each {
                     // fio's iodepth_batch_complete_min=0: reap after every request queued.
@@ -1143,6 +1348,55 @@ struct Extras {
     reap_each: bool,
     /// Sequential position per direction (bytes into the region).
     seq_pos: [u64; 2],
+    /// Random offsets follow a random map: every block once per pass (fio's default).
+    random_map: bool,
+    /// Block sizes per direction when they vary (`bsrange`, `bssplit`).
+    sizes: [Option<BlockSizes>; 2],
+    /// The random map in units of the smallest size, for requests of several sizes.
+    units: Option<UnitMap>,
+    /// fio's `rw=read:N`: bytes between a sequential request's end and the next one's start.
+    seq_add: i64,
+    /// fio's `rw=randread:N`: a new random offset every this many requests (0 and 1: each).
+    random_every: u64,
+    /// Requests left before the next random offset.
+    rand_left: u64,
+    /// fio's `blockalign`: random offsets are multiples of it (default: the block size).
+    align: Option<u64>,
+    /// fio's strided zones.
+    zones: Option<Zones>,
+    /// How verified requests are checked besides the crc32c header (fio's checksums and
+    /// `verify_interval`).
+    verify: crate::digest::Verify,
+    /// What writes write (`None`: whatever the buffer holds).
+    content: Option<Content>,
+    /// By slot index: the buffer holds the content (no read landed in it since it was filled).
+    content_held: Vec<bool>,
+    /// The random bytes of the content.
+    content_rng: Option<Rng>,
+    /// Writes filled so far (the scramble's counter).
+    writes_filled: u64,
+    /// fio's `random_distribution` other than uniform (no random map, as fio).
+    distribution: Option<Distribution>,
+    /// The distribution over the region's blocks (or smallest units), made at first use.
+    skewed: Option<Skewed>,
+    /// Bytes the run loop has pushed since the byte limit was set.
+    bytes_pushed: u64,
+    /// Stop once this many bytes were pushed (requests of several sizes).
+    byte_limit: Option<u64>,
+    /// The random map's order of the region's blocks, made at the first random request.
+    order: Option<BlockOrder>,
+}
+
+/// fio's strided zones and where the engine is in them (see [`Engine::set_zones`]).
+#[derive(Debug, Clone)]
+struct Zones {
+    range: u64,
+    size: u64,
+    skip: u64,
+    /// The current zone's start, in bytes into the region.
+    start: u64,
+    /// Bytes done in the current zone.
+    done: u64,
 }
 
 fn dir_index(d: Dir) -> usize {
@@ -1171,7 +1425,126 @@ impl Engine {
         }
         self.extra.region = Some((offset, len));
         self.extra.seq_pos = [0; 2];
+        self.extra.order = None;
+        self.extra.units = None;
         Ok(())
+    }
+
+    /// Requests of `dir` take sizes from `sizes` (fio's `bsrange`, `bssplit`; `None`: the
+    /// configured size). The slab's buffers must hold the largest; verification needs one size.
+    pub fn set_block_sizes(&mut self, dir: Dir, sizes: Option<BlockSizes>) -> Result<()> {
+        if let Some(s) = &sizes {
+            if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
+                return Err(Error::config(
+                    "bs",
+                    format!(
+                        "sizes {} to {} do not fit the {}-byte buffers",
+                        s.min(),
+                        s.max(),
+                        self.slab().buf_len()
+                    ),
+                ));
+            }
+            if self.cfg.verify {
+                return Err(Error::config(
+                    "bs",
+                    "must be one size when verifying, not a range or split",
+                ));
+            }
+        }
+        self.extra.sizes[dir_index(dir)] = sizes;
+        self.extra.units = None;
+        Ok(())
+    }
+
+    /// fio's `rw=read:N`: each sequential request starts `add` bytes after the previous one's
+    /// end (a hole), or before it when negative (backwards); fio's wrapping at the ends.
+    pub fn set_seq_add(&mut self, add: i64) {
+        self.extra.seq_add = add;
+    }
+
+    /// fio's `rw=randread:N`: a new random offset every `n` requests, sequential between.
+    pub fn set_random_every(&mut self, n: u64) {
+        self.extra.random_every = n;
+        self.extra.rand_left = 0;
+    }
+
+    /// What writes that are not verified write (fio's buffer options; `None`, the default:
+    /// whatever the slot's buffer holds).
+    pub fn set_content(&mut self, content: Option<Content>) {
+        self.extra.content = content;
+        self.extra.content_held.clear();
+        self.extra.content_rng = Some(Rng::new(self.cfg.seed ^ 0x6A09_E667_F3BC_C908));
+    }
+
+    /// How verified requests are written and checked: fio's checksum besides the crc32c header
+    /// and its `verify_interval` (see [`crate::digest`]). Every verified block must hold a
+    /// header and the checksum.
+    pub fn set_verify_mode(&mut self, v: crate::digest::Verify) -> Result<()> {
+        let smallest = v.interval.map_or(self.cfg.bs, |i| i.min(self.cfg.bs));
+        if self.cfg.verify && (smallest as usize) < v.min_block() {
+            return Err(Error::config(
+                "verify_interval",
+                format!(
+                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
+                    v.min_block()
+                ),
+            ));
+        }
+        self.extra.verify = v;
+        Ok(())
+    }
+
+    /// fio's `zonemode=strided`: requests fall in a zone of `range` bytes until `size` bytes
+    /// were done in it, then in the next zone, `range + skip` bytes further (wrapping at the
+    /// region's end). `None`: the region is one range.
+    pub fn set_zones(&mut self, zones: Option<(u64, u64, u64)>) -> Result<()> {
+        self.extra.zones = match zones {
+            None => None,
+            Some((range, size, skip)) => {
+                if range == 0 || size == 0 {
+                    return Err(Error::config("zonesize", "must be greater than 0"));
+                }
+                Some(Zones {
+                    range,
+                    size,
+                    skip,
+                    start: 0,
+                    done: 0,
+                })
+            }
+        };
+        self.extra.seq_pos = [0; 2];
+        Ok(())
+    }
+
+    /// fio's `random_distribution`: random offsets follow `dist` (`None`: uniform, with the
+    /// random map if it is on; a distribution has no map, as fio's).
+    pub fn set_distribution(&mut self, dist: Option<Distribution>) {
+        self.extra.distribution = dist;
+        self.extra.skewed = None;
+    }
+
+    /// fio's `blockalign`: random offsets are multiples of `align` bytes (`None`: of the
+    /// request's size). Turns the random map off for a single block size unless `align` is it.
+    pub fn set_block_align(&mut self, align: Option<u64>) {
+        self.extra.align = align.filter(|a| *a > 0);
+    }
+
+    /// Ends the run once `bytes` more bytes were pushed (`None`: no such limit), besides its
+    /// [`Stop`]: the size of a job whose requests vary in size.
+    pub fn set_byte_limit(&mut self, bytes: Option<u64>) {
+        self.extra.bytes_pushed = 0;
+        self.extra.byte_limit = bytes;
+    }
+
+    /// Random requests visit every block of the region once per pass, in a random order of
+    /// their own each pass (fio's random map; `false`, the default: each offset drawn on its
+    /// own, as fio's `norandommap`). With other block sizes for writes than for reads, offsets
+    /// are drawn on their own all the same.
+    pub fn set_random_map(&mut self, on: bool) {
+        self.extra.random_map = on;
+        self.extra.order = None;
     }
 
     /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The

@@ -95,9 +95,12 @@ macro_rules! counter_ops {
 }
 
 pub mod clock;
+pub mod content;
+pub mod digest;
 pub mod engine;
 mod error;
 pub mod leaks;
+pub mod pattern;
 pub mod platform;
 pub mod policy;
 pub mod poller;

@@ -11,7 +11,7 @@ use pollwise::queue::sim::LatencyModel;
 use pollwise::queue::sync::SyncCall;
 
 use super::{Opts, SizeOrPercent};
-use crate::extras::{parse_cpus, Rate};
+use crate::extras::{parse_cpus, BlockSizes, Rate};
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
@@ -111,7 +111,13 @@ impl Opts {
     /// Takes every job option (fio's names, `--mode` and the policy knobs) into a [`JobSpec`]
     /// with `pollwise run`'s defaults.
     pub fn job_spec(&mut self) -> Result<JobSpec> {
-        self.job_spec_from(JobSpec::default())
+        // A job file's jobs mean what they mean to fio, defaults included.
+        let base = if self.from_job_file() {
+            JobSpec::fio()
+        } else {
+            JobSpec::default()
+        };
+        self.job_spec_from(base)
     }
 
     /// As [`Opts::job_spec`], over a command's own defaults `base` (a scenario's runtime, ...).
@@ -195,7 +201,14 @@ impl Opts {
             s.io_size = v;
         }
         if let Some(v) = self.take_str("rw")? {
-            s.rw = crate::job::parse_rw(&v)?;
+            let (pattern, modifier) = match v.split_once(':') {
+                Some((p, m)) => (p.trim(), Some(m.trim())),
+                None => (v.as_str(), None),
+            };
+            s.rw = crate::job::parse_rw(pattern)?;
+            if let Some(m) = modifier {
+                rw_modifier(&mut s, &v, m)?;
+            }
         }
         if let Some(v) = self.take_u32("rwmixread")? {
             s.rwmixread = v;
@@ -292,13 +305,19 @@ impl Opts {
         }
         if let Some(v) = self.take_str("verify")? {
             s.verify = match v.as_str() {
-                "crc32c" | "crc32c-intel" => true,
+                "crc32c" | "crc32c-intel" | "meta" => true,
                 "0" | "none" => false,
-                _ => {
-                    return Err(usage(format!(
-                        "--verify={v} is not supported: use --verify=crc32c"
-                    )))
-                }
+                other => match pollwise::digest::Digest::from_name(other) {
+                    Some(d) => {
+                        s.extra.verify_mode.digest = Some(d);
+                        true
+                    }
+                    None => {
+                        return Err(usage(format!(
+                            "--verify={v} is not supported: use --verify=crc32c"
+                        )))
+                    }
+                },
             };
         }
         store! { self:
@@ -364,10 +383,11 @@ impl Opts {
         if let Some(v) = self.take_bool("group_reporting")? {
             s.extra.group_reporting = v;
         }
-        // pollwise's jobs are always threads; new_group only groups reports, and pollwise
-        // reports every job on its own.
+        // pollwise's jobs are always threads.
         self.take_bool("thread")?;
-        self.take_bool("new_group")?;
+        if let Some(v) = self.take_bool("new_group")? {
+            s.extra.new_group = v;
+        }
         if let Some(v) = self.take_bool("stonewall")? {
             s.extra.stonewall = v;
         }
@@ -389,7 +409,10 @@ impl Opts {
             s.extra.loops = v;
         }
         let iops = self.take_u64("rate_iops")?;
-        let bytes = self.take_size("rate")?;
+        let bytes = match self.take_sizes("rate")? {
+            None => None,
+            Some(per_dir) => rate_of_directions(s, &per_dir)?,
+        };
         let process = self.take_str("rate_process")?;
         if iops.is_some() || bytes.is_some() {
             s.extra.rate = Some(Rate {
@@ -405,6 +428,227 @@ impl Opts {
         }
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
+        }
+        self.take_block_sizes(s)?;
+        s.extra.wait_for = self.take_str("wait_for")?;
+        self.take_content(s)?;
+        self.take_zones(s)?;
+        if s.verify && !s.rw.writes() && s.extra.loops > 1 {
+            return Err(usage(format!(
+                "--loops={} on a reading job with --verify: fio 3.33 reads such a job's file once whatever loops says, and pollwise would read it {} times; drop loops or verify{}",
+                s.extra.loops,
+                s.extra.loops,
+                self.at("loops")
+            )));
+        }
+        if self.take_bool("do_verify")? == Some(false) {
+            s.extra.skip_verify = true;
+        }
+        if let Some(v) = self.take_size("verify_interval")? {
+            s.extra.verify_mode.interval = u32::try_from(v).ok();
+        }
+        // Stopping at the first bad block is pollwise's way already; it names bad blocks in its
+        // report rather than dumping them; it reads back every block written either way.
+        self.take_bool("verify_fatal")?;
+        self.take_bool("verify_dump")?;
+        if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
+            return Err(usage(format!(
+                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back each block once; drop experimental_verify{}",
+                s.extra.loops,
+                self.at("experimental_verify")
+            )));
+        }
+        let (exitall, on_error) = (
+            self.take_bool("exitall")?.unwrap_or(false),
+            self.take_bool("exitall_on_error")?.unwrap_or(false),
+        );
+        let what = self.take_str("exit_what")?;
+        if exitall || on_error {
+            s.extra.exit = Some(crate::extras::ExitAll {
+                on_end: exitall,
+                all: what.as_deref() == Some("all"),
+            });
+        }
+        s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
+        if let Some(v) = self.take_str("random_distribution")? {
+            s.extra.distribution = parse_distribution(&v)?;
+        }
+        if matches!(self.command().name, "run" | "compare") {
+            if self.on_command_line("threads") {
+                return Err(usage(format!(
+                    "--threads is not an option of `{}`: it belongs to `pollwise scenario hybrid-contention`; a job runs --numjobs threads",
+                    self.command().invocation()
+                )));
+            }
+            // In a job file: fio's tiobench profile's option, which fio accepts in any job and
+            // uses in none.
+            self.take_list_u64("threads")?;
+        }
+        let (weight, id, sleep) = (
+            self.take_u32("flow")?,
+            self.take_u64("flow_id")?,
+            self.take_duration("flow_sleep")?,
+        );
+        if let Some(w) = weight.filter(|w| *w > 0) {
+            s.extra.flow = Some(crate::extras::FlowShare {
+                id: id.unwrap_or(0),
+                weight: w,
+                sleep: sleep.unwrap_or_default(),
+                flow: None,
+            });
+        }
+        if let Some(v) = self.take_duration("startdelay")? {
+            s.extra.startdelay = v;
+        }
+        // Measurement cost: pollwise measures every request all the same.
+        self.take_bool("gtod_reduce")?;
+        if let Some(v) = self.take_bool("norandommap")? {
+            s.extra.norandommap = v;
+        }
+        // Every generator visits each block once per pass (the random map); pollwise draws
+        // from its one generator.
+        self.take_str("random_generator")?;
+        if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
+            s.seed = clock_seed();
+        }
+        self.take_files(s)
+    }
+
+    /// fio's `zonemode=strided` and its sizes.
+    fn take_zones(&mut self, s: &mut JobSpec) -> Result<()> {
+        let mode = self.take_str("zonemode")?;
+        let range = self.take_size("zonerange")?;
+        let size = self.take_size("zonesize")?;
+        let skip = self.take_size("zoneskip")?.unwrap_or(0);
+        match mode.as_deref() {
+            None | Some("none") => Ok(()),
+            Some("zbd") => Err(usage(
+                "--zonemode=zbd (a zoned block device's zones, written in order) is not implemented by pollwise: it does I/O on a file or device as one range; use zonemode=strided or drop it".into(),
+            )),
+            _ => {
+                let size = size.ok_or_else(|| {
+                    usage("--zonemode=strided needs --zonesize: the bytes of I/O in each zone".into())
+                })?;
+                s.extra.zones = Some((range.unwrap_or(size), size, skip));
+                Ok(())
+            }
+        }
+    }
+
+    /// fio's buffer options: what writes write.
+    fn take_content(&mut self, s: &mut JobSpec) -> Result<()> {
+        use pollwise::content::Bytes;
+        let c = &mut s.extra.content;
+        if let Some(p) = self.take_str("buffer_pattern")? {
+            let bytes = pollwise::content::parse_pattern(&p)
+                .map_err(|why| usage(format!("--buffer_pattern={p}: {why}")))?;
+            c.bytes = Bytes::Pattern(bytes);
+        }
+        if self.take_bool("zero_buffers")? == Some(true) {
+            c.bytes = Bytes::Zero;
+        }
+        if let Some(pct) = self.take_u32("buffer_compress_percentage")? {
+            if let Bytes::Random { compress_pct } = &mut c.bytes {
+                *compress_pct = pct as u8;
+            }
+        }
+        if let Some(v) = self.take_bool("refill_buffers")? {
+            c.refill = v;
+        }
+        if let Some(v) = self.take_bool("scramble_buffers")? {
+            c.scramble = v;
+        }
+        Ok(())
+    }
+
+    /// fio's `bsrange`, `bssplit` and `blockalign`: sizes that vary by request.
+    fn take_block_sizes(&mut self, s: &mut JobSpec) -> Result<()> {
+        let range = self.take_str("bsrange")?;
+        let split = self.take_str("bssplit")?;
+        if let Some(v) = self.take_sizes("blockalign")? {
+            s.extra.align = v.into_iter().flatten().next();
+        }
+        if s.verify && (split.is_some() || range.is_some()) {
+            let which = if split.is_some() {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
+            return Err(usage(format!(
+                "--{which} with --verify is not implemented by pollwise: it verifies blocks of one size; give one bs{}",
+                self.at(which)
+            )));
+        }
+        // As fio, bssplit wins over bsrange.
+        let per_dir = match (&split, &range) {
+            (Some(v), _) => parse_per_dir(v, "bssplit", parse_bssplit)?,
+            (None, Some(v)) => parse_per_dir(v, "bsrange", parse_bsrange)?,
+            (None, None) => return Ok(()),
+        };
+        for (d, sizes) in per_dir.into_iter().enumerate() {
+            match sizes {
+                // One size: the direction's block size.
+                Some(b) if b.min() == b.max() => {
+                    if d == 0 {
+                        s.bs = b.min();
+                    } else if b.min() != s.bs {
+                        s.extra.write_bs = Some(b.min());
+                    }
+                }
+                other => s.extra.sizes[d] = other,
+            }
+        }
+        Ok(())
+    }
+
+    /// fio's files: `directory`, `filename_format` (the names of a job file's job without a
+    /// filename, one per clone), `filesize`, `nrfiles`.
+    fn take_files(&mut self, s: &mut JobSpec) -> Result<()> {
+        let directory = self.take_str("directory")?;
+        let format = self.take_str("filename_format")?;
+        self.take_u32("nrfiles")?;
+        s.extra.filesize = self.take_size("filesize")?;
+        if let (Some(f), 0, None) = (s.extra.filesize, s.size, s.extra.size_percent) {
+            // fio: without a size, the I/O covers the file.
+            s.size = f;
+        }
+        if let Some(d) = directory.as_deref() {
+            if split_filenames(d).len() > 1 {
+                return Err(usage(format!(
+                    "--directory={d} names several directories (fio's ':' separator): pollwise takes one"
+                )));
+            }
+        }
+        let dir = directory.as_deref().map(std::path::Path::new);
+        if !s.filename.as_os_str().is_empty() {
+            if let Some(d) = dir.filter(|_| s.filename.is_relative()) {
+                s.filename = d.join(&s.filename);
+            }
+            return Ok(());
+        }
+        // Only a job file's job (or one given a directory or a format) is named as fio names
+        // it; the command line's `run` asks for --filename.
+        let named = self.from_job_file() || directory.is_some() || format.is_some();
+        if !named || !s.ioengine.has_file() {
+            return Ok(());
+        }
+        let format = format.as_deref().unwrap_or("$jobname.$jobnum.$filenum");
+        let files: Vec<std::path::PathBuf> = (0..s.numjobs.max(1))
+            .map(|clone| {
+                let name = format
+                    .replace("$jobname", &s.name)
+                    .replace("$jobnum", &clone.to_string())
+                    .replace("$filenum", "0")
+                    .replace("$clientuid", "0");
+                match dir {
+                    Some(d) => d.join(name),
+                    None => std::path::PathBuf::from(name),
+                }
+            })
+            .collect();
+        s.filename = files[0].clone();
+        if files.len() > 1 && files.iter().any(|f| *f != files[0]) {
+            s.extra.clone_files = files;
         }
         Ok(())
     }
@@ -427,6 +671,15 @@ impl Opts {
         s.logs.lat = lat;
         s.logs.bw = bw;
         s.logs.iops = iops;
+        if self.take_bool("per_job_logs")? == Some(false) {
+            if s.numjobs > 1 && s.logs.any() {
+                return Err(usage(format!(
+                    "--per_job_logs=0 with --numjobs={}: pollwise writes each thread's log on its own (NAME_bw.N.log); drop per_job_logs=0 or run one thread",
+                    s.numjobs
+                )));
+            }
+            s.logs.unnumbered = true;
+        }
         store! { self:
             take_u64("log_avg_msec") => s.logs.avg_msec;
             take_bool("log_offset") => s.logs.offset;
@@ -485,6 +738,230 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
         )));
     }
     Ok(v.to_string())
+}
+
+/// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
+/// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
+/// refused (pollwise paces all a job's requests as one stream).
+fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
+    if let [one] = per_dir {
+        return Ok(*one);
+    }
+    let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+    let writes = s.rw.writes();
+    let r = per_dir.first().copied().flatten();
+    let w = per_dir.get(1).copied().flatten();
+    Ok(match (reads, writes) {
+        (true, false) => r,
+        (false, true) => w,
+        _ => match (r, w) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a == b && s.rwmixread == 50 => Some(a + b),
+            _ => {
+                return Err(usage(format!(
+                    "--rate with a rate per direction ({}) on a mixed job is only implemented for equal rates and rwmixread=50: pollwise paces all of a job's requests as one stream; give one rate",
+                    per_dir
+                        .iter()
+                        .map(|x| x.map_or(String::new(), |v| v.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )))
+            }
+        },
+    })
+}
+
+/// fio's `rw` modifier (`rw=read:8k`, `rw=read:-8k`, `rw=randread:8`), as written in `v`.
+fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
+    let bad = |why: &str| {
+        usage(format!(
+            "--rw={v}: {why}: write rw=read:8k (skip 8k after each request), rw=read:-8k (backwards) or rw=randread:8 (a new random offset every 8 requests)"
+        ))
+    };
+    if s.rw.random() {
+        let n: u64 = m
+            .parse()
+            .map_err(|_| bad("the modifier of a random pattern is a count"))?;
+        s.extra.random_every = n;
+        return Ok(());
+    }
+    let (neg, size) = match m.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, m.strip_prefix('+').unwrap_or(m)),
+    };
+    let n = pollwise::units::parse_size(size).map_err(|_| bad("the modifier is a size"))?;
+    let n = i64::try_from(n).map_err(|_| bad("the modifier is too large"))?;
+    s.extra.seq_add = if neg { -n } else { n };
+    Ok(())
+}
+
+/// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
+/// entry keeps the default, and a single entry applies to reads and writes (as fio).
+fn parse_per_dir(
+    v: &str,
+    what: &str,
+    one: fn(&str, &str) -> Result<BlockSizes>,
+) -> Result<[Option<BlockSizes>; 2]> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 2 && !parts[2].is_empty() && parts[2] != parts[1] {
+        return Err(usage(format!(
+            "--{what}={v}: a trim entry is not used: pollwise does no trims"
+        )));
+    }
+    let r = match parts.first() {
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        _ => None,
+    };
+    let w = match parts.get(1) {
+        None => r.clone(),
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        Some(_) => None,
+    };
+    Ok([r, w])
+}
+
+fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {
+    let n = pollwise::units::parse_size(v).map_err(|_| {
+        usage(format!(
+            "--{what}={whole}: '{v}' is not a size: write e.g. --{what}={}",
+            if what == "bssplit" {
+                "4k/50:64k/50"
+            } else {
+                "4k-64k"
+            }
+        ))
+    })?;
+    u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+        usage(format!(
+            "--{what}={whole}: '{v}' is out of range: use 1 to 4G"
+        ))
+    })
+}
+
+/// fio's `bsrange=MIN-MAX` (or `MIN:MAX`).
+fn parse_bsrange(v: &str, what: &str) -> Result<BlockSizes> {
+    let (a, b) = v
+        .split_once('-')
+        .or_else(|| v.split_once(':'))
+        .unwrap_or((v, v));
+    let (min, max) = (size_in(a.trim(), what, v)?, size_in(b.trim(), what, v)?);
+    Ok(BlockSizes::Range {
+        min: min.min(max),
+        max: min.max(max),
+    })
+}
+
+/// fio's `bssplit=SIZE/PERCENT:...`: entries without a percentage share what the others leave.
+fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
+    let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
+    for e in v.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        let (size, pct) = e.split_once('/').unwrap_or((e, ""));
+        let pct = match pct.trim() {
+            "" => None,
+            p => Some(p.parse::<u32>().ok().filter(|p| *p <= 100).ok_or_else(|| {
+                usage(format!(
+                    "--{what}={v}: '{p}' is not a percentage: write SIZE/PERCENT, e.g. 4k/50"
+                ))
+            })?),
+        };
+        entries.push((size_in(size.trim(), what, v)?, pct));
+    }
+    let given: u32 = entries.iter().filter_map(|e| e.1).sum();
+    let open = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    if entries.is_empty() || given > 100 || (open == 0 && given != 100) {
+        return Err(usage(format!(
+            "--{what}={v}: the percentages must add up to 100 (entries without one share the rest)"
+        )));
+    }
+    let share = (100 - given).checked_div(open).unwrap_or(0);
+    let mut split: Vec<(u32, u32)> = entries
+        .into_iter()
+        .map(|(b, p)| (b, p.unwrap_or(share)))
+        .collect();
+    // What an even share leaves over goes to the last open entry (fio's rounding).
+    let total: u32 = split.iter().map(|e| e.1).sum();
+    if let Some(last) = split.last_mut() {
+        last.1 += 100 - total;
+    }
+    split.sort_by_key(|e| e.0);
+    Ok(BlockSizes::Split(split))
+}
+
+/// fio's `random_distribution`: `None` for `random`.
+fn parse_distribution(v: &str) -> Result<Option<pollwise::pattern::Distribution>> {
+    use pollwise::pattern::Distribution as D;
+    let bad = |why: &str| {
+        usage(format!(
+            "--random_distribution={v}: {why}: write random, zipf:1.2, pareto:0.2, normal:10 or zoned:50/5:30/15:20/80"
+        ))
+    };
+    let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
+    let num = |i: usize| -> Result<Option<f64>> {
+        match rest
+            .split(':')
+            .nth(i)
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+        {
+            None => Ok(None),
+            Some(x) => x.parse::<f64>().map(Some).map_err(|_| bad("not a number")),
+        }
+    };
+    if !kind.starts_with("zoned") && num(1)?.is_some() {
+        return Err(bad(
+            "a center (the third part) is not implemented by pollwise",
+        ));
+    }
+    Ok(Some(match kind.trim() {
+        "random" => return Ok(None),
+        "zipf" => {
+            let theta = num(0)?.ok_or_else(|| bad("zipf needs its exponent"))?;
+            if theta.is_nan() || theta <= 0.0 || theta == 1.0 {
+                return Err(bad("zipf's exponent is above 0 and not 1"));
+            }
+            D::Zipf { theta }
+        }
+        "pareto" => {
+            let h = num(0)?.ok_or_else(|| bad("pareto needs its shape"))?;
+            if !(h > 0.0 && h < 1.0) {
+                return Err(bad("pareto's shape is in (0, 1)"));
+            }
+            D::Pareto { h }
+        }
+        "normal" | "gauss" => D::Normal {
+            dev: num(0)?.unwrap_or(0.0).max(0.0),
+        },
+        "zoned" => {
+            let mut zones = Vec::new();
+            let mut sizes = 0.0;
+            let mut access = 0.0;
+            let parts: Vec<&str> = rest.split(':').map(str::trim).filter(|p| !p.is_empty()).collect();
+            for (i, z) in parts.iter().enumerate() {
+                let (a, sz) = z.split_once('/').ok_or_else(|| bad("a zone is ACCESS/SIZE"))?;
+                let a: f64 = a.trim().parse().map_err(|_| bad("a zone's ACCESS is a percentage"))?;
+                let sz: f64 = match sz.trim() {
+                    "" if i + 1 == parts.len() => 100.0 - sizes,
+                    x => x.parse().map_err(|_| bad("a zone's SIZE is a percentage"))?,
+                };
+                access += a;
+                sizes += sz;
+                zones.push((a, sz));
+            }
+            if zones.is_empty() || (access - 100.0).abs() > 1e-6 || (sizes - 100.0).abs() > 1e-6 {
+                return Err(bad("the zones' accesses and sizes each add up to 100"));
+            }
+            D::Zoned(zones)
+        }
+        "zoned_abs" => return Err(bad("zoned_abs (zones in bytes) is not implemented by pollwise; give zoned: with percentages")),
+        _ => return Err(bad("unknown distribution")),
+    }))
+}
+
+/// A seed from the clock, for `randrepeat=0`.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.

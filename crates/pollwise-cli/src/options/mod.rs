@@ -96,18 +96,44 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
                 s.given
             ))
         }
-        "rw" if v.contains(':') => Some(format!(
-            "fio's --{}={v} (the ':' offset modifier) is not implemented by pollwise: use --{}={}",
-            s.given,
-            s.given,
-            v.split(':').next().unwrap_or("read")
-        )),
         "rw" if matches!(v, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it reads and writes",
+            "fio's --{}={v} is not implemented by pollwise: it reads and writes; trims (discards) are not implemented",
+            s.given
+        )),
+        "verify" if matches!(
+            v,
+            "crc64" | "crc16" | "crc7" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "pattern" | "crc32c-arm64" | "null"
+        ) => Some(format!(
+            "fio's --{}={v} is not implemented by pollwise: it verifies with a crc32c header, and also md5, crc32, sha1, sha256 or xxhash",
             s.given
         )),
         _ => None,
     }
+}
+
+/// Why pollwise lacks fio's option `key`, for the options fio's own job files use most; `None`
+/// for the rest (the message then points to the help).
+fn why_not(key: &str) -> Option<&'static str> {
+    const WHY: &[(&[&str], &str)] = &[
+        (&["max_open_zones", "read_beyond_wp", "zone_reset_threshold", "zone_reset_frequency", "job_max_open_zones", "ignore_zone_limits"], "pollwise has fio's strided zones but not a zoned block device's (zonemode=zbd); drop the zbd options"),
+        (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
+        (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
+        (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
+        (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only", "verify_pattern"], "pollwise reads back and checks every block a job wrote once the job is done (do_verify), not while it runs; verify_backlog, verify_async, verify_offset, verify_only and verify_pattern are not implemented"),
+        (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),
+        (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
+        (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
+        (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
+        (&["ratemin", "rate_min", "rate_iops_min", "ratecycle", "rate_cycle"], "pollwise caps a job's rate (rate, rate_iops) but does not fail a job that falls below a minimum; drop it"),
+        (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
+        (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
+        (&["create_on_open", "create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
+        (&["numa_cpu_nodes", "numa_mem_policy"], "pollwise places job threads with cpus_allowed only; NUMA policies are not implemented"),
+        (&["serialize_overlap"], "pollwise does not hold back a request that overlaps one in flight; drop it"),
+    ];
+    WHY.iter()
+        .find(|(names, _)| names.contains(&key))
+        .map(|(_, why)| *why)
 }
 
 /// Where a setting came from, when it is worth saying (job files; the command line goes unsaid).
@@ -166,13 +192,19 @@ impl Opts {
             let Some(opt) = lookup(&s.key) else {
                 if jobfile::is_fio_option(&s.key) {
                     return Err(usage(format!(
-                        "fio's option '{}'{} is not implemented by pollwise: remove it or see `{} --help` for what pollwise implements",
+                        "fio's option '{}'{} is not implemented by pollwise: {}",
                         crate::error::shown(&s.given),
                         match &s.origin {
                             Origin::CommandLine { .. } => " (on the command line)".to_string(),
                             o => format!(" at {o}"),
                         },
-                        cmd.invocation()
+                        why_not(&s.key).map_or_else(
+                            || format!(
+                                "remove it or see `{} --help` for what pollwise implements",
+                                cmd.invocation()
+                            ),
+                            String::from
+                        )
                     )));
                 }
                 return Err(usage(format!(
@@ -182,13 +214,25 @@ impl Opts {
                 )));
             };
             if let Some(why) = cmd.refusal(opt, &s.given) {
-                let why = crate::error::shown_in(why, &[&s.given]);
+                // fio's option of the same name means something else here: say fio's reason.
+                let why = match why_not(&s.key) {
+                    Some(fio) => format!(
+                        "fio's option '{}' is not implemented by pollwise: {fio}",
+                        crate::error::shown(&s.given)
+                    ),
+                    None => crate::error::shown_in(why, &[&s.given]),
+                };
                 return Err(usage(format!("{why}{}", from(&s.origin))));
             }
             if overridden(idx) {
                 continue;
             }
-            let value = parse_value(opt, &s.given, s.value.as_deref()).map_err(|m| {
+            // fio's `rw=read:8k`: the pattern is checked here, its modifier where it is used.
+            let checked = match (opt.name, s.value.as_deref()) {
+                ("rw", Some(v)) => Some(v.split(':').next().unwrap_or(v)),
+                (_, v) => v,
+            };
+            let value = parse_value(opt, &s.given, checked).map_err(|m| {
                 let m = not_implemented(opt.name, s).unwrap_or(m);
                 let raw = s.value.as_deref().unwrap_or("");
                 usage(format!(
@@ -197,6 +241,10 @@ impl Opts {
                     from(&s.origin)
                 ))
             })?;
+            let value = match (value, opt.name, s.value.as_deref()) {
+                (Value::Word(_), "rw", Some(v)) => Value::Word(v.trim().to_string()),
+                (v, ..) => v,
+            };
             // As in fio, a later value overrides an earlier one, whatever name set it.
             items.retain(|i| i.opt.name != opt.name);
             items.push(Item {
@@ -215,6 +263,29 @@ impl Opts {
     pub fn has(&self, name: &str) -> bool {
         debug_assert!(lookup(name).is_some(), "{name} is not in the option table");
         self.items.iter().any(|i| i.opt.name == name)
+    }
+
+    /// Where `name` was given, as messages say it (` (at FILE:LINE)`; empty for the command
+    /// line or when it was not given).
+    pub fn at(&self, name: &str) -> String {
+        self.items
+            .iter()
+            .find(|i| i.opt.name == name)
+            .map_or_else(String::new, |i| from(&i.origin))
+    }
+
+    /// Whether `name` was given on the command line (not in a job file).
+    pub fn on_command_line(&self, name: &str) -> bool {
+        self.items
+            .iter()
+            .any(|i| i.opt.name == name && matches!(i.origin, Origin::CommandLine { .. }))
+    }
+
+    /// Whether these options come from a job file (its jobs take fio's defaults).
+    pub fn from_job_file(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i.origin, Origin::JobFile { .. }))
     }
 
     /// Whether `a` was given after `b` (both canonical names): the later one wins in fio.

@@ -53,6 +53,8 @@ pub struct LogSpec {
     /// `write_auto_log=NAME`: `auto`'s mode and switches, one line a second
     /// ([`autolog`](super::autolog)).
     pub auto: Option<String>,
+    /// `per_job_logs=0`: the files are named without the thread number (`NAME_bw.log`).
+    pub unnumbered: bool,
 }
 
 impl LogSpec {
@@ -73,7 +75,12 @@ impl LogSpec {
         let mut add = |name: &Option<String>, kinds: &[Kind]| {
             if let Some(name) = name {
                 for k in kinds {
-                    v.push((*k, PathBuf::from(format!("{name}_{}.{n}.log", k.suffix()))));
+                    let file = if self.unnumbered {
+                        format!("{name}_{}.log", k.suffix())
+                    } else {
+                        format!("{name}_{}.{n}.log", k.suffix())
+                    };
+                    v.push((*k, PathBuf::from(file)));
                 }
             }
         };

@@ -621,7 +621,7 @@ impl Interim {
 
 /// fio's lines before the run for `specs` (see [`text::intro`]).
 fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
-    let groups = group_ids(specs);
+    let groups = crate::extras::group_ids(specs.iter().map(|s| &s.extra));
     let intros: Vec<text::JobIntro> = specs
         .iter()
         .zip(&groups)
@@ -629,7 +629,7 @@ fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
             let w = s.extra.write_bs.unwrap_or(s.bs);
             text::JobIntro {
                 name: &s.name,
-                groupid: *g,
+                groupid: u64::from(*g),
                 rw: s.rw.name(),
                 bs: [u64::from(s.bs), u64::from(w), u64::from(s.bs)],
                 ioengine: s.ioengine.name(),
@@ -639,22 +639,6 @@ fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
         })
         .collect();
     text::intro(&intros, &ro.version)
-}
-
-/// Each job's fio `groupid`: a job with `stonewall` starts a new group (fio's, when jobs are
-/// not otherwise grouped).
-fn group_ids(specs: &[JobSpec]) -> Vec<u64> {
-    let mut g = 0u64;
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            if i > 0 && s.extra.stonewall {
-                g += 1;
-            }
-            g
-        })
-        .collect()
 }
 
 /// Runs `specs` (concurrent groups, `stonewall` between them, as fio) and reports them in
@@ -814,6 +798,42 @@ fn group(spec: &JobSpec, threads: &[Stats]) -> Vec<Stats> {
         .collect()
 }
 
+/// The entries fio reports for `specs` (each job's entries in `stats`, its group in `groups`):
+/// an entry of a job with `group_reporting` joins the entry before it when that one is of the
+/// same group (fio's rule), else each entry stands alone. Each is (the first job's index, its
+/// figures, the threads merged into it).
+fn merge_groups(
+    specs: &[JobSpec],
+    stats: &[Vec<Stats>],
+    groups: &[u32],
+) -> Vec<(usize, Stats, u32)> {
+    let mut out: Vec<(usize, Stats, u32)> = Vec::new();
+    let mut last = None;
+    for (k, (spec, sts)) in specs.iter().zip(stats).enumerate() {
+        let g = groups.get(k).copied().unwrap_or(0);
+        // A job reported as one entry holds all its threads.
+        let threads = if sts.len() == 1 {
+            spec.numjobs.max(1)
+        } else {
+            1
+        };
+        for st in sts {
+            match out.last_mut() {
+                Some((_, total, members)) if spec.extra.group_reporting && last == Some(g) => {
+                    let process = total.process;
+                    total.merge_thread(st);
+                    total.process = process;
+                    total.process.add(&st.process);
+                    *members += threads;
+                }
+                _ => out.push((k, st.clone(), threads)),
+            }
+            last = Some(g);
+        }
+    }
+    out
+}
+
 /// fio's JSON `eta` of a report `elapsed_s` into the run with `left_s` to go: fio says
 /// INT_MAX until 3 s have passed, then the time left (0 at the end).
 fn fio_eta(elapsed_s: u64, left_s: u64) -> u64 {
@@ -835,15 +855,12 @@ fn render_jobs(
     disk_util: Option<Value>,
     left_s: u64,
 ) -> (Output, String) {
-    let groups = group_ids(specs);
+    let groups = crate::extras::group_ids(specs.iter().map(|s| &s.extra));
     let mut figs = Vec::new();
     let mut jobs = Vec::new();
-    let entries = specs
-        .iter()
-        .zip(stats)
-        .enumerate()
-        .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st, sts.len())));
-    for (i, (k, spec, st, n)) in entries.enumerate() {
+    let entries = merge_groups(specs, stats, &groups);
+    for (i, (k, st, members)) in entries.iter().enumerate() {
+        let (k, spec) = (*k, &specs[*k]);
         let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
         f.pct = ro.pct.clone();
         f.job_options = given
@@ -855,7 +872,7 @@ fn render_jobs(
             .collect();
         f.iodepth = spec.iodepth;
         f.batch_submit = spec.iodepth_batch_submit.max(1);
-        f.groupid = u32::try_from(groups[k]).unwrap_or(u32::MAX);
+        f.groupid = groups.get(k).copied().unwrap_or(0);
         f.extra
             .insert("submit_mode".into(), json!(spec.submit_mode.name()));
         f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
@@ -865,8 +882,7 @@ fn render_jobs(
         job["eta"] = json!(fio_eta(f.elapsed_s, left_s));
         jobs.push(job);
         // fio's `jobs=`: the threads merged into this entry.
-        let members = if n == 1 { spec.numjobs.max(1) } else { 1 };
-        figs.push((f, members, spec.extra.description.as_deref()));
+        figs.push((f, *members, spec.extra.description.as_deref()));
     }
     // fio's `bw_agg` (the text's `per=`): a job's mean bandwidth as a share of its group's.
     let runs = text::group_runs(&jobs);

@@ -1,0 +1,422 @@
+//! fio's own job files (fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by
+//! scripts/fio_jobfiles.py: see tests/fio_jobs/README.md), run by pollwise and compared with
+//! what fio 3.33 did with the same copies (tests/fio_jobs/fio-3.33.json, written by that script).
+//!
+//! Every file ends one way: pollwise runs it with fio's meaning (the same jobs by name and
+//! group, the same directions, the same I/O counts where fio's job ended by its size), or
+//! refuses it with exit 2 and one line naming the file and line of the option and why. Running
+//! it with another meaning (a silent difference) or failing otherwise fails this test. The
+//! outcome of every file is the table in docs/fio-compat.md, which this test writes with
+//! `POLLWISE_BLESS=1` and fails on when it is stale.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// Engines of block and file I/O: the files pollwise is asked to run.
+const BLOCK_ENGINES: &[&str] = &[
+    "io_uring",
+    "null",
+    "libaio",
+    "sync",
+    "psync",
+    "vsync",
+    "pvsync",
+    "pvsync2",
+    "posixaio",
+    "psync (default)",
+];
+/// Engines pollwise lacks that the test gives it as io_uring: they say how a request is issued,
+/// not what it does (libaio and the sync family run as pollwise's own).
+const MAPPED: &[&str] = &["posixaio"];
+
+/// The environment variables the files name, as scripts/fio_jobfiles.py gave them to fio.
+const ENV: &[(&str, &str)] = &[
+    ("FIO_RW", "randread"),
+    ("FIO_IODEPTH", "1"),
+    ("FIO_BS", "4k"),
+    ("FIO_DIR", "fiodir"),
+    ("POOL", "pool"),
+    ("CONT", "cont"),
+    ("GPU_DEV_IDS", "0"),
+    ("S3_KEY", "key"),
+    ("S3_ID", "id"),
+    ("SSE_KEY", "key"),
+    ("STORAGE_CLASS", "STANDARD"),
+    ("SWIFT_id", "id"),
+    ("unixsocket", "sock"),
+];
+
+/// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
+const RUN_AT_LEAST: usize = 39;
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs")
+}
+
+fn doc() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fio-compat.md")
+}
+
+/// What became of one file.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    /// Run with fio's meaning.
+    Same(String),
+    /// Refused with exit 2 naming the file and line: the message.
+    Refused(String),
+    /// Refused, but without the file and line, or not with exit 2: the message.
+    BadRefusal(String),
+    /// Failed running, as fio fails on it: pollwise's message.
+    FailsAsFio(String),
+    /// Run, with another meaning: what differs.
+    Differs(String),
+}
+
+impl Outcome {
+    fn word(&self) -> &'static str {
+        match self {
+            Outcome::Same(_) => "runs",
+            Outcome::Refused(_) => "refused",
+            Outcome::BadRefusal(_) => "FAILS",
+            Outcome::FailsAsFio(_) => "fails (as fio)",
+            Outcome::Differs(_) => "DIFFERS",
+        }
+    }
+    fn detail(&self) -> &str {
+        match self {
+            Outcome::Same(s)
+            | Outcome::Refused(s)
+            | Outcome::BadRefusal(s)
+            | Outcome::FailsAsFio(s)
+            | Outcome::Differs(s) => s,
+        }
+    }
+}
+
+fn str_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The option `key` of a fio job as its JSON shows it: the job's own, else the global one.
+fn opt<'a>(fio: &'a Value, job: &'a Value, key: &str) -> Option<&'a str> {
+    job["job_options"][key]
+        .as_str()
+        .or_else(|| fio["global_options"][key].as_str())
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// Compares pollwise's JSON report `pw` with fio's run `fio` of the same file.
+fn compare(fio: &Value, pw: &Value) -> Result<String, String> {
+    let fjobs = fio["jobs"].as_array().cloned().unwrap_or_default();
+    let pjobs = pw["jobs"].as_array().cloned().unwrap_or_default();
+    let names = |js: &[Value], key: &str| -> Vec<(String, u64)> {
+        js.iter()
+            .map(|j| (j[key].as_str().unwrap_or("?").to_string(), u(&j["groupid"])))
+            .collect()
+    };
+    let (fnames, pnames) = (names(&fjobs, "jobname"), names(&pjobs, "jobname"));
+    if fnames != pnames {
+        return Err(format!(
+            "jobs (name, group): fio {fnames:?}, pollwise {pnames:?}"
+        ));
+    }
+    let mut counted = 0;
+    for (i, (f, p)) in fjobs.iter().zip(&pjobs).enumerate() {
+        let name = &fnames[i].0;
+        let time_based = matches!(opt(fio, f, "time_based"), Some("1" | "true" | "on" | "yes"))
+            || opt(fio, f, "time_based") == Some("");
+        let random_bs = ["bssplit", "bsrange", "blocksize_range"]
+            .iter()
+            .any(|k| opt(fio, f, k).is_some());
+        // A job that ended well within the shortest runtime the copies allow ended by its size:
+        // its counts are the job's, not the clock's. Where pollwise's run of it reached the
+        // runtime (a slower moment of this shared machine), both ended as the job says, and
+        // only the directions are compared.
+        let by_size = !time_based && u(&f["job_runtime_ms"]) < 600;
+        let limit_ms = opt(fio, f, "runtime")
+            .or_else(|| opt(fio, f, "timeout"))
+            .and_then(|r| r.trim_end_matches('s').parse::<u64>().ok())
+            .map_or(5000, |s| s * 1000);
+        let pw_timed_out = u(&p["job_runtime"]) * 10 >= limit_ms * 9;
+        for dir in ["read", "write", "trim"] {
+            let fi = u(&f[format!("{dir}_ios")]);
+            let pi = u(&p[dir]["total_ios"]);
+            if (fi > 0) != (pi > 0) {
+                return Err(format!(
+                    "job {i} ({name}): {dir}s: fio did {fi}, pollwise {pi}"
+                ));
+            }
+        }
+        if by_size {
+            counted += 1;
+        }
+        if by_size && !pw_timed_out {
+            // Mixed patterns split at random: the sum is the job's, each direction the dice's.
+            let mixed = ["read", "write", "trim"]
+                .iter()
+                .filter(|d| u(&f[format!("{d}_ios")]) > 0)
+                .count()
+                > 1;
+            let total = |get: &dyn Fn(&str) -> u64| -> u64 {
+                ["read", "write", "trim"].iter().map(|d| get(d)).sum()
+            };
+            let (fb, pb) = (
+                total(&|d| u(&f[format!("{d}_bytes")])),
+                total(&|d| u(&p[d]["io_bytes"])),
+            );
+            let (fi, pi) = (
+                total(&|d| u(&f[format!("{d}_ios")])),
+                total(&|d| u(&p[d]["total_ios"])),
+            );
+            // Without a random map, requests of random sizes overshoot the size by a random
+            // part of a block, in fio as in pollwise: the totals agree within 1%.
+            // (fio's JSON leaves a bare norandommap out; a distribution has no map either.)
+            let no_map = matches!(opt(fio, f, "norandommap"), Some("" | "1" | "true"))
+                || opt(fio, f, "random_distribution").is_some_and(|d| d != "random");
+            let close = random_bs && no_map && fb.abs_diff(pb) * 100 <= fb;
+            if fb != pb && !close {
+                return Err(format!(
+                    "job {i} ({name}) ended by its size in fio: fio moved {fb} bytes, pollwise {pb}"
+                ));
+            }
+            if !random_bs && fi != pi {
+                return Err(format!(
+                    "job {i} ({name}) ended by its size in fio: fio did {fi} I/Os, pollwise {pi}"
+                ));
+            }
+            if !mixed && !random_bs {
+                for dir in ["read", "write", "trim"] {
+                    let (a, b) = (u(&f[format!("{dir}_ios")]), u(&p[dir]["total_ios"]));
+                    if a != b {
+                        return Err(format!(
+                            "job {i} ({name}): {dir}s: fio did {a}, pollwise {b}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(format!(
+        "{} jobs{}",
+        fjobs.len(),
+        if counted > 0 {
+            format!(", {counted} ended by their size in fio (I/O counts compared unless pollwise reached the runtime)")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// Copies the data files (iologs, patterns) a file may name into `dir`.
+fn copy_aux(set: &Path, dir: &Path) {
+    for e in std::fs::read_dir(set).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("fio") {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Runs pollwise on `name` in `dir` as the test does: (exit code, stdout, stderr).
+fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
+    let engines = str_list(&fio["engines"]);
+    let mut args: Vec<String> = vec!["run".into(), name.into()];
+    args.extend(str_list(&fio["cmdline"]));
+    if !engines.is_empty() && engines.iter().all(|e| MAPPED.contains(&e.as_str())) {
+        args.push("--ioengine=io_uring".into());
+    }
+    args.push("--output-format=json".into());
+    for d in str_list(&fio["mkdirs"]) {
+        let _ = std::fs::create_dir_all(dir.join(d));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args(&args)
+        .current_dir(dir)
+        .envs(ENV.iter().copied())
+        .output()
+        .expect("run pollwise");
+    common::outcome(out)
+}
+
+fn outcome_of(name: &str, all: &Value) -> Outcome {
+    let fio = &all[name];
+    let set = data().join(fio["set"].as_str().unwrap());
+    let d = common::tempdir();
+    copy_aux(&set, d.path());
+    if let Some(pre) = fio["pre"].as_str() {
+        std::fs::copy(set.join(pre), d.path().join(pre)).unwrap();
+        // The file fio's suite runs first; its own outcome is its own row.
+        let _ = run_pollwise(d.path(), pre, &all[pre]);
+    }
+    std::fs::copy(set.join(name), d.path().join(name)).unwrap();
+    let (code, out, err) = run_pollwise(d.path(), name, fio);
+    let err = err.trim().to_string();
+    let line = err.lines().last().unwrap_or("").to_string();
+    let cites = cites(&line, name);
+    if code == 0 {
+        let pw: Value = match serde_json::from_str(&out) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Differs(format!("exit 0 without a JSON report ({e})")),
+        };
+        if fio["exit"].as_i64() != Some(0) {
+            return Outcome::Differs(format!(
+                "fio fails on it ({}), pollwise ran it",
+                last_line(fio["stderr"].as_str().unwrap_or(""))
+            ));
+        }
+        return match compare(fio, &pw) {
+            Ok(s) => Outcome::Same(s),
+            Err(e) => Outcome::Differs(e),
+        };
+    }
+    if code == 2 && cites && err.lines().count() == 1 {
+        return Outcome::Refused(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
+    }
+    if fio["exit"].as_i64() != Some(0) && code != 0 && err.lines().count() == 1 {
+        return Outcome::FailsAsFio(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
+    }
+    Outcome::BadRefusal(format!("exit {code}: {}", err.replace('\n', " / ")))
+}
+
+fn last_line(s: &str) -> String {
+    s.lines().last().unwrap_or("").trim().to_string()
+}
+
+/// Whether a message cites `NAME:LINE`.
+fn cites(msg: &str, name: &str) -> bool {
+    msg.match_indices(&format!("{name}:")).any(|(i, m)| {
+        msg[i + m.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// The markdown table of every file's outcome.
+fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
+    let mut rows = String::new();
+    let (mut block_runs, mut block_files, mut runs) = (0, 0, 0);
+    let mut fio_runs = 0;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, o) in outcomes {
+        let fio = &all[name];
+        let engines = str_list(&fio["engines"]);
+        let block = engines.iter().all(|e| BLOCK_ENGINES.contains(&e.as_str()));
+        let fio_ok = fio["exit"].as_i64() == Some(0);
+        fio_runs += usize::from(fio_ok);
+        if block && fio_ok {
+            block_files += 1;
+            block_runs += usize::from(matches!(o, Outcome::Same(_)));
+        }
+        runs += usize::from(matches!(o, Outcome::Same(_)));
+        *counts.entry(o.word()).or_default() += 1;
+        let fio_word = if fio_ok {
+            "runs".to_string()
+        } else {
+            format!(
+                "fails: {}",
+                last_line(fio["stderr"].as_str().unwrap_or("")).replace('|', "\\|")
+            )
+        };
+        rows.push_str(&format!(
+            "| {}/{name} | {} | {fio_word} | **{}** | {} |\n",
+            fio["set"].as_str().unwrap_or(""),
+            engines.join(", "),
+            o.word(),
+            o.detail().replace('|', "\\|").replace('\n', " ")
+        ));
+    }
+    let mut t = String::new();
+    t.push_str("# fio's own job files under pollwise\n\n");
+    t.push_str("Written by `crates/pollwise-cli/tests/fio_jobfiles.rs` (`POLLWISE_BLESS=1 cargo test -p pollwise-cli --test fio_jobfiles` rewrites it; the test fails when it is stale). ");
+    t.push_str("The files are fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by `scripts/fio_jobfiles.py` (devices and absolute paths become files in the run's directory, sizes are capped at 8 MiB and runtimes at 1 s, a file without a runtime gets `--runtime=5`; see `crates/pollwise-cli/tests/fio_jobs/README.md`), pollwise runs libaio, the sync family and null as its own engines, a file without an ioengine on io_uring (pollwise's default; fio's is psync), and is given `--ioengine=io_uring` for posixaio. ");
+    t.push_str("fio 3.33's run of the same copies is `crates/pollwise-cli/tests/fio_jobs/fio-3.33.json`.\n\n");
+    t.push_str("## What a job file means to pollwise\n\n");
+    t.push_str("- A job file's jobs take fio's defaults: `rw=read`, buffered (`direct=0`), no runtime limit (a job ends when its size is done). The command line keeps pollwise's own (`rw=randread`, `direct=1`, `--filename` required).\n");
+    t.push_str("- A job file's job without `filename` does its I/O on fio's file names: `jobname.jobnum.filenum` (one file per clone, `jobnum` the clone), in `directory` or the current directory, or as `filename_format` says.\n");
+    t.push_str("- Random offsets follow fio's random map: every block once per pass, in a random order of its own each pass (a keyed permutation, no bitmap); `norandommap` draws each offset on its own. `random_generator` is accepted: every generator visits each block once per pass. With `bsrange` or `bssplit` the map is kept in units of the smallest size, and a request is cut before a unit already done, as fio cuts it. A `random_distribution` other than `random` has no map, as in fio.\n");
+    t.push_str("- `group_reporting` merges a job's entries into the entry before them when it is of the same group (fio's `groupid`, from `stonewall` and `new_group`).\n");
+    t.push_str("- Engines: io_uring, libaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync); posixaio is not implemented (the test maps it to io_uring).\n");
+    t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
+    t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Verification with several block sizes, `verify_backlog`, `verify_pattern` and verify state are refused.\n");
+    t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n\n");
+    t.push_str("## Every file\n\n");
+    t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *DIFFERS* and *FAILS* are bugs.\n\n");
+    t.push_str(&format!(
+        "fio runs {fio_runs} of the {} files here; {block_files} of those use only engines of block and file I/O (io_uring, libaio, the sync family, posixaio, null). pollwise runs **{block_runs} of those {block_files}** with fio's meaning ({runs} files in all); ",
+        outcomes.len()
+    ));
+    let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    t.push_str(&format!("{}.\n\n", parts.join(", ")));
+    t.push_str("| file | engines | fio 3.33 | pollwise | what |\n|---|---|---|---|---|\n");
+    t.push_str(&rows);
+    t
+}
+
+#[test]
+fn fios_job_files_run_with_fios_meaning_or_are_refused_naming_file_and_line() {
+    let all: Value = serde_json::from_str(
+        &std::fs::read_to_string(data().join("fio-3.33.json")).expect("fio-3.33.json"),
+    )
+    .unwrap();
+    let names: Vec<String> = all.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(names.len(), 129, "fio's 86 examples and 43 t/jobs");
+    // Two at a time: the machine's two cores.
+    let queue = Mutex::new(names.clone());
+    let done = Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let Some(n) = queue.lock().unwrap().pop() else {
+                    break;
+                };
+                let o = outcome_of(&n, &all);
+                done.lock().unwrap().insert(n, o);
+            });
+        }
+    });
+    let outcomes = done.into_inner().unwrap();
+    let text = table(&all, &outcomes);
+    if std::env::var_os("POLLWISE_BLESS").is_some() {
+        std::fs::write(doc(), &text).unwrap();
+    }
+    let bad: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Differs(_) | Outcome::BadRefusal(_)))
+        .map(|(n, o)| format!("{n}: {} {}", o.word(), o.detail()))
+        .collect();
+    let same = outcomes
+        .values()
+        .filter(|o| matches!(o, Outcome::Same(_)))
+        .count();
+    let on_disk = std::fs::read_to_string(doc()).unwrap_or_default();
+    assert!(
+        bad.is_empty(),
+        "{} files run with another meaning than fio's or fail without naming file and line:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    assert!(
+        same >= RUN_AT_LEAST,
+        "{same} files run with fio's meaning, fewer than {RUN_AT_LEAST}"
+    );
+    assert_eq!(
+        on_disk, text,
+        "docs/fio-compat.md is stale: rewrite it with POLLWISE_BLESS=1 cargo test -p pollwise-cli --test fio_jobfiles"
+    );
+}
