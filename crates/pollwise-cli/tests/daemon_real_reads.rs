@@ -59,3 +59,42 @@ fn daemon_serves_real_reads_with_each_fdmon() {
         Err(pollwise_cli::Error::Usage(_))
     ));
 }
+
+/// A round that completed no read fails the scenario with one line naming the variant and the
+/// round, instead of reporting IOPS 0 (and a median pulled to 0) with exit status 0. A runtime of
+/// 1 ns measures nothing: the client's measured period ends before any read completes.
+#[test]
+fn a_round_without_reads_fails_the_scenario() {
+    use pollwise_cli::scenario::idle_sources::{run_rounds, Variant};
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let path = dir.path().join("d.dat");
+    let spec = pollwise_cli::job::JobSpec {
+        filename: path.clone(),
+        size: 8 << 20,
+        ..Default::default()
+    };
+    pollwise_cli::job::prepare_target(&spec).unwrap();
+    let good = daemon_cfg(FdMonKind::IoUring, &path, None);
+    let mut empty = good.clone();
+    empty.runtime = Duration::from_nanos(1);
+    let variants = [
+        Variant {
+            name: "good",
+            cfg: good,
+        },
+        Variant {
+            name: "empty",
+            cfg: empty,
+        },
+    ];
+    let Err(e) = run_rounds("test-scenario", &variants, 2) else {
+        panic!("a round without reads was reported as a measurement");
+    };
+    let msg = e.to_string();
+    assert!(matches!(e, pollwise_cli::Error::Io(_)), "{msg}");
+    assert!(
+        msg.contains("test-scenario") && msg.contains("empty variant") && msg.contains("no reads"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "one line: {msg}");
+}

@@ -15,11 +15,16 @@
 //! [`DaemonConfig::handler_ns`] of CPU on each first (the slow-handler scenario: QEMU's
 //! `io_submit` could take tens of microseconds), and submits it as a read at once.
 //!
-//! Each client is an [`Engine`] over a [`ChannelQueue`]: it keeps `iodepth` requests in flight
-//! and spins on its response ring (it is the "guest": no response doorbell), yielding the CPU
-//! between looks after 50 µs so that a reactor sharing its core is not starved. Every request
-//! gets exactly one response; a client that gets none for seconds fails the run instead of
-//! hanging.
+//! Each active client is an [`Engine`] over a [`ChannelQueue`]: it keeps `iodepth` requests in
+//! flight and spins on its response ring (it is the "guest": no response doorbell), yielding the
+//! CPU between looks after 50 µs so that a reactor sharing its core is not starved. An idle
+//! channel is a bare client end that sends one read (at most [`WARM_BATCH`] at once) and then
+//! stays quiet: what an idle channel costs is the reactor's side of it, kilobytes, not an
+//! engine's statistics. Every request gets exactly one response; a client that gets none for
+//! seconds fails the run instead of hanging.
+//!
+//! The measured period starts once every source is built and warm, after the ramp, and its
+//! length is what the clients actually ran, not the runtime asked for.
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -27,9 +32,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pollwise::clock::{self, Clock, MonotonicClock};
 use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
@@ -40,7 +45,7 @@ use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, OpKind, RequestOp, RequestsMut, Tracked};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
-use pollwise::request::{Dir, Handle, ReqMeta, Slab};
+use pollwise::request::{Handle, ReqMeta, Slab};
 use pollwise::stats::DirStats;
 
 use crate::{Error, Result};
@@ -94,6 +99,8 @@ pub struct DaemonReport {
     pub prunes: bool,
     /// Under `--reactor_wait=auto`: the reactor's choice over the whole run (ramp included).
     pub auto: Option<ChoiceStatus>,
+    /// Seconds from the start until every source was built and warm (before the ramp).
+    pub setup_secs: f64,
 }
 
 impl DaemonReport {
@@ -130,10 +137,14 @@ struct Storage {
     block: u32,
     clock: MonotonicClock,
     error: Option<String>,
-    /// When handlers stop spinning (the end of the measured period): past it a handler's time
-    /// is in no figure, and would only hold the drain up (`--handler_us` near 1 s, several
-    /// requests behind it) well beyond `--runtime`.
-    handler_until: u64,
+    /// Handlers stop spinning once every active client has ended its measured period (or the
+    /// run is stopped): past it a handler's time is in no figure, and would only hold the drain
+    /// up (`--handler_us` near 1 s, several requests behind it) well beyond `--runtime`.
+    marks: Arc<Marks>,
+    /// Active clients (see `marks`).
+    active: usize,
+    /// The run's stop flag.
+    stop: Arc<AtomicBool>,
 }
 
 impl Storage {
@@ -162,8 +173,11 @@ impl Storage {
         }
         if handler_ns > 0 {
             let t = self.clock.now_ns();
-            let until = t.saturating_add(handler_ns).min(self.handler_until);
-            while self.clock.now_ns() < until {
+            let until = t.saturating_add(handler_ns);
+            while self.clock.now_ns() < until
+                && self.marks.ended.load(Ordering::Acquire) < self.active
+                && !self.stop.load(Ordering::Relaxed)
+            {
                 std::hint::spin_loop();
             }
         }
@@ -301,14 +315,22 @@ fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
     minus!(FdMonCounters, a, b, waits, syscalls, events, rearms)
 }
 
+/// Where the active clients are: how many began measuring and how many ended. The reactor
+/// takes its counters when the first one begins and when the last one ends, so that they cover
+/// the period the clients measured, however late a client thread got to run.
+#[derive(Default)]
+struct Marks {
+    began: AtomicUsize,
+    ended: AtomicUsize,
+}
+
 struct Setup {
     file: File,
     cfg: DaemonConfig,
     requests: Vec<Requests<ChannelOp>>,
     responses: Vec<Responses<Completion>>,
     stop: Arc<AtomicBool>,
-    t_measure: u64,
-    t_end: u64,
+    marks: Arc<Marks>,
 }
 
 /// The reactor thread: builds everything on its own thread (the reactor is not `Send`), says
@@ -319,7 +341,10 @@ fn reactor_thread(
 ) -> Result<(ReactorOut, bool)> {
     let clock = Arc::new(MonotonicClock);
     let built = (|| -> Result<(Reactor, Rc<RefCell<Storage>>)> {
-        let inflight = s.cfg.active * s.cfg.iodepth + s.cfg.sources;
+        // The active clients' reads, and the idle channels' warm-up reads, which go out at most
+        // WARM_BATCH at a time: the buffers do not grow with the number of idle channels.
+        let idle = s.cfg.sources - s.cfg.active;
+        let inflight = s.cfg.active * s.cfg.iodepth + idle.min(WARM_BATCH);
         let entries = (inflight as u32).next_power_of_two().clamp(8, 4096);
         let q = UringQueue::new(
             &UringOptions {
@@ -342,7 +367,9 @@ fn reactor_thread(
             block: s.cfg.block_size,
             clock: MonotonicClock,
             error: None,
-            handler_until: s.t_end,
+            marks: s.marks.clone(),
+            active: s.cfg.active,
+            stop: s.stop.clone(),
         }));
         let mut r = Reactor::new(s.cfg.reactor, clock.clone())?;
         let io = |e: std::io::Error| {
@@ -370,9 +397,6 @@ fn reactor_thread(
             };
             r.add(Box::new(ChannelSource::new(rq, serve))).map_err(io)?;
         }
-        // Wake-ups at the edges of the measured period, to take the counters there.
-        r.add_timer(s.t_measure, |_| {});
-        r.add_timer(s.t_end, |_| {});
         Ok((r, st))
     })();
     let (mut r, st) = match built {
@@ -389,18 +413,18 @@ fn reactor_thread(
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     let mut at_measure = None;
     let mut at_end = None;
+    let active = s.cfg.active;
     while !s.stop.load(Ordering::Acquire) {
         r.run_once(true)
             .map_err(|e| Error::Io(format!("reactor: {e}")))?;
-        let now = clock.now_ns();
-        if at_measure.is_none() && now >= s.t_measure {
-            at_measure = Some((r.counters(), r.fdmon_counters()));
-        }
-        if at_end.is_none() && now >= s.t_end {
-            at_end = Some((r.counters(), r.fdmon_counters(), r.polling_set_len()));
-        }
         if let Some(e) = st.borrow_mut().error.take() {
             return Err(Error::Io(e));
+        }
+        if at_measure.is_none() && s.marks.began.load(Ordering::Acquire) > 0 {
+            at_measure = Some((r.counters(), r.fdmon_counters()));
+        }
+        if at_end.is_none() && s.marks.ended.load(Ordering::Acquire) == active {
+            at_end = Some((r.counters(), r.fdmon_counters(), r.polling_set_len()));
         }
     }
     let prunes = r.prunes();
@@ -423,6 +447,9 @@ type Client = ChannelClient<ChannelOp, Completion>;
 struct ClientOut {
     lat: DirStats,
     doorbells: u64,
+    /// When the client's measured period began and ended (clock time, ns).
+    start: u64,
+    end: u64,
 }
 
 /// A client: an engine keeping `depth` reads in flight on its channel.
@@ -447,29 +474,120 @@ fn client_engine(c: Client, cfg: &DaemonConfig, depth: usize, seed: u64) -> Resu
     )?)
 }
 
-/// An active client: reads in flight until `t_end`, then drains; latency (send to receipt) and
-/// doorbells are counted from `t_measure` to `t_end`.
-fn client_thread(mut e: Engine, t_measure: u64, t_end: u64) -> Result<ClientOut> {
+/// An active client: reads in flight until `t_measure` (the ramp), then for `runtime` more
+/// from the moment it gets there (measured: latency from send to receipt, and doorbells), then
+/// drains. A client thread that starts late still measures the whole runtime.
+fn client_thread(
+    mut e: Engine,
+    t_measure: u64,
+    runtime: Duration,
+    marks: &Marks,
+    notifier: &pollwise::reactor::Notifier,
+) -> Result<ClientOut> {
+    let clock = MonotonicClock;
     e.run_until(Stop::At(t_measure))?;
     e.reset_stats();
+    let start = clock.now_ns();
+    marks.began.fetch_add(1, Ordering::AcqRel);
     let rings0 = e.stats().2.enters;
-    e.run_until(Stop::At(t_end))?;
+    let run = e.run_until(Stop::At(start + runtime.as_nanos() as u64));
+    let end = clock.now_ns();
+    marks.ended.fetch_add(1, Ordering::AcqRel);
+    // The reactor takes its counters at its next iteration: make that one now.
+    notifier.notify();
+    run?;
     let (lat, _, q, _) = e.stats();
     e.drain()?;
     Ok(ClientOut {
         lat,
         doorbells: q.enters - rings0,
+        start,
+        end,
     })
 }
 
-/// Each idle channel reads once, so it joins the polling set; the reads go out together.
-fn warm_up(idle: &mut [Engine]) -> Result<()> {
-    let mut hs = Vec::with_capacity(idle.len());
-    for e in idle.iter_mut() {
-        hs.push(e.submit_one(Dir::Read, 0)?);
+/// Idle channels' warm-up reads in flight at once.
+pub const WARM_BATCH: usize = 256;
+
+/// How long the warm-up waits without any response before it fails.
+const WARM_STALL: Duration = Duration::from_secs(5);
+
+/// Each idle channel reads one block, so that it joins the polling set, at most [`WARM_BATCH`]
+/// at a time. An idle channel is a bare client end, not an engine: an engine's statistics cost
+/// more than a megabyte each, and an idle channel does nothing else.
+fn warm_up(idle: &mut [Client], cfg: &DaemonConfig) -> Result<()> {
+    let bs = cfg.block_size;
+    let blocks = (cfg.size / bs as u64).max(1);
+    for (b, batch) in idle.chunks_mut(WARM_BATCH).enumerate() {
+        for (i, c) in batch.iter_mut().enumerate() {
+            let n = (b * WARM_BATCH + i) as u64;
+            let op = ChannelOp {
+                kind: OpKind::Read,
+                file: 0,
+                len: bs,
+                offset: (n % blocks) * bs as u64,
+                user_data: n,
+            };
+            if c.send(op).is_err() {
+                return Err(Error::Io(
+                    "an idle channel's request ring is full before its first request".into(),
+                ));
+            }
+        }
+        let mut waiting: Vec<usize> = (0..batch.len()).collect();
+        let mut last = Instant::now();
+        while !waiting.is_empty() {
+            let before = waiting.len();
+            let mut bad = None;
+            waiting.retain(|&i| match batch[i].recv() {
+                Some(r) => {
+                    if r.result != bs as i32 {
+                        bad = Some(r.result);
+                    }
+                    false
+                }
+                None => true,
+            });
+            if let Some(res) = bad {
+                return Err(Error::Io(format!(
+                    "an idle channel's warm-up read returned {res} instead of {bs} bytes"
+                )));
+            }
+            if waiting.len() < before {
+                last = Instant::now();
+            } else if last.elapsed() >= WARM_STALL {
+                return Err(Error::Io(format!(
+                    "{} idle channels' warm-up reads got no response within {} s: the reactor stopped serving",
+                    waiting.len(),
+                    WARM_STALL.as_secs()
+                )));
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
-    for (e, h) in idle.iter_mut().zip(hs) {
-        e.wait_for(h)?;
+    Ok(())
+}
+
+/// Open files the daemon needs beside one eventfd per channel: its two rings, the reactor's
+/// notifier, the file, the standard streams, with room to spare.
+const FDS_BESIDE_CHANNELS: u64 = 32;
+
+/// Raises the soft limit on open files to what `sources` channels need, as far as the hard
+/// limit allows; one line naming the limit and the fix when it cannot. The scenarios call it
+/// with their largest `--sources` before running any variant.
+pub fn open_files_for(sources: usize) -> Result<()> {
+    use pollwise::sys::limits::{raise_soft_limit, Resource};
+    let want = sources as u64 + FDS_BESIDE_CHANNELS;
+    let (now, hard) = raise_soft_limit(Resource::OpenFiles, want).map_err(|e| {
+        Error::Io(format!(
+            "cannot raise the open-file limit to {want} for --sources={sources}: {e}"
+        ))
+    })?;
+    if now < want {
+        return Err(Error::Unsupported(format!(
+            "Too many open files: --sources={sources} needs about {want} (an eventfd per channel) but the limit is {hard}: raise it (ulimit -n {want}; past the hard limit needs root) or give fewer --sources"
+        )));
     }
     Ok(())
 }
@@ -536,6 +654,7 @@ pub fn check_memory(base: &DaemonConfig, sources: u64, active: u64, what: &str) 
 /// `active` client threads, and (with `warm_idle`) one warm-up read on every idle channel.
 pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     check(cfg)?;
+    open_files_for(cfg.sources)?;
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
@@ -570,12 +689,9 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         responses.push(rs);
     }
     let clock = MonotonicClock;
+    let t0 = clock.now_ns();
     let stop = Arc::new(AtomicBool::new(false));
-    // The measured period starts after the warm-up and the ramp; taken generously so the
-    // warm-up (a few ms) fits before it.
-    let warm_allow = Duration::from_millis(if cfg.warm_idle { 200 } else { 20 });
-    let t_measure = clock.now_ns() + (warm_allow + cfg.ramp).as_nanos() as u64;
-    let t_end = t_measure + cfg.runtime.as_nanos() as u64;
+    let marks = Arc::new(Marks::default());
     let (tx, rx) = mpsc::channel();
     let setup = Setup {
         file,
@@ -583,8 +699,7 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         requests,
         responses,
         stop: stop.clone(),
-        t_measure,
-        t_end,
+        marks: marks.clone(),
     };
     let reactor = std::thread::Builder::new()
         .name("pollwise-reactor".into())
@@ -612,36 +727,42 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         stop.store(true, Ordering::Release);
         notifier.notify();
     };
-    let engines = clients
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let active = i < cfg.active;
-            let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            client_engine(c, cfg, if active { cfg.iodepth } else { 1 }, seed)
-        })
-        .collect::<Result<Vec<_>>>();
-    let mut engines = match engines {
-        Ok(e) => e,
+    let mut idle = clients.split_off(cfg.active);
+    let prepared = (|| -> Result<(Vec<Engine>, u64)> {
+        let engines = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                client_engine(c, cfg, cfg.iodepth, seed)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Warm-up: each idle channel reads once, so it joins the polling set, then stays quiet.
+        if cfg.warm_idle {
+            warm_up(&mut idle, cfg)?;
+        }
+        // Every source is built and warm: the ramp, then the measured period, start now.
+        Ok((engines, clock.now_ns()))
+    })();
+    let (engines, t_ready) = match prepared {
+        Ok(p) => p,
         Err(e) => {
+            // The reactor's own error, if it had one, is the cause to report.
             finish(&stop);
-            let _ = reactor.join();
-            return Err(e);
+            return Err(match reactor.join() {
+                Ok(Err(re)) => re,
+                _ => e,
+            });
         }
     };
-    // Warm-up: each idle channel reads once, so it joins the polling set, then stays quiet.
-    let mut idle = engines.split_off(cfg.active);
-    if cfg.warm_idle {
-        if let Err(e) = warm_up(&mut idle) {
-            finish(&stop);
-            let _ = reactor.join();
-            return Err(e);
-        }
-    }
+    let t_measure = t_ready + cfg.ramp.as_nanos() as u64;
     let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
         let hs: Vec<_> = engines
             .into_iter()
-            .map(|e| sc.spawn(move || client_thread(e, t_measure, t_end)))
+            .map(|e| {
+                let (marks, notifier) = (&marks, &notifier);
+                sc.spawn(move || client_thread(e, t_measure, cfg.runtime, marks, notifier))
+            })
             .collect();
         hs.into_iter()
             .map(|h| {
@@ -657,19 +778,24 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         .map_err(|_| Error::Io("the reactor thread panicked".into()))??;
     let mut lat = DirStats::default();
     let mut doorbells = 0;
+    let (mut start, mut end) = (u64::MAX, 0);
     for o in outs {
         let o = o?;
         lat.merge(&o.lat);
         doorbells += o.doorbells;
+        start = start.min(o.start);
+        end = end.max(o.end);
     }
     Ok(DaemonReport {
         lat,
-        secs: cfg.runtime.as_secs_f64(),
+        // What ran: from the first client's start of measuring to the last one's end.
+        secs: end.saturating_sub(start) as f64 / 1e9,
         reactor: ro.reactor,
         fdmon: ro.fdmon,
         doorbells,
         polling_set_end: ro.polling_set_end,
         prunes,
         auto: ro.auto,
+        setup_secs: t_ready.saturating_sub(t0) as f64 / 1e9,
     })
 }

@@ -163,8 +163,9 @@ impl Row {
 }
 
 /// Runs every variant `rounds` times, the order rotated each round (A B C, B C A, ...), so
-/// drift on a shared machine hits every variant alike.
-pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
+/// drift on a shared machine hits every variant alike. A round that completed no read fails the
+/// run: its IOPS of 0 would otherwise pass for a measurement (and pull the median to 0).
+pub fn run_rounds(scenario: &str, variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = variants
         .iter()
         .map(|v| Row {
@@ -176,7 +177,16 @@ pub fn run_rounds(variants: &[Variant], rounds: u32) -> Result<Vec<Row>> {
     for r in 0..rounds as usize {
         for i in 0..variants.len() {
             let k = (i + r) % variants.len();
-            rows[k].rounds.push(daemon::run(&variants[k].cfg)?);
+            let d = daemon::run(&variants[k].cfg)?;
+            if d.lat.ios == 0 {
+                return Err(Error::Io(format!(
+                    "{scenario}: the {} variant completed no reads in round {} of {rounds} ({:.2}s measured): the reactor did not serve its active client(s); no figures reported",
+                    variants[k].name,
+                    r + 1,
+                    d.secs
+                )));
+            }
+            rows[k].rounds.push(d);
         }
     }
     Ok(rows)
@@ -223,7 +233,7 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
             ));
         }
         detail.push_str(&format!(
-            "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; IOPS by round {}\n",
+            "  {}: loop iterations {:.2}, poll rounds {:.1}, poll hits {:.2}, fd dispatches {:.2}, fd-monitor calls {:.2} (events {:.2}, re-arms {:.2}); pruned {:.0}, re-added {:.0} per run; sources built and warm in {:.2}s; IOPS by round {}\n",
             r.variant,
             per_req(|d| d.reactor.iterations),
             per_req(|d| d.reactor.poll_rounds),
@@ -234,6 +244,7 @@ pub fn render(scenario: &str, intro: String, rows: &[Row], notes: &str, wait: Lo
             per_req(|d| d.fdmon.rearms),
             r.med(|d| d.reactor.pruned as f64),
             r.med(|d| d.reactor.poll_added as f64),
+            r.med(|d| d.setup_secs),
             r.rounds
                 .iter()
                 .map(|d| format!("{:.0}", d.iops()))
@@ -292,6 +303,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let c = take_common(o, "idle-sources", 1)?;
     daemon::check_memory(&c.base, sources, active, "--sources")?;
     let (sources, active) = (sources as usize, active as usize);
+    daemon::open_files_for(sources)?;
     let idle_ns = idle_ms.checked_mul(1_000_000).ok_or_else(|| {
         Error::Usage(format!(
             "--poll_idle_ms={idle_ms} is too large: use at most a few hours' worth, e.g. --poll_idle_ms=7000"
@@ -317,7 +329,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             Variant { name, cfg }
         })
         .collect();
-    let rows = run_rounds(&variants, c.rounds)?;
+    let rows = run_rounds("idle-sources", &variants, c.rounds)?;
     let fdmon = c.base.reactor.fdmon.name();
     let intro = format!(
         "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; reactor wait {}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",

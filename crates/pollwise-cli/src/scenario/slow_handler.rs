@@ -46,6 +46,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let c = take_common(o, "slow-handler", DEFAULT_IODEPTH)?;
     super::daemon::check_memory(&c.base, sources, sources, "--sources")?;
+    super::daemon::open_files_for(sources as usize)?;
     let variants: Vec<Variant> = [("excluded", true), ("included", false)]
         .into_iter()
         .map(|(name, exclude)| {
@@ -58,7 +59,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             Variant { name, cfg }
         })
         .collect();
-    let rows = run_rounds(&variants, c.rounds)?;
+    let rows = run_rounds("slow-handler", &variants, c.rounds)?;
     let intro = format!(
         "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random (O_DIRECT); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; reactor wait {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
         c.base.iodepth,

@@ -15,9 +15,12 @@
 //! poll fires on every wake-up of the fd and stays armed; when the kernel ends one (no
 //! `IORING_CQE_F_MORE`, e.g. after a completion-ring overflow) it is re-armed.
 //!
-//! A poll the kernel ended is re-armed lazily: the SQE waits in the submission ring for the
-//! next kernel entry, since the source it belongs to has just become ready and is polled in user
-//! space meanwhile (see `reap`).
+//! A poll the kernel ended is re-armed at once (the SQE counts as a submission to make, so
+//! [`FdMonitor::need_wait`] turns true and the next wait, blocking or not, submits it), except for
+//! an fd added with [`FdMonitor::add_polled`]: its source has just become ready and its owner
+//! checks it in user space until the next blocking wait or [`FdMonitor::flush`], so its re-arm
+//! rides along with that kernel entry instead of costing a system call now (see `reap`). Any
+//! other fd would go unwatched until the loop next blocks, which a busy loop may never do.
 //!
 //! Removal is asynchronous: a `POLL_REMOVE` is queued, and a completion that was already posted
 //! for the old token may still come back; the reactor drops it by the token's generation.
@@ -36,11 +39,19 @@ const INTERNAL: u64 = u64::MAX;
 /// `user_data` of the multishot probe.
 const PROBE: u64 = u64::MAX - 1;
 
+/// A registered fd.
+#[derive(Debug, Clone, Copy)]
+struct Armed {
+    fd: RawFd,
+    /// Added with `add_polled`: its re-arm may wait for the next kernel entry.
+    polled: bool,
+}
+
 /// Fd monitoring through io_uring `POLL_ADD`. See the module docs.
 pub struct UringFdMonitor {
     ring: Ring,
-    /// token -> fd of every registered fd, to re-arm polls the kernel ended.
-    armed: HashMap<u64, RawFd>,
+    /// Every registered fd by token, to re-arm polls the kernel ended.
+    armed: HashMap<u64, Armed>,
     multishot: bool,
     /// SQEs pushed that must reach the kernel soon (registrations, removals).
     unsubmitted: usize,
@@ -168,7 +179,7 @@ impl UringFdMonitor {
             }
         });
         for token in rearm.drain(..) {
-            if let Some(&fd) = self.armed.get(&token) {
+            if let Some(&Armed { fd, polled }) = self.armed.get(&token) {
                 self.c.rearms += 1;
                 // A full SQ is submitted by push; an error here shows up as a lost source, so
                 // report it as POLLERR rather than dropping it silently.
@@ -177,14 +188,15 @@ impl UringFdMonitor {
                         token,
                         revents: libc::POLLERR as u32,
                     });
-                } else {
-                    // The event that ended this poll is being handed back, so its source is
-                    // about to be dispatched and join the polling set, where the reactor
-                    // checks it in user space. The re-arm can ride along with the next kernel
-                    // entry (a blocking wait, or `flush` when a source is pruned) instead of
-                    // costing a system call now: io_uring ends a multishot poll on every
-                    // wake-up that io_uring itself caused (EPOLL_URING_WAKE), so a poll on
-                    // another ring's fd would otherwise cost one per completion.
+                } else if polled {
+                    // The event that ended this poll is being handed back, and its owner
+                    // checks this source in user space until the next blocking wait or
+                    // `flush` (`add_polled`'s contract). The re-arm can ride along with that
+                    // kernel entry instead of costing a system call now: io_uring ends a
+                    // multishot poll on every wake-up that io_uring itself caused
+                    // (EPOLL_URING_WAKE), so a poll on another ring's fd would otherwise cost
+                    // one per completion. Any other fd's re-arm stays counted in
+                    // `unsubmitted`, so `need_wait` asks for the wait that submits it.
                     self.unsubmitted -= 1;
                     self.deferred += 1;
                 }
@@ -201,7 +213,13 @@ impl FdMonitor for UringFdMonitor {
 
     fn add(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
         self.arm(fd, token)?;
-        self.armed.insert(token, fd);
+        self.armed.insert(token, Armed { fd, polled: false });
+        Ok(())
+    }
+
+    fn add_polled(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.arm(fd, token)?;
+        self.armed.insert(token, Armed { fd, polled: true });
         Ok(())
     }
 
@@ -269,6 +287,10 @@ impl FdMonitor for UringFdMonitor {
             self.submit()?;
         }
         Ok(())
+    }
+
+    fn has_deferred(&self) -> bool {
+        self.deferred > 0
     }
 
     fn counters(&self) -> FdMonCounters {

@@ -101,6 +101,15 @@ pub trait FdMonitor {
     /// Starts monitoring `fd` for readability; its events carry `token`.
     fn add(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
 
+    /// As [`add`](FdMonitor::add), for the fd of a source the caller also checks in user space:
+    /// after each of its events, the caller checks the source every iteration until its next
+    /// blocking [`wait`](FdMonitor::wait) or [`flush`](FdMonitor::flush). The monitor may then
+    /// leave the re-arm of this fd's ended poll for that kernel entry (see
+    /// [`has_deferred`](FdMonitor::has_deferred)).
+    fn add_polled(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.add(fd, token)
+    }
+
     /// Stops monitoring `fd`, added with `token`. The fd must still be open.
     fn remove(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
 
@@ -116,11 +125,17 @@ pub trait FdMonitor {
     /// idle pruning needs.
     fn supports_polling(&self) -> bool;
 
-    /// Makes every registration take effect now. A monitor may delay re-arming an fd whose
-    /// source was just reported ready (it is being polled in user space meanwhile); the reactor
-    /// calls this when it prunes a source, whose fd must then be watched by the kernel.
+    /// Makes every registration take effect now. A monitor may delay re-arming an fd added with
+    /// [`add_polled`](FdMonitor::add_polled) whose source was just reported ready (it is checked
+    /// in user space meanwhile); the reactor calls this when it prunes a source, whose fd must
+    /// then be watched by the kernel, and after an iteration that neither polled nor blocked.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+
+    /// Whether re-arms wait for the next blocking wait or [`flush`](FdMonitor::flush).
+    fn has_deferred(&self) -> bool {
+        false
     }
 
     /// The monitor's counters.
@@ -642,9 +657,10 @@ impl Core {
 
     fn add(&mut self, source: Box<dyn Source>, internal: bool) -> io::Result<SourceId> {
         let fd = source.fd();
+        let poll = source.is_poll();
         let entry = Entry {
             fd,
-            poll: source.is_poll(),
+            poll,
             handler: Some(source),
             internal,
             poll_pos: None,
@@ -667,7 +683,15 @@ impl Core {
                 ),
             )
         })?);
-        if let Err(e) = self.fdmon.add(fd, id.token()) {
+        // A poll source is checked in user space after each of its events (it joins the polling
+        // set, or the loop blocks or flushes: see `run_once`), which lets the monitor defer the
+        // re-arm of its ended polls; an fd-only source's must reach the kernel at once.
+        let added = if poll {
+            self.fdmon.add_polled(fd, id.token())
+        } else {
+            self.fdmon.add(fd, id.token())
+        };
+        if let Err(e) = added {
             let _ = self.slots.remove(id.0);
             return Err(e);
         }
@@ -871,6 +895,10 @@ impl Core {
             Some(0)
         };
         let mut progress = false;
+        // Re-arms the monitor left for later (`FdMonitor::add_polled`) are owed a look in user
+        // space every iteration until a kernel entry submits them.
+        let had_deferred = self.fdmon.has_deferred();
+        let mut polled = false;
 
         if !self.poll_set.is_empty() && self.cfg.poll_max_ns > 0 {
             let max_window = self.poll_window();
@@ -878,10 +906,12 @@ impl Core {
             if max_ns > 0 && !self.fdmon.need_wait() {
                 self.set_poll_started(true);
                 progress = self.run_poll_handlers(start, max_ns, &mut timeout);
+                polled = true;
             } else if !blocking && self.poll_started {
                 // Already in poll mode (notifications off): one round, so a non-blocking
                 // iteration still sees what clients pushed without ringing.
                 progress = self.run_poll_handlers(start, 0, &mut timeout);
+                polled = true;
             }
         }
 
@@ -930,6 +960,12 @@ impl Core {
             a.after_wait(n as usize, self.clock.now_ns(), &NoHybrid);
         }
         progress |= self.run_timers();
+        if had_deferred && !polled && self.fdmon.has_deferred() {
+            // This iteration looked at no source in user space, and its wait (if any) did not
+            // enter the kernel: the deferred re-arms go in now, or their sources could go
+            // unheard for as long as the loop keeps finding work elsewhere.
+            self.fdmon.flush()?;
+        }
         Ok(progress)
     }
 

@@ -7,24 +7,58 @@ pub enum Resource {
     AddressSpace,
     /// `RLIMIT_NPROC`: tasks of the real user (`ulimit -u`).
     Processes,
+    /// `RLIMIT_NOFILE`: open file descriptors (`ulimit -n`).
+    OpenFiles,
 }
 
-/// The soft limit on `res`; `None` when it is unlimited or cannot be read.
-pub fn soft_limit(res: Resource) -> Option<u64> {
-    let which = match res {
-        Resource::AddressSpace => libc::RLIMIT_AS,
-        Resource::Processes => libc::RLIMIT_NPROC,
-    };
+impl Resource {
+    fn raw(self) -> libc::__rlimit_resource_t {
+        match self {
+            Resource::AddressSpace => libc::RLIMIT_AS,
+            Resource::Processes => libc::RLIMIT_NPROC,
+            Resource::OpenFiles => libc::RLIMIT_NOFILE,
+        }
+    }
+}
+
+/// Both limits on `res`: (soft, hard), `RLIM_INFINITY` as `u64::MAX`.
+fn limits(res: Resource) -> std::io::Result<(u64, u64)> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes one rlimit through the pointer we pass, which is valid, writable
     // and aliased by nothing else.
-    if unsafe { libc::getrlimit(which, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
-        return None;
+    if unsafe { libc::getrlimit(res.raw(), &mut r) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    Some(r.rlim_cur)
+    Ok((r.rlim_cur, r.rlim_max))
+}
+
+/// Raises the soft limit on `res` to `want`, or as far as the hard limit allows; never lowers
+/// it. Returns the soft limit now in force (`u64::MAX`: unlimited) and the hard limit.
+pub fn raise_soft_limit(res: Resource, want: u64) -> std::io::Result<(u64, u64)> {
+    let (soft, hard) = limits(res)?;
+    if soft >= want {
+        return Ok((soft, hard));
+    }
+    let r = libc::rlimit {
+        rlim_cur: want.min(hard),
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit reads one rlimit through the pointer we pass, which is valid for reads.
+    if unsafe { libc::setrlimit(res.raw(), &r) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((r.rlim_cur, hard))
+}
+
+/// The soft limit on `res`; `None` when it is unlimited or cannot be read.
+pub fn soft_limit(res: Resource) -> Option<u64> {
+    match limits(res) {
+        Ok((soft, _)) if soft != libc::RLIM_INFINITY => Some(soft),
+        _ => None,
+    }
 }
 
 /// Keeps the C allocator to one arena (glibc's `M_ARENA_MAX`). glibc gives each thread that
@@ -68,6 +102,26 @@ mod tests {
             proc_limit("Max address space")
         );
         assert_eq!(soft_limit(Resource::Processes), proc_limit("Max processes"));
+        assert_eq!(
+            soft_limit(Resource::OpenFiles),
+            proc_limit("Max open files")
+        );
+    }
+
+    #[test]
+    fn raising_the_soft_limit_never_lowers_it_nor_passes_the_hard_one() {
+        let (soft, hard) = limits(Resource::OpenFiles).unwrap();
+        assert_eq!(
+            raise_soft_limit(Resource::OpenFiles, 1).unwrap(),
+            (soft, hard),
+            "a lower wish changes nothing"
+        );
+        let (now, h) = raise_soft_limit(Resource::OpenFiles, u64::MAX).unwrap();
+        assert_eq!((now, h), (hard, hard), "raised as far as the hard limit");
+        assert_eq!(
+            soft_limit(Resource::OpenFiles),
+            Some(hard).filter(|&x| x != u64::MAX)
+        );
     }
 
     #[test]
