@@ -29,6 +29,7 @@ fn platform(cores: u32) -> Platform {
         device: LatencyModel::Fixed(L),
         device_iops: 0,
         device_latency_by_depth: Vec::new(),
+        iopoll_ns: 0,
     }
 }
 

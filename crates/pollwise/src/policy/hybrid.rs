@@ -21,6 +21,10 @@
 //!   the sleep reaches is marked as slept: **a request sleeps at most once**, however its sleep
 //!   ended. A batch submitted together sleeps once, as a whole.
 //!
+//! On a queue whose completions cannot end a wait (an IOPOLL ring: no interrupts), the sleep is
+//! a timer's and runs its whole time, and every spin (after a sleep, or instead of one) is one
+//! blocking `io_uring_enter` in which the kernel polls the device: hybrid sleeps, then enters.
+//!
 //! Sleeps shorter than [`MIN_SLEEP_NS`] are not worth a context switch; the policy polls instead.
 //! The caller sets its timer slack to 1 ns, or every sleep is stretched by 50 µs.
 //!
@@ -102,9 +106,8 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{sleep_on, spin_step, DynQueue, PolicyCounters, Sink, WaitPolicy};
 use crate::clock::Clock;
 use crate::predict::{Predictor, Statistic};
 use crate::queue::{Completion, OpInfo, WaitOutcome};
@@ -566,12 +569,12 @@ impl WaitPolicy for Hybrid {
                 continue;
             }
             if woke_at.is_some() {
-                std::hint::spin_loop();
+                spin_step(q, min - got, &mut self.c)?;
                 continue;
             }
             let now = self.clock.now_ns();
             match self.plan(q, now, min - got) {
-                Plan::Poll => std::hint::spin_loop(),
+                Plan::Poll => spin_step(q, min - got, &mut self.c)?,
                 Plan::Sleep { until_ns, why } => {
                     // Every request this sleep is for has had its sleep.
                     let fate = if why == Why::Rule {
@@ -601,7 +604,7 @@ impl WaitPolicy for Hybrid {
                     } else {
                         0
                     };
-                    let out = q.wait(min - got, Some(Duration::from_nanos(ns)))?;
+                    let out = sleep_on(q, min - got, ns)?;
                     if measure {
                         let spent = self
                             .clock

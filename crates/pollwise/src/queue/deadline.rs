@@ -133,6 +133,14 @@ unsafe impl Queue for Bounded {
         self.inner.poll_needs_enter()
     }
 
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }

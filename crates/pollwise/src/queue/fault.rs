@@ -411,6 +411,14 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         self.inner.poll_needs_enter()
     }
 
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight() + self.held.len()
     }

@@ -74,6 +74,12 @@ pub struct Platform {
     /// adds the device's time per request at its rate, `1 / device_iops` (nothing with no
     /// limit). See [`depth_extra_ns`](Self::depth_extra_ns).
     pub device_latency_by_depth: Vec<(u32, u64)>,
+    /// One reaping `io_uring_enter` on an IOPOLL ring that finds nothing (a system call and
+    /// one poll of the device's poll queue), CPU and time: what kernel polled I/O costs here
+    /// (0: not known, and a `hipri` job is refused). On such a queue a poll costs this, a
+    /// blocking wait keeps the thread on its core, polling, until the completion (each pass
+    /// this less a system call), and completions are seen when due, with no wake-up.
+    pub iopoll_ns: u64,
 }
 
 impl Platform {
@@ -137,6 +143,7 @@ impl Platform {
             ("wake_latency_ns", self.wake_latency_ns),
             ("sleep_cpu_ns", self.sleep_cpu_ns),
             ("timer_late_ns", self.timer_late_ns),
+            ("iopoll_ns", self.iopoll_ns),
         ] {
             if v > MAX_COST_NS {
                 return Err(Error::config(
@@ -280,6 +287,8 @@ pub(crate) struct ModelQueue {
     me: usize,
     p: Platform,
     dev: Device,
+    /// An IOPOLL ring: completions are found by polling, and nothing wakes a wait.
+    polled: bool,
     c: QueueCounters,
 }
 
@@ -290,14 +299,22 @@ impl ModelQueue {
         p: &Platform,
         seed: u64,
         entries: usize,
+        polled: bool,
     ) -> Self {
         ModelQueue {
             shared,
             me,
             dev: Device::new(p.device, seed, entries),
             p: p.clone(),
+            polled,
             c: QueueCounters::default(),
         }
+    }
+
+    /// One pass of the kernel polling the device inside `io_uring_enter`: the reaping enter
+    /// less its system call (at least 1 ns, so a wait in virtual time ends).
+    fn kernel_poll_ns(&self) -> u64 {
+        self.p.iopoll_ns.saturating_sub(self.p.syscall_ns).max(1)
     }
 
     fn now(&self) -> u64 {
@@ -355,7 +372,13 @@ unsafe impl Queue for ModelQueue {
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        self.charge(self.p.poll_ns)?;
+        if self.polled {
+            // A non-blocking GETEVENTS enter that polls the device once.
+            self.charge(self.p.iopoll_ns)?;
+            self.c.enters += 1;
+        } else {
+            self.charge(self.p.poll_ns)?;
+        }
         let n = self.dev.reap(self.now(), sink);
         self.c.completed += n as u64;
         Ok(n)
@@ -377,6 +400,15 @@ unsafe impl Queue for ModelQueue {
         }
         let entered = self.now();
         if target <= entered {
+            return Ok(WaitOutcome::Ready);
+        }
+        if self.polled {
+            // The kernel polls, on the thread's core, until the completions are there; a
+            // timeout is not kept (as on a real IOPOLL ring).
+            let pass = self.kernel_poll_ns();
+            while self.dev.ready(self.now()) < min {
+                self.charge(pass)?;
+            }
             return Ok(WaitOutcome::Ready);
         }
         let (cpu, deadline) = match timeout {
@@ -401,6 +433,29 @@ unsafe impl Queue for ModelQueue {
         } else {
             Ok(WaitOutcome::TimedOut)
         }
+    }
+
+    fn completions_wake(&self) -> bool {
+        !self.polled
+    }
+
+    /// A timed sleep as the platform costs it: a system call, off the core until the timer
+    /// (plus its lateness), the rest of the sleep's CPU on coming back.
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.charge(self.p.syscall_ns)?;
+        self.c.enters += 1;
+        let resume = self.p.sleep_cpu_ns.saturating_sub(self.p.syscall_ns);
+        let now = self.now();
+        let t = now.saturating_add(d.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let wake = t
+            .saturating_add(self.p.timer_late_ns)
+            .saturating_sub(resume)
+            .max(now);
+        self.shared.block(self.me, wake, resume);
+        if self.shared.is_aborted() {
+            return Err(aborted());
+        }
+        Ok(())
     }
 
     fn in_flight(&self) -> usize {
