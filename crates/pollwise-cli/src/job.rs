@@ -779,6 +779,26 @@ fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     pollwise::sys::blockdev::logical_block_size(f, is_blockdev)
 }
 
+impl JobSpec {
+    /// The job's ring by its setup flags' names (`"IOPOLL"`, `"IOPOLL|HYBRID_IOPOLL"`) when it
+    /// is polled (`--hipri`), and what its wait mode becomes there (an IOPOLL ring has no
+    /// interrupts: [`polled_wait`](pollwise::policy::polled_wait)).
+    pub fn polled_ring(&self) -> Option<(&'static str, &'static str)> {
+        if !self.hipri {
+            return None;
+        }
+        let ring = if self.hybrid_iopoll {
+            "IOPOLL|HYBRID_IOPOLL"
+        } else {
+            "IOPOLL"
+        };
+        Some((
+            ring,
+            pollwise::policy::polled_wait(self.policy.mode, self.hybrid_iopoll),
+        ))
+    }
+}
+
 /// The engine part of thread `i` of `spec`: thread 0 keeps the job's seed, the others get
 /// seeds of their own (fio's clones do not read the same offsets in step).
 pub fn engine_config_for(spec: &JobSpec, size: u64, i: usize) -> EngineConfig {

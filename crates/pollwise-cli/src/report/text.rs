@@ -15,7 +15,14 @@ pub fn us(ns: u64) -> String {
 pub fn run_text(f: &JobFigures) -> String {
     let s = f.stats;
     let mut t = String::new();
-    let _ = writeln!(t, "{}: mode={}", f.name, f.mode);
+    let _ = write!(t, "{}: mode={}", f.name, f.mode);
+    // On an IOPOLL ring a mode is not what it is elsewhere (no interrupts): say what it became.
+    match (f.extra.get("ring"), f.extra.get("wait")) {
+        (Some(serde_json::Value::String(r)), Some(serde_json::Value::String(w))) => {
+            let _ = writeln!(t, " (on an {r} ring: {w})");
+        }
+        _ => t.push('\n'),
+    }
     for (label, d, iops) in [("read", &s.read, f.iops.0), ("write", &s.write, f.iops.1)] {
         if d.ios == 0 {
             continue;
