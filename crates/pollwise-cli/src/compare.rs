@@ -192,7 +192,14 @@ fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
             }
             continue;
         }
-        prepare_target(&s)?;
+        prepare_target(&s).map_err(|e| match e {
+            Error::Unsupported(m) if v.ring != Ring::AsGiven => Error::Unsupported(format!(
+                "--modes={}: {}",
+                v.name,
+                m.replace("run without --hipri", "drop iopoll and hybrid_iopoll from --modes")
+            )),
+            e => e,
+        })?;
         let f = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT)
