@@ -400,9 +400,20 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
 
 /// The simulated device has no file, no ring and no data: options about those make no sense.
 fn check_sim(spec: &JobSpec) -> Result<()> {
+    // The platform model has kernel polled I/O (IOPOLL, when the platform has iopoll_ns), not
+    // HYBRID_IOPOLL's sleep inside the kernel.
+    if spec.hybrid_iopoll {
+        return Err(Error::Usage(
+            "--hybrid_iopoll needs a real file and ring, not --ioengine=sim (the platform model has --hipri, not the kernel's hybrid sleep): drop it or use --ioengine=io_uring".into(),
+        ));
+    }
+    if spec.hipri && spec.platform.is_none() {
+        return Err(Error::Usage(
+            "--hipri with --ioengine=sim needs --platform: the platform model has kernel polled I/O (its iopoll_ns), the plain simulated device has not".into(),
+        ));
+    }
     for (on, name) in [
         (spec.verify, "--verify"),
-        (spec.hipri, "--hipri"),
         (spec.sqthread_poll, "--sqthread_poll"),
         (spec.fixedbufs, "--fixedbufs"),
         (spec.registerfiles, "--registerfiles"),

@@ -369,14 +369,14 @@ impl FromStr for Mode {
 pub fn polled_wait(mode: Mode, kernel_hybrid: bool) -> &'static str {
     match (mode, kernel_hybrid) {
         (Mode::Interrupt, false) => {
-            "kernel poll in io_uring_enter (an IOPOLL ring has no interrupts)"
+            "kernel poll in io_uring_enter; an IOPOLL ring has no interrupts"
         }
         (Mode::Interrupt, true) => {
-            "kernel hybrid poll in io_uring_enter (an IOPOLL ring has no interrupts: the kernel sleeps half its estimate once per request, then polls)"
+            "kernel hybrid poll in io_uring_enter: the kernel sleeps half its estimate once per request, then polls; an IOPOLL ring has no interrupts"
         }
         (Mode::Poll, false) => "a spin of non-blocking io_uring_enter calls, each polling the device once",
         (Mode::Poll, true) => {
-            "a spin of non-blocking io_uring_enter calls, each polling the device once (the kernel's hybrid sleep first, once per request)"
+            "a spin of non-blocking io_uring_enter calls, each polling the device once, after the kernel's hybrid sleep, once per request"
         }
         (Mode::Hybrid | Mode::KHybrid | Mode::Dpas, false) => {
             "a timed sleep no completion ends, then kernel poll in io_uring_enter"

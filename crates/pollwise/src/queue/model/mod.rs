@@ -289,6 +289,9 @@ pub(crate) struct ModelQueue {
     dev: Device,
     /// An IOPOLL ring: completions are found by polling, and nothing wakes a wait.
     polled: bool,
+    /// On an IOPOLL ring, when the kernel last polled the device: completions due by then are
+    /// in the completion queue, and a poll reads them without entering the kernel.
+    posted_ns: u64,
     c: QueueCounters,
 }
 
@@ -307,6 +310,7 @@ impl ModelQueue {
             dev: Device::new(p.device, seed, entries),
             p: p.clone(),
             polled,
+            posted_ns: 0,
             c: QueueCounters::default(),
         }
     }
@@ -372,14 +376,22 @@ unsafe impl Queue for ModelQueue {
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        if self.polled {
-            // A non-blocking GETEVENTS enter that polls the device once.
+        let upto = if self.polled && self.dev.ready(self.posted_ns) == 0 {
+            // Nothing in the completion queue: a non-blocking GETEVENTS enter that polls the
+            // device once.
             self.charge(self.p.iopoll_ns)?;
             self.c.enters += 1;
+            self.posted_ns = self.now();
+            self.posted_ns
+        } else if self.polled {
+            // What the kernel's last poll posted: a read of the completion queue.
+            self.charge(self.p.poll_ns)?;
+            self.posted_ns
         } else {
             self.charge(self.p.poll_ns)?;
-        }
-        let n = self.dev.reap(self.now(), sink);
+            self.now()
+        };
+        let n = self.dev.reap(upto, sink);
         self.c.completed += n as u64;
         Ok(n)
     }
@@ -409,6 +421,7 @@ unsafe impl Queue for ModelQueue {
             while self.dev.ready(self.now()) < min {
                 self.charge(pass)?;
             }
+            self.posted_ns = self.now();
             return Ok(WaitOutcome::Ready);
         }
         let (cpu, deadline) = match timeout {
