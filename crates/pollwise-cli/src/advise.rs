@@ -759,8 +759,22 @@ mod tests {
         };
         assert_eq!(cell.name(), "iopoll");
         assert_eq!(cell.options(), "--mode=interrupt --hipri=1");
-        assert_eq!(Cell { mode: Mode::Poll, ..cell }.name(), "poll+hipri");
-        assert_eq!(Cell { hipri: false, ..cell }.name(), "interrupt");
+        assert_eq!(
+            Cell {
+                mode: Mode::Poll,
+                ..cell
+            }
+            .name(),
+            "poll+hipri"
+        );
+        assert_eq!(
+            Cell {
+                hipri: false,
+                ..cell
+            }
+            .name(),
+            "interrupt"
+        );
     }
 
     #[test]

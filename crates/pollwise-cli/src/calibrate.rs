@@ -527,7 +527,8 @@ fn polled_costs(fd: i32, blocks: u64) -> Result<Vec<(&'static str, Figure)>> {
     let mut empty = Vec::new();
     for _ in 0..SAMPLES / 4 + 5 {
         r.push()?;
-        r.q.submit().map_err(|e| io("submitting a polled read", e))?;
+        r.q.submit()
+            .map_err(|e| io("submitting a polled read", e))?;
         loop {
             let t = Instant::now();
             let got = r.reap()?;
@@ -564,7 +565,8 @@ fn polled_round_trips(r: &mut Reader) -> Result<(Figure, Figure)> {
         r.push()?;
         let c0 = thread_cpu_ns();
         let t0 = Instant::now();
-        r.q.submit().map_err(|e| io("submitting a polled read", e))?;
+        r.q.submit()
+            .map_err(|e| io("submitting a polled read", e))?;
         loop {
             r.q.wait(1, None)
                 .map_err(|e| io("waiting for a polled read", e))?;

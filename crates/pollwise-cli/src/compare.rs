@@ -196,7 +196,10 @@ fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
             Error::Unsupported(m) if v.ring != Ring::AsGiven => Error::Unsupported(format!(
                 "--modes={}: {}",
                 v.name,
-                m.replace("run without --hipri", "drop iopoll and hybrid_iopoll from --modes")
+                m.replace(
+                    "run without --hipri",
+                    "drop iopoll and hybrid_iopoll from --modes"
+                )
             )),
             e => e,
         };
@@ -423,7 +426,10 @@ mod tests {
             assert_eq!(Variant::parse(n).unwrap().name, n);
         }
         let e = Variant::parse("iopol").unwrap_err().to_string();
-        assert!(e.contains("unknown mode 'iopol'") && e.contains("hybrid_iopoll"), "{e}");
+        assert!(
+            e.contains("unknown mode 'iopol'") && e.contains("hybrid_iopoll"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -434,9 +440,15 @@ mod tests {
         assert_eq!(s.policy.mode, Mode::Interrupt);
         let (ring, wait) = s.polled_ring().unwrap();
         assert_eq!(ring, "IOPOLL|HYBRID_IOPOLL");
-        assert!(wait.starts_with("kernel hybrid poll in io_uring_enter"), "{wait}");
+        assert!(
+            wait.starts_with("kernel hybrid poll in io_uring_enter"),
+            "{wait}"
+        );
         Variant::parse("poll").unwrap().apply(&mut s);
-        assert_eq!(s.polled_ring().unwrap().1, pollwise::policy::polled_wait(Mode::Poll, true));
+        assert_eq!(
+            s.polled_ring().unwrap().1,
+            pollwise::policy::polled_wait(Mode::Poll, true)
+        );
         let mut plain = JobSpec::default();
         Variant::parse("iopoll").unwrap().apply(&mut plain);
         assert_eq!(plain.polled_ring().unwrap().0, "IOPOLL");

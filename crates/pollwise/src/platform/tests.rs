@@ -125,7 +125,13 @@ fn kernel_polled_io_waits_on_its_core_without_a_wake_up() {
     j.cfg.hipri = true;
     let e = run(&platform(1), &[j]).map(|_| ()).unwrap_err();
     assert!(
-        matches!(e, Error::Config { field: "iopoll_ns", .. }),
+        matches!(
+            e,
+            Error::Config {
+                field: "iopoll_ns",
+                ..
+            }
+        ),
         "{e}"
     );
 }

@@ -514,10 +514,16 @@ impl WaitPolicy for Dpas {
         let mut b = vec![
             (format!("dpas.mode.{}", sw.mode.name()), 1.0),
             ("dpas.switches".to_string(), sw.switches as f64),
-            ("dpas.ios.pas".to_string(), self.ios_in(DpasMode::Pas) as f64),
+            (
+                "dpas.ios.pas".to_string(),
+                self.ios_in(DpasMode::Pas) as f64,
+            ),
             ("dpas.ios.cp".to_string(), self.ios_in(DpasMode::Cp) as f64),
             ("dpas.ios.ol".to_string(), self.ios_in(DpasMode::Ol) as f64),
-            ("dpas.ios.int".to_string(), self.ios_in(DpasMode::Int) as f64),
+            (
+                "dpas.ios.int".to_string(),
+                self.ios_in(DpasMode::Int) as f64,
+            ),
         ];
         for ((dir, log2), s) in &self.buckets {
             let d = match dir {
@@ -705,12 +711,18 @@ mod tests {
         assert_eq!(r.p.mode(), DpasMode::Pas);
         // From 100 ns, short sleeps grow the next ones until one is too long.
         assert_eq!(&sleeps[..3], &[100, 101, 103]);
-        let peak = sleeps.iter().position(|&s| s + POLL_COST >= 10_000).unwrap();
+        let peak = sleeps
+            .iter()
+            .position(|&s| s + POLL_COST >= 10_000)
+            .unwrap();
         assert!(sleeps[..peak].windows(2).all(|w| w[1] > w[0]), "{sleeps:?}");
         // Afterwards it stays about the latency (cut by a tenth when too long, then growing
         // again), none at its floor.
         let late = &sleeps[peak + 1..];
-        assert!(late.iter().all(|&s| (8_000..=10_500).contains(&s)), "{late:?}");
+        assert!(
+            late.iter().all(|&s| (8_000..=10_500).contains(&s)),
+            "{late:?}"
+        );
         // Every request was alone and no sleep hit the floor: the next one is polled, for
         // 1,000 I/Os, then adaptive sleep again.
         let s = r.p.counters().sleeps;

@@ -310,15 +310,14 @@ mod tests {
 
         /// One request of `latency_ns`: (the sleep it was asked, its latency seen).
         fn one(&mut self, latency_ns: u64) -> (u64, u64) {
-            self.q.inner_mut().set_model(LatencyModel::Fixed(latency_ns));
+            self.q
+                .inner_mut()
+                .set_model(LatencyModel::Fixed(latency_ns));
             let slept = self.p.counters().slept_ns;
             let t = self.clock.now_ns();
             self.submit(0);
             assert_eq!(self.p.wait(&mut self.q, 1, &mut |_| {}).unwrap(), 1);
-            (
-                self.p.counters().slept_ns - slept,
-                self.clock.now_ns() - t,
-            )
+            (self.p.counters().slept_ns - slept, self.clock.now_ns() - t)
         }
     }
 
@@ -415,7 +414,11 @@ mod tests {
         assert_eq!(r.one(10_000), (2_525, 10_100));
         let c = r.p.counters();
         assert_eq!(c.polls - before.polls, 3);
-        assert_eq!(c.blocks - before.blocks, 2, "the sleep and the kernel's poll");
+        assert_eq!(
+            c.blocks - before.blocks,
+            2,
+            "the sleep and the kernel's poll"
+        );
         assert_eq!(r.q.counters().enters - enters, 1, "one blocking enter");
     }
 
