@@ -2,7 +2,8 @@
 # The test command: the checks that hold the line, every test of the workspace on real io_uring
 # (examples and doc examples included), then the loom models.
 # Needs Rust (cargo, with rustfmt and clippy), a Linux kernel with io_uring enabled, root and the
-# network the first time (apt-get: fio, QEMU; the guest's kernel), cached afterwards.
+# network the first time (apt-get: fio, QEMU, liburing-dev, pkg-config, a C compiler; the guest's
+# kernel), cached afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,18 @@ if ! command -v fio >/dev/null 2>&1 || [ ! -d /usr/share/doc/fio/examples ]; the
   fi
 fi
 export POLLWISE_REQUIRE_FIO=1
+
+# The C ABI's tests compile tests/c/ring_modes.c on liburing (liburing-dev, pkg-config, a C
+# compiler): install them if missing; the tests fail, never skip, without them.
+if [ ! -f /usr/include/liburing.h ] || ! command -v pkg-config >/dev/null 2>&1 || ! command -v cc >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing liburing-dev, pkg-config and a C compiler (apt-get)"
+    apt-get update -qq && apt-get install -y -qq liburing-dev pkg-config gcc libc6-dev >/dev/null
+  else
+    echo "liburing-dev, pkg-config or cc is missing: install them (apt-get install liburing-dev pkg-config gcc) and run again" >&2
+    exit 1
+  fi
+fi
 
 echo "== format, lints, docs"
 cargo fmt --all --check

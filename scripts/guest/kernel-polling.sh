@@ -2,14 +2,16 @@
 # Inside the guest (scripts/guest/test.sh boots it): kernel polled I/O works in pollwise.
 # Function, not speed: every figure here comes from an emulator (TCG) and means nothing.
 #
-#   kernel-polling.sh PATH-TO-POLLWISE
+#   kernel-polling.sh PATH-TO-POLLWISE [RING_MODES_DIR]
 #
 # Checks, each one line "ok ..." or "FAIL ...": the emulated NVMe has poll queues; on an IOPOLL
 # ring and on a HYBRID_IOPOLL ring, under every wait mode, pollwise writes a region with
 # verification headers and reads it back verified (reads counted, errors 0); a block zeroed behind
 # its back is caught on both rings; compare runs the kernel variants (iopoll, hybrid_iopoll) beside
 # user-space modes and names them; advise models kernel polling among its candidates; polled I/O
-# is still refused where there are no poll queues.
+# is still refused where there are no poll queues; with RING_MODES_DIR (ring_modes_capi,
+# ring_modes and libpollwise_preload.so, made by test.sh), the Waiter reads checked data on an
+# IOPOLL ring through the C ABI and the preload library.
 set -uo pipefail
 P=${1:?usage: kernel-polling.sh PATH-TO-POLLWISE}
 DEV=/dev/nvme0n1
@@ -99,6 +101,23 @@ rc=$?
 rc=$?
 [ $rc = 2 ] && grep -q -- "--modes=iopoll" /tmp/p.err && ok "compare's iopoll refused without poll queues (exit 2): $(head -c 120 /tmp/p.err)" \
   || bad "compare --modes=iopoll on a tmpfs file: exit $rc, $(head -c 300 /tmp/p.err)"
+
+# The Waiter on an IOPOLL ring, if test.sh built the C test program (second argument: its
+# directory): checked reads through the C ABI and, unmodified, through the preload library.
+RM=${2:-}
+if [ -n "$RM" ]; then
+  for mode in interrupt poll hybrid adaptive auto; do
+    out=$(RING_MODES_IOPOLL_DEV=$DEV "$RM/ring_modes_capi" capi $mode 64 2>&1)
+    echo "$out" | grep -q "^iopoll $mode: 64 reads checked" && ok "C ABI on an IOPOLL ring, $mode: 64 reads checked" \
+      || bad "C ABI on an IOPOLL ring, $mode: $(echo "$out" | tail -2 | tr '\n' ' ')"
+    out=$(RING_MODES_IOPOLL_DEV=$DEV POLLWISE_MODE=$mode POLLWISE_SUMMARY=/tmp/rm-$mode.json \
+      LD_PRELOAD=$RM/libpollwise_preload.so "$RM/ring_modes" liburing 64 2>&1)
+    taken=$(python3 -c "import json,sys; print(sum(json.loads(l)['taken'][f] for l in open(sys.argv[1]) for f in json.loads(l)['taken']))" /tmp/rm-$mode.json 2>/dev/null)
+    echo "$out" | grep -q "^iopoll liburing: 64 reads checked" && [ "${taken:-0}" -gt 0 ] \
+      && ok "unmodified liburing program on an IOPOLL ring under the preload library, $mode: 64 reads checked, $taken waits taken over" \
+      || bad "preload on an IOPOLL ring, $mode: taken ${taken:-none}: $(echo "$out" | tail -2 | tr '\n' ' ')"
+  done
+fi
 
 echo "$failures failure(s)"
 [ $failures = 0 ]

@@ -177,6 +177,18 @@ fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
             continue;
         }
         seen.push((s.hipri, s.hybrid_iopoll));
+        if v.ring != Ring::AsGiven
+            && !matches!(
+                s.ioengine,
+                crate::job::IoEngine::IoUring | crate::job::IoEngine::Sim(_)
+            )
+        {
+            return Err(Error::Usage(format!(
+                "--modes={}: kernel polled I/O here is an io_uring ring, not --ioengine={}: use --ioengine=io_uring",
+                v.name,
+                s.ioengine.name()
+            )));
+        }
         if !s.direct {
             return Err(Error::Usage(format!(
                 "--modes={}: kernel polled I/O works only with O_DIRECT: drop --direct=0",
@@ -229,6 +241,12 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     let runtime_given = o.has("runtime");
     let mut spec = o.job_spec()?;
     o.finish()?;
+    if !spec.ioengine.waits() {
+        return Err(Error::Usage(format!(
+            "--ioengine={} does each I/O inside its system call: wait modes do not apply, so there is nothing to compare; use --ioengine=io_uring or libaio",
+            spec.ioengine.name()
+        )));
+    }
 
     let _temp = default_target(&mut spec, "compare", DEFAULT_SIZE)?;
     crate::jobs::resolve(&mut spec)?;
@@ -236,6 +254,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         // About 10 s in all: 8 s of measurement shared by the modes, plus warm-up and layout.
         spec.runtime = Duration::from_millis(8000 / modes.len() as u64);
     }
+    crate::job::require_runtime(&spec, "compare")?;
     spec.time_based = true;
     let slice = spec.runtime / rounds;
     if slice < Duration::from_millis(10) {
@@ -327,8 +346,9 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
         ));
     } else {
         text.push_str(&format!(
-            "medians over {rounds} interleaved rounds of {:.2}s per mode\n\n",
-            slice.as_secs_f64()
+            "medians over {rounds} interleaved rounds of {:.2}s per mode ({:.2}s per mode in all)\n\n",
+            slice.as_secs_f64(),
+            (slice * rounds).as_secs_f64()
         ));
     }
     text.push_str(&table(

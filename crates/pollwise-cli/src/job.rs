@@ -9,16 +9,19 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use pollwise::clock;
 pub use pollwise::engine::Rw;
-use pollwise::engine::{sub_policy, sub_queue, Engine, EngineConfig, Stop, SubmitMode};
+use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Stop, SubmitMode};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
+use pollwise::queue::libaio::LibaioQueue;
+use pollwise::queue::null::NullQueue;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
@@ -46,6 +49,44 @@ pub enum IoEngine {
     IoUring,
     /// The simulated device, with this latency model; no file is touched.
     Sim(LatencyModel),
+    /// fio's `null`: every request completes at once, no I/O and no file (the overhead
+    /// baseline). Completions are ready at submit, so every wait mode finds them at once.
+    Null,
+    /// One of fio's synchronous engines (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`): the
+    /// system call does the I/O in the job thread, so no wait mode applies; with `--hipri`,
+    /// `pvsync2` asks the kernel to poll (`RWF_HIPRI`).
+    Sync(SyncCall),
+    /// Linux native AIO (fio's `libaio`): interrupt waits in `io_getevents`; poll reads the
+    /// completion ring in user space with `userspace_reap`, else calls `io_getevents` with a zero
+    /// timeout.
+    Libaio {
+        /// fio's `userspace_reap`.
+        userspace_reap: bool,
+    },
+}
+
+impl IoEngine {
+    /// fio's name of the engine.
+    pub fn name(&self) -> &'static str {
+        match self {
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Sim(_) => "sim",
+            IoEngine::Null => "null",
+            IoEngine::Sync(c) => c.name(),
+            IoEngine::Libaio { .. } => "libaio",
+        }
+    }
+
+    /// True when the engine has a file (all but `sim` and `null`).
+    pub fn has_file(&self) -> bool {
+        !matches!(self, IoEngine::Sim(_) | IoEngine::Null)
+    }
+
+    /// True when the job thread can wait for a completion in more than one way: false for the
+    /// synchronous engines, which do each request inside its system call.
+    pub fn waits(&self) -> bool {
+        !matches!(self, IoEngine::Sync(_))
+    }
 }
 
 /// Bytes a simulated device pretends to hold when no `--size` is given (1 GiB).
@@ -70,7 +111,8 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// O_DIRECT.
     pub direct: bool,
-    /// Measured run time.
+    /// Measured run time; zero is no limit (fio's default: a job that is not time-based ends
+    /// when its size is done).
     pub runtime: Duration,
     /// Run for `runtime` even after `io_size` bytes are done (fio's `time_based`).
     pub time_based: bool,
@@ -157,7 +199,7 @@ impl Default for JobSpec {
             bs: 4096,
             iodepth: 1,
             direct: true,
-            runtime: Duration::from_secs(10),
+            runtime: Duration::ZERO,
             time_based: false,
             io_size: 0,
             ramp_time: Duration::ZERO,
@@ -216,7 +258,8 @@ pub struct Target {
 pub fn check_job(spec: &JobSpec) -> Result<()> {
     let u = |s: String| Err(Error::Usage(s));
     let sim = matches!(spec.ioengine, IoEngine::Sim(_));
-    if !sim && spec.filename.as_os_str().is_empty() {
+    check_engine(spec)?;
+    if spec.ioengine.has_file() && spec.filename.as_os_str().is_empty() {
         return u(
             "no --filename given: name a file or block device, e.g. --filename=/tmp/pollwise.dat"
                 .into(),
@@ -241,8 +284,11 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             spec.iodepth
         ));
     }
-    if spec.runtime.is_zero() {
-        return u("--runtime must be greater than 0: use e.g. --runtime=10s".into());
+    if spec.time_based && spec.runtime.is_zero() {
+        return u(
+            "--time_based needs a --runtime (0, the default, is no limit): give one, e.g. --runtime=10s"
+                .into(),
+        );
     }
     if spec.numjobs == 0 {
         return u("--numjobs must be at least 1".into());
@@ -351,6 +397,9 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     if sim {
         return check_sim(spec);
     }
+    if !spec.ioengine.has_file() {
+        return Ok(());
+    }
     let path = &spec.filename;
     if path.is_dir() {
         return u(format!(
@@ -394,6 +443,48 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             "--size={} is smaller than --bs={}: make --size at least one block",
             spec.size, spec.bs
         ));
+    }
+    Ok(())
+}
+
+/// What the engines other than io_uring cannot do: ring options (they have no ring), `--hipri`
+/// beyond `pvsync2`, data on `null`, and `null` without a size.
+fn check_engine(spec: &JobSpec) -> Result<()> {
+    let e = spec.ioengine;
+    if matches!(e, IoEngine::IoUring | IoEngine::Sim(_)) {
+        return Ok(());
+    }
+    let name = e.name();
+    for (on, opt) in [
+        (spec.sqthread_poll, "--sqthread_poll"),
+        (spec.fixedbufs, "--fixedbufs"),
+        (spec.registerfiles, "--registerfiles"),
+        (spec.hybrid_iopoll, "--hybrid_iopoll"),
+        (!spec.taskrun_auto && spec.defer_taskrun, "--defer_taskrun"),
+        (!spec.taskrun_auto && spec.coop_taskrun, "--coop_taskrun"),
+    ] {
+        if on {
+            return Err(Error::Usage(format!(
+                "{opt} is an io_uring option and --ioengine={name} has no ring: drop it or use --ioengine=io_uring"
+            )));
+        }
+    }
+    if spec.hipri && e != IoEngine::Sync(SyncCall::Pvsync2) {
+        return Err(Error::Usage(format!(
+            "--hipri (kernel polled I/O) is for --ioengine=io_uring or pvsync2, not {name}: drop it or change the engine"
+        )));
+    }
+    if e == IoEngine::Null {
+        if spec.verify {
+            return Err(Error::Usage(
+                "--verify needs data, and --ioengine=null moves none: drop --verify or use a real engine".into(),
+            ));
+        }
+        if spec.size == 0 && spec.io_size == 0 && spec.extra.size_percent.is_none() {
+            return Err(Error::Usage(
+                "--ioengine=null needs --size (it has no file to take a size from): give one, e.g. --size=1g".into(),
+            ));
+        }
     }
     Ok(())
 }
@@ -597,7 +688,7 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
 /// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
 pub fn check_in_use(spec: &JobSpec) -> Result<()> {
     let writes = spec.rw.writes();
-    if !writes || spec.extra.allow_mounted_write || matches!(spec.ioengine, IoEngine::Sim(_)) {
+    if !writes || spec.extra.allow_mounted_write || !spec.ioengine.has_file() {
         return Ok(());
     }
     match crate::device::write_hazard(&spec.filename) {
@@ -614,11 +705,11 @@ pub fn check_in_use(spec: &JobSpec) -> Result<()> {
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     check_job(spec)?;
-    if let IoEngine::Sim(_) = spec.ioengine {
-        let size = if spec.size == 0 {
-            SIM_DEFAULT_SIZE
-        } else {
-            spec.size
+    if !spec.ioengine.has_file() {
+        let size = match (spec.size, spec.ioengine) {
+            (0, IoEngine::Null) => spec.io_size,
+            (0, _) => SIM_DEFAULT_SIZE,
+            (s, _) => s,
         };
         return Ok(Target {
             size,
@@ -795,7 +886,8 @@ impl JobSpec {
     /// is polled (`--hipri`), and what its wait mode becomes there (an IOPOLL ring has no
     /// interrupts: [`polled_wait`](pollwise::policy::polled_wait)).
     pub fn polled_ring(&self) -> Option<(&'static str, &'static str)> {
-        if !self.hipri {
+        // pvsync2's --hipri is a flag on each call (RWF_HIPRI), not a ring.
+        if !self.hipri || !matches!(self.ioengine, IoEngine::IoUring | IoEngine::Sim(_)) {
             return None;
         }
         let ring = if self.hybrid_iopoll {
@@ -928,6 +1020,9 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     let barrier = Arc::new(Barrier::new(n + 1));
     // Set by the first thread that fails: the others stop at once rather than run their time.
     let failed = Arc::new(AtomicBool::new(false));
+    // The measured window's start, set once every thread is ready (between the first two
+    // barriers) and read by each after the second.
+    let start = Arc::new(AtomicU64::new(0));
     // ATTACH_WQ needs the first ring's fd: the first thread sends it before the others start.
     // Only thread 0 holds the sender: if it fails before sending, the others' recv() ends.
     let (fd_tx, fd_rx) = std::sync::mpsc::channel::<Option<i32>>();
@@ -940,6 +1035,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
+        let start = start.clone();
         let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
         handles.push(
             std::thread::Builder::new()
@@ -954,6 +1050,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                         (fd_tx, fd_rx),
                         &failed_t,
                         live.as_ref(),
+                        &start,
                     );
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
@@ -980,6 +1077,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
     }
     barrier.wait();
     let p0 = Rusage::process();
+    start.store(clock::monotonic().now_ns(), Ordering::SeqCst);
     barrier.wait();
     barrier.wait();
     let p1 = Rusage::process();
@@ -1045,6 +1143,92 @@ fn measure(
     }
 }
 
+/// The job's `--runtime` in nanoseconds, or `None` for no limit (`runtime=0`, the default).
+pub fn runtime_ns(spec: &JobSpec) -> Option<u64> {
+    (!spec.runtime.is_zero()).then(|| spec.runtime.as_nanos().min(u64::MAX as u128) as u64)
+}
+
+/// Commands that measure for a set time refuse `--runtime=0` (no limit, `run`'s default).
+pub fn require_runtime(spec: &JobSpec, command: &str) -> Result<()> {
+    if spec.runtime.is_zero() {
+        return Err(Error::Usage(format!(
+            "--runtime=0 (no limit) is for `pollwise run`: `pollwise {command}` measures for a set time; give one, e.g. --runtime=4s"
+        )));
+    }
+    Ok(())
+}
+
+/// What a job thread saw of requests that did not complete, for [`ran_as_asked`].
+struct Seen {
+    /// Cancelled at the deadline.
+    cancelled: u64,
+    /// Failed (continued or not).
+    failed: u64,
+    /// The errno of the first failure.
+    first_error: Option<i32>,
+}
+
+/// Whether thread `i` of `spec` ran as asked: to the end of its `--runtime` (time-based) or of
+/// its size, and did some I/O. A run a signal stopped, or that another thread's failure
+/// stopped (that failure is the job's error), is not judged here. Else one line saying why.
+#[allow(clippy::too_many_arguments)]
+fn ran_as_asked(
+    spec: &JobSpec,
+    i: usize,
+    ended: Ended,
+    stats: &Stats,
+    until: Option<u64>,
+    t1: u64,
+    seen: Seen,
+    failed: &AtomicBool,
+) -> Result<()> {
+    if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let who = if spec.numjobs > 1 {
+        format!("job {} (thread {} of {})", spec.name, i + 1, spec.numjobs)
+    } else {
+        format!("job {}", spec.name)
+    };
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let ran = secs(stats.elapsed_ns);
+    let short = match (ended, until) {
+        (Ended::Stopped, _) => Some("it was told to stop with no signal and no failure"),
+        (_, Some(u)) if spec.time_based && t1 < u => Some("it returned before its stop time"),
+        _ => None,
+    };
+    if let Some(why) = short {
+        return Err(Error::Io(format!(
+            "{who} ran {ran:.2} s of the {:.2} s asked ({why}): its figures would be wrong, so none are reported (a pollwise bug; please report it)",
+            spec.runtime.as_secs_f64()
+        )));
+    }
+    if stats.total_ios() == 0 {
+        let why = if seen.failed > 0 {
+            let first = seen
+                .first_error
+                .map(|n| crate::errno::plain(&std::io::Error::from_raw_os_error(n)))
+                .unwrap_or_default();
+            format!(
+                "all {} of its requests failed (the first with: {first})",
+                seen.failed
+            )
+        } else if seen.cancelled > 0 {
+            format!(
+                "its {} requests were all still in flight {} ms after its end and were cancelled: the device answered none in time; give a longer --runtime",
+                seen.cancelled,
+                pollwise::engine::DRAIN_GRACE.as_millis()
+            )
+        } else {
+            "no request completed: give a longer --runtime, or a higher --rate_iops".into()
+        };
+        return Err(Error::Io(format!(
+            "{who} did no I/O in its {ran:.2} s: {why}"
+        )));
+    }
+    Ok(())
+}
+
 /// A job thread's figures at the start of its measured period.
 struct Start {
     t0: u64,
@@ -1063,6 +1247,7 @@ fn job_thread(
     fd: FdChannel,
     failed: &Arc<AtomicBool>,
     live: Option<&Arc<ThreadLive>>,
+    start: &AtomicU64,
 ) -> Result<ThreadOut> {
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
     // What the fault queue injected, if the job injects faults (set during setup).
@@ -1082,7 +1267,9 @@ fn job_thread(
             let until = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
             // The ramp's time bounds its requests too (simulated latency, a stuck device).
             engine.set_deadline(Some(until));
-            engine.run(Stop::At(until))?;
+            if engine.run(Stop::At(until))? == Ended::Stopped {
+                return Ok(engine);
+            }
             engine.reset_stats();
         }
         Ok(engine)
@@ -1101,9 +1288,10 @@ fn job_thread(
     }
     barrier.wait();
     barrier.wait();
+    // One measured window for every thread of the job: from the moment the last one was ready.
+    let t0 = start.load(Ordering::SeqCst);
     let measured = setup.and_then(|(mut engine, file, log)| {
         let m0 = {
-            let t0 = clock.now_ns();
             let cpu_ns = thread_cpu_ns();
             let rusage = Rusage::thread();
             let (_, _, queue, policy) = engine.stats();
@@ -1115,7 +1303,6 @@ fn job_thread(
                 policy,
             }
         };
-        let t0 = m0.t0;
         let log = log.map(|mut l| {
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
@@ -1138,27 +1325,44 @@ fn job_thread(
             l.measuring(t);
         }
         let publish = counters.filter(|((l, _), _)| l.snapshots).map(|(_, t)| t);
-        let until = t0 + spec.runtime.as_nanos() as u64;
-        let stop = if spec.time_based {
-            Stop::At(until)
-        } else {
-            let io_size = if spec.io_size == 0 {
-                target.size
-            } else {
-                spec.io_size
-            };
-            // Counted from now: the ramp's requests do not count (fio resets them too).
-            let n = (io_size / spec.bs as u64).max(1);
-            Stop::Either(until, engine.submitted() + n)
+        // No --runtime (0): no time limit; a job that is not time-based ends when its size is
+        // done, as fio's.
+        let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+        let stop = match (spec.time_based, until) {
+            (true, Some(t)) => Stop::At(t),
+            (true, None) => {
+                return Err(Error::Usage(
+                    "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
+                ))
+            }
+            (false, until) => {
+                let io_size = if spec.io_size == 0 {
+                    target.size
+                } else {
+                    spec.io_size
+                };
+                // Counted from now: the ramp's requests do not count (fio resets them too).
+                let n = engine.submitted() + (io_size / spec.bs as u64).max(1);
+                match until {
+                    Some(t) => Stop::Either(t, n),
+                    None => Stop::Ios(n),
+                }
+            }
         };
         // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
-        engine.set_deadline(Some(until));
+        engine.set_deadline(until);
+        // A rate counts from the window's start: its first request goes at once.
+        engine.pace_from(t0);
         let cancelled0 = engine.cancelled();
-        let mut sampler = Sampler::new(t0, crate::report::sample::AVG_MSEC * 1_000_000);
+        let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
+        let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        let mut tick = |engine: &Engine, sampler: &Sampler| {
+        // Samples, the auto log and interim reports, from inside the engine's loop.
+        let mut on_tick = |engine: &Engine, now: u64| {
+            let (read, write, _, _) = engine.stats();
+            sampler.tick(now, &read, &write);
             if let Some(a) = alog.as_mut() {
-                a.tick(clock.now_ns(), engine);
+                a.tick(now, engine);
             }
             if let Some(t) = publish {
                 t.publish(measure(
@@ -1170,22 +1374,31 @@ fn job_thread(
                 ));
             }
         };
-        let r =
-            crate::report::sample::run_sampled(&mut engine, stop, &*clock, &mut sampler, &mut tick)
-                .map_err(Error::from);
+        let tick = pollwise::engine::Tick {
+            first_ns: t0.saturating_add(interval_ns),
+            every: Duration::from_nanos(interval_ns),
+            f: &mut on_tick,
+        };
+        let r = engine.run_ticking(stop, tick).map_err(Error::from);
         if r.is_err() {
             failed.store(true, Ordering::SeqCst);
         }
         let t1 = clock.now_ns();
+        // The last whole interval, if it ended while the queue drained.
+        {
+            let (read, write, _, _) = engine.stats();
+            sampler.tick(t1, &read, &write);
+        }
         let cancelled = engine.cancelled() - cancelled0;
-        if cancelled > 0 {
+        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
+        // With no I/O at all, the job's error says it (one line).
+        if cancelled > 0 && stats.total_ios() > 0 {
             eprintln!(
                 "pollwise: job {}: {cancelled} requests still in flight {} ms after --runtime were cancelled; they are in no result",
                 spec.name,
                 pollwise::engine::DRAIN_GRACE.as_millis()
             );
         }
-        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
         let logged = match &log {
@@ -1196,7 +1409,16 @@ fn job_thread(
             None => Ok(()),
         }
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
-        r.and(logged).map(|_| (engine, file, stats))
+        let errors = engine.errors();
+        let ran = r.and_then(|ended| {
+            let seen = Seen {
+                cancelled,
+                failed: errors.failed,
+                first_error: errors.first_error,
+            };
+            ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
+        });
+        ran.and(logged).map(|_| (engine, file, stats))
     });
     barrier.wait();
     let (mut engine, _file, stats) = measured?;
@@ -1227,9 +1449,19 @@ fn setup_engine(
         let fd_tx = fd_tx;
         spec.extra.pin()?;
         let buf_len = spec.extra.buf_len(spec.bs);
-        if let IoEngine::Sim(model) = spec.ioengine {
-            let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let q = SimQueue::new(model, seed, spec.iodepth as usize, SimTime::Real);
+        if !spec.ioengine.has_file() {
+            let q: Box<dyn Queue + Send> = match spec.ioengine {
+                IoEngine::Sim(model) => {
+                    let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    Box::new(SimQueue::new(
+                        model,
+                        seed,
+                        spec.iodepth as usize,
+                        SimTime::Real,
+                    ))
+                }
+                _ => Box::new(NullQueue::new(spec.iodepth as usize)),
+            };
             let cfg = engine_config_for(spec, target.size, i);
             let policy = spec.policy.build(clock.clone());
             let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
@@ -1250,16 +1482,29 @@ fn setup_engine(
         } else {
             None
         };
-        let q = uring_for(spec, &file, attach);
-        if spec.sqthread_share && i == 0 {
-            let fd = q.as_ref().ok().map(|q| q.ring_fd());
-            if let Some(tx) = &fd_tx {
-                for _ in 1..spec.numjobs {
-                    let _ = tx.send(fd);
-                }
+        let depth = spec.iodepth as usize;
+        let q: Box<dyn Queue + Send> = match spec.ioengine {
+            IoEngine::Sync(call) => {
+                let flags = if spec.hipri { libc::RWF_HIPRI } else { 0 };
+                Box::new(SyncQueue::new(call, &[file.as_raw_fd()], depth).with_flags(flags))
             }
-        }
-        let q = q?;
+            IoEngine::Libaio { userspace_reap } => Box::new(
+                LibaioQueue::new(&[file.as_raw_fd()], depth, userspace_reap)
+                    .map_err(libaio_setup_error)?,
+            ),
+            _ => {
+                let q = uring_for(spec, &file, attach);
+                if spec.sqthread_share && i == 0 {
+                    let fd = q.as_ref().ok().map(|q| q.ring_fd());
+                    if let Some(tx) = &fd_tx {
+                        for _ in 1..spec.numjobs {
+                            let _ = tx.send(fd);
+                        }
+                    }
+                }
+                Box::new(q?)
+            }
+        };
         let cfg = engine_config_for(spec, target.size, i);
         let policy = spec.policy.build(clock.clone());
         let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
@@ -1280,6 +1525,22 @@ fn setup_engine(
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
         Ok((ramp(engine)?, Some(file)))
     })()
+}
+
+/// The one line for an AIO context the kernel would not make.
+fn libaio_setup_error(e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => Error::Unsupported(
+            "cannot set up an AIO context (io_setup: EAGAIN): the system's AIO slots are used up (fs.aio-max-nr); lower --iodepth or --numjobs, or raise fs.aio-max-nr".into(),
+        ),
+        Some(libc::ENOSYS) => Error::Unsupported(
+            "this kernel has no native AIO (io_setup: ENOSYS, CONFIG_AIO off): use --ioengine=io_uring".into(),
+        ),
+        _ => Error::Unsupported(format!(
+            "cannot set up --ioengine=libaio: {}",
+            crate::errno::plain(&e)
+        )),
+    }
 }
 
 /// `q`, in a fault queue if the job injects faults (seeded from the job's seed and the thread),
@@ -1339,7 +1600,7 @@ fn run_model_threads(
             policy: spec.policy,
             seed: spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             ramp_ns: spec.ramp_time.as_nanos() as u64,
-            runtime_ns: spec.runtime.as_nanos() as u64,
+            runtime_ns: runtime_ns(spec).unwrap_or(u64::MAX),
             ios: (!spec.time_based).then(|| {
                 let io_size = if spec.io_size == 0 {
                     target.size
@@ -1387,7 +1648,12 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
     crate::report::progress::JobPlan {
         threads: s.numjobs.max(1),
         rw: s.rw,
-        span: s.ramp_time + s.runtime,
+        span: s.ramp_time
+            + if s.runtime.is_zero() {
+                crate::report::progress::NO_TIME_LIMIT
+            } else {
+                s.runtime
+            },
         io_bytes: match (s.time_based, s.io_size, s.size) {
             (true, _, _) => None,
             (false, 0, 0) => None,

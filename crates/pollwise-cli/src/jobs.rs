@@ -48,7 +48,10 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         } else {
             spec.size
         }),
-        IoEngine::IoUring => existing_size(&spec.filename),
+        IoEngine::Null => Some(spec.size),
+        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } => {
+            existing_size(&spec.filename)
+        }
     };
     let full = match (has, spec.size) {
         (Some(h), _) if h > 0 => h,
@@ -213,6 +216,38 @@ pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, Str
         given.push(p.given);
     }
     Ok((specs, given))
+}
+
+/// fio's `--readonly`: refuses, before anything runs, a job that writes (whatever its engine,
+/// as fio) or whose file would be created or extended to its size.
+pub fn check_readonly(specs: &[JobSpec]) -> Result<()> {
+    if let Some(s) = specs.iter().find(|s| s.rw.writes()) {
+        return Err(Error::Usage(format!(
+            "--readonly: job {} writes (rw={}): drop --readonly or use --rw=read or --rw=randread",
+            crate::error::shown(&s.name),
+            s.rw.name()
+        )));
+    }
+    for s in specs {
+        if s.ioengine != IoEngine::IoUring {
+            continue;
+        }
+        let meta = std::fs::metadata(&s.filename).ok();
+        let is_file_short = match &meta {
+            None => true,
+            Some(m) => m.is_file() && m.len() < s.size,
+        };
+        if is_file_short {
+            return Err(Error::Usage(format!(
+                "--readonly: job {} would {} {} to {} bytes: lay the file out first, or give a --size it holds",
+                crate::error::shown(&s.name),
+                if meta.is_none() { "create" } else { "extend" },
+                crate::error::shown(&s.filename.display().to_string()),
+                s.size
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `compare` runs every mode for a slice of time: a job that stops after a number of bytes

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod device;
 pub mod errno;
 pub mod error;
+pub mod exec;
 pub mod extras;
 pub mod job;
 pub mod jobs;

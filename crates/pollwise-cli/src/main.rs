@@ -8,48 +8,116 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use pollwise_cli::jobs::{check_compare, parse_only_text, plan, Planned};
+use pollwise_cli::job::JobSpec;
+use pollwise_cli::jobs::{check_compare, check_readonly, parse_only_text, plan, Planned};
 use pollwise_cli::options::table::{self, CommandSpec};
 use pollwise_cli::options::{self, cmdline, help, jobfile, Opts};
-use pollwise_cli::report::{self, facts::Facts, plot, Output, ReportFor, ReportOpts};
+use pollwise_cli::report::{self, facts::Facts, plot, Output, ReportFor, ReportOpts, RunExtras};
 use pollwise_cli::{compare, scenario, signals, Error, Result};
 
+/// How the command was started: as `pollwise`, or under the name `fio` (a link called `fio`),
+/// when it takes fio's command line (`fio [options] [jobfile]...`) with fio's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Pollwise,
+    Fio,
+}
+
+impl Name {
+    /// What `--version` prints: fio's version line under fio's name (what tools that drive fio
+    /// check), pollwise's own otherwise.
+    fn version(self) -> String {
+        match self {
+            Name::Fio => "fio-3.33".into(),
+            Name::Pollwise => report::version(),
+        }
+    }
+}
+
+/// A report to print: the output, how, and `run`'s extras.
+type Report = (Output, ReportOpts, RunExtras);
+
+/// fio's defaults for what a job does not say: sequential reads, buffered (`rw=read`,
+/// `direct=0`), where `pollwise run` defaults to random O_DIRECT reads.
+fn fio_base() -> JobSpec {
+    JobSpec {
+        rw: pollwise::engine::Rw::Read,
+        direct: false,
+        ..JobSpec::default()
+    }
+}
+
 /// `pollwise run` with its jobs (job files, `--name` sections, or one job): each job's
-/// options checked on their own; `--parse-only` prints the jobs and runs nothing.
-fn cmd_run_jobs(jobs: Vec<Opts>) -> Result<(Output, ReportOpts)> {
+/// options checked on their own; `--parse-only` prints the jobs and runs nothing;
+/// `--readonly` refuses, before anything runs, a job that would write.
+fn cmd_run_jobs(jobs: Vec<Opts>, name: Name) -> Result<Report> {
     let mut planned = Vec::new();
     let mut parse_only = false;
+    let mut readonly = false;
     // Output options are the run's, not a job's: every job carries the command line's, and
     // the last job's win.
     let mut ro = ReportOpts::default();
     for mut o in jobs {
-        // fio lists the job's options and the report's percentile options, not where it writes.
+        // fio lists the job's options and the report's percentile options, not where it writes
+        // nor what its command line asks of the whole run.
         let given: Vec<(String, String)> = o
             .given()
             .into_iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "output_format" | "output" | "parse_only"))
+            .filter(|(k, _)| !RUN_OPTIONS.contains(&k.as_str()))
             .collect();
         ro = ReportOpts::take(&mut o, ReportFor::Run)?;
+        ro.version = name.version();
         if let Some(p) = o.take_bool("parse_only")? {
             parse_only = p;
         }
-        let spec = o.job_spec()?;
+        if let Some(r) = o.take_bool("readonly")? {
+            readonly = r;
+        }
+        // Read when the job files were (see `parse_for`).
+        o.take_str("section")?;
+        o.take_bool("showcmd")?;
+        let spec = match name {
+            Name::Fio => o.job_spec_from(fio_base())?,
+            Name::Pollwise => o.job_spec()?,
+        };
         o.finish()?;
         planned.push(Planned { spec, given });
     }
     if parse_only {
-        let text = parse_only_text(&planned);
+        // fio's --parse-only checks and prints nothing; pollwise's lists the jobs.
+        let text = match name {
+            Name::Fio => String::new(),
+            Name::Pollwise => parse_only_text(&planned),
+        };
         return Ok((
             Output {
                 text,
                 json: serde_json::Value::Null,
             },
             ReportOpts::default(),
+            RunExtras::default(),
         ));
     }
     let (specs, given) = plan(planned)?;
-    Ok((report::run_and_report(&specs, &given, &ro)?, ro))
+    if readonly {
+        check_readonly(&specs)?;
+    }
+    let (out, extras) = report::run_and_report(&specs, &given, &ro)?;
+    Ok((out, ro, extras))
 }
+
+/// Options of the run as a whole (where and how it reports, what the command line asks),
+/// not of a job: kept out of fio's `job options`.
+const RUN_OPTIONS: &[&str] = &[
+    "output_format",
+    "output",
+    "parse_only",
+    "minimal",
+    "readonly",
+    "section",
+    "showcmd",
+    "eta_newline",
+];
 
 /// `pollwise help [TOPIC...]`.
 fn help_topic(topic: &[String]) -> Result<String> {
@@ -58,6 +126,7 @@ fn help_topic(topic: &[String]) -> Result<String> {
     match words.as_slice() {
         [] => Ok(help::general()),
         ["scenario"] | ["scenarios"] => Ok(help::scenarios_help()),
+        ["exec"] => Ok(pollwise_cli::exec::HELP.to_string()),
         ["scenario", name] => match spec(name).filter(|c| c.scenario) {
             Some(c) => Ok(help::command_help(c)),
             None => Err(unknown_scenario(name)),
@@ -89,15 +158,36 @@ enum Parsed {
     Jobs(Vec<Opts>),
 }
 
-/// Parses `rest` for `cmd`: `--help`/`-h` anywhere and `--cmdhelp` answer at once.
-fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
+/// Whether the flag `key` is set on `line` (given bare, or with a true value).
+fn flag(line: &cmdline::CmdLine, key: &str) -> bool {
+    line.last(key).is_some_and(|s| {
+        !matches!(
+            s.value.as_deref().map(str::trim),
+            Some("0" | "false" | "no" | "off")
+        )
+    })
+}
+
+/// Parses `rest` for `cmd`: `--help`/`-h`, `--version` and `--cmdhelp` anywhere answer at once,
+/// and so does `--showcmd`.
+fn parse_for(cmd: &'static CommandSpec, rest: &[String], name: Name) -> Result<Parsed> {
     let line = cmdline::parse(rest)?;
     if line.help {
         return Ok(Parsed::Help(help::command_help(cmd)));
     }
+    if flag(&line, "version") {
+        return Ok(Parsed::Help(format!("{}\n", name.version())));
+    }
     if let Some(s) = line.last("cmdhelp") {
         let what = s.value.as_deref().unwrap_or("all");
         return help::cmdhelp(what, Some(cmd)).map(Parsed::Help);
+    }
+    if cmd.name == "run" && flag(&line, "showcmd") {
+        let prog = match name {
+            Name::Fio => "fio",
+            Name::Pollwise => "pollwise run",
+        };
+        return jobfile::showcmd(&line, prog).map(Parsed::Help);
     }
     if matches!(cmd.name, "run" | "compare") {
         // Job files and `--name` sections: one set of settings per job.
@@ -124,10 +214,26 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String]) -> Result<Parsed> {
 /// `pollwise calibrate --help`.
 const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--output-format=normal|json] [--output=FILE]\n\n  Measures, in about two seconds, the costs that decide the wait modes on this machine:\n  a system call, a completion-queue check, the submit call, QD1 completion latency (polled),\n  a blocking wait's latency and CPU, a timed sleep's lateness and CPU, a context switch,\n  the engine's work per request, and the cores. F is an existing file or block device\n  (at least 1 MiB), read with O_DIRECT when it allows. The JSON's `platform` object is a\n  file --platform takes: pollwise run --ioengine=sim --platform=FILE.json ...\n";
 
-/// Runs the command in `args`; returns the report and whether to print it as JSON, or `None`
-/// when it printed help. An error found after the run (a chart `--plot` could not write) is
-/// put in `after`: the report is printed first, then the error, and the command fails.
-fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Output, ReportOpts)>> {
+/// Whether `word`, first on the command line, is pollwise's `run` written fio's way: an option
+/// (`pollwise --bs=4k --name=j`) or a job file that exists (`pollwise job.fio`).
+fn is_fio_style(word: &str) -> bool {
+    word.starts_with("--") || std::path::Path::new(word).exists()
+}
+
+/// Runs the command in `args`; returns the report, or `None` when nothing is left to print.
+/// An error found after the run (a chart `--plot` could not write) is put in `after`: the
+/// report is printed first, then the error, and the command fails. Under the name `fio`, every
+/// word is `run`'s, as fio takes them.
+fn real_main(args: &[String], name: Name, after: &mut Option<Error>) -> Result<Option<Report>> {
+    let run = table::command("run").expect("run is in the table");
+    if name == Name::Fio {
+        if args.is_empty() {
+            return Err(Error::Usage(
+                "no job given: fio [options] [jobfile]... (e.g. fio --name=j --filename=FILE --size=1G, or fio job.fio; --help lists the options)".into(),
+            ));
+        }
+        return run_command(run, args, name);
+    }
     let Some(cmd) = args.first() else {
         return Ok(Some(text_only(&help::general())));
     };
@@ -146,10 +252,7 @@ fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Outpu
         }
         "plot" => return Ok(Some(text_only(&plot::command(rest)?))),
         "--version" | "version" => {
-            return Ok(Some(text_only(&format!(
-                "pollwise {}\n",
-                env!("CARGO_PKG_VERSION")
-            ))));
+            return Ok(Some(text_only(&format!("{}\n", name.version()))));
         }
         "calibrate" => {
             if rest.iter().any(|a| a == "--help" || a == "-h") {
@@ -190,22 +293,33 @@ fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Outpu
                 None => return Err(unknown_scenario(name)),
             }
         }
+        // fio's own command line: options and job files with no command word.
+        other if is_fio_style(other) => return run_command(run, args, name),
         other => {
             return Err(Error::Usage(format!(
-                "unknown command '{other}': use advise, calibrate, compare, run, plot, scenario or help"
+                "unknown command '{}' (and no job file of that name): use advise, calibrate, compare, run, plot, scenario, exec or help, or give a job file",
+                pollwise_cli::error::shown(other)
             )))
         }
     };
-    let mut o = match parse_for(spec, rest)? {
+    if spec.name == "run" {
+        return run_command(spec, rest, name);
+    }
+    let mut o = match parse_for(spec, rest, name)? {
         Parsed::Help(h) => {
             return Ok(Some(text_only(&h)));
         }
         Parsed::Run(o) => o,
-        Parsed::Jobs(jobs) => return cmd_run_jobs(jobs).map(Some),
+        Parsed::Jobs(mut jobs) => match jobs.len() {
+            1 => jobs.remove(0),
+            n => {
+                return Err(Error::Usage(format!(
+                    "`{}` runs one job and these options define {n}",
+                    spec.invocation()
+                )))
+            }
+        },
     };
-    if spec.name == "run" {
-        return cmd_run_jobs(vec![o]).map(Some);
-    }
     let ro = ReportOpts::take(&mut o, ReportFor::Other)?;
     let plot_dir = o.take_str("plot")?.map(std::path::PathBuf::from);
     if let Some(d) = &plot_dir {
@@ -233,18 +347,51 @@ fn real_main(args: &[String], after: &mut Option<Error>) -> Result<Option<(Outpu
             Err(e) => *after = Some(e),
         }
     }
-    Ok(Some((out, ro)))
+    Ok(Some((out, ro, RunExtras::default())))
+}
+
+/// `run` (or fio's command line) with the words `rest`.
+fn run_command(run: &'static CommandSpec, rest: &[String], name: Name) -> Result<Option<Report>> {
+    match parse_for(run, rest, name)? {
+        Parsed::Help(h) => Ok(Some(text_only(&h))),
+        Parsed::Run(o) => cmd_run_jobs(vec![o], name).map(Some),
+        Parsed::Jobs(jobs) => cmd_run_jobs(jobs, name).map(Some),
+    }
+}
+
+/// `pollwise exec`: runs the command under the preload library; exits with its status.
+fn exec_main(words: &[String]) -> ExitCode {
+    use pollwise_cli::exec;
+    let r = exec::parse(words).and_then(|a| match a {
+        None => Ok((0, exec::HELP.to_string(), true)),
+        Some(a) => exec::run(&a).map(|(code, text)| (code, text, false)),
+    });
+    match r {
+        Ok((code, text, help)) => {
+            if help {
+                let _ = emit_report(&text);
+            } else {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "pollwise: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
 }
 
 /// Help or a version line, printed as a report (so a closed pipe or a full disk is handled
 /// the same way).
-fn text_only(t: &str) -> (Output, ReportOpts) {
+fn text_only(t: &str) -> Report {
     (
         Output {
             text: t.to_string(),
             json: serde_json::Value::Null,
         },
         ReportOpts::default(),
+        RunExtras::default(),
     )
 }
 
@@ -269,6 +416,15 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
+    let name = match std::env::args_os()
+        .next()
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+    {
+        Some(n) if n == "fio" => Name::Fio,
+        _ => Name::Pollwise,
+    };
     let args = match cmdline::words_from_os(std::env::args_os().skip(1)) {
         Ok(a) => a,
         Err(e) => {
@@ -282,10 +438,15 @@ fn main() -> ExitCode {
     };
     // run, compare and advise stop their jobs on the first SIGINT/SIGTERM and report what they have;
     // anything else exits at once (files pollwise made are removed either way).
-    signals::set_graceful(matches!(
-        args.first().map(String::as_str),
-        Some("run" | "compare" | "advise")
-    ));
+    // exec waits for its command to end, whatever signal comes first.
+    signals::set_graceful(
+        name == Name::Fio
+            || match args.first().map(String::as_str) {
+                Some("run" | "compare" | "advise" | "exec") => true,
+                Some(w) => is_fio_style(w) && !matches!(w, "--help" | "--version"),
+                None => false,
+            },
+    );
     if let Err(e) = signals::install() {
         let _ = writeln!(
             std::io::stderr(),
@@ -294,8 +455,11 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    if name == Name::Pollwise && args.first().map(String::as_str) == Some("exec") {
+        return exec_main(&args[1..]);
+    }
     let mut after = None;
-    let result = real_main(&args, &mut after);
+    let result = real_main(&args, name, &mut after);
     let fail_after = |code: ExitCode, after: Option<Error>| match after {
         Some(e) => {
             let _ = writeln!(
@@ -309,20 +473,23 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some((mut out, ro))) => {
+        Ok(Some((mut out, ro, mut extras))) => {
             let sig = signals::received();
             if let Some(sig) = sig {
                 if let Some(o) = out.json.as_object_mut() {
                     o.insert("interrupted".into(), signals::name(sig).into());
                 }
-                out.text = format!(
-                    "pollwise: interrupted by {}: results so far\n{}",
-                    signals::name(sig),
-                    out.text
+                let note = format!(
+                    "pollwise: interrupted by {}: results so far\n",
+                    signals::name(sig)
                 );
+                out.text.insert_str(0, &note);
+                if !ro.has(report::OutputFormat::Normal) {
+                    extras.terse.insert_str(0, &note);
+                }
             }
             if ro.output.is_some() {
-                if let Err(e) = ro.emit(&out) {
+                if let Err(e) = ro.emit(&out, &extras) {
                     let _ = writeln!(
                         std::io::stderr(),
                         "pollwise: {}",
@@ -330,7 +497,7 @@ fn main() -> ExitCode {
                     );
                     return ExitCode::from(e.exit_code() as u8);
                 }
-            } else if let Err(code) = emit_report(&ro.render(&out)) {
+            } else if let Err(code) = emit_report(&ro.render_all(&out, &extras.terse)) {
                 return code;
             }
             match sig {

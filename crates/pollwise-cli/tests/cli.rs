@@ -65,7 +65,10 @@ fn bad_input_gets_exit_2_and_the_fix() {
     run(&["--iodepth=100000"], &["out of range"]);
     run(&["--mode=spin"], &["unknown mode 'spin'", "interrupt"]);
     run(&["--rw=sideways"], &["unknown --rw=sideways", "randread"]);
-    run(&["--runtime=0"], &["--runtime must be greater than 0"]);
+    run(
+        &["--runtime=0", "--time_based"],
+        &["--time_based needs a --runtime"],
+    );
     run(&["--runtime=-5s"], &["negative"]);
     run(&["--bs=4q"], &["is not a size", "4k"]);
     run(&["--hybrid_iopoll"], &["--hybrid_iopoll needs --hipri=1"]);
@@ -100,7 +103,7 @@ fn bad_input_gets_exit_2_and_the_fix() {
         &["scenario", "fairness", "--poller_depth=32768"],
         &["--poller_depth"],
     );
-    run(&["--output-format=xml"], &["normal, json, json+ or terse"]);
+    run(&["--output-format=xml"], &["normal,json,json+,terse"]);
     usage_error(&["explode"], &["unknown command 'explode'"]);
     usage_error(&["scenario", "no-such-scenario"], &["unknown scenario"]);
     usage_error(&["compare", "--mode=poll"], &["--modes"]);

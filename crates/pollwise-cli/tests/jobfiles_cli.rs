@@ -83,11 +83,11 @@ fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
             &[opt, &format!("{j}:3"), "not implemented by pollwise"],
         );
     }
-    std::fs::write(&job, "[a]\nioengine=libaio\n").unwrap();
+    std::fs::write(&job, "[a]\nioengine=posixaio\n").unwrap();
     usage_error(
         &["run", j],
         &[
-            "ioengine=libaio",
+            "ioengine=posixaio",
             &format!("{j}:2"),
             "not implemented by pollwise",
         ],

@@ -8,6 +8,12 @@
 //! Latency is measured from the moment a request is pushed to the moment its completion is
 //! handled (fio's `lat`, which includes submission).
 //!
+//! A run returns only when its [`Stop`] is reached (time, request count, or the caller's stop
+//! check) or on an error, and says which ([`Ended`]): a caller can tell a run cut short from one
+//! that is done. What a caller does while a run goes on (samples, logs, progress) it does in a
+//! [`Tick`] the loop calls from inside, never by cutting the run into pieces that each drain the
+//! queue.
+//!
 //! The engine's queue is a [`Tracked`] one that owns the engine's [`Slab`]: the queue tells the
 //! policy of every submission itself, and is the one owner of every buffer in flight. Dropping an
 //! engine with requests in flight cancels them and waits for the kernel, for at most
@@ -96,6 +102,54 @@ pub enum Stop {
     /// At this time, or after this many requests, whichever comes first.
     Either(u64, u64),
 }
+
+impl Stop {
+    /// The stop time, if the stop has one.
+    fn time(self) -> Option<u64> {
+        match self {
+            Stop::At(t) | Stop::Either(t, _) => Some(t),
+            Stop::Ios(_) => None,
+        }
+    }
+}
+
+/// Why a run returned: which part of its [`Stop`] was reached. A run returns for no other
+/// reason (errors aside): a paced run with nothing in flight sleeps to its next slot, or to the
+/// stop time, rather than return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The stop time came.
+    Time,
+    /// The stop's count of requests was submitted.
+    Ios,
+    /// The stop check of [`Engine::set_stop_check`] said stop (a signal, another thread's
+    /// failure): the run may be shorter than asked.
+    Stopped,
+}
+
+/// A call the run loop makes every `every` from `first_ns` on (see [`Engine::run_ticking`]),
+/// with the engine and the clock time: where a caller samples, logs or reports progress while a
+/// run goes on, without stopping it.
+pub struct Tick<'a> {
+    /// Clock time of the first call (nanoseconds).
+    pub first_ns: u64,
+    /// Time between calls, at least: a call that comes late puts the next one `every` after
+    /// it.
+    pub every: Duration,
+    /// What to do: it sees the engine (its stats, counters and beliefs) and the time.
+    pub f: &'a mut dyn FnMut(&Engine, u64),
+}
+
+/// The run loop's state of a [`Tick`].
+struct Ticker<'a> {
+    next_ns: u64,
+    every_ns: u64,
+    f: &'a mut dyn FnMut(&Engine, u64),
+}
+
+/// The longest the run loop sleeps in one go while idle (pacing, think time): a stop check is
+/// answered within it.
+const IDLE_SLICE: Duration = Duration::from_millis(20);
 
 /// A request the engine has just handled, as a completion hook sees it (see
 /// [`Engine::set_on_done`]). Only requests that completed in full reach the hook.
@@ -700,31 +754,73 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs the job loop until `stop`, then drains every request in flight.
-    pub fn run(&mut self, stop: Stop) -> Result<()> {
-        let r = self.run_inner(stop, false);
+    /// Runs the job loop until `stop`, then drains every request in flight. Returns which part
+    /// of `stop` ended it.
+    pub fn run(&mut self, stop: Stop) -> Result<Ended> {
+        self.run_with(stop, None)
+    }
+
+    /// [`run`](Engine::run), calling `tick` from inside the loop at every `tick.every` (never
+    /// more often; later while a wait or a think time is under way): the caller's periodic
+    /// work (samples, logs, progress) without cutting the run into slices that drain the queue.
+    pub fn run_ticking(&mut self, stop: Stop, tick: Tick<'_>) -> Result<Ended> {
+        self.run_with(stop, Some(tick))
+    }
+
+    fn run_with(&mut self, stop: Stop, tick: Option<Tick<'_>>) -> Result<Ended> {
+        let mut ticker = tick.map(|t| Ticker {
+            next_ns: t.first_ns,
+            every_ns: (t.every.as_nanos() as u64).max(1),
+            f: t.f,
+        });
+        let r = self.run_inner(stop, false, &mut ticker);
         // Every submitted request completes exactly once, error or not.
         let d = self.drain();
-        r.and(d)
+        r.and_then(|why| d.map(|_| why))
+    }
+
+    /// Which part of `stop` is reached, if any (a stop request first).
+    fn ended(&self, stop: Stop) -> Option<Ended> {
+        if self.stop_requested() {
+            return Some(Ended::Stopped);
+        }
+        let by_count = match stop {
+            Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
+            Stop::At(_) => false,
+        };
+        if by_count {
+            return Some(Ended::Ios);
+        }
+        match stop.time() {
+            Some(t) if self.clock.now_ns() >= t => Some(Ended::Time),
+            _ => None,
+        }
     }
 
     fn stopped(&self, stop: Stop) -> bool {
-        if self.stop_requested() {
-            return true;
+        self.ended(stop).is_some()
+    }
+
+    /// Calls the tick if its time has come.
+    fn tick(&self, ticker: &mut Option<Ticker<'_>>) {
+        let Some(t) = ticker else {
+            return;
+        };
+        let now = self.clock.now_ns();
+        if now < t.next_ns {
+            return;
         }
-        match stop {
-            Stop::At(t) => self.clock.now_ns() >= t,
-            Stop::Ios(n) => self.submitted >= n,
-            Stop::Either(t, n) => self.submitted >= n || self.clock.now_ns() >= t,
-        }
+        (t.f)(self, now);
+        // A call that came late (a long wait) moves the next one: calls are never closer.
+        t.next_ns = now.saturating_add(t.every_ns);
     }
 
     /// Runs the job loop until `stop` and returns with the requests still in flight, so that a
     /// caller can look at the stats (or [`reset_stats`](Engine::reset_stats), or
     /// [`push_extra`](Engine::push_extra)) between phases without the queue running dry; a later
     /// [`run`](Engine::run) or [`drain`](Engine::drain) completes them.
-    pub fn run_until(&mut self, stop: Stop) -> Result<()> {
-        self.run_inner(stop, true)
+    pub fn run_until(&mut self, stop: Stop) -> Result<Ended> {
+        self.run_inner(stop, true, &mut None)
     }
 
     /// Calls `f` for every request handled from now on, after its stats are recorded (for
@@ -746,6 +842,15 @@ impl Engine {
         });
     }
 
+    /// With pacing: the next slot is at clock time `first_ns` and the later ones follow from it
+    /// (a measured period starts its rate afresh, whatever a ramp or a wait took). Without
+    /// pacing it does nothing.
+    pub fn pace_from(&mut self, first_ns: u64) {
+        if let Some(p) = &mut self.pace {
+            p.next_ns = first_ns;
+        }
+    }
+
     /// Takes the pacing slot that is due, if any (always true without pacing).
     fn take_slot(&mut self) -> bool {
         let now = self.clock.now_ns();
@@ -762,27 +867,33 @@ impl Engine {
         }
     }
 
-    /// With pacing and nothing in flight: sleeps until the next slot and says true, unless
-    /// `stop` comes first.
-    fn sleep_to_slot(&mut self, stop: Stop) -> bool {
+    /// With pacing and nothing in flight: sleeps until the next slot comes due, the stop time
+    /// comes or the stop check says stop, whichever is first, ticking on the way. A slot at or
+    /// after the stop time is never taken, but the run still lasts until the stop time: a rate
+    /// limit does not shorten a run.
+    fn idle_to_slot(&mut self, stop: Stop, ticker: &mut Option<Ticker<'_>>) {
         let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
-            return false;
+            return;
         };
-        if self.stopped(stop) {
-            return false;
-        }
-        if let Stop::At(t) | Stop::Either(t, _) = stop {
-            if next_ns >= t {
-                return false;
-            }
-        }
+        let until = next_ns.min(stop.time().unwrap_or(u64::MAX));
+        self.idle_until(until, ticker);
+    }
+
+    /// Sleeps until clock time `until`, in slices of at most [`IDLE_SLICE`] so a stop check
+    /// is answered at once, calling the tick when it comes due.
+    fn idle_until(&mut self, until: u64, ticker: &mut Option<Ticker<'_>>) {
         loop {
+            self.tick(ticker);
             let now = self.clock.now_ns();
-            if now >= next_ns {
-                return true;
+            if now >= until || self.stop_requested() {
+                return;
             }
-            if !self.clock.sleep_until(next_ns) {
-                std::thread::sleep(Duration::from_nanos(next_ns - now));
+            let mut wake = until.min(now.saturating_add(IDLE_SLICE.as_nanos() as u64));
+            if let Some(t) = ticker {
+                wake = wake.min(t.next_ns.max(now + 1));
+            }
+            if !self.clock.sleep_until(wake) {
+                std::thread::sleep(Duration::from_nanos(wake - now));
             }
         }
     }
@@ -801,10 +912,16 @@ impl Engine {
         Ok(hs)
     }
 
-    fn run_inner(&mut self, stop: Stop, keep_in_flight: bool) -> Result<()> {
+    fn run_inner(
+        &mut self,
+        stop: Stop,
+        keep_in_flight: bool,
+        ticker: &mut Option<Ticker<'_>>,
+    ) -> Result<Ended> {
         let depth = self.cfg.iodepth as usize;
         let batch = self.cfg.batch_submit as usize;
         loop {
+            self.tick(ticker);
             let mut queued = 0;
             while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
                 let (dir, off) = self.next_io();
@@ -823,17 +940,21 @@ impl Engine {
                     queued = 0;
                 }
             }
-            if keep_in_flight && self.stopped(stop) {
-                if queued > 0 {
-                    self.submit()?;
+            if keep_in_flight {
+                if let Some(why) = self.ended(stop) {
+                    if queued > 0 {
+                        self.submit()?;
+                    }
+                    return Ok(why);
                 }
-                return Ok(());
             }
             if self.slab().live() == 0 {
-                if self.sleep_to_slot(stop) {
-                    continue;
+                if let Some(why) = self.ended(stop) {
+                    return Ok(why);
                 }
-                return Ok(());
+                // Nothing in flight and not stopped: only pacing holds the next request back.
+                self.idle_to_slot(stop, ticker);
+                continue;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
@@ -841,7 +962,7 @@ impl Engine {
                 self.since_think += n as u32;
                 if self.since_think >= self.cfg.thinktime_blocks {
                     self.since_think = 0;
-                    self.think(stop);
+                    self.think(stop, ticker);
                 }
             }
         }
@@ -855,11 +976,8 @@ impl Engine {
 
     /// Thinks for `thinktime` (spinning `thinktime_spin` of it), but never past the stop time
     /// of `stop` nor after the stop check says stop: the run's time bounds its think time.
-    fn think(&mut self, stop: Stop) {
-        let deadline = match stop {
-            Stop::At(t) | Stop::Either(t, _) => t,
-            Stop::Ios(_) => u64::MAX,
-        };
+    fn think(&mut self, stop: Stop, ticker: &mut Option<Ticker<'_>>) {
+        let deadline = stop.time().unwrap_or(u64::MAX);
         let spin = self.cfg.thinktime_spin.as_nanos() as u64;
         let t0 = self.clock.now_ns();
         // A virtual clock charges the spin at once and sleeps the rest in virtual time (never
@@ -894,15 +1012,16 @@ impl Engine {
         if rest.is_zero() {
             return;
         }
-        // Sleep in slices, so a stop request ends a long think time within one slice.
-        const SLICE: Duration = Duration::from_millis(20);
+        // Sleep in slices, so a stop request ends a long think time within one slice and the
+        // tick keeps its time.
         let start = std::time::Instant::now();
         loop {
+            self.tick(ticker);
             let slept = start.elapsed();
             if slept >= rest || self.stop_requested() {
                 break;
             }
-            std::thread::sleep((rest - slept).min(SLICE));
+            std::thread::sleep((rest - slept).min(IDLE_SLICE));
         }
     }
 
@@ -1711,5 +1830,114 @@ mod tests {
             assert!(t >= first + k as u64 * step, "slot {k}");
             assert!(t < until);
         }
+    }
+
+    /// An engine on a simulated device of `latency` in real time, paced every `interval`.
+    fn paced_real(latency: &str, interval: Duration) -> (Engine, Arc<dyn Clock>) {
+        let q = SimQueue::new(
+            latency.parse::<LatencyModel>().unwrap(),
+            1,
+            1,
+            SimTime::Real,
+        );
+        let clock = crate::clock::monotonic();
+        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+        let mut e = Engine::new(Box::new(q), policy, clock.clone(), cfg(1)).unwrap();
+        e.set_pace(clock.now_ns(), interval);
+        (e, clock)
+    }
+
+    #[test]
+    fn a_paced_run_lasts_until_its_stop_time() {
+        // Slots at 0, 40, 80 and 120 ms; the next, at 160 ms, is past the stop time: the run
+        // takes no request then but lasts until 150 ms (it used to return at 120 ms).
+        let (mut e, clock) = paced_real("fixed:10us", Duration::from_millis(40));
+        let until = clock.now_ns() + 150_000_000;
+        assert_eq!(e.run(Stop::At(until)).unwrap(), Ended::Time);
+        assert!(clock.now_ns() >= until, "returned before its stop time");
+        assert!(e.stats().0.ios <= 4, "{}", e.stats().0.ios);
+        // By count: it returns when the count is submitted (and drained), not at a slot.
+        let (mut e, clock) = paced_real("fixed:10us", Duration::from_millis(20));
+        let stop = Stop::Either(clock.now_ns() + 10_000_000_000, 3);
+        assert_eq!(e.run(stop).unwrap(), Ended::Ios);
+        assert_eq!(e.stats().0.ios, 3);
+        // By the stop check, whatever the pacing.
+        let (mut e, clock) = paced_real("fixed:10us", Duration::from_secs(3600));
+        let t0 = clock.now_ns();
+        let c = clock.clone();
+        e.set_stop_check(move || c.now_ns() >= t0 + 30_000_000);
+        assert_eq!(e.run(Stop::Ios(1_000)).unwrap(), Ended::Stopped);
+        assert_eq!(
+            e.stats().0.ios,
+            1,
+            "the first slot is at once, the next in an hour"
+        );
+    }
+
+    #[test]
+    fn ticks_come_from_inside_the_loop_without_draining_it() {
+        // In virtual time a tick costs nothing: a run that ticks does what one that does not
+        // tick does, request for request. Slices that drained the queue at every tick did less
+        // (the queue ran dry for a round trip each time).
+        let every = 100_000u64;
+        let run = |tick: bool| {
+            let (mut e, fake) = virtual_engine(4, 4);
+            let t0 = fake.now_ns();
+            let mut seen: Vec<(u64, u64)> = Vec::new();
+            let mut f = |e: &Engine, now: u64| seen.push((now, e.stats().0.ios));
+            let stop = Stop::At(t0 + 2_000_000);
+            let ended = if tick {
+                let tick = Tick {
+                    first_ns: t0 + every,
+                    every: Duration::from_nanos(every),
+                    f: &mut f,
+                };
+                e.run_ticking(stop, tick).unwrap()
+            } else {
+                e.run(stop).unwrap()
+            };
+            assert_eq!(ended, Ended::Time);
+            let (read, _, qc, _) = e.stats();
+            assert_eq!(read.ios, qc.submitted, "every request completes once");
+            (read.ios, t0, seen)
+        };
+        let (ticked, t0, seen) = run(true);
+        let (plain, _, none) = run(false);
+        assert!(none.is_empty());
+        assert_eq!(ticked, plain, "ticks changed the run");
+        // 2 ms of virtual time at one tick per 100 us or more: up to 20 ticks, never closer.
+        assert!((10..=20).contains(&seen.len()), "{}", seen.len());
+        assert!(seen[0].0 >= t0 + every);
+        for w in seen.windows(2) {
+            assert!(w[1].0 >= w[0].0 + every, "ticks too close: {w:?}");
+            assert!(w[1].1 >= w[0].1, "completions go back: {w:?}");
+        }
+    }
+
+    #[test]
+    fn a_paced_run_ticks_while_nothing_is_in_flight() {
+        // One request every 80 ms, a tick every 20 ms: most ticks fall while it sleeps.
+        let (mut e, clock) = paced_real("fixed:10us", Duration::from_millis(80));
+        let t0 = clock.now_ns();
+        let mut idle = 0;
+        let mut last = 0u64;
+        let mut f = |e: &Engine, now: u64| {
+            assert!(now >= last + 20_000_000 || last == 0, "a tick came early");
+            last = now;
+            if e.in_flight() == 0 {
+                idle += 1;
+            }
+        };
+        let tick = Tick {
+            first_ns: t0 + 20_000_000,
+            every: Duration::from_millis(20),
+            f: &mut f,
+        };
+        assert_eq!(
+            e.run_ticking(Stop::At(t0 + 300_000_000), tick).unwrap(),
+            Ended::Time
+        );
+        assert!(idle >= 1, "no tick while idle");
+        assert!(clock.now_ns() >= t0 + 300_000_000);
     }
 }

@@ -104,6 +104,7 @@ pub mod predict;
 pub mod queue;
 pub mod reactor;
 pub mod request;
+pub mod ring;
 pub mod rng;
 pub use sync::spsc;
 pub mod stats;
@@ -111,5 +112,6 @@ pub mod sync;
 pub mod sys;
 pub mod units;
 pub mod verify;
+pub mod waiter;
 
 pub use error::{Error, Result};

@@ -297,8 +297,8 @@ fn run_case(c: &Case) -> Result<Totals, String> {
     };
     for step in &c.steps {
         let r = match *step {
-            Step::RunUntil(n) => e.run_until(Stop::Ios(e.submitted() + n)),
-            Step::Run(n) => e.run(Stop::Ios(e.submitted() + n)),
+            Step::RunUntil(n) => e.run_until(Stop::Ios(e.submitted() + n)).map(drop),
+            Step::Run(n) => e.run(Stop::Ios(e.submitted() + n)).map(drop),
             Step::Cancel => {
                 let live = e.in_flight() as u64;
                 let left = e

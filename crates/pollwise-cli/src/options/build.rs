@@ -8,6 +8,7 @@ use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
+use pollwise::queue::sync::SyncCall;
 
 use super::{Opts, SizeOrPercent};
 use crate::extras::{parse_cpus, Rate};
@@ -155,10 +156,34 @@ impl Opts {
                         .into(),
                 ))
             }
-            (Some(e), _) => {
+            (Some(e), Some(_)) if e != "io_uring" => {
                 return Err(usage(format!(
-                    "--ioengine={e} is not supported: use --ioengine=io_uring or --ioengine=sim"
+                    "--sim_latency needs --ioengine=sim, not {e}: it is the simulated device's latency"
                 )))
+            }
+            (Some("null"), _) => s.ioengine = IoEngine::Null,
+            (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
+                userspace_reap: false,
+            },
+            (Some(e), _) => match SyncCall::from_name(e) {
+                Some(call) => s.ioengine = IoEngine::Sync(call),
+                None => {
+                    return Err(usage(format!(
+                        "--ioengine={e} is not supported: use io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
+                    )))
+                }
+            },
+        }
+        if let Some(reap) = self.take_bool("userspace_reap")? {
+            match &mut s.ioengine {
+                IoEngine::Libaio { userspace_reap } => *userspace_reap = reap,
+                e if reap => {
+                    return Err(usage(format!(
+                        "--userspace_reap is a libaio option, and this job's engine is {}: drop it or use --ioengine=libaio",
+                        e.name()
+                    )))
+                }
+                _ => {}
             }
         }
         match self.take_size_or_percent("size")? {
@@ -214,6 +239,14 @@ impl Opts {
             // fio 3.x: 0 (with iodepth_batch_complete_max unset) reaps, waiting for one, after
             // every request queued (backend.c's io_in_polling): about one request in flight.
             s.extra.reap_each = v == 0;
+        }
+        // fio's synchronous engines do one I/O at a time: fio caps the depth at 1 and says so.
+        // The note comes once the job is known good, so a refusal stays one line.
+        let capped = matches!(s.ioengine, IoEngine::Sync(_)) && s.iodepth > 1;
+        if capped {
+            s.iodepth = 1;
+            s.iodepth_batch_submit = s.iodepth_batch_submit.min(1);
+            s.iodepth_batch_complete_min = s.iodepth_batch_complete_min.min(1);
         }
         store! { self:
             take_bool("registerfiles") => s.registerfiles;
@@ -278,7 +311,17 @@ impl Opts {
         self.take_log_options(&mut s)?;
         self.take_fault_options(&mut s)?;
         let mode = match self.take_str("mode")? {
-            Some(m) => Mode::from_str(&m).map_err(usage)?,
+            Some(m) => {
+                let m = Mode::from_str(&m).map_err(usage)?;
+                if !s.ioengine.waits() && m != Mode::Interrupt {
+                    return Err(usage(format!(
+                        "--mode={} does not apply to --ioengine={}: it does each I/O inside its system call, so there is no wait to choose; for the kernel's polled read use --ioengine=pvsync2 --hipri, to compare wait modes use io_uring or libaio",
+                        m.name(),
+                        s.ioengine.name()
+                    )));
+                }
+                m
+            }
             None => s.policy.mode,
         };
         s.policy = self.policy_config(mode)?;
@@ -287,6 +330,11 @@ impl Opts {
                 "--write_auto_log logs auto's choices, and this job runs --mode={}: add --mode=auto or drop --write_auto_log",
                 mode.name()
             )));
+        }
+        if capped {
+            eprintln!(
+                "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1"
+            );
         }
         Ok(s)
     }

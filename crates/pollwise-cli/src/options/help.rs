@@ -21,10 +21,12 @@ pub fn general() -> String {
         let _ = writeln!(h, "  {} [options]\n      {}", c.invocation(), c.about);
     }
     h.push_str("  pollwise scenario NAME [options]\n      Reproduces a seed's experiment (NAME: see below).\n");
+    h.push_str("  pollwise [options] JOBFILE... | pollwise --option=value ...\n      fio's command line: `pollwise run` without the word run.\n");
+    h.push_str("  pollwise exec [--mode=M] -- CMD [ARGS...]\n      Runs an unmodified liburing program with pollwise's waits (LD_PRELOAD) and prints what they did.\n");
     h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n\n");
     let _ = writeln!(h, "{SYNTAX}.");
     h.push_str(
-        "pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.\n\n",
+        "pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.\nStarted under the name fio (a link called fio), it takes fio's command line with fio's\ndefaults (read, buffered) and says fio-3.33 to --version.\n\n",
     );
     let _ = writeln!(
         h,
@@ -136,7 +138,17 @@ pub fn cmdhelp(what: &str, cmd: Option<&CommandSpec>) -> Result<String> {
         }
         return Ok(h);
     }
-    let o = lookup(what).ok_or_else(|| Error::Usage(unknown_option(what, cmd)))?;
+    // Any name the option table knows, canonical or alias, dashes or underscores (the lookup
+    // the command line uses).
+    let Some(o) = lookup(what) else {
+        if super::jobfile::is_fio_option(what) {
+            return Err(Error::Usage(format!(
+                "fio's option --{} is not implemented by pollwise: see `pollwise run --help` for what pollwise implements",
+                crate::error::shown(what)
+            )));
+        }
+        return Err(Error::Usage(unknown_option(what, cmd)));
+    };
     let mut h = String::new();
     let _ = writeln!(h, "name: {}", o.name);
     let alias = if o.aliases.is_empty() {
@@ -207,6 +219,26 @@ mod tests {
         assert_eq!(all.lines().count(), OPTIONS.len());
         let e = cmdhelp("iodpth", None).unwrap_err().to_string();
         assert!(e.contains("did you mean `--iodepth`"), "{e}");
+    }
+
+    #[test]
+    fn cmdhelp_resolves_every_alias() {
+        for o in OPTIONS {
+            for a in o.aliases {
+                for spelled in [a.to_string(), a.replace('_', "-")] {
+                    let h = cmdhelp(&spelled, None).unwrap();
+                    assert!(
+                        h.starts_with(&format!("name: {}\n", o.name)),
+                        "{spelled}: {h}"
+                    );
+                }
+            }
+        }
+        let e = cmdhelp("exec_prerun", None).unwrap_err().to_string();
+        assert!(
+            e.contains("fio's option --exec_prerun is not implemented"),
+            "{e}"
+        );
     }
 
     #[test]

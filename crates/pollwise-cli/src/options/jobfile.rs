@@ -221,12 +221,47 @@ fn is_global(name: &str) -> bool {
     name.starts_with(GLOBAL)
 }
 
+/// The sections `--section` asks for (fio runs only those of its job files; none: all).
+fn wanted_sections(line: &CmdLine) -> Vec<String> {
+    line.merged()
+        .filter(|s| s.key == "section")
+        .filter_map(|s| s.value.clone())
+        .collect()
+}
+
+/// The job files of `line` (its words that are not options), each checked to exist: a word
+/// that names no file is refused as what it is, a stray word, not as a job file.
+fn job_files(line: &CmdLine) -> Result<Vec<PathBuf>> {
+    line.positional
+        .iter()
+        .map(|(_, word)| {
+            let path = PathBuf::from(word);
+            if path.exists() {
+                Ok(path)
+            } else {
+                Err(usage(format!(
+                    "unexpected argument '{}': it is no option (options are written --option=value) and no file to read jobs from",
+                    crate::error::shown(word)
+                )))
+            }
+        })
+        .collect()
+}
+
 /// The settings of every job to run, each in order (later wins): for job files, the `[global]`
 /// settings before the job, a `name` setting from the section header, the job's own, then the
 /// command line's options; without job files, the command line's jobs (`--name` sections).
-/// A second job file's first job gets a `stonewall`.
+/// A second job file's first job gets a `stonewall`. With `--section`, only the job files'
+/// sections of those names run (fio's); `[global]` sections apply as ever.
 pub fn job_settings(line: &CmdLine) -> Result<Vec<Vec<Setting>>> {
-    if line.positional.is_empty() {
+    let wanted = wanted_sections(line);
+    let files = job_files(line)?;
+    if files.is_empty() {
+        if let Some(w) = wanted.first() {
+            return Err(usage(format!(
+                "--section={w} picks sections of job files, and none is given: name the job file (pollwise run --section={w} FILE)"
+            )));
+        }
         return Ok(line
             .jobs()
             .into_iter()
@@ -240,20 +275,24 @@ pub fn job_settings(line: &CmdLine) -> Result<Vec<Vec<Setting>>> {
             s.name, s.name
         )));
     }
+    if let Some(w) = wanted.iter().find(|w| is_global(w)) {
+        return Err(usage(format!(
+            "--section={w}: [global] holds options for the jobs, not a job: name a job's section"
+        )));
+    }
     let cmdline = &line.sections[0].settings;
     let mut jobs = Vec::new();
-    for (i, (_, file)) in line.positional.iter().enumerate() {
-        let path = PathBuf::from(file);
-        if !path.is_file() {
-            return Err(usage(format!(
-                "job file {file} does not exist (or is not a file): options are written --name=value"
-            )));
-        }
+    let mut seen: Vec<String> = Vec::new();
+    for (i, path) in files.iter().enumerate() {
         let mut global: Vec<Setting> = Vec::new();
         let mut first = true;
-        for section in parse_file(&path)? {
+        for section in parse_file(path)? {
             if is_global(&section.name) {
                 global.extend(section.settings);
+                continue;
+            }
+            seen.push(section.name.clone());
+            if !wanted.is_empty() && !wanted.contains(&section.name) {
                 continue;
             }
             let at = section.settings.first().map_or_else(
@@ -284,17 +323,60 @@ pub fn job_settings(line: &CmdLine) -> Result<Vec<Vec<Setting>>> {
             jobs.push(s);
         }
     }
+    let names = || {
+        files
+            .iter()
+            .map(|p| crate::error::shown(&p.display().to_string()).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(w) = wanted.iter().find(|w| !seen.contains(w)) {
+        return Err(usage(format!(
+            "--section={w}: {} has no section [{w}]; its sections: {}",
+            names(),
+            if seen.is_empty() {
+                "none".to_string()
+            } else {
+                seen.join(", ")
+            }
+        )));
+    }
     if jobs.is_empty() {
         return Err(usage(format!(
             "{} defines no job: add a [job] section",
-            line.positional
-                .iter()
-                .map(|p| p.1.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names()
         )));
     }
     Ok(jobs)
+}
+
+/// fio's `--showcmd`: each job file of `line` as one command line, `prog` then the options in
+/// the order the file gives them, `--name=SECTION` before each job's (the sections `--section`
+/// picks). A command line without job files shows nothing, as in fio.
+pub fn showcmd(line: &CmdLine, prog: &str) -> Result<String> {
+    let wanted = wanted_sections(line);
+    let mut out = String::new();
+    for path in job_files(line)? {
+        let mut words = vec![prog.to_string()];
+        for section in parse_file(&path)? {
+            let global = is_global(&section.name);
+            if !global && !wanted.is_empty() && !wanted.contains(&section.name) {
+                continue;
+            }
+            if !global {
+                words.push(format!("--name={}", section.name));
+            }
+            for s in &section.settings {
+                words.push(match &s.value {
+                    Some(v) => format!("--{}={v}", s.given),
+                    None => format!("--{}", s.given),
+                });
+            }
+        }
+        out.push_str(&words.join(" "));
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -83,10 +83,19 @@ pub fn unknown_option(given: &str, cmd: Option<&CommandSpec>) -> String {
 fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
     let v = s.value.as_deref()?.trim();
     match name {
-        "ioengine" => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it measures io_uring: use --ioengine=io_uring, or --ioengine=sim for the simulated device",
-            s.given
-        )),
+        "ioengine" => {
+            let why = match v {
+                "rdma" | "net" | "netsplice" | "http" | "nfs" | "rbd" | "libiscsi" | "nbd"
+                | "xnvme" | "libcufile" | "gfapi" | "gfapi_async" => {
+                    "it is a network or remote-storage engine, and pollwise measures local block and file I/O; "
+                }
+                _ => "",
+            };
+            Some(format!(
+                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
+                s.given
+            ))
+        }
         "rw" if v.contains(':') => Some(format!(
             "fio's --{}={v} (the ':' offset modifier) is not implemented by pollwise: use --{}={}",
             s.given,
@@ -145,7 +154,7 @@ impl Opts {
     ) -> Result<Opts> {
         let settings: Vec<&cmdline::Setting> = settings.into_iter().collect();
         // Only the value that is used is checked: a command-line --ioengine=io_uring overrides a
-        // job file's ioengine=libaio rather than failing on it.
+        // job file's ioengine=posixaio rather than failing on it.
         let overridden = |i: usize| {
             let name = lookup(&settings[i].key).map(|o| o.name);
             settings[i + 1..]
@@ -303,9 +312,11 @@ impl Opts {
         self.cmd
     }
 
-    /// `--output-format normal|json`: true for JSON.
+    /// `--output-format normal|json`: true when JSON is asked for.
     pub fn take_json(&mut self) -> Result<bool> {
-        Ok(self.take_str("output_format")?.as_deref() == Some("json"))
+        Ok(self
+            .take_str_list("output_format")?
+            .is_some_and(|l| l.iter().any(|f| f == "json")))
     }
 
     /// Fails naming the first accepted option nobody took: the table says this command takes it

@@ -357,7 +357,7 @@ const POLLER: &[&str] = &["shared-poller", "fairness"];
 const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
 /// The ways a reactor or a shared poller waits (`LoopWait`).
 const LOOP_WAITS: &[&str] = &["adaptive", "poll", "interrupt", "auto"];
-const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler"];
+const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler", "shared-poller"];
 
 /// Every option pollwise knows.
 pub const OPTIONS: &[Opt] = &[
@@ -371,7 +371,10 @@ pub const OPTIONS: &[Opt] = &[
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
-    opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+    with_aliases(
+        opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+        &["blocksize"],
+    ),
     opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each (reported merged)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (pollwise's default differs from fio's 0)"),
@@ -404,9 +407,11 @@ pub const OPTIONS: &[Opt] = &[
     opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
     opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)"),
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
+    opt("section", STR, NONE, C::Jobs, Only(&["run"]), "run only the job files' section of this name; give it again for more (fio's --section)"),
+    opt("readonly", BOOL, val("0"), C::Jobs, Only(&["run"]), "refuse, before anything runs, a job that would write: writes, laying out a file or extending it (fio's --readonly)"),
     // timing
     with_aliases(
-        opt("runtime", dur(TimeUnit::Secs), val("10s"), C::Timing, Job, "measured run time (after --ramp_time, as fio)"),
+        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done"),
         &["timeout"],
     ),
     opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
@@ -415,7 +420,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
     opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
     // io_uring
-    opt("ioengine", Kind::Enum { choices: &["io_uring", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring, or the simulated device (see --sim_latency)"),
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); or the simulated device (see --sim_latency)"),
+    opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
     opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
@@ -448,6 +454,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("batch", int(1, 32768), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
+    opt("rings", int(2, 256), val("16"), C::Scenario, Only(&["shared-poller"]), "rings (clients) on the polling CPU: one heavy, the rest sparse"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
     opt("latency_target", STR, val("p99:100us"), C::Scenario, Only(&["advise"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us)"),
     opt("time", dur(TimeUnit::Secs), val("60s"), C::Scenario, Only(&["advise"]), "advise: the whole command's time (calibrate, model, real checks); the model's sweep is cut to fit"),
@@ -466,7 +473,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("handler_us", int(0, u64::MAX), val("40"), C::Reactor, Only(&["slow-handler"]), "CPU each request's handler spins, in us"),
     opt("reactor_wait", Kind::Enum { choices: LOOP_WAITS, noun: None }, val("adaptive"), C::Reactor, Only(DAEMON), "how the reactor waits: adaptive (per-source windows up to --poll_max_ns), poll (the whole window cap), interrupt (straight to the fd monitor), auto (choose at run time, as --mode=auto)"),
     // output and help
-    opt("output_format", Kind::Enum { choices: &["normal", "json", "json+", "terse"], noun: None }, val("normal"), C::Output, All, "the report: a table, fio-shaped JSON, JSON with latency bins (json+), or fio's terse v3 line (json+ and terse: run only)"),
+    opt("output_format", Kind::EnumList { choices: &["normal", "json", "json+", "terse"], noun: "format" }, val("normal"), C::Output, All, "the report: fio's text, fio-shaped JSON, JSON with latency bins (json+), or fio's terse v3 line (json+ and terse: run only); a list (normal,json) writes each, in fio's order: terse, json, normal"),
+    opt("minimal", BOOL, val("0"), C::Output, Only(&["run"]), "fio's terse line instead of the report (as --output-format=terse)"),
     opt("output", Kind::Str { bare: None }, NONE, C::Output, All, "write the report to this file instead of standard output"),
     opt("percentile_list", Kind::Str { bare: None }, NONE, C::Output, Only(&["run"]), "the latency percentiles to report, ':'-separated (fio's default list otherwise)"),
     opt("slat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of submission latency (fio's slat; interrupt mode submits and waits in one call, so its slat ends where that call begins)"),
@@ -479,10 +487,13 @@ pub const OPTIONS: &[Opt] = &[
     opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
-    opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format (bare number: seconds)"),
+    opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format, where the report goes (--output's file, else standard output; bare number: seconds)"),
+    opt("eta_newline", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "end the ETA line with a new line once every this long, so a line a period stays on screen (bare number: seconds)"),
+    opt("showcmd", BOOL, val("0"), C::Output, Only(&["run"]), "print each job file as one command line of options and run nothing (fio's --showcmd)"),
     opt("plot", STR, NONE, C::Output, Only(PLOTTED), "after the run, also draw its results as SVG charts in this directory (as `pollwise plot`)"),
     opt("out", STR, NONE, C::Output, Only(&["plot"]), "the directory to write the SVG charts in (created if missing)"),
     opt("help", BOOL, NONE, C::Help, All, "this command's help (also -h)"),
+    opt("version", BOOL, NONE, C::Help, All, "print the version and run nothing (pollwise-X.Y.Z; fio-3.33 when started as `fio`)"),
     opt("cmdhelp", Kind::Str { bare: Some("all") }, NONE, C::Help, All, "one option's help (--cmdhelp=iodepth), or every option's (--cmdhelp)"),
 ];
 
@@ -709,9 +720,9 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "shared-poller",
         scenario: true,
-        about: "seed 002: a heavy and a sparse client polled on one CPU: separate SQPOLL, attach_wq, pollwise",
+        about: "seed 002: a heavy and 15 sparse rings polled on one CPU: separate SQPOLL, attach_wq, pollwise, in interleaved rounds",
         job: JobUse::Except(POLLER_FIXED),
-        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --sparse_interval, --variants and the --poller_* options",
+        job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --rings, --rounds, --sparse_interval, --variants and the --poller_* options",
         refuse: &[("platform", NO_MODEL_POLLER)],
         defaults: &[("runtime", "5s"), ("ramp_time", "500ms"), ("iodepth", "128"), ("size", "256M")],
     },
@@ -951,7 +962,7 @@ mod tests {
             )+};
         }
         defaults!("fairness" in fairness: burst = Int(DEFAULT_BURST), iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), poller_depth = Int(DEFAULT_POLLER_DEPTH));
-        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE));
+        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE), rings = Int(DEFAULT_RINGS), rounds = Int(DEFAULT_ROUNDS));
         defaults!("hybrid-contention" in hybrid_contention: batch = Int(DEFAULT_BATCH), thinktime = Dur(DEFAULT_THINK), runtime = Dur(DEFAULT_RUNTIME), size = Size(DEFAULT_SIZE));
         defaults!("idle-sources" in idle_sources: poll_idle_ms = Int(DEFAULT_POLL_IDLE_MS), runtime = Dur(DEFAULT_RUNTIME), ramp_time = Dur(DEFAULT_RAMP), rounds = Int(DEFAULT_ROUNDS), size = Size(DEFAULT_SIZE));
         defaults!("slow-handler" in slow_handler: handler_us = Int(DEFAULT_HANDLER_US), iodepth = Int(DEFAULT_IODEPTH));

@@ -307,7 +307,11 @@ mod tests {
             ("fdmon", "kqueue", &["--fdmon=epoll"]),
             ("ioengine", "spdk", &["--ioengine=sim"]),
             ("hybrid_stat", "max", &["mean, min or p10"]),
-            ("output_format", "xml", &["normal, json, json+ or terse"]),
+            (
+                "output_format",
+                "xml",
+                &["unknown format 'xml'", "normal,json,json+,terse"],
+            ),
             ("modes", "poll,spin", &["unknown mode 'spin'"]),
             (
                 "variants",

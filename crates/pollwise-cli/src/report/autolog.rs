@@ -14,8 +14,8 @@
 //! - `*_ms`: milliseconds spent in each mode during the period;
 //! - `completions`: completions reaped during it.
 //!
-//! The engine runs in slices between samples (every 500 ms, fio's `avg_msec`), so a line is
-//! written at the first slice end at least a second after the previous line.
+//! The engine's tick hook calls [`AutoLog::tick`] every 500 ms (fio's `avg_msec`), so a line is
+//! written at the first tick at least a second after the previous line.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -99,7 +99,7 @@ impl AutoLog {
         }))
     }
 
-    /// Between slices: writes a line if a second has passed since the last.
+    /// At a tick: writes a line if a second has passed since the last.
     pub fn tick(&mut self, now_ns: u64, engine: &Engine) {
         if now_ns.saturating_sub(self.last_ns) >= LINE_NS {
             self.line(now_ns, engine);

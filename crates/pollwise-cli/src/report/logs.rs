@@ -16,11 +16,14 @@
 //!   (pollwise sets no I/O priority).
 //!
 //! With `log_avg_msec=0` every I/O is one line; otherwise one line per direction per window of
-//! `log_avg_msec`, stamped at the window's end (the last window at the end of the run), with
-//! the mean latency over the I/Os that completed in it, or the window's KiB/s and I/Os per
-//! second (0 for a window without I/O, as fio's timer-driven samples). pollwise attributes an
-//! I/O to the window in which it completed, slat included (fio puts a slat in the window of its
-//! submission).
+//! `log_avg_msec`, stamped at the window's end, with the mean latency over the I/Os that
+//! completed in it, or the window's KiB/s and I/Os per second (0 for a window without I/O, as
+//! fio's timer-driven samples). As in fio 3.33, a window runs from just after one stamp to its
+//! own, in whole milliseconds (an I/O done at 1000 ms is in the window stamped 1000), and the
+//! end of the run, short of a whole window, gets latency lines stamped at the run's end if I/Os
+//! completed in it, and no bw or iops line: every stamp is later than the one before it.
+//! pollwise attributes an I/O to the window in which it completed, slat included (fio puts a
+//! slat in the window of its submission).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -213,10 +216,12 @@ impl ThreadLog {
             }
             return;
         }
-        let w = d.done_ns.saturating_sub(self.t0) / self.avg_ns;
+        // Whole milliseconds, as fio stamps: window k holds k x avg < ms <= (k + 1) x avg.
+        let ms = d.done_ns.saturating_sub(self.t0) / 1_000_000;
+        let w = ms.saturating_sub(1).saturating_mul(1_000_000) / self.avg_ns;
         while self.window < w {
             let end = (self.window + 1) * self.avg_ns;
-            self.close_window(end, self.avg_ns);
+            self.close_window(end, self.avg_ns, true);
             self.window += 1;
         }
         let s = &mut self.sums[usize::from(r.write)];
@@ -230,21 +235,24 @@ impl ThreadLog {
         }
     }
 
-    /// Ends the measured period at clock time `t1_ns`: writes what is left (the last,
-    /// partial window in averaged mode) and closes the files. Returns the first write error.
+    /// Ends the measured period at clock time `t1_ns`: writes what is left and closes the
+    /// files. In averaged mode: every whole window up to `t1_ns`, then the latencies of the
+    /// rest, if any I/O completed in it, stamped at `t1_ns` (as fio 3.33: no bw or iops line
+    /// for a part of a window). Returns the first write error.
     pub fn finish(&mut self, t1_ns: u64) -> Result<()> {
         if self.avg_ns == 0 {
             self.flush_recs();
         } else {
-            let end = t1_ns.saturating_sub(self.t0);
-            while (self.window + 1) * self.avg_ns < end {
+            // In whole milliseconds, as the stamps.
+            let end = t1_ns.saturating_sub(self.t0) / 1_000_000 * 1_000_000;
+            while (self.window + 1) * self.avg_ns <= end {
                 let e = (self.window + 1) * self.avg_ns;
-                self.close_window(e, self.avg_ns);
+                self.close_window(e, self.avg_ns, true);
                 self.window += 1;
             }
             let start = self.window * self.avg_ns;
             if end > start {
-                self.close_window(end, end - start);
+                self.close_window(end, end - start, false);
             }
             self.window += 1;
         }
@@ -276,8 +284,9 @@ impl ThreadLog {
         }
     }
 
-    /// Writes the window that ends `end_ns` after `t0` and lasted `len_ns`, and clears it.
-    fn close_window(&mut self, end_ns: u64, len_ns: u64) {
+    /// Writes the window that ends `end_ns` after `t0` and lasted `len_ns`, and clears it;
+    /// its bw and iops lines only if `rates` (a whole window).
+    fn close_window(&mut self, end_ns: u64, len_ns: u64, rates: bool) {
         let ms = end_ns / 1_000_000;
         for dir in 0..2 {
             let s = std::mem::take(&mut self.sums[dir]);
@@ -291,7 +300,7 @@ impl ThreadLog {
                 self.line(Kind::Clat, ms, clat, ddir, 0, 0);
                 self.line(Kind::Slat, ms, slat, ddir, 0, 0);
             }
-            if self.dirs[dir] && len_ns > 0 {
+            if rates && self.dirs[dir] && len_ns > 0 {
                 let bw = (s.bytes as u128 * 1_000_000_000 / len_ns as u128 / 1024) as u64;
                 let iops = (s.ios as u128 * 1_000_000_000 / len_ns as u128) as u64;
                 self.line(Kind::Bw, ms, bw, ddir, 0, 0);
@@ -473,12 +482,61 @@ mod tests {
         assert_eq!(lines(&p("slat"))[0], [100, 1_000, 0, 0, 0, 0]);
         assert_eq!(lines(&p("clat"))[1], [300, 38_000, 0, 0, 0, 0]);
         // Two 4 KiB reads in 100 ms: 80 KiB/s and 20 I/O per second; the empty windows say 0;
-        // the last window lasted 50 ms.
+        // the last 50 ms are no whole window: no line (fio 3.33).
         let iops: Vec<u64> = lines(&p("iops")).iter().map(|l| l[1]).collect();
-        assert_eq!(iops, [20, 0, 10, 0]);
+        assert_eq!(iops, [20, 0, 10]);
         let bw = lines(&p("bw"));
         assert_eq!(bw[0], [100, 80, 0, 0, 0, 0]);
-        assert_eq!(bw.last().unwrap()[0], 350);
+        assert_eq!(bw.last().unwrap()[0], 300);
+    }
+
+    /// Stamps of the log `k` of `a_{k}.1.log` in `d`.
+    fn stamps(d: &std::path::Path, k: &str) -> Vec<u64> {
+        lines(&d.join(format!("a_{k}.1.log")))
+            .iter()
+            .map(|l| l[0])
+            .collect()
+    }
+
+    #[test]
+    fn averaged_logs_end_as_fio_without_a_repeated_stamp() {
+        let ms = 1_000_000;
+        // Ends `past` ns after 2000 ms, with reads done every 10 ms from 5 ms on, the last
+        // at `last_ms` (+ 200 us).
+        let run = |past: u64, last_ms: u64| {
+            let d = tempfile::tempdir().unwrap();
+            let spec = LogSpec {
+                avg_msec: 500,
+                first_index: 1,
+                ..every_log(d.path(), "a")
+            };
+            let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+            l.start(0);
+            let mut t = 5 * ms;
+            while t <= last_ms * ms {
+                l.record(&done(Dir::Read, 0, t, t + 1_000, t + 200_000));
+                t += 10 * ms;
+            }
+            l.finish(2000 * ms + past).unwrap();
+            d
+        };
+        // A run that ends 0.4 ms after a window, with an I/O done in that 0.4 ms: fio's
+        // windows end at 2000 (the I/O is in it, as fio's sample at 2000 ms), once.
+        let d = run(400_000, 2000);
+        for k in ["lat", "clat", "slat", "bw", "iops"] {
+            assert_eq!(stamps(d.path(), k), [500, 1000, 1500, 2000], "{k}");
+        }
+        // 150 ms past the last whole window, with I/O in it: latencies at the end, no rates.
+        let d = run(150 * ms, 2140);
+        assert_eq!(stamps(d.path(), "lat"), [500, 1000, 1500, 2000, 2150]);
+        assert_eq!(stamps(d.path(), "bw"), [500, 1000, 1500, 2000]);
+        assert_eq!(stamps(d.path(), "iops"), [500, 1000, 1500, 2000]);
+        // Whole windows of 50 reads in 500 ms: 100 per second each.
+        let iops: Vec<u64> = lines(&d.path().join("a_iops.1.log"))
+            .iter()
+            .map(|l| l[1])
+            .collect();
+        assert_eq!(iops, [100, 100, 100, 100]);
     }
 
     #[test]

@@ -25,19 +25,34 @@ use pollwise::stats::{DirStats, Stats};
 use serde_json::{json, Map, Value};
 
 pub use json::{clat_json, jobs_json, pct_key, to_pretty, PctOpts};
-pub use text::{run_text, table, us};
+pub use text::{table, us};
 
 use crate::job::{IoEngine, JobSpec};
 use crate::options::Opts;
 use crate::{Error, Result};
 use facts::Facts;
 
-/// What a command prints: text for `--output-format normal` (or terse), JSON for `json`.
+/// What a command prints: text for `--output-format normal`, JSON for `json`, the terse lines
+/// for `terse` (`run` only).
 pub struct Output {
-    /// The human report (or the terse line).
+    /// The human report.
     pub text: String,
     /// The machine report.
     pub json: Value,
+}
+
+/// What `run` adds to an [`Output`]: the terse lines and what `--output`'s file holds before the
+/// report (fio's lines before the run and the interim reports of `--status-interval`).
+#[derive(Debug, Default)]
+pub struct RunExtras {
+    /// fio's terse lines, one a job.
+    pub terse: String,
+    /// Written ahead of the report in `--output`'s file (already printed when there is none).
+    pub head: String,
+    /// `--output` when it is a pipe or a terminal the interim reports were streamed to: the
+    /// report goes on after them, through the same open file (a FIFO's reader would see the
+    /// end of its input were it closed).
+    pub stream: Option<std::fs::File>,
 }
 
 /// fio's `--output-format`.
@@ -53,11 +68,11 @@ pub enum OutputFormat {
     Terse,
 }
 
-/// How to report: format, file, percentiles.
+/// How to report: formats, file, percentiles.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportOpts {
-    /// `--output-format`.
-    pub format: OutputFormat,
+    /// `--output-format`: one or more, in fio's order (terse, json, normal), each once.
+    pub formats: Vec<OutputFormat>,
     /// `--output=FILE`: write the report there instead of standard output.
     pub output: Option<PathBuf>,
     /// `--percentile_list`, `--slat_percentiles`, `--clat_percentiles`, `--lat_percentiles`.
@@ -66,16 +81,28 @@ pub struct ReportOpts {
     pub eta: progress::Eta,
     /// `--status-interval`: print the report of the run so far this often (`run` only).
     pub status_interval: Option<std::time::Duration>,
+    /// `--eta-newline`: end the ETA line with a new line this often (`run` only).
+    pub eta_newline: Option<std::time::Duration>,
+    /// The version line of the normal report (`pollwise-X.Y.Z`; `fio-3.33` when started as
+    /// `fio`).
+    pub version: String,
+}
+
+/// pollwise's version as fio writes its own (`fio-3.33`): `pollwise-X.Y.Z`.
+pub fn version() -> String {
+    format!("pollwise-{}", env!("CARGO_PKG_VERSION"))
 }
 
 impl Default for ReportOpts {
     fn default() -> Self {
         ReportOpts {
-            format: OutputFormat::Normal,
+            formats: vec![OutputFormat::Normal],
             output: None,
             pct: PctOpts::default(),
             eta: progress::Eta::default(),
             status_interval: None,
+            eta_newline: None,
+            version: version(),
         }
     }
 }
@@ -120,24 +147,45 @@ impl ReportOpts {
     /// Takes `--output-format`, `--output` and (for `run`) `--percentile_list`,
     /// `--slat_percentiles`, `--clat_percentiles`, `--lat_percentiles` from `o`.
     pub fn take(o: &mut Opts, cmd: ReportFor) -> Result<ReportOpts> {
-        let format = match o.take_str("output_format")?.as_deref() {
-            None | Some("normal") => OutputFormat::Normal,
-            Some("json") => OutputFormat::Json,
-            Some("json+") if cmd == ReportFor::Run => OutputFormat::JsonPlus,
-            Some("terse") if cmd == ReportFor::Run => OutputFormat::Terse,
-            Some(v @ ("json+" | "terse")) => {
-                return Err(Error::Usage(format!(
-                    "--output-format={v} is for `pollwise run`: use normal or json here"
-                )))
+        let later_minimal = o.has("output_format") && o.has_later("minimal", "output_format");
+        let mut formats = Vec::new();
+        for v in o.take_str_list("output_format")?.unwrap_or_default() {
+            let f = match v.as_str() {
+                "normal" => OutputFormat::Normal,
+                "json" => OutputFormat::Json,
+                "json+" if cmd == ReportFor::Run => OutputFormat::JsonPlus,
+                "terse" if cmd == ReportFor::Run => OutputFormat::Terse,
+                v => {
+                    return Err(Error::Usage(format!(
+                        "--output-format={v} is for `pollwise run`: use normal or json here"
+                    )))
+                }
+            };
+            formats.push(f);
+        }
+        if cmd == ReportFor::Run && o.take_bool("minimal")? == Some(true) {
+            // fio's --minimal is --output-format=terse; the later of the two wins.
+            if later_minimal || formats.is_empty() {
+                formats = vec![OutputFormat::Terse];
             }
-            Some(v) => {
-                return Err(Error::Usage(format!(
-                "--output-format={v} is not a format: use normal or json (or json+, terse as fio)"
-            )))
-            }
-        };
+        }
+        if formats.is_empty() {
+            formats.push(OutputFormat::Normal);
+        }
+        // fio writes terse, then JSON (json+ is JSON with bins), then the normal report.
+        let bins = formats.contains(&OutputFormat::JsonPlus);
+        formats = [
+            OutputFormat::Terse,
+            OutputFormat::JsonPlus,
+            OutputFormat::Json,
+            OutputFormat::Normal,
+        ]
+        .into_iter()
+        .filter(|f| formats.contains(f))
+        .filter(|f| !(bins && *f == OutputFormat::Json))
+        .collect();
         let mut r = ReportOpts {
-            format,
+            formats,
             ..ReportOpts::default()
         };
         if let Some(p) = o.take_str("output")? {
@@ -148,7 +196,7 @@ impl ReportOpts {
             }
             r.output = Some(p.into());
         }
-        r.pct.bins = r.format == OutputFormat::JsonPlus;
+        r.pct.bins = bins;
         if cmd != ReportFor::Run {
             return Ok(r);
         }
@@ -180,34 +228,72 @@ impl ReportOpts {
             }
             r.status_interval = Some(v);
         }
+        if let Some(v) = o.take_duration("eta_newline")? {
+            if v.is_zero() {
+                return Err(Error::Usage(
+                    "--eta-newline must be greater than 0: use e.g. --eta-newline=1s".into(),
+                ));
+            }
+            r.eta_newline = Some(v);
+        }
         Ok(r)
     }
 
-    /// Whether the report is JSON (json or json+).
+    /// Whether JSON (json or json+) is among the formats.
     pub fn is_json(&self) -> bool {
-        matches!(self.format, OutputFormat::Json | OutputFormat::JsonPlus)
+        self.has(OutputFormat::Json) || self.has(OutputFormat::JsonPlus)
     }
 
-    /// The report as it is printed.
-    pub fn render(&self, out: &Output) -> String {
-        if self.is_json() {
-            let mut s = to_pretty(&out.json);
-            s.push('\n');
-            s
-        } else {
-            out.text.clone()
+    /// Whether `f` is among the formats.
+    pub fn has(&self, f: OutputFormat) -> bool {
+        self.formats.contains(&f)
+    }
+
+    /// The report as it is printed: each format in turn (`terse` holds the terse lines).
+    pub fn render_all(&self, out: &Output, terse: &str) -> String {
+        let mut s = String::new();
+        for f in &self.formats {
+            match f {
+                OutputFormat::Terse => s.push_str(terse),
+                OutputFormat::Json | OutputFormat::JsonPlus => {
+                    s.push_str(&to_pretty(&out.json));
+                    s.push('\n');
+                }
+                OutputFormat::Normal => s.push_str(&out.text),
+            }
         }
+        s
     }
 
-    /// Prints the report to standard output, or writes it to `--output`.
-    pub fn emit(&self, out: &Output) -> Result<()> {
-        let s = self.render(out);
+    /// The report as it is printed (commands other than `run`: no terse lines).
+    pub fn render(&self, out: &Output) -> String {
+        self.render_all(out, "")
+    }
+
+    /// Prints the report to standard output, or writes it to `--output` after `head` (what the
+    /// file held before the report: see [`RunExtras::head`]).
+    pub fn emit(&self, out: &Output, extras: &RunExtras) -> Result<()> {
+        let s = self.render_all(out, &extras.terse);
         match &self.output {
             None => {
                 print!("{s}");
                 Ok(())
             }
-            Some(p) => crate::outfile::write_whole("--output", p, s.as_bytes()),
+            Some(p) if extras.stream.is_some() => {
+                use std::io::Write as _;
+                let mut f = extras.stream.as_ref().expect("checked");
+                f.write_all(s.as_bytes()).map_err(|e| {
+                    Error::Io(format!(
+                        "cannot write --output={}: {}",
+                        crate::error::shown(&p.display().to_string()),
+                        crate::errno::plain(&e)
+                    ))
+                })
+            }
+            Some(p) => {
+                let whole = format!("{}{s}", extras.head);
+                crate::outfile::write_whole("--output", p, whole.as_bytes())
+            }
         }
     }
 }
@@ -249,6 +335,9 @@ pub struct JobFigures<'a> {
     pub elapsed_s: u64,
     /// fio's `disk_util` entry for the target's disk, if known (terse prints it).
     pub disk_util: Option<Value>,
+    /// The job's reporting group's bandwidth per direction (read, write), KiB/s, when known:
+    /// fio's `bw_agg` is a share of it.
+    pub group_agg_kib: Option<[f64; 2]>,
 }
 
 impl<'a> JobFigures<'a> {
@@ -280,11 +369,16 @@ impl<'a> JobFigures<'a> {
             batch_submit: 1,
             elapsed_s: s.elapsed_ns.div_ceil(1_000_000_000),
             disk_util: None,
+            group_agg_kib: None,
         }
     }
 
-    /// The job's aggregate bandwidth in one direction, KiB/s (fio's group `agg`).
+    /// The aggregate bandwidth of the job's group in the direction of `d` (one of this job's
+    /// directions), KiB/s (fio's group `agg`); the job's own when the group's is not known.
     pub fn agg_kib(&self, d: &DirStats) -> f64 {
+        if let Some(g) = self.group_agg_kib {
+            return g[usize::from(std::ptr::eq(d, &self.stats.write))];
+        }
         let secs = self.stats.elapsed_ns as f64 / 1e9;
         if secs > 0.0 {
             d.bytes as f64 / secs / 1024.0
@@ -438,28 +532,156 @@ fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
     }
     let targets: Vec<PathBuf> = specs
         .iter()
-        .filter(|s| s.ioengine == IoEngine::IoUring)
+        .filter(|s| s.ioengine.has_file())
         .map(|s| s.filename.clone())
         .collect();
     crate::outfile::check_outputs(&outs, &targets)
 }
 
+/// Where interim reports go: standard output, or `--output`'s file, which then holds what was
+/// written so far (rewritten whole each time, so it is never half-written; a pipe or a terminal
+/// is written on, through one open file).
+struct Interim {
+    output: Option<PathBuf>,
+    special: bool,
+    written: std::sync::Mutex<String>,
+    stream: std::sync::Mutex<Option<std::fs::File>>,
+    failed: std::sync::Mutex<Option<Error>>,
+}
+
+impl Interim {
+    fn new(output: Option<PathBuf>) -> Interim {
+        let special = output
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .is_some_and(|m| !m.is_file());
+        Interim {
+            output,
+            special,
+            written: Default::default(),
+            stream: Default::default(),
+            failed: Default::default(),
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert(e);
+    }
+
+    /// Prints `text` now, or keeps it for the head of `--output`'s file (written with the next
+    /// report).
+    fn lead(&self, text: &str) {
+        self.put(text, false);
+    }
+
+    /// Prints `text` now, or adds it to `--output`'s file now.
+    fn emit(&self, text: &str) {
+        self.put(text, true);
+    }
+
+    fn put(&self, text: &str, write: bool) {
+        use std::io::Write as _;
+        let Some(path) = &self.output else {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            return;
+        };
+        if self.special {
+            let mut st = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+            if st.is_none() {
+                match crate::outfile::create_stream("--output", path) {
+                    Ok(f) => *st = Some(f),
+                    Err(e) => return self.fail(e),
+                }
+            }
+            if let Some(f) = st.as_mut() {
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    self.fail(Error::Io(format!(
+                        "cannot write --output={}: {}",
+                        crate::error::shown(&path.display().to_string()),
+                        crate::errno::plain(&e)
+                    )));
+                }
+            }
+            return;
+        }
+        let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        w.push_str(text);
+        if !write {
+            return;
+        }
+        if let Err(e) = crate::outfile::write_whole("--output", path, w.as_bytes()) {
+            drop(w);
+            self.fail(e);
+        }
+    }
+}
+
+/// fio's lines before the run for `specs` (see [`text::intro`]).
+fn intro_text(specs: &[JobSpec], ro: &ReportOpts) -> String {
+    let groups = group_ids(specs);
+    let intros: Vec<text::JobIntro> = specs
+        .iter()
+        .zip(&groups)
+        .map(|(s, g)| {
+            let w = s.extra.write_bs.unwrap_or(s.bs);
+            text::JobIntro {
+                name: &s.name,
+                groupid: *g,
+                rw: s.rw.name(),
+                bs: [u64::from(s.bs), u64::from(w), u64::from(s.bs)],
+                ioengine: s.ioengine.name(),
+                iodepth: s.iodepth,
+                numjobs: s.numjobs,
+            }
+        })
+        .collect();
+    text::intro(&intros, &ro.version)
+}
+
+/// Each job's fio `groupid`: a job with `stonewall` starts a new group (fio's, when jobs are
+/// not otherwise grouped).
+fn group_ids(specs: &[JobSpec]) -> Vec<u64> {
+    let mut g = 0u64;
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i > 0 && s.extra.stonewall {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
 /// Runs `specs` (concurrent groups, `stonewall` between them, as fio) and reports them in
-/// `ro`'s format: one fio job per spec, `given` its "job options", the machine's facts and the
+/// `ro`'s formats: one fio job per spec, `given` its "job options", the machine's facts and the
 /// target disk's utilisation over the run. Prints fio's ETA line and interim reports while the
-/// jobs run, as `ro` asks; the jobs write the logs their specs ask for.
+/// jobs run, as `ro` asks (interim reports go where the report goes); the jobs write the logs
+/// their specs ask for.
 pub fn run_and_report(
     specs: &[JobSpec],
     given: &[Vec<(String, String)>],
     ro: &ReportOpts,
-) -> Result<Output> {
+) -> Result<(Output, RunExtras)> {
     let first = specs
         .first()
         .ok_or_else(|| Error::Usage("no job to run".into()))?;
-    let sim = matches!(first.ioengine, IoEngine::Sim(_));
+    let sim = !first.ioengine.has_file();
     let mut facts = Facts::gather(if sim { Path::new(".") } else { &first.filename });
     if sim {
-        facts.device = Err("simulated device (--ioengine=sim): no disk involved".into());
+        facts.device = Err(format!(
+            "{} (--ioengine={}): no disk involved",
+            if first.ioengine == IoEngine::Null {
+                "null engine"
+            } else {
+                "simulated device"
+            },
+            first.ioengine.name()
+        ));
     }
     let disk = facts.device.as_ref().ok().map(|d| d.name.clone());
     let eta = ro.eta.shown(progress::stderr_is_tty());
@@ -483,11 +705,19 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
+    let interim = Arc::new(Interim::new(ro.output.clone()));
+    // fio prints its lines about the jobs before they run, ahead of every report (and of the
+    // JSON when both are asked for).
+    if ro.has(OutputFormat::Normal) {
+        interim.lead(&intro_text(&specs, ro));
+    }
     let d0 = disk.as_deref().and_then(facts::diskstat);
     let t0 = Instant::now();
     let reporter = match &live {
         Some(l) => {
             let (r_specs, r_given, r_ro) = (specs.clone(), given.to_vec(), ro.clone());
+            let sink = interim.clone();
+            let r_live = l.clone();
             let render = move |snaps: &[Vec<Stats>]| -> Option<String> {
                 if snaps.iter().all(Vec::is_empty) {
                     return None;
@@ -498,11 +728,15 @@ pub fn run_and_report(
                     .map(|(s, t)| group(s, t))
                     .collect();
                 let wall = t0.elapsed();
-                let out = render_jobs(&r_specs, &by_job, &r_given, &r_ro, wall, None);
-                Some(r_ro.render(&out))
+                let left = r_live.time_left().as_secs();
+                let (out, terse) =
+                    render_jobs(&r_specs, &by_job, &r_given, &r_ro, wall, None, left);
+                sink.emit(&r_ro.render_all(&out, &terse));
+                None
             };
             let cfg = progress::ReporterConfig {
                 eta,
+                eta_newline: ro.eta_newline,
                 status_interval: ro.status_interval,
                 render: Box::new(render),
             };
@@ -520,6 +754,14 @@ pub fn run_and_report(
         r.stop();
     }
     let stats = stats?;
+    if let Some(e) = interim
+        .failed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(e);
+    }
     let wall = t0.elapsed();
     let d1 = disk.as_deref().and_then(facts::diskstat);
     let disk_util = match (&disk, d0, d1) {
@@ -528,11 +770,22 @@ pub fn run_and_report(
         }
         _ => None,
     };
-    let mut out = render_jobs(&specs, &stats, given, ro, wall, disk_util);
-    if ro.format != OutputFormat::Terse {
-        add_facts(&mut out, &facts);
-    }
-    Ok(out)
+    let (mut out, terse) = render_jobs(&specs, &stats, given, ro, wall, disk_util, 0);
+    add_facts(&mut out, &facts);
+    let head = std::mem::take(&mut *interim.written.lock().unwrap_or_else(|p| p.into_inner()));
+    let stream = interim
+        .stream
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    Ok((
+        out,
+        RunExtras {
+            terse,
+            head,
+            stream,
+        },
+    ))
 }
 
 /// A job's threads as reported: merged under `group_reporting` (or with one thread, or with
@@ -561,7 +814,18 @@ fn group(spec: &JobSpec, threads: &[Stats]) -> Vec<Stats> {
         .collect()
 }
 
-/// The report of `specs` with their measurements `stats` (each job's entries), over `wall`.
+/// fio's JSON `eta` of a report `elapsed_s` into the run with `left_s` to go: fio says
+/// INT_MAX until 3 s have passed, then the time left (0 at the end).
+fn fio_eta(elapsed_s: u64, left_s: u64) -> u64 {
+    if elapsed_s >= 3 {
+        left_s
+    } else {
+        i32::MAX as u64
+    }
+}
+
+/// The report of `specs` with their measurements `stats` (each job's entries), over `wall`,
+/// `left_s` seconds before the run ends: the normal text and the JSON, and the terse lines.
 fn render_jobs(
     specs: &[JobSpec],
     stats: &[Vec<Stats>],
@@ -569,15 +833,17 @@ fn render_jobs(
     ro: &ReportOpts,
     wall: std::time::Duration,
     disk_util: Option<Value>,
-) -> Output {
-    let mut text = String::new();
+    left_s: u64,
+) -> (Output, String) {
+    let groups = group_ids(specs);
+    let mut figs = Vec::new();
     let mut jobs = Vec::new();
     let entries = specs
         .iter()
         .zip(stats)
         .enumerate()
-        .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st)));
-    for (i, (k, spec, st)) in entries.enumerate() {
+        .flat_map(|(k, (spec, sts))| sts.iter().map(move |st| (k, spec, st, sts.len())));
+    for (i, (k, spec, st, n)) in entries.enumerate() {
         let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
         f.pct = ro.pct.clone();
         f.job_options = given
@@ -589,6 +855,7 @@ fn render_jobs(
             .collect();
         f.iodepth = spec.iodepth;
         f.batch_submit = spec.iodepth_batch_submit.max(1);
+        f.groupid = u32::try_from(groups[k]).unwrap_or(u32::MAX);
         f.extra
             .insert("submit_mode".into(), json!(spec.submit_mode.name()));
         if let Some((ring, wait)) = spec.polled_ring() {
@@ -597,24 +864,71 @@ fn render_jobs(
         }
         f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
         f.disk_util = disk_util.clone();
-        if ro.format == OutputFormat::Terse {
-            text.push_str(&terse::terse_line(&f));
-            continue;
-        }
-        text.push_str(&run_text(&f));
         let mut job = f.json();
         job["jobnum"] = json!(i);
+        job["eta"] = json!(fio_eta(f.elapsed_s, left_s));
         jobs.push(job);
+        // fio's `jobs=`: the threads merged into this entry.
+        let members = if n == 1 { spec.numjobs.max(1) } else { 1 };
+        figs.push((f, members, spec.extra.description.as_deref()));
     }
-    if ro.format == OutputFormat::Terse {
-        return Output {
-            text,
-            json: Value::Null,
-        };
+    // fio's `bw_agg` (the text's `per=`): a job's mean bandwidth as a share of its group's.
+    let runs = text::group_runs(&jobs);
+    let run_of = |gid: u64| {
+        runs.iter()
+            .find(|g| g.groupid == gid)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut terse = String::new();
+    for ((f, _, _), job) in figs.iter_mut().zip(jobs.iter_mut()) {
+        let g = run_of(u64::from(f.groupid));
+        f.group_agg_kib = Some([g.agg[0] as f64 / 1024.0, g.agg[1] as f64 / 1024.0]);
+        for (i, d) in ["read", "write"].iter().enumerate() {
+            if job[d]["bw_samples"].as_u64().unwrap_or(0) > 0 {
+                let mean = job[d]["bw_mean"].as_f64().unwrap_or(0.0);
+                job[d]["bw_agg"] = json!(text::share_of_group(mean, g.agg[i]));
+            }
+        }
+        if ro.has(OutputFormat::Terse) {
+            terse.push_str(&terse::terse_line(f));
+        }
+    }
+    let mut text = String::new();
+    if ro.has(OutputFormat::Normal) {
+        // fio's report starts with an empty line ("don't overwrite last signal output").
+        text.push('\n');
+        let date = json::ctime(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        );
+        let pid = std::process::id();
+        for ((_, members, description), job) in figs.iter().zip(&jobs) {
+            let head = text::JobHead {
+                members: *members,
+                pid,
+                description: *description,
+                date: &date,
+            };
+            text.push_str(&text::job_block(
+                job,
+                &head,
+                &run_of(job["groupid"].as_u64().unwrap_or(0)),
+            ));
+        }
+        for g in &runs {
+            text.push_str(&text::group_block(g));
+        }
+        text.push_str(&text::disk_block(disk_util.as_slice()));
+        text.push_str("\npollwise:\n");
+        for job in &jobs {
+            text.push_str(&text::pollwise_block(job));
+        }
     }
     let mut top = jobs_json(jobs);
     top["disk_util"] = json!(disk_util.into_iter().collect::<Vec<_>>());
-    Output { text, json: top }
+    (Output { text, json: top }, terse)
 }
 
 #[cfg(test)]

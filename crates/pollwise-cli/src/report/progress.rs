@@ -131,6 +131,10 @@ impl ThreadLive {
     }
 }
 
+/// The span of a job with no `--runtime` (no time limit) when its size does not say when it
+/// ends: longer than any run.
+pub const NO_TIME_LIMIT: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// What the reporter knows of one job (the job module makes it from a job's spec).
 #[derive(Debug, Clone)]
 pub struct JobPlan {
@@ -138,7 +142,7 @@ pub struct JobPlan {
     pub threads: u32,
     /// The pattern (for the state letters).
     pub rw: Rw,
-    /// ramp + runtime.
+    /// ramp + runtime ([`NO_TIME_LIMIT`] for a job with no runtime).
     pub span: Duration,
     /// Bytes each thread does before it stops, if the job is not time-based and that is known.
     pub io_bytes: Option<u64>,
@@ -270,6 +274,13 @@ impl Live {
             both(&|d| count(iops[d])),
             eta_text(eta)
         )
+    }
+
+    /// The time left in the run now: the group running now (its slowest thread) and every
+    /// later group's full span, as the ETA line says.
+    pub fn time_left(&self) -> Duration {
+        let threads = self.threads();
+        self.eta(&threads, self.start.elapsed())
     }
 
     /// Time left: the jobs of the group that runs now (its slowest thread) and every later
@@ -426,6 +437,8 @@ pub type Render = Box<dyn Fn(&[Vec<Stats>]) -> Option<String> + Send>;
 pub struct ReporterConfig {
     /// Print the ETA line on standard error.
     pub eta: bool,
+    /// End the ETA line with a new line (not a carriage return) once every this long.
+    pub eta_newline: Option<Duration>,
     /// Print an interim report this often.
     pub status_interval: Option<Duration>,
     /// Renders the interim report from each job's snapshots (by job, as [`Live::snapshots`]).
@@ -494,6 +507,7 @@ fn reporter_loop(
     let mut prev = Counters::default();
     let mut last = Instant::now();
     let mut next_status = cfg.status_interval.map(|t| Instant::now() + t);
+    let mut next_newline = cfg.eta_newline.map(|t| Instant::now() + t);
     let mut width = 0usize;
     loop {
         let now = Instant::now();
@@ -529,9 +543,17 @@ fn reporter_loop(
             let line = live.line(&mut prev, now.duration_since(last));
             last = now;
             let pad = width.saturating_sub(line.len());
-            width = line.len();
+            // fio's --eta-newline: this period's line stays, the next starts below it.
+            let end = match (next_newline, cfg.eta_newline) {
+                (Some(t), Some(every)) if now >= t => {
+                    next_newline = Some(now + every);
+                    '\n'
+                }
+                _ => '\r',
+            };
+            width = if end == '\n' { 0 } else { line.len() };
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{line}{:pad$}\r", "");
+            let _ = write!(err, "{line}{:pad$}{end}", "");
             let _ = err.flush();
             drew.store(true, Ordering::Relaxed);
         }

@@ -10,23 +10,31 @@
 //! measured run, heavy client 0 pushes a burst of `--burst` (32768) more reads at once. The poller
 //! takes at most `--poller_batch` requests and about a `--poller_quantum` of bytes per client per
 //! turn, and keeps at most `--poller_depth` in the kernel (128 here, the virtio disk's tag count),
-//! so the burst waits in its own client's ring instead of in front of everybody.
+//! so the burst waits in its own client's ring instead of in front of everybody; a light client
+//! (the QD1 one) is served first in every pass, with room kept for it.
 //!
-//! Reported: each client's IOPS over the measured run (heavy 0..3, then the sensitive one),
-//! Jain's fairness index over the heavy clients, and the sensitive client's latency p50/p99
-//! before the burst ("idle") and while the burst is outstanding ("burst").
+//! The figure is the one the review asks about: the sensitive client's *submission delay*, from
+//! the moment it queues a request to the moment the poller's `io_uring_enter` hands it to the
+//! kernel, before the burst ("idle") and while the burst is outstanding ("burst"). The time in
+//! the kernel and the device (submitted to reaped by the poller) is reported apart: it grows
+//! with any load on the disk, whoever submits it, and says nothing of the poller's fairness.
+//!
+//! The measured window starts `--ramp_time` after every client is built and ready, and IOPS
+//! divide by the time that ran; a client with no I/O in the window, or a phase without a
+//! sample, fails the run with one line saying so.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::job::JobSpec;
 use crate::{Error, Result};
-use pollwise::clock;
+use pollwise::clock::{self, Clock};
 use pollwise::engine::{Done, Engine, Stop};
 use pollwise::policy::choice::ChoiceStatus;
-use pollwise::poller::{cpu_list, ClientOptions, PollerConfig, SharedPoller};
+use pollwise::poller::{cpu_list, ClientOptions, PollerConfig, RequestTiming, SharedPoller};
+use pollwise::queue::DROP_BOUND;
 use pollwise::request::Slab;
 use pollwise::stats::DirStats;
 use serde_json::json;
@@ -47,35 +55,78 @@ pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(4);
 /// The poller's in-kernel cap when `--poller_depth` is not given.
 pub const DEFAULT_POLLER_DEPTH: u32 = 128;
 
-const IDLE: u8 = 0;
-const BURST: u8 = 1;
-const AFTER: u8 = 2;
+/// The sensitive client's phases: before the burst, while it is outstanding, after it.
+const IDLE: usize = 0;
+const BURST: usize = 1;
+const AFTER: usize = 2;
+const PHASES: [&str; 3] = ["idle", "burst", "after"];
 
 /// What one client thread does.
 struct Role {
     depth: usize,
-    /// At this time, push this many more requests at once.
-    burst: Option<(u64, u64)>,
-    /// Record latency by phase (the sensitive client).
-    record: bool,
+    /// Push this many more requests at once halfway through.
+    burst: Option<u64>,
+}
+
+/// The measured window, fixed once every client is ready.
+#[derive(Debug, Clone, Copy)]
+struct Times {
+    measure_from: u64,
+    burst_at: u64,
+    until: u64,
+}
+
+/// The sensitive client's figures for one phase.
+#[derive(Default, Clone)]
+struct PhaseStats {
+    /// Queued to submitted by the poller.
+    delay: DirStats,
+    /// Submitted to reaped by the poller: the kernel and the device.
+    device: DirStats,
+    /// Queued to handled by the client (the engine's latency).
+    lat: DirStats,
 }
 
 #[derive(Default)]
 struct ClientOut {
     /// Completions inside the measured window.
     ios: u64,
-    /// Latency by phase (idle, burst, after), for the sensitive client.
-    lat: [DirStats; 3],
-    /// When the burst's last request completed, if it did.
-    burst_done_ns: Option<u64>,
+    /// The measured window's length for this client: to the end of the window, or to when the
+    /// client stopped if that came first.
+    elapsed_ns: u64,
     /// The burst's requests still in flight, by `user_data`.
     burst: HashSet<u64>,
 }
 
 struct Shared {
-    measure_from: u64,
-    until: u64,
-    phase: AtomicU8,
+    times: OnceLock<Times>,
+    /// When heavy 0 pushed its burst, and when the burst's last request completed (`u64::MAX`:
+    /// not yet).
+    burst_start: AtomicU64,
+    burst_done: AtomicU64,
+    /// The sensitive client's figures by phase.
+    sensitive: Mutex<[PhaseStats; 3]>,
+}
+
+impl Shared {
+    /// The phase of a request queued at `t`, or `None` outside the measured window.
+    fn phase_of(&self, t: u64) -> Option<usize> {
+        let w = self.times.get()?;
+        if t < w.measure_from || t >= w.until {
+            return None;
+        }
+        if t < self.burst_start.load(Ordering::Acquire) {
+            Some(IDLE)
+        } else if t < self.burst_done.load(Ordering::Acquire) {
+            Some(BURST)
+        } else {
+            Some(AFTER)
+        }
+    }
+
+    fn record(&self, phase: usize, f: impl FnOnce(&mut PhaseStats)) {
+        f(&mut self.sensitive.lock().unwrap_or_else(|p| p.into_inner())[phase]);
+    }
 }
 
 /// Runs the scenario with the options in `o`.
@@ -103,52 +154,72 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let file = open_file(&spec)?;
     let poller = SharedPoller::new(pcfg.clone())?;
     let clock = clock::monotonic();
-    let start = clock.now_ns() + 20_000_000;
-    let measure_from = start + spec.ramp_time.as_nanos() as u64;
-    let until = measure_from + spec.runtime.as_nanos() as u64;
-    let burst_at = measure_from + spec.runtime.as_nanos() as u64 / 2;
     let shared = Arc::new(Shared {
-        measure_from,
-        until,
-        phase: AtomicU8::new(IDLE),
+        times: OnceLock::new(),
+        burst_start: AtomicU64::new(u64::MAX),
+        burst_done: AtomicU64::new(u64::MAX),
+        sensitive: Mutex::new(Default::default()),
     });
-    let barrier = Arc::new(Barrier::new(HEAVY + 1));
+    // Every client thread and this one: the window is fixed when all are ready.
+    let ready = Arc::new(Barrier::new(HEAVY + 2));
+    let go = Arc::new(Barrier::new(HEAVY + 2));
     let mut threads = Vec::new();
     for i in 0..=HEAVY {
-        let role = if i < HEAVY {
-            Role {
-                depth: spec.iodepth as usize,
-                burst: (i == 0).then_some((burst_at, burst)),
-                record: false,
-            }
-        } else {
-            Role {
-                depth: 1,
-                burst: None,
-                record: true,
-            }
+        let sensitive = i == HEAVY;
+        let role = Role {
+            depth: if sensitive { 1 } else { spec.iodepth as usize },
+            burst: (i == 0).then_some(burst),
         };
-        let slots = role.depth + role.burst.map_or(0, |b| b.1 as usize);
-        let q = poller.client(ClientOptions {
+        let slots = role.depth + role.burst.map_or(0, |b| b as usize);
+        let mut q = poller.client(ClientOptions {
             depth: slots,
             files: vec![std::os::fd::AsRawFd::as_raw_fd(&file)],
         })?;
+        if sensitive {
+            let sh = shared.clone();
+            q.set_timing(Some(Box::new(move |t: &RequestTiming| {
+                let (Some(phase), Some(delay), Some(device)) = (
+                    sh.phase_of(t.queued_ns),
+                    t.submission_delay_ns(),
+                    t.device_ns(),
+                ) else {
+                    return;
+                };
+                sh.record(phase, |p| {
+                    p.delay.record_lat(delay, 0);
+                    p.device.record_lat(device, 0);
+                });
+            })));
+        }
         let seed = spec.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let depth = role.depth as u32;
-        let engine = Engine::with_slab(
+        let mut engine = Engine::with_slab(
             Box::new(q),
             spec.policy.build(clock.clone()),
             clock.clone(),
             client_config(&spec, size, depth, depth, seed),
             Slab::new(slots, spec.bs as usize, 4096)?,
         )?;
-        let (sh, b) = (shared.clone(), barrier.clone());
+        engine.set_stop_check(crate::signals::interrupted);
+        let (sh, c, r, g) = (shared.clone(), clock.clone(), ready.clone(), go.clone());
         threads.push(spawn_client(
             format!("pollwise-client{i}"),
             &cpus,
-            move || client(engine, role, sh, &b),
+            move || client(engine, role, sensitive, sh, c, &r, &g),
         )?);
     }
+    // Every client is built and waiting: the window starts after the ramp from now.
+    ready.wait();
+    let start = clock.now_ns();
+    let measure_from = start + spec.ramp_time.as_nanos() as u64;
+    let runtime = spec.runtime.as_nanos() as u64;
+    let times = Times {
+        measure_from,
+        burst_at: measure_from + runtime / 2,
+        until: measure_from + runtime,
+    };
+    let _ = shared.times.set(times);
+    go.wait();
     let mut outs = Vec::new();
     let mut first_err = None;
     for t in threads {
@@ -164,161 +235,365 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     if let Some(e) = first_err {
         return Err(e);
     }
+    if crate::signals::interrupted() {
+        return Err(Error::interrupted("during the measured run"));
+    }
     drop(file);
-    Ok(render(
-        &outs,
-        &spec,
-        &pcfg,
-        &cpus,
+    let sensitive =
+        std::mem::take(&mut *shared.sensitive.lock().unwrap_or_else(|p| p.into_inner()));
+    check(&outs, &sensitive, burst)?;
+    let burst_ms = match (
+        shared.burst_start.load(Ordering::Acquire),
+        shared.burst_done.load(Ordering::Acquire),
+    ) {
+        (s, d) if d != u64::MAX && d <= times.until => Some((d - s) as f64 / 1e6),
+        _ => None,
+    };
+    Ok(render(&Report {
+        outs: &outs,
+        sensitive: &sensitive,
+        spec: &spec,
+        pcfg: &pcfg,
+        cpus: &cpus,
         burst,
-        burst_at,
-        report.counters.cpu_ns,
+        burst_ms,
+        poller_cpu_ns: report.counters.cpu_ns,
         auto,
-    ))
+    }))
 }
 
-/// One client: its engine keeps `role.depth` reads in flight until the end of the run (with a
-/// burst on top, for heavy client 0), and its completion hook counts what the scenario reports.
-fn client(mut e: Engine, role: Role, sh: Arc<Shared>, barrier: &Barrier) -> Result<ClientOut> {
+/// A run whose figures would be wrong fails: a client without I/O in the window, or a phase
+/// of the sensitive client without a sample.
+fn check(outs: &[ClientOut], sensitive: &[PhaseStats; 3], burst: u64) -> Result<()> {
+    for (i, o) in outs.iter().enumerate() {
+        if o.ios == 0 {
+            return Err(Error::Io(format!(
+                "fairness: {} completed no I/O in the measured window: its IOPS would be 0; the poller or the disk stalled (see --poller_depth, --iodepth)",
+                client_name(i)
+            )));
+        }
+    }
+    for (phase, what) in [
+        (IDLE, "before the burst"),
+        (BURST, "while the burst was outstanding"),
+    ] {
+        if sensitive[phase].delay.ios == 0 {
+            return Err(Error::Io(format!(
+                "fairness: the sensitive client had no request submitted {what} in the measured window, so there is no {} figure to compare{}",
+                PHASES[phase],
+                if phase == BURST {
+                    format!(" (the burst of {burst} ended too soon: give a larger --burst)")
+                } else {
+                    " (give a longer --runtime)".to_string()
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn client_name(i: usize) -> String {
+    match i {
+        0 => "heavy0 (burst)".into(),
+        i if i < HEAVY => format!("heavy{i}"),
+        _ => "sensitive".into(),
+    }
+}
+
+/// One client: its engine keeps `role.depth` reads in flight until the end of the window (with
+/// a burst on top, for heavy client 0), then cancels what is left; its completion hook counts
+/// what the scenario reports.
+fn client(
+    mut e: Engine,
+    role: Role,
+    sensitive: bool,
+    sh: Arc<Shared>,
+    clock: Arc<dyn Clock>,
+    ready: &Barrier,
+    go: &Barrier,
+) -> Result<ClientOut> {
     let out = Arc::new(Mutex::new(ClientOut::default()));
     let (o, s) = (out.clone(), sh.clone());
     e.set_on_done(Box::new(move |d: &Done| {
         tally(
             &mut o.lock().unwrap_or_else(|p| p.into_inner()),
             &s,
-            role.record,
+            sensitive,
             d,
         )
     }));
-    barrier.wait();
-    if let Some((at, count)) = role.burst {
-        e.run_until(Stop::At(at))?;
-        sh.phase.store(BURST, Ordering::Release);
-        let hs = e.push_extra(count as usize)?;
-        // The hook runs only inside the engine's calls: none of the burst is counted yet.
-        out.lock().unwrap_or_else(|p| p.into_inner()).burst =
-            hs.iter().map(|h| h.user_data()).collect();
+    ready.wait();
+    go.wait();
+    let w = *sh
+        .times
+        .get()
+        .expect("the window is fixed before the clients go");
+    let r = (|| {
+        if let Some(count) = role.burst {
+            e.run_until(Stop::At(w.burst_at))?;
+            if clock.now_ns() < w.until && !crate::signals::interrupted() {
+                sh.burst_start.store(clock.now_ns(), Ordering::Release);
+                let hs = e.push_extra(count as usize)?;
+                // The hook runs only inside the engine's calls: none of the burst is counted yet.
+                out.lock().unwrap_or_else(|p| p.into_inner()).burst =
+                    hs.iter().map(|h| h.user_data()).collect();
+            }
+        }
+        e.run_until(Stop::At(w.until))
+    })();
+    let end = clock.now_ns().min(w.until);
+    // What is left in flight (the rest of the burst) is cancelled, not waited for.
+    let left = e.cancel(DROP_BOUND);
+    r?;
+    if left? > 0 {
+        return Err(Error::Io(format!(
+            "fairness: {} requests of {} did not answer cancellation within {DROP_BOUND:?}",
+            e.in_flight(),
+            client_name_of(&role, sensitive)
+        )));
     }
-    e.run(Stop::At(sh.until))?;
-    let o = std::mem::take(&mut *out.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut o = std::mem::take(&mut *out.lock().unwrap_or_else(|p| p.into_inner()));
+    o.elapsed_ns = end.saturating_sub(w.measure_from);
     Ok(o)
 }
 
-/// Counts one completion: in the measured window, by phase for the sensitive client, and the
-/// burst's end. Completions after the run (its drain) only finish the burst.
-fn tally(o: &mut ClientOut, sh: &Shared, record: bool, d: &Done) {
-    let now = d.done_ns;
-    if o.burst.remove(&d.handle.user_data()) && o.burst.is_empty() {
-        if now < sh.until {
-            o.burst_done_ns = Some(now);
-        }
-        sh.phase.store(AFTER, Ordering::Release);
-    }
-    if now >= sh.until {
-        return;
-    }
-    if now >= sh.measure_from {
-        o.ios += 1;
-    }
-    if record && d.submit_ns >= sh.measure_from {
-        let phase = sh.phase.load(Ordering::Acquire) as usize;
-        o.lat[phase].record_lat(now - d.submit_ns, d.len as u64);
+fn client_name_of(role: &Role, sensitive: bool) -> &'static str {
+    match (sensitive, role.burst.is_some()) {
+        (true, _) => "the sensitive client",
+        (false, true) => "heavy0",
+        _ => "a heavy client",
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn render(
-    outs: &[ClientOut],
-    spec: &JobSpec,
-    pcfg: &PollerConfig,
-    cpus: &[usize],
+/// Counts one completion: in the measured window, the sensitive client's latency by phase, and
+/// the burst's end.
+fn tally(o: &mut ClientOut, sh: &Shared, sensitive: bool, d: &Done) {
+    let now = d.done_ns;
+    if o.burst.remove(&d.handle.user_data()) && o.burst.is_empty() {
+        sh.burst_done.store(now, Ordering::Release);
+    }
+    let Some(w) = sh.times.get() else {
+        return;
+    };
+    if now < w.measure_from || now >= w.until {
+        return;
+    }
+    o.ios += 1;
+    if sensitive {
+        if let Some(phase) = sh.phase_of(d.submit_ns) {
+            sh.record(phase, |p| {
+                p.lat
+                    .record_lat(now.saturating_sub(d.submit_ns), d.len as u64)
+            });
+        }
+    }
+}
+
+struct Report<'a> {
+    outs: &'a [ClientOut],
+    sensitive: &'a [PhaseStats; 3],
+    spec: &'a JobSpec,
+    pcfg: &'a PollerConfig,
+    cpus: &'a [usize],
     burst: u64,
-    burst_at: u64,
+    burst_ms: Option<f64>,
     poller_cpu_ns: u64,
     auto: Option<ChoiceStatus>,
-) -> Output {
-    let secs = spec.runtime.as_secs_f64();
-    let iops: Vec<f64> = outs.iter().map(|o| o.ios as f64 / secs).collect();
+}
+
+/// p50 and p99 of a histogram, as JSON.
+fn p50_p99(s: &DirStats) -> serde_json::Value {
+    json!({"n": s.ios, "p50": s.pct(50.0), "p99": s.pct(99.0)})
+}
+
+fn ratio(during: u64, before: u64) -> Option<f64> {
+    (before > 0).then(|| during as f64 / before as f64)
+}
+
+fn render(r: &Report) -> Output {
+    let (spec, pcfg, s) = (r.spec, r.pcfg, r.sensitive);
+    let iops: Vec<f64> = r
+        .outs
+        .iter()
+        .map(|o| o.ios as f64 * 1e9 / o.elapsed_ns.max(1) as f64)
+        .collect();
     let heavy: Vec<f64> = iops.iter().take(HEAVY).copied().collect();
     let j = jain(&heavy);
-    let s = &outs[HEAVY];
-    let (i50, i99) = (
-        s.lat[IDLE as usize].pct(50.0),
-        s.lat[IDLE as usize].pct(99.0),
-    );
-    let (b50, b99) = (
-        s.lat[BURST as usize].pct(50.0),
-        s.lat[BURST as usize].pct(99.0),
-    );
-    let mut rows = Vec::new();
-    for (i, v) in iops.iter().enumerate() {
-        let name = if i < HEAVY {
-            format!("heavy{i}{}", if i == 0 { " (burst)" } else { "" })
-        } else {
-            "sensitive".to_string()
-        };
-        rows.push(vec![name, format!("{v:.0}")]);
-    }
+    let secs = spec.runtime.as_secs_f64();
+    let rows: Vec<Vec<String>> = iops
+        .iter()
+        .enumerate()
+        .map(|(i, v)| vec![client_name(i), format!("{v:.0}")])
+        .collect();
     let mut text = format!(
-        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (wait {}, batch {}, quantum {} B, depth {}), clients on CPUs {}; heavy0 pushes {burst} more reads at {:.1}s of {:.1}s\n\n",
+        "pollwise scenario fairness: {HEAVY} heavy clients at QD{} and one at QD1, {} B random reads, one shared poller on CPU {} (wait {}, batch {}, quantum {} B, {} per pass from heavy clients, depth {}), clients on CPUs {}; heavy0 pushes {} more reads at {:.1}s of {:.1}s\n\n",
         spec.iodepth,
         spec.bs,
         pcfg.cpu.map_or("any".into(), |c| c.to_string()),
         pcfg.wait.name(),
         pcfg.batch,
         pcfg.quantum,
+        pcfg.pass_limit,
         pcfg.depth,
-        cpu_list(cpus),
+        cpu_list(r.cpus),
+        r.burst,
         secs / 2.0,
         secs
     );
     text.push_str(&table(&["client", "IOPS"], &rows));
     text.push_str(&format!(
-        "\nJain's fairness index over the heavy clients: {j:.4}\n"
+        "\nJain's fairness index over the heavy clients: {j:.4}\n\n"
     ));
-    let burst_len = outs[0]
-        .burst_done_ns
-        .map(|t| format!("{:.0} ms", (t.saturating_sub(burst_at)) as f64 / 1e6))
-        .unwrap_or_else(|| "longer than the run".into());
+    let burst_len = r
+        .burst_ms
+        .map(|ms| format!("{ms:.0} ms"))
+        .unwrap_or_else(|| "past the window".into());
+    let mut srows = Vec::new();
+    for (phase, name) in [
+        (IDLE, "before the burst".to_string()),
+        (BURST, format!("during the burst ({burst_len})")),
+        (AFTER, "after the burst".to_string()),
+    ] {
+        let p = &s[phase];
+        if p.delay.ios == 0 && phase == AFTER {
+            continue;
+        }
+        srows.push(vec![
+            name,
+            p.delay.ios.to_string(),
+            us(p.delay.pct(50.0)),
+            us(p.delay.pct(99.0)),
+            us(p.device.pct(50.0)),
+            us(p.device.pct(99.0)),
+            us(p.lat.pct(99.0)),
+        ]);
+    }
+    text.push_str("sensitive client: submission delay (queued -> in the kernel, the poller's part) and device time (in the kernel -> reaped), apart\n");
     text.push_str(&table(
-        &["sensitive latency", "n", "p50(us)", "p99(us)"],
         &[
-            vec![
-                "before the burst".into(),
-                s.lat[IDLE as usize].ios.to_string(),
-                us(i50),
-                us(i99),
-            ],
-            vec![
-                format!("during the burst ({burst_len})"),
-                s.lat[BURST as usize].ios.to_string(),
-                us(b50),
-                us(b99),
-            ],
+            "phase",
+            "n",
+            "delay p50(us)",
+            "delay p99(us)",
+            "device p50(us)",
+            "device p99(us)",
+            "lat p99(us)",
         ],
+        &srows,
     ));
-    if i99 > 0 {
+    let (i99, b99) = (s[IDLE].delay.pct(99.0), s[BURST].delay.pct(99.0));
+    let delay_ratio = ratio(b99, i99);
+    let device_ratio = ratio(s[BURST].device.pct(99.0), s[IDLE].device.pct(99.0));
+    if let Some(x) = delay_ratio {
         text.push_str(&format!(
-            "sensitive p99 during/before = {:.2}x; poller CPU {:.2} s\n",
-            b99 as f64 / i99 as f64,
-            poller_cpu_ns as f64 / 1e9
+            "\nsensitive submission delay p99 during/before the burst = {x:.2}x"
         ));
     }
-    if let Some(a) = &auto {
+    if let Some(x) = device_ratio {
+        text.push_str(&format!(" (device time p99: {x:.2}x)"));
+    }
+    text.push_str(&format!(
+        "; poller CPU {:.2} s\n",
+        r.poller_cpu_ns as f64 / 1e9
+    ));
+    if s[BURST].delay.ios < 100 || s[IDLE].delay.ios < 100 {
+        text.push_str("fewer than 100 samples in a phase: its p99 is close to its maximum\n");
+    }
+    if let Some(a) = &r.auto {
         text.push_str(&format!("poller {}\n", super::auto_line(a)));
     }
+    let phases = |f: fn(&PhaseStats) -> &DirStats| {
+        json!({
+            "idle": p50_p99(f(&s[IDLE])),
+            "burst": p50_p99(f(&s[BURST])),
+            "after": p50_p99(f(&s[AFTER])),
+        })
+    };
     let mut json = json!({
         "scenario": "fairness",
         "results": {
             "client_iops": iops,
             "jain_index": j,
-            "sensitive_lat_ns": {
-                "idle": {"p50": i50, "p99": i99},
-                "burst": {"p50": b50, "p99": b99},
-            },
+            "burst_ms": r.burst_ms,
+            "sensitive_submit_delay_ns": phases(|p| &p.delay),
+            "sensitive_device_ns": phases(|p| &p.device),
+            "sensitive_lat_ns": phases(|p| &p.lat),
+            "submit_delay_p99_ratio": delay_ratio,
+            "device_p99_ratio": device_ratio,
         },
     });
-    super::put_auto(&mut json, "poller_auto", auto.as_ref());
+    super::put_auto(&mut json, "poller_auto", r.auto.as_ref());
     let json = super::with_wait(json, "poller_wait", pcfg.wait);
     Output { text, json }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(ios: u64) -> ClientOut {
+        ClientOut {
+            ios,
+            elapsed_ns: 1_000_000_000,
+            burst: HashSet::new(),
+        }
+    }
+
+    fn phases(idle: u64, burst: u64) -> [PhaseStats; 3] {
+        let mut p: [PhaseStats; 3] = Default::default();
+        for _ in 0..idle {
+            p[IDLE].delay.record_lat(1000, 0);
+        }
+        for _ in 0..burst {
+            p[BURST].delay.record_lat(1000, 0);
+        }
+        p
+    }
+
+    #[test]
+    fn a_client_or_phase_without_io_fails_the_run() {
+        let ok: Vec<ClientOut> = (0..=HEAVY).map(|_| client(10)).collect();
+        assert!(check(&ok, &phases(5, 5), 32768).is_ok());
+
+        let mut outs: Vec<ClientOut> = (0..=HEAVY).map(|_| client(10)).collect();
+        outs[2].ios = 0;
+        let e = check(&outs, &phases(5, 5), 32768).unwrap_err().to_string();
+        assert!(e.contains("heavy2 completed no I/O"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+
+        let e = check(&ok, &phases(0, 5), 32768).unwrap_err().to_string();
+        assert!(
+            e.contains("before the burst") && e.contains("--runtime"),
+            "{e}"
+        );
+        let e = check(&ok, &phases(5, 0), 64).unwrap_err().to_string();
+        assert!(e.contains("burst of 64") && e.contains("--burst"), "{e}");
+    }
+
+    #[test]
+    fn phases_follow_the_burst() {
+        let sh = Shared {
+            times: OnceLock::new(),
+            burst_start: AtomicU64::new(u64::MAX),
+            burst_done: AtomicU64::new(u64::MAX),
+            sensitive: Mutex::new(Default::default()),
+        };
+        // No window yet: nothing is counted.
+        assert_eq!(sh.phase_of(150), None);
+        let _ = sh.times.set(Times {
+            measure_from: 100,
+            burst_at: 200,
+            until: 400,
+        });
+        assert_eq!(sh.phase_of(99), None);
+        assert_eq!(sh.phase_of(150), Some(IDLE));
+        // Before the burst is pushed, even past its planned time, it is idle.
+        assert_eq!(sh.phase_of(250), Some(IDLE));
+        sh.burst_start.store(210, Ordering::Release);
+        assert_eq!(sh.phase_of(250), Some(BURST));
+        sh.burst_done.store(300, Ordering::Release);
+        assert_eq!(sh.phase_of(250), Some(BURST));
+        assert_eq!(sh.phase_of(300), Some(AFTER));
+        assert_eq!(sh.phase_of(400), None);
+    }
 }

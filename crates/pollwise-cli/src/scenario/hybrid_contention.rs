@@ -90,6 +90,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     spec.iodepth_batch_complete_min = batch;
     spec.thinktime_spin = spec.thinktime;
     spec.thinktime_blocks = batch;
+    crate::job::require_runtime(&spec, "scenario hybrid-contention")?;
     spec.time_based = true;
     let _temp = if spec.ioengine == IoEngine::IoUring {
         default_target(&mut spec, "hybrid-contention", DEFAULT_SIZE)?

@@ -1,15 +1,24 @@
-//! `pollwise scenario shared-poller`: one polling CPU, two rings, three ways (seed 002).
+//! `pollwise scenario shared-poller`: one polling CPU, many rings, three ways (seed 002).
 //!
 //! Xiaoguang Wang's experiment: a heavy client (QD128 4 KiB random O_DIRECT reads, continuous)
 //! and a sparse client (one read every 500 ms) whose submission polling is bound to the same
 //! CPU. With one SQPOLL thread per ring, the sparse ring's thread spins on that CPU too (its idle
 //! time outlasts the 500 ms gap) and the scheduler splits the CPU between the two threads; with
 //! one thread serving both, the heavy ring gets the whole CPU (1623 MiB/s became 3231 MiB/s).
+//! The patch is for "multiple io_uring instances" on one CPU: here `--rings` of them (16 by
+//! default), one heavy and the rest sparse, their reads spread over the interval.
 //!
-//! Variants, each run in turn for `--runtime` after `--ramp_time`:
-//! - `separate`: two SQPOLL rings with the same `sqthread_poll_cpu`;
-//! - `attach_wq`: two SQPOLL rings sharing one thread (ATTACH_WQ), the kernel's answer;
-//! - `pollwise`: the [`SharedPoller`] pinned to that CPU serving both clients.
+//! Variants:
+//! - `separate`: one SQPOLL ring per client, all with the same `sqthread_poll_cpu`;
+//! - `attach_wq`: the same rings sharing one SQPOLL thread (ATTACH_WQ), the kernel's answer;
+//! - `pollwise`: the [`SharedPoller`] pinned to that CPU serving every client.
+//!
+//! On a shared machine one variant run after another measures the neighbours as much as the
+//! variants, so the runs are interleaved as `compare`'s are: `--rounds` rounds each run every
+//! variant for `--runtime / --rounds` after `--ramp_time`, the order rotated each round (A B C,
+//! B C A, ...). Reported: each variant's median heavy IOPS over rounds with its min-max, and the
+//! pollwise/separate ratio of each round, its median and min-max. A variant-round in which a
+//! client completed no I/O fails the run with one line.
 //!
 //! The client threads run on the other CPUs (as seed 002's `taskset -c 60` with the poller on
 //! 61) and wait with `--mode` (interrupt by default). With no `--filename` the file is made in
@@ -18,7 +27,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
 use crate::job::{prepare_target, uring_for, IoEngine, JobSpec};
@@ -49,6 +58,10 @@ pub const DEFAULT_SPARSE_INTERVAL: Duration = Duration::from_millis(500);
 pub const DEFAULT_HEAVY_DEPTH: u32 = 128;
 /// The file's size when the scenario makes its own.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
+/// Rings (clients) when `--rings` is not given: one heavy, the rest sparse.
+pub const DEFAULT_RINGS: u32 = 16;
+/// Interleaved rounds when `--rounds` is not given.
+pub const DEFAULT_ROUNDS: u32 = 5;
 
 /// Takes the shared poller's options (default depth `poller_depth`) and the job's (runtime
 /// `runtime`, ramp 500 ms, depth `iodepth` unless given), and checks nothing else was given:
@@ -67,6 +80,7 @@ pub fn take_poller_job(
         ..JobSpec::default()
     })?;
     o.finish()?;
+    crate::job::require_runtime(&spec, "scenario")?;
     Ok((pcfg, spec))
 }
 
@@ -166,8 +180,8 @@ pub fn jain(x: &[f64]) -> f64 {
     s * s / (x.len() as f64 * s2)
 }
 
-struct VariantResult {
-    variant: &'static str,
+/// One variant's run in one round.
+struct RoundResult {
     heavy: DirStats,
     elapsed_ns: u64,
     sparse: DirStats,
@@ -176,7 +190,7 @@ struct VariantResult {
     auto: Option<ChoiceStatus>,
 }
 
-impl VariantResult {
+impl RoundResult {
     fn heavy_iops(&self) -> f64 {
         self.heavy.ios as f64 * 1e9 / self.elapsed_ns.max(1) as f64
     }
@@ -185,11 +199,57 @@ impl VariantResult {
     }
 }
 
+/// A variant's rounds.
+struct VariantRuns {
+    variant: &'static str,
+    rounds: Vec<RoundResult>,
+}
+
+/// Median, min and max of `v`.
+fn spread(v: &[f64]) -> (f64, f64, f64) {
+    let mut w = v.to_vec();
+    let med = crate::compare::median(&mut w);
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (med, min, max)
+}
+
+impl VariantRuns {
+    fn iops(&self) -> Vec<f64> {
+        self.rounds.iter().map(RoundResult::heavy_iops).collect()
+    }
+    fn bw(&self) -> Vec<f64> {
+        self.rounds.iter().map(RoundResult::heavy_bw).collect()
+    }
+    fn sparse(&self) -> DirStats {
+        let mut s = DirStats::default();
+        for r in &self.rounds {
+            s.merge(&r.sparse);
+        }
+        s
+    }
+    /// The poller's counters summed over rounds (pollwise only).
+    fn poller(&self) -> Option<PollerCounters> {
+        let mut it = self.rounds.iter().filter_map(|r| r.poller).peekable();
+        it.peek()?;
+        Some(it.fold(PollerCounters::default(), |a, c| PollerCounters {
+            rounds: a.rounds + c.rounds,
+            enters: a.enters + c.enters,
+            sleeps: a.sleeps + c.sleeps,
+            client_wakes: a.client_wakes + c.client_wakes,
+            cpu_ns: a.cpu_ns + c.cpu_ns,
+            ..a
+        }))
+    }
+}
+
 /// What a variant needs.
 struct Setup {
     spec: JobSpec,
     size: u64,
     interval: Duration,
+    rings: u32,
+    rounds: u32,
     pcfg: PollerConfig,
     cpus: Vec<usize>,
 }
@@ -223,7 +283,26 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             "--sparse_interval must be greater than 0: it is the sparse client's gap between reads, e.g. 500ms".into(),
         ));
     }
+    let rings = o.take_u32("rings")?.unwrap_or(DEFAULT_RINGS);
+    if !(2..=MAX_RINGS).contains(&rings) {
+        return Err(Error::Usage(format!(
+            "--rings={rings} is out of range: use 2 to {MAX_RINGS} (one heavy client, the rest sparse; default {DEFAULT_RINGS})"
+        )));
+    }
+    let rounds = o.take_u32("rounds")?.unwrap_or(DEFAULT_ROUNDS);
+    if rounds == 0 || rounds > 100 {
+        return Err(Error::Usage(format!(
+            "--rounds={rounds} must be between 1 and 100, e.g. --rounds={DEFAULT_ROUNDS}"
+        )));
+    }
     let (pcfg, mut spec) = take_poller_job(o, 256, DEFAULT_RUNTIME, DEFAULT_HEAVY_DEPTH)?;
+    let slice = spec.runtime / rounds;
+    if slice < Duration::from_millis(10) {
+        return Err(Error::Usage(format!(
+            "--runtime={:?} over {rounds} rounds leaves {slice:?} per run: give a longer --runtime or fewer --rounds",
+            spec.runtime
+        )));
+    }
     spec.time_based = true;
     spec.sqthread_poll = true;
     spec.sqthread_poll_cpu = pcfg.cpu.map(|c| c as u32);
@@ -233,129 +312,235 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         spec,
         size,
         interval,
+        rings,
+        rounds,
         pcfg,
     };
-    let mut results = Vec::new();
-    for v in &variants {
-        results.push(run_variant(v, &setup)?);
+    let mut runs: Vec<VariantRuns> = variants
+        .iter()
+        .map(|&variant| VariantRuns {
+            variant,
+            rounds: Vec::new(),
+        })
+        .collect();
+    for r in 0..rounds as usize {
+        for i in 0..runs.len() {
+            let k = (i + r) % runs.len();
+            let res = run_variant(runs[k].variant, &setup, slice)?;
+            if crate::signals::interrupted() {
+                return Err(Error::interrupted("during a round of the measured runs"));
+            }
+            runs[k].rounds.push(res);
+        }
     }
-    Ok(render(&results, &setup))
+    Ok(render(&runs, &setup, slice))
 }
 
-fn run_variant(variant: &'static str, st: &Setup) -> Result<VariantResult> {
+/// The most rings `--rings` takes.
+pub const MAX_RINGS: u32 = 256;
+
+/// The measured window of one run, fixed when every client is ready.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    measure_from: u64,
+    until: u64,
+}
+
+fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<RoundResult> {
     let spec = &st.spec;
     let file = open_file(spec)?;
     let clock = clock::monotonic();
     let heavy_cfg = client_config(spec, st.size, spec.iodepth, 1, spec.seed);
-    let mut sparse_cfg = client_config(spec, st.size, 1, 1, spec.seed ^ 0x5a5a);
-    // Paced reads, nothing else between them.
-    sparse_cfg.thinktime = Duration::ZERO;
+    let sparse_n = st.rings as usize - 1;
     let mut poller = None;
-    let (hq, sq): (Box<dyn Queue + Send>, Box<dyn Queue + Send>) = match variant {
+    let mut queues: Vec<Box<dyn Queue + Send>> = Vec::with_capacity(st.rings as usize);
+    match variant {
         "separate" | "attach_wq" => {
             let h = uring_for(spec, &file, None)?;
             let attach = (variant == "attach_wq").then(|| h.ring_fd());
             let mut one = spec.clone();
             one.iodepth = 1;
-            let s = uring_for(&one, &file, attach)?;
-            (Box::new(h), Box::new(s))
+            queues.push(Box::new(h));
+            for _ in 0..sparse_n {
+                queues.push(Box::new(uring_for(&one, &file, attach)?));
+            }
         }
         _ => {
             let p = SharedPoller::new(st.pcfg.clone())?;
             let files = vec![file.as_raw_fd()];
-            let h = p.client(ClientOptions {
+            queues.push(Box::new(p.client(ClientOptions {
                 depth: spec.iodepth as usize,
                 files: files.clone(),
-            })?;
-            let s = p.client(ClientOptions { depth: 1, files })?;
+            })?));
+            for _ in 0..sparse_n {
+                queues.push(Box::new(p.client(ClientOptions {
+                    depth: 1,
+                    files: files.clone(),
+                })?));
+            }
             poller = Some(p);
-            (Box::new(h), Box::new(s))
         }
-    };
-    let engine = |q, cfg| Engine::new(q, spec.policy.build(clock.clone()), clock.clone(), cfg);
-    let heavy = engine(hq, heavy_cfg)?;
-    let sparse = engine(sq, sparse_cfg)?;
-    let barrier = Arc::new(Barrier::new(2));
-    let start = clock.now_ns() + 20_000_000;
-    let measure_from = start + spec.ramp_time.as_nanos() as u64;
-    let until = measure_from + spec.runtime.as_nanos() as u64;
-    let b = barrier.clone();
-    let c2 = clock.clone();
+    }
+    let mut engines = Vec::with_capacity(queues.len());
+    for (j, q) in queues.into_iter().enumerate() {
+        let cfg = if j == 0 {
+            heavy_cfg.clone()
+        } else {
+            let mut c = client_config(spec, st.size, 1, 1, spec.seed ^ (0x5a5a + j as u64));
+            // Paced reads, nothing else between them.
+            c.thinktime = Duration::ZERO;
+            c
+        };
+        let mut e = Engine::new(q, spec.policy.build(clock.clone()), clock.clone(), cfg)?;
+        e.set_stop_check(crate::signals::interrupted);
+        engines.push(e);
+    }
+    // Every client thread and this one: the window is fixed when all are ready.
+    let ready = Arc::new(Barrier::new(engines.len() + 1));
+    let window: Arc<OnceLock<Window>> = Arc::new(OnceLock::new());
+    let mut engines = engines.into_iter();
+    let heavy = engines.next().expect("the heavy client");
+    let (b, w, c2) = (ready.clone(), window.clone(), clock.clone());
     let heavy_t = spawn_client("pollwise-heavy".into(), &st.cpus, move || {
         let mut e = heavy;
         b.wait();
-        e.run(Stop::At(measure_from))?;
+        b.wait();
+        let w = *w.get().expect("the window is fixed before the clients go");
+        e.run_until(Stop::At(w.measure_from))?;
         e.reset_stats();
         let t0 = c2.now_ns();
-        e.run(Stop::At(until))?;
+        let r = e.run_until(Stop::At(w.until));
         let t1 = c2.now_ns();
-        Ok((e.stats().0, t1 - t0))
+        let stats = e.stats().0;
+        r.and(e.drain())?;
+        Ok((stats, t1.saturating_sub(t0)))
     })?;
-    let interval = st.interval;
-    let sparse_t = spawn_client("pollwise-sparse".into(), &st.cpus, move || {
-        let mut e = sparse;
-        // The first read after the ramp; then one every interval.
-        e.set_pace(measure_from, interval);
-        barrier.wait();
-        e.run(Stop::At(until))?;
-        Ok(e.stats().0)
-    })?;
+    let mut sparse_t = Vec::with_capacity(sparse_n);
+    for (j, mut e) in engines.enumerate() {
+        let (b, w) = (ready.clone(), window.clone());
+        // Spread over the interval, so the sparse clients do not all read at once.
+        let offset = st.interval.as_nanos() as u64 * j as u64 / sparse_n as u64;
+        let interval = st.interval;
+        sparse_t.push(spawn_client(
+            format!("pollwise-sparse{j}"),
+            &st.cpus,
+            move || {
+                b.wait();
+                b.wait();
+                let w = *w.get().expect("the window is fixed before the clients go");
+                e.set_pace(w.measure_from + offset, interval);
+                e.run(Stop::At(w.until))?;
+                Ok(e.stats().0)
+            },
+        )?);
+    }
+    ready.wait();
+    let measure_from = clock.now_ns() + spec.ramp_time.as_nanos() as u64;
+    let _ = window.set(Window {
+        measure_from,
+        until: measure_from + slice.as_nanos() as u64,
+    });
+    ready.wait();
     let h = joined(heavy_t.join());
-    let s = joined(sparse_t.join());
+    let mut sparse = DirStats::default();
+    let mut first_err = None;
+    let mut idle_sparse = 0;
+    for t in sparse_t {
+        match joined(t.join()) {
+            Ok(s) => {
+                if s.ios == 0 {
+                    idle_sparse += 1;
+                }
+                sparse.merge(&s);
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
     let auto = poller.as_ref().and_then(|p| p.auto_status());
     let counters = poller
         .map(|p| p.shutdown())
         .transpose()?
         .map(|r| r.counters);
     let (heavy, elapsed_ns) = h?;
-    Ok(VariantResult {
-        variant,
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if crate::signals::interrupted() {
+        return Err(Error::interrupted("during a round of the measured runs"));
+    }
+    if heavy.ios == 0 {
+        return Err(Error::Io(format!(
+            "shared-poller: the heavy client completed no I/O in a {variant} run: its IOPS would be 0; the polling thread or the disk stalled"
+        )));
+    }
+    if idle_sparse > 0 {
+        return Err(Error::Io(format!(
+            "shared-poller: {idle_sparse} of {sparse_n} sparse clients completed no I/O in a {variant} run of {slice:?}: give a longer --runtime or a shorter --sparse_interval"
+        )));
+    }
+    Ok(RoundResult {
         heavy,
         elapsed_ns,
-        sparse: s?,
+        sparse,
         poller: counters,
         auto,
     })
 }
 
-fn render(rs: &[VariantResult], st: &Setup) -> Output {
+fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
     let mut rows = Vec::new();
     let mut results = Vec::new();
-    for r in rs {
-        let (p50, p99) = (r.sparse.pct(50.0), r.sparse.pct(99.0));
+    for r in runs {
+        let sparse = r.sparse();
+        let (p50, p99) = (sparse.pct(50.0), sparse.pct(99.0));
+        let iops = r.iops();
+        let (med, min, max) = spread(&iops);
+        let (bw, _, _) = spread(&r.bw());
         rows.push(vec![
             r.variant.to_string(),
-            format!("{:.0}", r.heavy_iops()),
-            format!("{:.1}", r.heavy_bw() / (1 << 20) as f64),
-            r.sparse.ios.to_string(),
+            format!("{med:.0}"),
+            format!("{min:.0}-{max:.0}"),
+            format!("{:.1}", bw / (1 << 20) as f64),
+            sparse.ios.to_string(),
             us(p50),
             us(p99),
         ]);
         let mut res = json!({
             "variant": r.variant,
-            "heavy_iops": r.heavy_iops(),
-            "heavy_bw_bytes": r.heavy_bw(),
-            "sparse_lat_ns": {"p50": p50, "p99": p99},
+            "heavy_iops": med,
+            "heavy_iops_min": min,
+            "heavy_iops_max": max,
+            "round_heavy_iops": iops,
+            "heavy_bw_bytes": bw,
+            "sparse_lat_ns": {"n": sparse.ios, "p50": p50, "p99": p99},
         });
-        super::put_auto(&mut res, "poller_auto", r.auto.as_ref());
+        let last_auto = r.rounds.iter().rev().find_map(|x| x.auto);
+        super::put_auto(&mut res, "poller_auto", last_auto.as_ref());
         results.push(res);
     }
     let spec = &st.spec;
     let mut text = format!(
-        "pollwise scenario shared-poller: heavy client QD{} {} B random reads (direct={}), sparse client one read every {} ms; polling on CPU {} (wait {}), clients on CPUs {}; {:.1}s per variant\n\n",
+        "pollwise scenario shared-poller: {} rings on one polling CPU: a heavy client QD{} {} B random reads (direct={}) and {} sparse clients, each one read every {} ms; polling on CPU {} (wait {}), clients on CPUs {}; {} interleaved rounds of {:.2}s per variant (after a {:.2}s ramp each)\n\n",
+        st.rings,
         spec.iodepth,
         spec.bs,
         spec.direct as u8,
+        st.rings - 1,
         st.interval.as_millis(),
         st.pcfg.cpu.map_or("any".into(), |c| c.to_string()),
         st.pcfg.wait.name(),
         cpu_list(&st.cpus),
-        spec.runtime.as_secs_f64()
+        st.rounds,
+        slice.as_secs_f64(),
+        spec.ramp_time.as_secs_f64(),
     );
     text.push_str(&table(
         &[
             "variant",
             "heavy IOPS",
+            "min-max",
             "heavy MiB/s",
             "sparse n",
             "sparse p50(us)",
@@ -363,24 +548,44 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
         ],
         &rows,
     ));
-    let iops = |name: &str| {
-        rs.iter()
-            .find(|r| r.variant == name)
-            .map(|r| r.heavy_iops())
+    // Ratios of the same round: the variants of one round ran minutes apart at most.
+    let per_round = |name: &str| -> Option<Vec<f64>> {
+        let a = runs.iter().find(|r| r.variant == name)?;
+        let s = runs.iter().find(|r| r.variant == "separate")?;
+        Some(
+            a.rounds
+                .iter()
+                .zip(&s.rounds)
+                .map(|(x, y)| x.heavy_iops() / y.heavy_iops().max(1e-9))
+                .collect(),
+        )
     };
-    if let (Some(p), Some(s)) = (iops("pollwise"), iops("separate")) {
-        if s > 0.0 {
-            text.push_str(&format!("\npollwise/separate heavy IOPS = {:.2}x", p / s));
-            if let Some(a) = iops("attach_wq") {
-                text.push_str(&format!(", attach_wq/separate = {:.2}x", a / s));
-            }
-            text.push('\n');
+    let mut ratios = serde_json::Map::new();
+    let mut ratio_lines = Vec::new();
+    for (name, key) in [
+        ("pollwise", "pollwise_separate"),
+        ("attach_wq", "attach_wq_separate"),
+    ] {
+        if let Some(v) = per_round(name) {
+            let (med, min, max) = spread(&v);
+            ratio_lines.push(format!(
+                "{name}/separate heavy IOPS = {med:.2}x (min-max over rounds {min:.2}x-{max:.2}x)"
+            ));
+            ratios.insert(
+                key.into(),
+                json!({"median": med, "min": min, "max": max, "rounds": v}),
+            );
         }
     }
-    for r in rs {
-        if let Some(c) = &r.poller {
+    if !ratio_lines.is_empty() {
+        text.push('\n');
+        text.push_str(&ratio_lines.join("; "));
+        text.push('\n');
+    }
+    for r in runs {
+        if let Some(c) = r.poller() {
             text.push_str(&format!(
-                "pollwise poller: {} rounds, {} enters, {} sleeps, {} client wake-ups, {:.2} s CPU\n",
+                "pollwise poller over all rounds: {} rounds, {} enters, {} sleeps, {} client wake-ups, {:.2} s CPU\n",
                 c.rounds,
                 c.enters,
                 c.sleeps,
@@ -388,17 +593,26 @@ fn render(rs: &[VariantResult], st: &Setup) -> Output {
                 c.cpu_ns as f64 / 1e9
             ));
         }
-        if let Some(a) = &r.auto {
-            text.push_str(&format!("pollwise poller {}\n", super::auto_line(a)));
+        if let Some(a) = r.rounds.iter().rev().find_map(|x| x.auto) {
+            text.push_str(&format!(
+                "pollwise poller (last round) {}\n",
+                super::auto_line(&a)
+            ));
         }
     }
     text.push_str(
-        "\nThe sparse client makes one sample per interval: with few samples p99 is the maximum.\n",
+        "\nEach sparse client makes one sample per interval: with few samples (n above) p99 is the maximum.\n",
     );
     Output {
         text,
         json: super::with_wait(
-            json!({"scenario": "shared-poller", "results": results}),
+            json!({
+                "scenario": "shared-poller",
+                "rings": st.rings,
+                "rounds": st.rounds,
+                "results": results,
+                "ratios": ratios,
+            }),
             "poller_wait",
             st.pcfg.wait,
         ),

@@ -10,8 +10,10 @@
 //! ([`spsc`](crate::sync::spsc) rings, the virtqueue shape). The poller thread, pinned to one CPU,
 //! visits the clients in turn and takes a bounded share from each (deficit round robin: at most
 //! `batch` requests and about a `quantum` of bytes per turn, so neither a 2^15-request burst nor
-//! larger requests buy a larger share, the review's concern), submits them through its own
-//! io_uring, reaps, and routes each completion to its owner's completion ring. A client is a
+//! larger requests buy a larger share, the review's concern; light clients, with fewer than
+//! `batch` requests in the kernel, are served first and find room kept for them, so a QD1
+//! client's wait does not grow with the others' backlog), submits them through its
+//! own io_uring, reaps, and routes each completion to its owner's completion ring. A client is a
 //! [`Queue`](crate::queue::Queue): it waits for its completions with any
 //! [`WaitPolicy`](crate::policy::WaitPolicy), spinning on its ring or sleeping on a futex the
 //! poller rings only when the client said it sleeps.
@@ -20,15 +22,20 @@
 //! fences, looks at every submission ring once more, and sleeps inside `io_uring_enter` (so an
 //! I/O completion wakes it too, alongside an eventfd doorbell armed with `POLL_ADD`). A client
 //! that submits publishes its ring tail, fences, and rings the doorbell only if the flag is set.
-//! The handshake is [`doorbell`](crate::sync::doorbell)'s, checked by a loom model.
+//! The handshake is [`doorbell`](crate::sync::doorbell)'s, checked by a loom model. The poller
+//! sleeps only once the kernel has taken every entry it pushed, the doorbell's poll included.
 //!
-//! Buffer lifetime: an operation carries a raw buffer pointer (the [`Queue::push`] contract). A
-//! client dropped with requests in flight *waits* in `drop` until the poller has retired it:
-//! requests not yet taken are discarded unsubmitted, requests in the kernel complete and their
-//! completions are discarded. So no I/O can land in memory the client has freed, and the poller
-//! never writes to a completion ring nobody reads. Shutting the poller down hands every request
-//! back: those in the kernel complete, those still queued come back with `-ECANCELED`, and
-//! [`ShutdownReport`] counts both. A client whose poller has stopped gets `BrokenPipe` on push.
+//! Buffer lifetime: an operation carries a raw buffer pointer (the [`Queue::push`] contract).
+//! [`cancel_all`](crate::queue::Queue::cancel_all) on a client hands back its queued requests
+//! with `-ECANCELED` and cancels those in the kernel; their completions come through `poll`, so
+//! the owner keeps the buffers until the kernel is done. A client dropped with requests in
+//! flight waits in `drop` until the poller has retired it (requests not yet taken are discarded
+//! unsubmitted, requests in the kernel are cancelled and their completions discarded), for
+//! [`DROP_BOUND`](crate::queue::DROP_BOUND) at most: past it, the owner must not free those
+//! buffers ([`PollerCounters::abandoned`] counts such drops; the poller retires the client when
+//! the kernel answers). Shutting the poller down hands every request back: those in the kernel
+//! complete, those still queued come back with `-ECANCELED`, and [`ShutdownReport`] counts both.
+//! A client whose poller has stopped gets `BrokenPipe` on push.
 //!
 //! [`Queue::push`]: crate::queue::Queue::push
 
@@ -42,7 +49,7 @@ mod idle;
 mod worker;
 
 #[cfg(not(loom))]
-pub use crate::queue::poller_client::{Client, ClientOptions};
+pub use crate::queue::poller_client::{Client, ClientOptions, RequestTiming, TimingHook};
 #[cfg(not(loom))]
 pub use worker::SharedPoller;
 
@@ -51,8 +58,8 @@ use std::time::Duration;
 use crate::policy::choice::LoopWait;
 use crate::{Error, Result};
 
-/// How the shared poller runs. `Default`: not pinned, batches of 8, a 32 KiB quantum, 1 ms of
-/// idle polling before sleeping, a ring of 256.
+/// How the shared poller runs. `Default`: not pinned, batches of 8, a 32 KiB quantum, 4
+/// requests of heavy clients per pass, 1 ms of idle polling before sleeping, a ring of 256.
 #[derive(Debug, Clone)]
 pub struct PollerConfig {
     /// Pin the poller thread to this CPU (default: not pinned).
@@ -62,6 +69,11 @@ pub struct PollerConfig {
     pub batch: u32,
     /// Bytes a backlogged client earns per turn (default 32 KiB: eight 4 KiB requests).
     pub quantum: u32,
+    /// At most this many requests of heavy clients (those with `batch` or more in the kernel)
+    /// per pass, which the poller submits in one `io_uring_enter` after the light clients'
+    /// requests (default 4). A light client's request that arrives during an enter waits for
+    /// it: the smaller this is, the shorter that wait, at one enter per this many requests.
+    pub pass_limit: u32,
     /// Poll this long without work before sleeping (default 1 ms).
     pub idle: Duration,
     /// The poller's ring size and its cap on requests in the kernel (default 256, at most
@@ -83,6 +95,7 @@ impl Default for PollerConfig {
             cpu: None,
             batch: 8,
             quantum: 32 << 10,
+            pass_limit: 4,
             idle: Duration::from_micros(1000),
             depth: 256,
             wait: LoopWait::Adaptive,
@@ -106,6 +119,12 @@ impl PollerConfig {
             return Err(Error::config(
                 "batch",
                 "must be at least 1: it is how many requests the poller takes from each client per turn (default 8)",
+            ));
+        }
+        if self.pass_limit == 0 {
+            return Err(Error::config(
+                "pass_limit",
+                "must be at least 1: it is how many requests of heavy clients the poller submits per pass (default 4)",
             ));
         }
         if self.quantum == 0 {
@@ -164,12 +183,21 @@ pub struct PollerCounters {
     pub discarded: u64,
     /// CPU time of the poller thread, in nanoseconds.
     pub cpu_ns: u64,
+    /// `io_uring_enter` calls the kernel refused with `EAGAIN` or `EBUSY` (nothing submitted;
+    /// the poller reaps and tries again).
+    pub refused: u64,
+    /// Requests the kernel answered with `-ECANCELED` (cancelled in the kernel, for a client's
+    /// `cancel_all`, its drop or shutdown).
+    pub kernel_cancelled: u64,
+    /// Clients whose drop stopped waiting for the poller after
+    /// [`DROP_BOUND`](crate::queue::DROP_BOUND) (the kernel had not answered the cancellation).
+    pub abandoned: u64,
 }
 
 impl PollerCounters {
     /// The counters in the order the poller publishes them.
     #[cfg_attr(loom, allow(dead_code))]
-    fn to_array(self) -> [u64; 10] {
+    fn to_array(self) -> [u64; 12] {
         [
             self.rounds,
             self.submitted,
@@ -181,13 +209,15 @@ impl PollerCounters {
             self.cancelled,
             self.discarded,
             self.cpu_ns,
+            self.refused,
+            self.kernel_cancelled,
         ]
     }
 
     /// The counters [`to_array`](PollerCounters::to_array) gave.
     #[cfg_attr(loom, allow(dead_code))]
-    fn from_array(v: [u64; 10]) -> Self {
-        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns] =
+    fn from_array(v: [u64; 12]) -> Self {
+        let [rounds, submitted, completed, enters, sleeps, doorbells, client_wakes, cancelled, discarded, cpu_ns, refused, kernel_cancelled] =
             v;
         PollerCounters {
             rounds,
@@ -200,6 +230,9 @@ impl PollerCounters {
             cancelled,
             discarded,
             cpu_ns,
+            refused,
+            kernel_cancelled,
+            abandoned: 0,
         }
     }
 }
@@ -252,6 +285,11 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(f, "quantum");
+        let (f, _) = bad(PollerConfig {
+            pass_limit: 0,
+            ..Default::default()
+        });
+        assert_eq!(f, "pass_limit");
         assert!(PollerConfig::default().check().is_ok());
     }
 }

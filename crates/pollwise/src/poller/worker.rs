@@ -7,23 +7,33 @@
 //! DEFER_TASKRUN when the kernel allows (this thread enters every round anyway, so completions
 //! are posted in batches there and no interrupt-driven task work disturbs the loop), else a
 //! plain ring.
+//!
+//! What the kernel took is read from the ring (its submission head), never assumed: an enter
+//! refused with `EAGAIN` (no memory for requests) or `EBUSY` (a completion backlog: old kernels
+//! refuse then; 6.x keeps the backlog and submits) leaves the entries in the submission ring,
+//! counted as not submitted; the poller reaps, backs off briefly and enters again. It blocks in the kernel only when every
+//! entry it pushed, the doorbell's poll included, was taken: never with entries left that no
+//! completion would follow.
 
+use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use super::drr::{Drr, Lane, Source};
+use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
 use super::{POLL_IDLE_NS, RING_SETUP_OP};
 use crate::clock::{self, Clock};
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;
-use crate::queue::poller_client::{Client, ClientOptions, ClientShared, PollerEnds, PollerShared};
+use crate::queue::poller_client::{
+    Client, ClientOptions, ClientShared, PollerEnds, PollerShared, Queued, Routed,
+};
 use crate::queue::ring::{PromisedOp, Ring};
-use crate::queue::{Completion, OpKind};
+use crate::queue::OpKind;
 use crate::request::slots::{Handle, Slots};
 use crate::sync::doorbell;
 use crate::sys::affinity::pin_to_cpu;
@@ -91,7 +101,7 @@ impl SharedPoller {
         let status = auto.as_ref().map(|(_, s)| s.clone());
         let bell = EventFd::new()
             .map_err(|e| Error::Io(format!("cannot create the poller's eventfd: {e}")))?;
-        let shared = Arc::new(PollerShared::new(bell));
+        let shared = Arc::new(PollerShared::new(bell, clock.clone()));
         let (tx, rx) = mpsc::channel::<Result<()>>();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -156,7 +166,9 @@ impl SharedPoller {
 
     /// What the poller did so far (updated every round that did work, and before it sleeps).
     pub fn counters(&self) -> PollerCounters {
-        PollerCounters::from_array(self.shared.snapshot())
+        let mut c = PollerCounters::from_array(self.shared.snapshot());
+        c.abandoned = self.shared.abandoned.load(Ordering::Relaxed);
+        c
     }
 
     /// Clients the poller serves now (a dropped client counts until it is retired).
@@ -180,8 +192,12 @@ impl SharedPoller {
         };
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.bell.ring();
+        let abandoned = self.shared.abandoned.load(Ordering::Relaxed);
         match t.join() {
-            Ok(r) => r,
+            Ok(r) => r.map(|mut r| {
+                r.counters.abandoned = abandoned;
+                r
+            }),
             Err(_) => Err(Error::Io("the poller thread panicked".into())),
         }
     }
@@ -197,6 +213,7 @@ impl Drop for SharedPoller {
 struct Sub {
     op: PromisedOp,
     fd: RawFd,
+    queued_ns: u64,
 }
 
 /// The poller's view of one client.
@@ -208,6 +225,27 @@ struct Slot {
     in_flight: usize,
     closing: bool,
     touched: bool,
+    /// The last `cancel_all` generation acted on.
+    cancel_seen: u64,
+}
+
+impl Slot {
+    fn new(shared: Arc<ClientShared>, ends: PollerEnds) -> Slot {
+        Slot {
+            shared,
+            ends,
+            lane: Lane::default(),
+            in_flight: 0,
+            closing: false,
+            touched: false,
+            cancel_seen: 0,
+        }
+    }
+
+    /// Whether the client asked for a cancellation the poller has not acted on.
+    fn cancel_asked(&self) -> bool {
+        self.shared.cancel_gen.load(Ordering::Acquire) != self.cancel_seen
+    }
 }
 
 impl Source for Slot {
@@ -216,16 +254,19 @@ impl Source for Slot {
         &mut self.lane
     }
     fn pop(&mut self) -> Option<Sub> {
-        let op = self.ends.sq.pop()?;
+        let Queued { op, queued_ns } = self.ends.sq.pop()?;
         self.in_flight += 1;
         let fd = match op.op().kind {
             OpKind::Nop => -1,
             _ => self.shared.files[op.op().file],
         };
-        Some(Sub { op, fd })
+        Some(Sub { op, fd, queued_ns })
     }
     fn cost(item: &Sub) -> u64 {
         item.op.op().len as u64
+    }
+    fn in_kernel(&self) -> usize {
+        self.in_flight
     }
 }
 
@@ -235,6 +276,9 @@ impl Source for Slot {
 struct Req {
     client: u32,
     user_data: u64,
+    /// When the client queued it (0: the client is not timed), and when the kernel took it.
+    queued_ns: u64,
+    submitted_ns: u64,
 }
 
 struct Worker {
@@ -247,6 +291,8 @@ struct Worker {
     reqs: Slots<Req>,
     in_flight: usize,
     cap: usize,
+    /// The most requests heavy clients get per pass.
+    pass_limit: usize,
     doorbell_armed: bool,
     idle: IdleTimer,
     /// Spinning without work this long sleeps anyway under [`LoopWait::Poll`].
@@ -260,7 +306,25 @@ struct Worker {
     c: PollerCounters,
     /// Routed completions whose result was -ECANCELED (cancelled in the kernel).
     kernel_cancelled: u64,
+    /// The `user_data` of every entry pushed and not yet taken by the kernel, in ring order.
+    unsubmitted: VecDeque<u64>,
+    /// After a refused enter: how long to back off before the next (doubling, bounded).
+    backoff_ns: u64,
     finished: bool,
+}
+
+/// The first back-off after a refused enter, and the longest.
+const BACKOFF_MIN_NS: u64 = 10_000;
+const BACKOFF_MAX_NS: u64 = 1_000_000;
+
+/// How an `io_uring_enter` went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entered {
+    /// The kernel took every entry (and waited, if asked).
+    Ok,
+    /// The kernel refused to take entries now (`EAGAIN`, `EBUSY`), or a signal interrupted the
+    /// call: the entries it did not take are still in the ring.
+    Again,
 }
 
 /// A SINGLE_ISSUER | DEFER_TASKRUN ring where the kernel has them (Linux 6.1), else a plain
@@ -317,6 +381,7 @@ impl Worker {
             reqs,
             in_flight: 0,
             cap,
+            pass_limit: cfg.pass_limit as usize,
             doorbell_armed: false,
             idle: IdleTimer::new(cfg.idle.as_nanos() as u64),
             poll_idle: IdleTimer::new(POLL_IDLE_NS),
@@ -326,6 +391,8 @@ impl Worker {
             touched: Vec::new(),
             c: PollerCounters::default(),
             kernel_cancelled: 0,
+            unsubmitted: VecDeque::with_capacity(entries as usize),
+            backoff_ns: 0,
             finished: false,
         })
     }
@@ -341,13 +408,22 @@ impl Worker {
             if self.shared.stop.load(Ordering::Acquire) {
                 return Ok(());
             }
+            #[cfg(test)]
+            if self.shared.test.stall.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
             let mut did = self.admit();
             let reaped = self.reap();
             did |= reaped > 0;
             let taken = self.take();
             did |= taken > 0;
-            if taken > 0 || self.in_flight > 0 {
-                self.enter(0)?;
+            let must_enter = taken > 0 || self.in_flight > 0 || !self.unsubmitted.is_empty();
+            if must_enter && self.enter(0)? == Entered::Again && !self.unsubmitted.is_empty() {
+                // Refused: reap next round (that may be what the kernel waits for), but do
+                // not spin on a kernel that keeps refusing.
+                self.back_off(reaped > 0);
+                did = true;
             }
             self.c.rounds += 1;
             if self.c.rounds % 64 == 0 || did {
@@ -412,14 +488,7 @@ impl Worker {
         if self.shared.pending_flag.load(Ordering::Acquire) {
             self.shared.pending_flag.store(false, Ordering::SeqCst);
             for (shared, ends) in self.shared.take_pending() {
-                let slot = Slot {
-                    shared,
-                    ends,
-                    lane: Lane::default(),
-                    in_flight: 0,
-                    closing: false,
-                    touched: false,
-                };
+                let slot = Slot::new(shared, ends);
                 match self.clients.iter().position(|s| s.is_none()) {
                     Some(i) => self.clients[i] = Some(slot),
                     None => self.clients.push(Some(slot)),
@@ -431,6 +500,33 @@ impl Worker {
             let Some(s) = self.clients[i].as_mut() else {
                 continue;
             };
+            if !s.closing && s.cancel_asked() && !s.shared.closing.load(Ordering::Acquire) {
+                changed = true;
+                s.cancel_seen = s.shared.cancel_gen.load(Ordering::Acquire);
+                // Queued and never taken: back with -ECANCELED, without reaching the kernel.
+                let mut handed = 0;
+                if let Some(sub) = s.lane.take_held() {
+                    s.in_flight -= 1;
+                    let r =
+                        Routed::unsubmitted(sub.op.op().user_data, -libc::ECANCELED, sub.queued_ns);
+                    let _ = s.ends.cq.push(r);
+                    handed += 1;
+                }
+                while let Some(q) = s.ends.sq.pop() {
+                    let r = Routed::unsubmitted(q.op.op().user_data, -libc::ECANCELED, q.queued_ns);
+                    let _ = s.ends.cq.push(r);
+                    handed += 1;
+                }
+                self.c.cancelled += handed;
+                if handed > 0 && !s.touched {
+                    s.touched = true;
+                    self.touched.push(i);
+                }
+                if s.in_flight > 0 {
+                    self.cancel_in_kernel(|r| r.client as usize == i);
+                }
+                continue;
+            }
             if s.closing || !s.shared.closing.load(Ordering::Acquire) {
                 continue;
             }
@@ -467,12 +563,33 @@ impl Worker {
             if !self.reqs.get(h).is_ok_and(&which) {
                 continue;
             }
-            while self.ring.push_cancel(h.user_data(), CANCEL).is_err() {
-                if self.enter(0).is_err() {
-                    return;
+            loop {
+                if self.ring.push_cancel(h.user_data(), CANCEL).is_ok() {
+                    self.unsubmitted.push_back(CANCEL);
+                    break;
+                }
+                // The submission ring is full: hand it to the kernel first.
+                match self.enter(0) {
+                    Ok(Entered::Ok) => {}
+                    Ok(Entered::Again) => {
+                        self.reap();
+                        self.back_off(false);
+                    }
+                    Err(_) => return,
                 }
             }
         }
+    }
+
+    /// After a refused enter: sleeps a little (10 us, doubling to 1 ms while refusals go on
+    /// without progress), so a kernel short of memory is not hammered.
+    fn back_off(&mut self, progress: bool) {
+        self.backoff_ns = if progress {
+            BACKOFF_MIN_NS
+        } else {
+            (self.backoff_ns * 2).clamp(BACKOFF_MIN_NS, BACKOFF_MAX_NS)
+        };
+        std::thread::sleep(std::time::Duration::from_nanos(self.backoff_ns));
     }
 
     /// Routes every completion in the ring to its client. Returns how many.
@@ -487,9 +604,11 @@ impl Worker {
             c,
             kernel_cancelled,
             shared,
+            clock,
             ..
         } = self;
         let mut n = 0;
+        let mut now = 0;
         ring.reap(|cqe| {
             let ud = cqe.user_data;
             if ud == DOORBELL {
@@ -507,6 +626,9 @@ impl Worker {
             };
             n += 1;
             *in_flight -= 1;
+            if cqe.result == -libc::ECANCELED {
+                c.kernel_cancelled += 1;
+            }
             let i = req.client as usize;
             let Some(s) = clients[i].as_mut() else {
                 return;
@@ -519,10 +641,23 @@ impl Worker {
                 }
                 return;
             }
+            let reaped_ns = if req.queued_ns != 0 {
+                if now == 0 {
+                    now = clock.now_ns().max(1);
+                }
+                now
+            } else {
+                0
+            };
             // Cannot fail: the client admits at most its ring's capacity in flight.
-            let _ = s.ends.cq.push(Completion {
-                user_data: req.user_data,
-                result: cqe.result,
+            let _ = s.ends.cq.push(Routed {
+                c: crate::queue::Completion {
+                    user_data: req.user_data,
+                    result: cqe.result,
+                },
+                queued_ns: req.queued_ns,
+                submitted_ns: req.submitted_ns,
+                reaped_ns,
             });
             c.completed += 1;
             if cqe.result == -libc::ECANCELED {
@@ -574,44 +709,112 @@ impl Worker {
             clients,
             drr,
             reqs,
+            unsubmitted,
+            cap,
+            pass_limit,
             ..
         } = self;
-        let budget = room.min(ring.sq_space());
+        let room = room.min(ring.sq_space());
+        // One slot kept for each light client, up to a quarter of the cap: a QD1 client finds
+        // room at once, whatever the heavy ones have queued.
+        let light = clients
+            .iter()
+            .flatten()
+            .filter(|s| !s.closing && drr.is_light(s.in_flight))
+            .count();
+        let budget = Budget {
+            room,
+            reserve: light.min(*cap / 4),
+            heavy_limit: *pass_limit,
+        };
         let taken = drr.pass(clients, budget, |i, sub| {
             let h = reqs
                 .insert(Req {
                     client: i as u32,
                     user_data: sub.op.op().user_data,
+                    queued_ns: sub.queued_ns,
+                    submitted_ns: 0,
                 })
                 .expect("a free slot for every request under the cap");
             // The buffer stays valid until the completion is reaped: the client promised it
-            // (PromisedOp), and a dropped client waits for us to retire it. The room was checked
-            // against the ring's free space above, so this cannot fail.
-            let _ = ring.push_io(sub.op, sub.fd, h.user_data());
+            // (PromisedOp), and a dropped client's drop waits for us to retire it or, after its
+            // bound, leaves the buffers to their owner, who must not free them (Queue::push).
+            // The room was checked against the ring's free space above, so this cannot fail.
+            let pushed = ring.push_io(sub.op, sub.fd, h.user_data()).is_ok();
+            debug_assert!(pushed, "the ring had room for the whole budget");
+            unsubmitted.push_back(h.user_data());
         });
         self.in_flight += taken;
-        self.c.submitted += taken as u64;
         taken
     }
 
     /// One `io_uring_enter`: submits what is queued and runs completion work; blocks for
-    /// `min_complete` completions.
-    fn enter(&mut self, min_complete: u32) -> Result<()> {
+    /// `min_complete` completions (the kernel waits only if it took every entry). Counts what
+    /// the kernel took from the ring itself and stamps timed requests with the time.
+    fn enter(&mut self, min_complete: u32) -> Result<Entered> {
         self.c.enters += 1;
-        let r = self.ring.enter(min_complete, None);
+        let r = self.enter_raw(min_complete);
+        self.account_submitted();
         match r {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
+            Ok(_) => Ok(Entered::Ok),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(Entered::Again),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY)) => {
+                self.c.refused += 1;
+                Ok(Entered::Again)
             }
             Err(e) => Err(Error::Io(format!(
                 "the shared poller's io_uring_enter failed: {e}"
             ))),
+        }
+    }
+
+    #[cfg(not(test))]
+    fn enter_raw(&mut self, min_complete: u32) -> std::io::Result<usize> {
+        self.ring.enter(min_complete, None)
+    }
+
+    /// Tests make the kernel "refuse" some enters (the refusals kernels give under memory
+    /// pressure or, before 5.x's changes, with a completion backlog), without entering.
+    #[cfg(test)]
+    fn enter_raw(&mut self, min_complete: u32) -> std::io::Result<usize> {
+        if let Some(errno) = self.shared.test.refusal() {
+            return Err(std::io::Error::from_raw_os_error(errno));
+        }
+        if min_complete > 0 {
+            // A blocking enter needs something in the kernel that will complete: a request or
+            // the doorbell's poll.
+            self.shared
+                .test
+                .note_blocking_enter(self.in_flight == 0 && !self.doorbell_armed);
+        }
+        self.ring.enter(min_complete, None)
+    }
+
+    /// Pops the entries the kernel took from `unsubmitted`: counts the requests, and stamps
+    /// the timed ones with their submission time.
+    fn account_submitted(&mut self) {
+        let left = self.ring.sq_pending();
+        let took = self.unsubmitted.len().saturating_sub(left);
+        let mut now = 0;
+        for _ in 0..took {
+            let Some(ud) = self.unsubmitted.pop_front() else {
+                break;
+            };
+            if ud == DOORBELL || ud == CANCEL {
+                continue;
+            }
+            self.c.submitted += 1;
+            if let Ok(r) = self.reqs.get_mut(Handle::from_user_data(ud)) {
+                if r.queued_ns != 0 {
+                    if now == 0 {
+                        now = self.clock.now_ns().max(1);
+                    }
+                    r.submitted_ns = now;
+                }
+            }
+        }
+        if took > 0 {
+            self.backoff_ns = 0;
         }
     }
 
@@ -623,12 +826,20 @@ impl Worker {
                 s.lane.holds()
                     || !s.ends.sq.is_empty()
                     || (!s.closing && s.shared.closing.load(Ordering::Relaxed))
+                    || (!s.closing && s.cancel_asked())
             })
     }
 
     /// NEED_WAKEUP, full fence, one more look, then sleep in the ring until a doorbell or a
     /// completion.
+    ///
+    /// It blocks only with every entry it pushed taken by the kernel and the doorbell's poll
+    /// among them: with entries still in the ring (the kernel refused them) or no room for the
+    /// doorbell, it returns and the loop submits first.
     fn sleep(&mut self) -> Result<()> {
+        if !self.unsubmitted.is_empty() {
+            return Ok(());
+        }
         self.shared.bell.drain();
         let clients = &self.clients;
         let flags = clients.iter().flatten().map(|s| &s.shared.need_wakeup);
@@ -638,15 +849,28 @@ impl Worker {
         if !self.doorbell_armed {
             // The eventfd lives as long as the shared state, which outlives the ring.
             let bell = self.shared.bell.as_raw_fd();
-            self.doorbell_armed = self.ring.push_poll_in(bell, false, DOORBELL).is_ok();
+            if self.ring.push_poll_in(bell, false, DOORBELL).is_ok() {
+                self.doorbell_armed = true;
+                self.unsubmitted.push_back(DOORBELL);
+            }
         }
-        self.c.sleeps += 1;
-        self.c.cpu_ns = thread_cpu_ns();
-        self.publish();
-        let r = self.enter(1);
+        let r = if self.doorbell_armed {
+            self.c.sleeps += 1;
+            self.c.cpu_ns = thread_cpu_ns();
+            self.publish();
+            // If the kernel does not take the doorbell's poll (refused), it does not wait.
+            self.enter(1)
+        } else {
+            // No room for the doorbell (a full ring cannot happen with nothing unsubmitted,
+            // but never block without it): go round again.
+            Ok(Entered::Again)
+        };
         let clients = &self.clients;
         doorbell::disarm_all(clients.iter().flatten().map(|s| &s.shared.need_wakeup));
-        r
+        if r? == Entered::Again && !self.unsubmitted.is_empty() {
+            self.back_off(false);
+        }
+        Ok(())
     }
 
     /// Hands every request back: queued ones cancelled, in-flight ones completed; then marks
@@ -668,16 +892,22 @@ impl Worker {
         // them: wait for every request; if the kernel refuses to let us wait at all, abort.
         let mut refused = 0u32;
         while self.in_flight > 0 {
-            if self.enter(1).is_err() {
+            // Entries the kernel has not taken yet are submitted first; only with all of
+            // them taken does the kernel wait for a completion.
+            let r = self.enter(1);
+            if r.is_err() || (r.is_ok_and(|e| e == Entered::Again) && !self.unsubmitted.is_empty())
+            {
                 refused += 1;
-                if refused > 1_000_000 {
+                // With the back-off at its 1 ms, about 10 s of refusals.
+                if refused > 10_000 {
                     eprintln!(
                         "pollwise: the shared poller cannot wait for {} requests in the kernel; aborting rather than free their buffers",
                         self.in_flight
                     );
                     std::process::abort();
                 }
-                std::thread::yield_now();
+                self.reap();
+                self.back_off(false);
             } else {
                 refused = 0;
             }
@@ -707,24 +937,22 @@ impl Worker {
     fn cancel_queued(&mut self) -> u64 {
         let mut n = 0;
         for s in self.clients.iter_mut().flatten() {
-            let cancel = |s: &mut Slot, op: PromisedOp| {
+            let cancel = |s: &mut Slot, op: PromisedOp, queued_ns: u64| {
                 if s.closing {
                     return false;
                 }
-                let _ = s.ends.cq.push(Completion {
-                    user_data: op.op().user_data,
-                    result: -libc::ECANCELED,
-                });
+                let r = Routed::unsubmitted(op.op().user_data, -libc::ECANCELED, queued_ns);
+                let _ = s.ends.cq.push(r);
                 true
             };
             if let Some(sub) = s.lane.take_held() {
                 s.in_flight -= 1;
-                if cancel(s, sub.op) {
+                if cancel(s, sub.op, sub.queued_ns) {
                     n += 1;
                 }
             }
-            while let Some(op) = s.ends.sq.pop() {
-                if cancel(s, op) {
+            while let Some(q) = s.ends.sq.pop() {
+                if cancel(s, q.op, q.queued_ns) {
                     n += 1;
                 }
             }
@@ -756,5 +984,202 @@ fn retire(
         shared.in_flight.store(in_flight, Ordering::Relaxed);
         shared.publish(c.to_array());
         s.shared.retire();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::{Queue, WaitOutcome, DROP_BOUND};
+    use std::time::{Duration, Instant};
+
+    fn nop_client(p: &SharedPoller, depth: usize) -> Client {
+        p.client(ClientOptions {
+            depth,
+            files: vec![],
+        })
+        .unwrap()
+    }
+
+    fn push_nops(c: &mut Client, n: u64) {
+        for i in 0..n {
+            // SAFETY: a nop carries no buffer.
+            unsafe { c.push(&crate::queue::Op::nop(i)) }.unwrap();
+        }
+        c.submit().unwrap();
+    }
+
+    /// Clears the injected refusals when dropped, so a failing test does not leave the
+    /// poller's shutdown facing a kernel that refuses for ever.
+    struct Refusing<'a>(&'a SharedPoller);
+
+    impl Refusing<'_> {
+        fn start(p: &SharedPoller, errno: i32) -> Refusing<'_> {
+            p.shared.test.refuse.store(errno, Ordering::SeqCst);
+            Refusing(p)
+        }
+    }
+
+    impl Drop for Refusing<'_> {
+        fn drop(&mut self) {
+            self.0.shared.test.refuse.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Waits until the poller has gone to sleep once, then a little more.
+    fn until_asleep(p: &SharedPoller) {
+        let t0 = Instant::now();
+        while p.counters().sleeps == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the poller never slept"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    /// Polls `c` until `n` completions came back (each checked to succeed once), for 5 s at most.
+    fn collect(c: &mut Client, n: usize) -> Vec<u64> {
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        while got.len() < n && t0.elapsed() < Duration::from_secs(5) {
+            let _ = c.wait(1, Some(Duration::from_millis(50)));
+            c.poll(&mut |x| {
+                assert_eq!(x.result, 0, "{x:?}");
+                got.push(x.user_data);
+            })
+            .unwrap();
+        }
+        got.sort_unstable();
+        got
+    }
+
+    /// An enter refused with EAGAIN or EBUSY submits nothing: the poller counts nothing as
+    /// submitted, blocks in no enter while entries wait in its ring, and once the kernel takes
+    /// them every request completes, once.
+    #[test]
+    fn refused_enters_are_retried_and_never_counted_as_submitted() {
+        for errno in [libc::EAGAIN, libc::EBUSY] {
+            let p = SharedPoller::new(PollerConfig {
+                // Sleep at the first idle round: the sleep path runs all through the refusals.
+                wait: LoopWait::Interrupt,
+                ..Default::default()
+            })
+            .unwrap();
+            let mut c = nop_client(&p, 8);
+            let t = &p.shared.test;
+            until_asleep(&p);
+            let refusing = Refusing::start(&p, errno);
+            let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
+            push_nops(&mut c, 8);
+            // Let the poller take them and be refused for a while.
+            let t0 = Instant::now();
+            while p.counters().refused < 20 {
+                assert!(t0.elapsed() < Duration::from_secs(5), "no refusal seen");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(p.in_flight(), 8, "taken into the poller's ring");
+            assert_eq!(
+                p.counters().submitted,
+                0,
+                "refused entries counted as submitted"
+            );
+            assert_eq!(c.ready(), 0);
+            assert_eq!(
+                t.blocking_enters.load(Ordering::SeqCst),
+                blocking_before,
+                "a blocking enter while the kernel refused the ring's entries"
+            );
+            drop(refusing);
+            assert_eq!(collect(&mut c, 8), (0..8).collect::<Vec<_>>());
+            let k = p.counters();
+            assert_eq!(k.submitted, 8);
+            assert!(k.refused >= 20);
+            assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
+            drop(c);
+            p.shutdown().unwrap();
+        }
+    }
+
+    /// A ring of two entries filled by a request the kernel refuses: the poller never sleeps
+    /// in the kernel with the ring full and nothing in flight there; the request completes as
+    /// soon as the kernel takes it, and the doorbell still wakes a sleeping poller afterwards.
+    #[test]
+    fn full_ring_with_nothing_in_the_kernel_never_sleeps() {
+        let p = SharedPoller::new(PollerConfig {
+            depth: 1,
+            wait: LoopWait::Interrupt,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = nop_client(&p, 4);
+        let t = &p.shared.test;
+        until_asleep(&p);
+        let refusing = Refusing::start(&p, libc::EAGAIN);
+        let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
+        push_nops(&mut c, 4);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            t.blocking_enters.load(Ordering::SeqCst),
+            blocking_before,
+            "blocked in the kernel with refused entries in the ring"
+        );
+        assert_eq!(p.counters().submitted, 0);
+        drop(refusing);
+        assert_eq!(collect(&mut c, 4), vec![0, 1, 2, 3]);
+        // Asleep again (with nothing to do, at once), then woken by the doorbell.
+        std::thread::sleep(Duration::from_millis(20));
+        push_nops(&mut c, 1);
+        assert_eq!(collect(&mut c, 1), vec![0]);
+        assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
+    }
+
+    /// A client's drop waits for the poller for DROP_BOUND at most: with the poller stuck, it
+    /// returns after the bound and says so in the counters; the poller retires it later.
+    #[test]
+    fn client_drop_is_bounded_when_the_poller_is_stuck() {
+        let p = SharedPoller::new(PollerConfig::default()).unwrap();
+        let mut c = nop_client(&p, 4);
+        push_nops(&mut c, 1);
+        assert_eq!(collect(&mut c, 1), vec![0]);
+        p.shared.test.stall.store(true, Ordering::SeqCst);
+        push_nops(&mut c, 2);
+        let t0 = Instant::now();
+        drop(c);
+        let took = t0.elapsed();
+        assert!(took >= DROP_BOUND, "{took:?}");
+        assert!(took < DROP_BOUND * 5, "{took:?}");
+        assert_eq!(p.counters().abandoned, 1);
+        p.shared.test.stall.store(false, Ordering::SeqCst);
+        let t0 = Instant::now();
+        while p.clients() > 0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never retired");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let r = p.shutdown().unwrap();
+        assert_eq!(r.counters.abandoned, 1);
+        assert_eq!(r.counters.discarded, 2);
+    }
+
+    /// A timed client learns when each request was queued, submitted and reaped, in that order.
+    #[test]
+    fn timed_client_sees_queue_submit_and_reap_times() {
+        let p = SharedPoller::new(PollerConfig::default()).unwrap();
+        let mut c = nop_client(&p, 8);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        c.set_timing(Some(Box::new(move |t| s2.lock().unwrap().push(*t))));
+        push_nops(&mut c, 8);
+        assert_eq!(collect(&mut c, 8).len(), 8);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 8);
+        for t in seen.iter() {
+            let s = t.submitted_ns.expect("submitted");
+            let r = t.reaped_ns.expect("reaped");
+            assert!(t.queued_ns <= s && s <= r, "{t:?}");
+            assert_eq!(t.submission_delay_ns(), Some(s - t.queued_ns));
+        }
+        assert_eq!(c.wait(1, Some(Duration::ZERO)).unwrap(), WaitOutcome::Ready);
     }
 }

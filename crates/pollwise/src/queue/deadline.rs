@@ -132,6 +132,9 @@ unsafe impl Queue for Bounded {
     fn poll_needs_enter(&self) -> bool {
         self.inner.poll_needs_enter()
     }
+    fn completes_in_submit(&self) -> bool {
+        self.inner.completes_in_submit()
+    }
 
     fn completions_wake(&self) -> bool {
         self.inner.completions_wake()

@@ -410,6 +410,9 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
     fn poll_needs_enter(&self) -> bool {
         self.inner.poll_needs_enter()
     }
+    fn completes_in_submit(&self) -> bool {
+        self.inner.completes_in_submit()
+    }
 
     fn completions_wake(&self) -> bool {
         self.inner.completions_wake()

@@ -27,12 +27,15 @@
 pub mod channel;
 pub mod deadline;
 pub mod fault;
+pub mod libaio;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 pub mod model;
+pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
 pub mod ring;
 pub mod sim;
+pub mod sync;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod uring;
@@ -202,6 +205,13 @@ pub unsafe trait Queue {
         Ok(())
     }
 
+    /// True when [`submit`](Queue::submit) does the operations itself (a synchronous engine's
+    /// system call, the null engine): their clat then starts when the submit began, as fio
+    /// times its synchronous engines, not when it returned.
+    fn completes_in_submit(&self) -> bool {
+        false
+    }
+
     /// Operations submitted and not yet handed back.
     fn in_flight(&self) -> usize;
 
@@ -273,6 +283,9 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
         (**self).sleep(d)
+    }
+    fn completes_in_submit(&self) -> bool {
+        (**self).completes_in_submit()
     }
     fn in_flight(&self) -> usize {
         (**self).in_flight()
@@ -773,8 +786,13 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// Makes every pushed operation visible to the device; returns how many were submitted.
     pub fn submit(&mut self) -> io::Result<usize> {
+        let before = self.clock.now_ns();
         let n = self.inner.submit()?;
-        let t = self.clock.now_ns();
+        let t = if self.inner.completes_in_submit() {
+            before
+        } else {
+            self.clock.now_ns()
+        };
         self.stamp(t, n);
         Ok(n)
     }

@@ -10,6 +10,16 @@
 //!
 //! The client admits at most `depth` requests between push and completion, and both its rings
 //! hold `depth`, so the poller can always deliver a completion without waiting for the client.
+//!
+//! Cancelling: [`cancel_all`](Queue::cancel_all) asks the poller (a generation counter and the
+//! doorbell) to hand back every request still queued with `-ECANCELED` and to `ASYNC_CANCEL`
+//! those in the kernel; their completions then come through `poll` as usual, so the owner keeps
+//! its buffers until the kernel is done with them. Dropping a client does the same and waits for
+//! the poller to retire it, for [`DROP_BOUND`] at most (the [`Queue::push`] contract).
+//!
+//! Timing: a client given a [`TimingHook`] learns, for each completion, when its request was
+//! queued (pushed), when the poller's `io_uring_enter` handed it to the kernel and when the
+//! poller reaped its completion: the poller's own delay apart from the device's.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -18,14 +28,78 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::ring::PromisedOp;
-use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
+use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome, DROP_BOUND};
+use crate::clock::Clock;
 use crate::sync::doorbell::Doorbell;
 use crate::sync::spsc::{self, Consumer, Producer};
 use crate::sys::eventfd::EventFd;
 use crate::sys::futex;
 
 /// How many counters the poller publishes.
-pub(crate) const POLLER_COUNTERS: usize = 10;
+pub(crate) const POLLER_COUNTERS: usize = 12;
+
+/// When one request of a timed client went through the poller (see [`Client::set_timing`]).
+/// Times are the poller's clock (the real monotonic clock unless the poller was given another).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTiming {
+    /// The request's `user_data`.
+    pub user_data: u64,
+    /// Its result.
+    pub result: i32,
+    /// When the client queued it (`push`).
+    pub queued_ns: u64,
+    /// When the poller's `io_uring_enter` that took it into the kernel returned; `None` if it
+    /// never reached the kernel (cancelled while queued).
+    pub submitted_ns: Option<u64>,
+    /// When the poller reaped its completion (`None`: it never reached the kernel).
+    pub reaped_ns: Option<u64>,
+}
+
+impl RequestTiming {
+    /// The poller's submission delay: from queued to in the kernel.
+    pub fn submission_delay_ns(&self) -> Option<u64> {
+        self.submitted_ns.map(|s| s.saturating_sub(self.queued_ns))
+    }
+
+    /// The time in the kernel and the device: from submitted to reaped by the poller.
+    pub fn device_ns(&self) -> Option<u64> {
+        match (self.submitted_ns, self.reaped_ns) {
+            (Some(s), Some(r)) => Some(r.saturating_sub(s)),
+            _ => None,
+        }
+    }
+}
+
+/// Called on the client's thread, inside `poll`, for every completion of a timed client.
+pub type TimingHook = Box<dyn FnMut(&RequestTiming) + Send>;
+
+/// A request on its way from a client to the poller: the operation and when it was queued (0
+/// when the client is not timed).
+pub(crate) struct Queued {
+    pub(crate) op: PromisedOp,
+    pub(crate) queued_ns: u64,
+}
+
+/// A completion on its way back, with the request's times (0: not timed, or not reached).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Routed {
+    pub(crate) c: Completion,
+    pub(crate) queued_ns: u64,
+    pub(crate) submitted_ns: u64,
+    pub(crate) reaped_ns: u64,
+}
+
+impl Routed {
+    /// A completion for a request that never reached the kernel.
+    pub(crate) fn unsubmitted(user_data: u64, result: i32, queued_ns: u64) -> Routed {
+        Routed {
+            c: Completion { user_data, result },
+            queued_ns,
+            submitted_ns: 0,
+            reaped_ns: 0,
+        }
+    }
+}
 
 /// How to make a client.
 #[derive(Debug, Clone)]
@@ -41,12 +115,13 @@ pub struct ClientOptions {
 pub struct Client {
     shared: Arc<ClientShared>,
     poller: Arc<PollerShared>,
-    sq: Producer<PromisedOp>,
-    cq: Consumer<Completion>,
+    sq: Producer<Queued>,
+    cq: Consumer<Routed>,
     depth: usize,
     pending: usize,
     in_flight: usize,
     c: QueueCounters,
+    timing: Option<TimingHook>,
 }
 
 impl Client {
@@ -62,6 +137,7 @@ impl Client {
             need_wakeup: Doorbell::new(false),
             waiting: Doorbell::new(false),
             cq_seq: AtomicU32::new(0),
+            cancel_gen: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             retired: AtomicU32::new(0),
             orphan: Mutex::new(None),
@@ -76,8 +152,16 @@ impl Client {
             pending: 0,
             in_flight: 0,
             c: QueueCounters::default(),
+            timing: None,
         };
         (client, shared, PollerEnds { sq: sq_c, cq: cq_p })
+    }
+
+    /// Times every request pushed from now on and calls `hook` with each one's
+    /// [`RequestTiming`] when its completion is polled (`None`: stop timing). Costs a clock read
+    /// per push here and one per `io_uring_enter` and per reap in the poller.
+    pub fn set_timing(&mut self, hook: Option<TimingHook>) {
+        self.timing = hook;
     }
 
     /// The most requests this client may have in flight.
@@ -101,11 +185,12 @@ impl Client {
         loop {
             let mut g = self.shared.orphan.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(ends) = g.as_mut() {
-                while let Some(op) = ends.sq.pop() {
-                    let _ = ends.cq.push(Completion {
-                        user_data: op.op().user_data,
-                        result: -libc::ECANCELED,
-                    });
+                while let Some(q) = ends.sq.pop() {
+                    let _ = ends.cq.push(Routed::unsubmitted(
+                        q.op.op().user_data,
+                        -libc::ECANCELED,
+                        q.queued_ns,
+                    ));
                 }
                 return;
             }
@@ -117,11 +202,41 @@ impl Client {
 
     fn reap(&mut self, sink: &mut dyn FnMut(Completion)) -> usize {
         let mut n = 0;
-        while let Some(c) = self.cq.pop() {
-            sink(c);
+        while let Some(r) = self.cq.pop() {
+            if let Some(hook) = self.timing.as_mut() {
+                if r.queued_ns != 0 {
+                    let some = |t: u64| (t != 0).then_some(t);
+                    hook(&RequestTiming {
+                        user_data: r.c.user_data,
+                        result: r.c.result,
+                        queued_ns: r.queued_ns,
+                        submitted_ns: some(r.submitted_ns),
+                        reaped_ns: some(r.reaped_ns),
+                    });
+                }
+            }
+            sink(r.c);
             n += 1;
         }
         n
+    }
+
+    /// Waits until the poller has retired this client, for at most `bound`. Returns whether it
+    /// has.
+    fn wait_retired(&self, bound: Duration) -> bool {
+        let deadline = Instant::now() + bound;
+        loop {
+            if self.shared.retired.load(Ordering::Acquire) != 0 {
+                return true;
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            if left.is_zero() {
+                return false;
+            }
+            futex::wait(&self.shared.retired, 0, Some(left));
+        }
     }
 }
 
@@ -159,9 +274,17 @@ unsafe impl Queue for Client {
         // completion is handed back by poll; and a dropped client waits until the poller has
         // reaped every operation it submitted, so the promise covers the poller's ring.
         let promised = unsafe { PromisedOp::new(*op) };
+        let queued_ns = match self.timing {
+            // Never 0, which means "not timed".
+            Some(_) => self.poller.clock.now_ns().max(1),
+            None => 0,
+        };
         // Cannot fail: everything in the submission ring is counted in in_flight < depth.
         self.sq
-            .push(promised)
+            .push(Queued {
+                op: promised,
+                queued_ns,
+            })
             .map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
         self.pending += 1;
         self.in_flight += 1;
@@ -232,17 +355,36 @@ unsafe impl Queue for Client {
     fn counters(&self) -> QueueCounters {
         self.c
     }
+
+    /// Asks the poller to hand back every request queued so far with `-ECANCELED` (those it has
+    /// not taken into the kernel) and to `ASYNC_CANCEL` the others; all their completions come
+    /// through `poll`. Requests pushed after this call may or may not be cancelled.
+    fn cancel_all(&mut self) -> io::Result<()> {
+        if self.in_flight == 0 {
+            return Ok(());
+        }
+        if self.poller_stopped() {
+            // The poller handed everything back already (or will, to cancel_orphans).
+            return Ok(());
+        }
+        self.submit()?;
+        self.shared.cancel_gen.fetch_add(1, Ordering::SeqCst);
+        self.poller.bell.ring();
+        Ok(())
+    }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
         // Buffers of our in-flight requests belong to our owner and may be freed right after
-        // us: the poller discards what it has not submitted, waits for what it has, and only
-        // then retires us.
+        // us: the poller discards what it has not submitted, cancels what is in the kernel and
+        // waits for it, and only then retires us. We wait for that for DROP_BOUND at most (the
+        // Queue::push contract: the owner must not free buffers of requests still in flight
+        // then); the poller keeps everything it needs until it retires us.
         self.shared.closing.store(true, Ordering::SeqCst);
         self.poller.bell.ring();
-        while self.shared.retired.load(Ordering::Acquire) == 0 {
-            futex::wait(&self.shared.retired, 0, None);
+        if !self.wait_retired(DROP_BOUND) {
+            self.poller.abandoned.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -265,12 +407,52 @@ pub(crate) struct PollerShared {
     pub(crate) clients: AtomicUsize,
     /// Requests taken from clients and not yet completed.
     pub(crate) in_flight: AtomicUsize,
+    /// Clients whose drop stopped waiting for the poller after [`DROP_BOUND`].
+    pub(crate) abandoned: AtomicU64,
+    /// The clock requests are timed with.
+    pub(crate) clock: Arc<dyn Clock>,
+    /// What the poller's unit tests inject and observe.
+    #[cfg(test)]
+    pub(crate) test: TestHooks,
+}
+
+/// Faults the poller's unit tests inject into its `io_uring_enter`, and what they observe.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct TestHooks {
+    /// While not 0: every enter fails with this errno without entering the kernel.
+    pub(crate) refuse: std::sync::atomic::AtomicI32,
+    /// Blocking enters made.
+    pub(crate) blocking_enters: AtomicU64,
+    /// Blocking enters made with nothing in the kernel that would complete.
+    pub(crate) blind_blocking_enters: AtomicU64,
+    /// While set, the poller loop does nothing (a poller that cannot make progress).
+    pub(crate) stall: AtomicBool,
+}
+
+#[cfg(test)]
+impl TestHooks {
+    pub(crate) fn refusal(&self) -> Option<i32> {
+        let e = self.refuse.load(Ordering::SeqCst);
+        (e != 0).then_some(e)
+    }
+
+    pub(crate) fn note_blocking_enter(&self, blind: bool) {
+        self.blocking_enters.fetch_add(1, Ordering::SeqCst);
+        if blind {
+            self.blind_blocking_enters.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl PollerShared {
     /// Shared state around the doorbell `bell`: running, no clients.
-    pub(crate) fn new(bell: EventFd) -> Self {
+    pub(crate) fn new(bell: EventFd, clock: Arc<dyn Clock>) -> Self {
         PollerShared {
+            abandoned: AtomicU64::new(0),
+            clock,
+            #[cfg(test)]
+            test: TestHooks::default(),
             bell,
             stop: AtomicBool::new(false),
             dead: AtomicBool::new(false),
@@ -307,8 +489,8 @@ impl PollerShared {
 
 /// The poller's ends of a client's rings.
 pub(crate) struct PollerEnds {
-    pub(crate) sq: Consumer<PromisedOp>,
-    pub(crate) cq: Producer<Completion>,
+    pub(crate) sq: Consumer<Queued>,
+    pub(crate) cq: Producer<Routed>,
 }
 
 /// What a client and the poller share.
@@ -319,6 +501,8 @@ pub(crate) struct ClientShared {
     pub(crate) waiting: Doorbell,
     /// The futex word the client sleeps on.
     pub(crate) cq_seq: AtomicU32,
+    /// Bumped by `cancel_all`: the poller cancels the client's requests when it sees a new value.
+    pub(crate) cancel_gen: AtomicU64,
     /// The client was dropped: discard its requests, then retire it.
     pub(crate) closing: AtomicBool,
     /// The poller is done with the client (futex word: 0, then 1).

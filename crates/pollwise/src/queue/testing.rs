@@ -264,6 +264,9 @@ unsafe impl<Q: Queue> Queue for Refusing<Q> {
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
         self.inner.sleep(d)
     }
+    fn completes_in_submit(&self) -> bool {
+        self.inner.completes_in_submit()
+    }
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }

@@ -3,6 +3,7 @@
 //! The `unsafe` blocks of the crate's system calls live here, each with its `// SAFETY:`
 //! argument; the layers above call these functions and never `libc` directly.
 //!
+//! - [`enter`]: `io_uring_enter` on any ring by its fd, with an optional timeout;
 //! - [`eventfd`]: the eventfd doorbell (reactor channels and notifier, the shared poller);
 //! - [`futex`]: wait on and wake a 32-bit word;
 //! - [`affinity`]: the CPUs a thread may run on, and pinning;
@@ -18,6 +19,7 @@
 
 pub mod affinity;
 pub mod blockdev;
+pub mod enter;
 pub mod epoll;
 pub mod eventfd;
 pub mod fs;

@@ -215,24 +215,39 @@ fn diagnose(flags: u32, e: &io::Error) -> (Option<&'static str>, String) {
 
 /// `struct io_uring_params` (include/uapi/linux/io_uring.h), 120 bytes.
 #[repr(C)]
-#[derive(Default)]
-struct RawParams {
-    sq_entries: u32,
-    cq_entries: u32,
-    flags: u32,
+#[derive(Default, Clone, Copy)]
+pub(crate) struct RawParams {
+    pub(crate) sq_entries: u32,
+    pub(crate) cq_entries: u32,
+    pub(crate) flags: u32,
     sq_thread_cpu: u32,
     sq_thread_idle: u32,
-    features: u32,
+    pub(crate) features: u32,
     wq_fd: u32,
     resv: [u32; 3],
-    sq_off: [u64; 5],
-    cq_off: [u64; 5],
+    /// `struct io_sqring_offsets`: head, tail, ring_mask, ring_entries, flags, dropped, array,
+    /// resv1, user_addr (as 32-bit words but the last).
+    pub(crate) sq_off: [u32; 8],
+    sq_user_addr: u64,
+    /// `struct io_cqring_offsets`: head, tail, ring_mask, ring_entries, overflow, cqes, flags,
+    /// resv1, user_addr.
+    pub(crate) cq_off: [u32; 8],
+    cq_user_addr: u64,
 }
 
 // The crate's `Parameters` is a newtype over the same kernel struct; from_fd needs one.
 const _: () = assert!(mem::size_of::<RawParams>() == 120);
 const _: () = assert!(mem::size_of::<io_uring::Parameters>() == mem::size_of::<RawParams>());
 const _: () = assert!(mem::align_of::<io_uring::Parameters>() == mem::align_of::<RawParams>());
+
+/// The kernel's `io_uring_params` behind the crate's `Parameters` (offsets of the mapped rings).
+#[cfg(feature = "io-uring")]
+pub(crate) fn raw_params(p: &io_uring::Parameters) -> RawParams {
+    // SAFETY: Parameters is a transparent wrapper over the kernel's io_uring_params, which
+    // RawParams mirrors (size and alignment asserted equal above); every bit pattern is a
+    // valid RawParams (integers only).
+    unsafe { *(p as *const io_uring::Parameters).cast::<RawParams>() }
+}
 
 /// Sets up a ring with `p` and hands it to the io-uring crate.
 pub fn setup(p: &SetupParams) -> Result<IoUring, SetupError> {
