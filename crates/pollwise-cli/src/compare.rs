@@ -166,8 +166,8 @@ pub fn take_variants(o: &mut Opts) -> Result<Vec<Variant>> {
 
 /// Checks, before any round, that every variant's ring can run `spec`: kernel polled I/O needs
 /// O_DIRECT and a device with poll queues (the target's check), and the kernel must set the
-/// ring up (HYBRID_IOPOLL needs Linux 6.13) and complete a polled read: 20 ms of the job on
-/// each kind of ring.
+/// ring up (HYBRID_IOPOLL needs Linux 6.13) and complete polled I/O: a few of the job's
+/// requests on each kind of ring.
 fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
     let mut seen: Vec<(bool, bool)> = Vec::new();
     for v in variants {
@@ -217,11 +217,13 @@ fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
         };
         prepare_target(&s).map_err(named)?;
         // Where sysfs says nothing of poll queues (a file on tmpfs, a device it cannot name)
-        // only a polled read tells: a few milliseconds of the job on the ring.
+        // only a polled I/O tells: a few of the job's requests on the ring (at most 2 s: an
+        // emulated device can be slow to start).
         let mut probe = s.clone();
-        probe.runtime = Duration::from_millis(20);
+        probe.runtime = Duration::from_secs(2);
         probe.ramp_time = Duration::ZERO;
-        probe.time_based = true;
+        probe.time_based = false;
+        probe.io_size = u64::from(probe.bs) * u64::from(probe.iodepth.max(1)) * 4;
         probe.numjobs = 1;
         run_job(&probe).map_err(named)?;
     }
