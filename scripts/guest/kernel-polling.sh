@@ -7,9 +7,11 @@
 # Checks, each one line "ok ..." or "FAIL ...": the emulated NVMe has poll queues; on an IOPOLL
 # ring and on a HYBRID_IOPOLL ring, under every wait mode, pollwise writes a region with
 # verification headers and reads it back verified (reads counted, errors 0); a block zeroed behind
-# its back is caught on both rings; polled I/O is still refused where there are no poll queues;
-# with RING_MODES_DIR (ring_modes_capi, ring_modes and libpollwise_preload.so, made by test.sh),
-# the Waiter reads checked data on an IOPOLL ring through the C ABI and the preload library.
+# its back is caught on both rings; compare runs the kernel variants (iopoll, hybrid_iopoll) beside
+# user-space modes and names them; advise models kernel polling among its candidates; polled I/O
+# is still refused where there are no poll queues; with RING_MODES_DIR (ring_modes_capi,
+# ring_modes and libpollwise_preload.so, made by test.sh), the Waiter reads checked data on an
+# IOPOLL ring through the C ABI and the preload library.
 set -uo pipefail
 P=${1:?usage: kernel-polling.sh PATH-TO-POLLWISE}
 DEV=/dev/nvme0n1
@@ -27,7 +29,7 @@ common=(--filename=$DEV --bs=4k --direct=1 --output-format=json)
 for ring in hipri hybrid_iopoll; do
   ringopts=(--hipri=1)
   [ $ring = hybrid_iopoll ] && ringopts+=(--hybrid_iopoll=1)
-  for mode in interrupt poll hybrid adaptive auto; do
+  for mode in interrupt poll hybrid adaptive auto khybrid dpas; do
     off=$(( (RANDOM % 64) * 1048576 ))
     what="$ring $mode (offset $off)"
     if "$P" run "${common[@]}" "${ringopts[@]}" --mode=$mode --offset=$off --size=512k --rw=write \
@@ -57,12 +59,48 @@ for ring in hipri hybrid_iopoll; do
   done
 done
 
+# compare runs the kernel's polled I/O beside user-space modes (and the kernel's rule and DPAS's
+# as user-space policies), and names each variant and its ring.
+if "$P" compare --filename=$DEV --size=64M --modes=poll,khybrid,dpas,iopoll,hybrid_iopoll \
+    --runtime=2500ms --rounds=1 --warmup=0 --output-format=json --output=/tmp/k.json 2>/tmp/k.err; then
+  got=$(python3 -c "
+import json; jobs = json.load(open('/tmp/k.json'))['jobs']
+print(' '.join('%s:%s:%s' % (j['jobname'], j['read']['total_ios'], j['pollwise'].get('ring', 'plain')) for j in jobs))")
+  case "$got" in
+    *"iopoll:"*":IOPOLL "*"hybrid_iopoll:"*":IOPOLL|HYBRID_IOPOLL"*) ;;
+    *) bad "compare with kernel variants: $got"; got= ;;
+  esac
+  if [ -n "$got" ] && ! grep -q ":0:" <<< "$got "; then ok "compare ran and named every variant: $got"
+  elif [ -n "$got" ]; then bad "compare: a variant did no I/O: $got"; fi
+else
+  bad "compare with kernel variants failed: $(head -c 300 /tmp/k.err)"
+fi
+
+# advise counts kernel polling among its candidates on a device with poll queues.
+if "$P" advise --filename=$DEV --size=64M --time=20s --output-format=json --output=/tmp/a.json 2>/tmp/a.err; then
+  got=$(python3 -c "
+import json; a = json.load(open('/tmp/a.json'))['advise']
+modes = {c['mode'] for c in a['cells']}
+recs = ', '.join('%s=%s' % (k, v.get('mode', '-')) for k, v in a['recommendations'].items())
+print(('iopoll' in modes) and a['platform']['iopoll_ns'] > 0, recs)")
+  case "$got" in
+    True*) ok "advise models kernel polling (iopoll) among its candidates; picks: ${got#True }" ;;
+    *) bad "advise did not model kernel polling: $got" ;;
+  esac
+else
+  bad "advise failed: $(head -c 300 /tmp/a.err)"
+fi
+
 # Where there are no poll queues (a tmpfs file), polled I/O is refused with exit 2 and one line.
 head -c 4194304 /dev/zero > /tmp/plain.dat
 "$P" run --filename=/tmp/plain.dat --size=4M --hipri=1 --runtime=1 > /tmp/p.out 2> /tmp/p.err
 rc=$?
 [ $rc = 2 ] && [ "$(wc -l < /tmp/p.err)" -le 2 ] && ok "--hipri refused without poll queues (exit 2): $(head -c 120 /tmp/p.err)" \
   || bad "--hipri on a tmpfs file: exit $rc, $(head -c 300 /tmp/p.err)"
+"$P" compare --filename=/tmp/plain.dat --size=4M --modes=poll,iopoll --runtime=1 > /tmp/p.out 2> /tmp/p.err
+rc=$?
+[ $rc = 2 ] && grep -q -- "--modes=iopoll" /tmp/p.err && ok "compare's iopoll refused without poll queues (exit 2): $(head -c 120 /tmp/p.err)" \
+  || bad "compare --modes=iopoll on a tmpfs file: exit $rc, $(head -c 300 /tmp/p.err)"
 
 # The Waiter on an IOPOLL ring, if test.sh built the C test program (second argument: its
 # directory): checked reads through the C ABI and, unmodified, through the preload library.

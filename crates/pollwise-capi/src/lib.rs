@@ -177,6 +177,8 @@ fn name_of(m: Mode) -> &'static CStr {
         Mode::Hybrid => c"hybrid",
         Mode::Adaptive => c"adaptive",
         Mode::Auto => c"auto",
+        Mode::KHybrid => c"khybrid",
+        Mode::Dpas => c"dpas",
     }
 }
 

@@ -19,8 +19,11 @@
 //! and prints what was found so far, marked interrupted, as `run` and `compare` do.
 //!
 //! Every mode is a user-space wait over a plain or interrupt ring, so every target can take
-//! each one; kernel polled I/O (`--hipri`) is not a candidate here, and the report says
-//! whether the target could take it (poll queues).
+//! each one. Kernel polled I/O (`iopoll`: an IOPOLL ring, `--hipri`, waited on by the kernel
+//! polling in `io_uring_enter`) is a candidate too when the platform has its cost
+//! (`iopoll_ns`: calibration measures it on a device with poll queues, or a platform file
+//! gives it); otherwise the report says why it is not (no poll queues). HYBRID_IOPOLL is not
+//! swept: the model has no sleep inside the kernel.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -98,6 +101,8 @@ pub fn parse_target(s: &str) -> Result<Target> {
 pub struct Cell {
     /// The wait mode.
     pub mode: Mode,
+    /// On an IOPOLL ring (kernel polled I/O, `--hipri`).
+    pub hipri: bool,
     /// Requests in flight per thread.
     pub qd: u32,
     /// Job threads.
@@ -106,6 +111,37 @@ pub struct Cell {
     pub load: f64,
     /// `rate_iops` per thread (None: unpaced).
     pub rate_iops: Option<u64>,
+}
+
+impl Cell {
+    /// The cell's name in reports: its mode, or `iopoll` for kernel polled I/O (an interrupt
+    /// wait on an IOPOLL ring is the kernel polling), `MODE+hipri` for another mode there.
+    pub fn name(&self) -> String {
+        match (self.hipri, self.mode) {
+            (false, m) => m.name().into(),
+            (true, Mode::Interrupt) => "iopoll".into(),
+            (true, m) => format!("{}+hipri", m.name()),
+        }
+    }
+
+    /// The options that run the cell's wait.
+    pub fn options(&self) -> String {
+        format!(
+            "--mode={}{}",
+            self.mode.name(),
+            if self.hipri { " --hipri=1" } else { "" }
+        )
+    }
+}
+
+/// The candidates on `platform`: every user-space mode, and kernel polled I/O (an interrupt
+/// wait on an IOPOLL ring) when the platform has its cost.
+pub fn candidates(platform: &Platform) -> Vec<(Mode, bool)> {
+    let mut v: Vec<(Mode, bool)> = MODES.iter().map(|&m| (m, false)).collect();
+    if platform.iopoll_ns > 0 {
+        v.push((Mode::Interrupt, true));
+    }
+    v
 }
 
 /// What a run of a cell measured.
@@ -214,6 +250,8 @@ pub fn thread_counts(cores: u32) -> Vec<u32> {
 fn cell_spec(base: &JobSpec, c: &Cell) -> JobSpec {
     let mut s = base.clone();
     s.policy.mode = c.mode;
+    s.hipri = c.hipri;
+    s.hybrid_iopoll = false;
     s.iodepth = c.qd;
     s.iodepth_batch_submit = 1;
     s.iodepth_batch_complete_min = 1;
@@ -262,9 +300,10 @@ pub fn sweep(
         for &load in LOADS {
             let rate_iops =
                 (load < 1.0).then(|| ((peak * load / threads as f64).ceil() as u64).max(1));
-            for &mode in MODES {
+            for &(mode, hipri) in &candidates(platform) {
                 let cell = Cell {
                     mode,
+                    hipri,
                     qd,
                     threads,
                     load,
@@ -415,7 +454,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let real_s = t0.elapsed().as_secs_f64() - calibrate_s - model_s;
     notes.extend(points.iter().filter_map(miss_note));
-    notes.extend(target_notes(&a));
+    notes.extend(target_notes(&a, &platform));
     notes.push(format!(
         "auto's cells are {} ms of virtual time, no longer than one of its {} ms exploring epochs: they show its start (its first candidates), not the choice it settles on; run `pollwise run --mode=auto` longer to see that",
         CELL_RUNTIME.as_millis(),
@@ -486,7 +525,7 @@ fn miss_note(p: &Point) -> Option<String> {
     (!why.is_empty()).then(|| {
         format!(
             "model off by more than 15% for {} qd {} threads {}: {}",
-            p.cell.mode.name(),
+            p.cell.name(),
             p.cell.qd,
             p.cell.threads,
             why.join("; ")
@@ -495,20 +534,26 @@ fn miss_note(p: &Point) -> Option<String> {
 }
 
 /// What the target can and cannot take, in words.
-fn target_notes(a: &Args) -> Vec<String> {
+fn target_notes(a: &Args, platform: &Platform) -> Vec<String> {
+    let polled = platform.iopoll_ns > 0;
     if !a.real {
-        return vec![
-            "every mode is a candidate on the model; kernel polled I/O (--hipri) is not modelled"
-                .into(),
-        ];
+        return vec![if polled {
+            format!("every mode is a candidate on the model, and kernel polled I/O (iopoll: --hipri, a reaping enter costs {} ns on this platform); HYBRID_IOPOLL is not modelled", platform.iopoll_ns)
+        } else {
+            "every mode is a candidate on the model; kernel polled I/O (--hipri) is not: the platform has no iopoll_ns".into()
+        }];
     }
     match crate::device::device_of(&a.base.filename) {
         Ok(d) if d.io_poll == Some(0) => vec![format!(
             "kernel polled I/O (--hipri, --hybrid_iopoll) is not a candidate: {} has no poll queues (queue/io_poll=0); every user-space mode is",
             d.name
         )],
+        Ok(d) if polled => vec![format!(
+            "every user-space mode is a candidate on {}, and kernel polled I/O (iopoll: --hipri; a reaping enter measured at {} ns); HYBRID_IOPOLL (--hybrid_iopoll) is not swept (the model has no sleep inside the kernel): `pollwise compare --modes=iopoll,hybrid_iopoll,...` runs it",
+            d.name, platform.iopoll_ns
+        )],
         Ok(d) => vec![format!(
-            "every user-space mode is a candidate on {}; kernel polled I/O (--hipri) is not swept",
+            "every user-space mode is a candidate on {}; kernel polled I/O (--hipri) is not swept (calibration did not measure it: the target refused O_DIRECT, or the device has no poll queues)",
             d.name
         )],
         Err(e) => vec![format!(
@@ -540,7 +585,7 @@ fn load_text(c: &Cell) -> String {
 
 fn cell_json(p: &Point) -> Value {
     json!({
-        "mode": p.cell.mode.name(),
+        "mode": p.cell.name(),
         "iodepth": p.cell.qd,
         "threads": p.cell.threads,
         "load": p.cell.load,
@@ -561,7 +606,7 @@ fn row(p: &Point) -> Vec<String> {
         )
     });
     vec![
-        p.cell.mode.name().into(),
+        p.cell.name(),
         p.cell.qd.to_string(),
         load_text(&p.cell),
         p.cell.threads.to_string(),
@@ -610,8 +655,8 @@ fn render(r: &Report) -> Output {
             Some(i) => {
                 let p = &r.points[i];
                 text += &format!(
-                    "{words}: --mode={} --iodepth={} --numjobs={}{}\n",
-                    p.cell.mode.name(),
+                    "{words}: {} --iodepth={} --numjobs={}{}\n",
+                    p.cell.options(),
                     p.cell.qd,
                     p.cell.threads,
                     p.cell
@@ -689,6 +734,7 @@ mod tests {
         Point {
             cell: Cell {
                 mode,
+                hipri: false,
                 qd: 1,
                 threads,
                 load: 1.0,
@@ -703,6 +749,42 @@ mod tests {
             },
             real: None,
         }
+    }
+
+    #[test]
+    fn kernel_polling_is_a_candidate_where_the_platform_has_its_cost() {
+        let mut p = crate::platform::load("nvme-baremetal").unwrap();
+        assert!(candidates(&p).iter().all(|&(_, hipri)| !hipri));
+        p.iopoll_ns = 400;
+        let c = candidates(&p);
+        assert_eq!(c.len(), MODES.len() + 1);
+        assert!(c.contains(&(Mode::Interrupt, true)));
+        let cell = Cell {
+            mode: Mode::Interrupt,
+            hipri: true,
+            qd: 1,
+            threads: 1,
+            load: 1.0,
+            rate_iops: None,
+        };
+        assert_eq!(cell.name(), "iopoll");
+        assert_eq!(cell.options(), "--mode=interrupt --hipri=1");
+        assert_eq!(
+            Cell {
+                mode: Mode::Poll,
+                ..cell
+            }
+            .name(),
+            "poll+hipri"
+        );
+        assert_eq!(
+            Cell {
+                hipri: false,
+                ..cell
+            }
+            .name(),
+            "interrupt"
+        );
     }
 
     #[test]

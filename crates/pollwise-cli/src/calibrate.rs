@@ -18,6 +18,14 @@
 //! | `depth1_clat_ns` .. `depth8_clat_ns` | the device's latency with 1, 2, 4 and 8 reads kept on it (one thread, a plain ring, each completed read re-issued at once): from the submit call's return to the poll that finds it, counted only when the poll before found nothing (timed to a poll, not delayed by a submit call); at most 100 ms each. The platform's `device_latency_by_depth` is their medians' running maximum |
 //! | `qd32_ns_per_io` | the device's rate: 4 KiB random reads at queue depth 32 on an interrupt ring (the engine, as `run --iodepth=32 --mode=interrupt`), elapsed time over reads in each of 3 windows of 150 ms: the p50 column holds the fastest window (the device's capacity: a stall of a shared host's disk only lowers a window's rate), the p90 column the slowest, samples the windows |
 //! | `cores` | `sched_getaffinity` |
+//! | `iopoll_ns` | on a device with poll queues (`queue/io_poll` = 1, O_DIRECT): one non-blocking `io_uring_enter(GETEVENTS)` on an IOPOLL ring with a read in flight that finds nothing (one poll of the device); the platform's `iopoll_ns` |
+//! | `iopoll_clat_ns`, `iopoll_cpu_ns` | there: a read's round trip on an IOPOLL ring (submit, one blocking enter in which the kernel polls, reap), and the thread's CPU for it |
+//! | `hybrid_iopoll_clat_ns`, `hybrid_iopoll_cpu_ns` | the same on an IOPOLL \| HYBRID_IOPOLL ring, when the kernel has it (Linux 6.13) |
+//!
+//! The device's poll queues are recorded beside the figures (`poll_queues`: the device,
+//! `queue/io_poll`, and NVMe's `poll_queues` module parameter when the device is NVMe); on a
+//! device without them the polled figures are absent and `iopoll_ns` is 0 (kernel polled I/O
+//! is not modelled).
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -88,6 +96,44 @@ pub struct Calibration {
     pub cores: u32,
     /// The platform for the model.
     pub platform: Platform,
+    /// The device's poll queues, when sysfs names the device.
+    pub poll_queues: Option<PollQueues>,
+}
+
+/// What the device under the target says of its poll queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollQueues {
+    /// The block device (`nvme0n1`).
+    pub device: String,
+    /// `queue/io_poll`: 1 when the device has poll queues.
+    pub io_poll: Option<u64>,
+    /// NVMe's `poll_queues` module parameter (`/sys/module/nvme/parameters/poll_queues`), for
+    /// an NVMe device.
+    pub nvme_poll_queues: Option<u64>,
+}
+
+impl PollQueues {
+    /// The poll queues of the device under `path`, if sysfs names it.
+    pub fn of(path: &Path) -> Option<PollQueues> {
+        let d = crate::device::device_of(path).ok()?;
+        let nvme_poll_queues = if d.name.starts_with("nvme") {
+            std::fs::read_to_string("/sys/module/nvme/parameters/poll_queues")
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+        } else {
+            None
+        };
+        Some(PollQueues {
+            device: d.name,
+            io_poll: d.io_poll,
+            nvme_poll_queues,
+        })
+    }
+
+    /// Whether the device polls (`io_poll` = 1).
+    pub fn polled(&self) -> bool {
+        self.io_poll == Some(1)
+    }
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
@@ -437,6 +483,12 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     // The device's rate, with many requests in flight.
     figures.push(("qd32_ns_per_io", device_rate(path, size, direct)?));
 
+    // Kernel polled I/O, where the device has poll queues.
+    let poll_queues = PollQueues::of(path);
+    if direct && poll_queues.as_ref().is_some_and(PollQueues::polled) {
+        figures.extend(polled_costs(fd, blocks)?);
+    }
+
     let cores = pollwise::sys::affinity::allowed_cpus().len().max(1) as u32;
     let platform = platform_from(
         &figures_map(&figures),
@@ -450,7 +502,80 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         figures,
         cores,
         platform,
+        poll_queues,
     })
+}
+
+/// The costs of kernel polled I/O on an IOPOLL ring (and an IOPOLL | HYBRID_IOPOLL one, when
+/// the kernel sets it up): a reaping enter that finds nothing, and a read's round trip with its
+/// CPU. See the module docs.
+fn polled_costs(fd: i32, blocks: u64) -> Result<Vec<(&'static str, Figure)>> {
+    let iopoll = UringOptions {
+        entries: 4,
+        iopoll: true,
+        ..UringOptions::default()
+    };
+    let mut out = Vec::new();
+    let mut r = Reader::new(&iopoll, fd, blocks)?;
+    // Empty reaping enters while a read is on the device.
+    let mut empty = Vec::new();
+    for _ in 0..SAMPLES / 4 + 5 {
+        r.push()?;
+        r.q.submit()
+            .map_err(|e| io("submitting a polled read", e))?;
+        loop {
+            let t = Instant::now();
+            let got = r.reap()?;
+            if got {
+                break;
+            }
+            empty.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    out.push(("iopoll_ns", Figure::of(empty)));
+    let (lat, cpu) = polled_round_trips(&mut r)?;
+    drop(r);
+    out.push(("iopoll_clat_ns", lat));
+    out.push(("iopoll_cpu_ns", cpu));
+    let hybrid = UringOptions {
+        hybrid_iopoll: true,
+        ..iopoll
+    };
+    // A kernel without HYBRID_IOPOLL (before 6.13) refuses the ring: then there is no figure.
+    if let Ok(mut r) = Reader::new(&hybrid, fd, blocks) {
+        let (lat, cpu) = polled_round_trips(&mut r)?;
+        out.push(("hybrid_iopoll_clat_ns", lat));
+        out.push(("hybrid_iopoll_cpu_ns", cpu));
+    }
+    Ok(out)
+}
+
+/// [`SAMPLES`] reads after 20 of warm-up, each submitted and then waited for in one blocking
+/// enter (the kernel polls), then reaped: (latency from before the submit to the reap, the
+/// thread's CPU for it).
+fn polled_round_trips(r: &mut Reader) -> Result<(Figure, Figure)> {
+    let (mut lat, mut cpu) = (Vec::new(), Vec::new());
+    for i in 0..SAMPLES + 20 {
+        r.push()?;
+        let c0 = thread_cpu_ns();
+        let t0 = Instant::now();
+        r.q.submit()
+            .map_err(|e| io("submitting a polled read", e))?;
+        loop {
+            r.q.wait(1, None)
+                .map_err(|e| io("waiting for a polled read", e))?;
+            if r.reap()? {
+                break;
+            }
+        }
+        let t1 = Instant::now();
+        let c1 = thread_cpu_ns();
+        if i >= 20 {
+            lat.push((t1 - t0).as_nanos() as u64);
+            cpu.push(c1 - c0);
+        }
+    }
+    Ok((Figure::of(lat), Figure::of(cpu)))
 }
 
 fn figures_map<'a>(f: &'a [(&'static str, Figure)]) -> impl Fn(&str) -> u64 + 'a {
@@ -506,6 +631,7 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
             .checked_div(get("qd32_ns_per_io"))
             .unwrap_or(0),
         device_latency_by_depth: depth_curve(get),
+        iopoll_ns: get("iopoll_ns"),
     }
 }
 
@@ -617,6 +743,11 @@ pub fn to_json(c: &Calibration) -> serde_json::Value {
             "direct": c.direct,
             "cores": c.cores,
             "figures": figs,
+            "poll_queues": c.poll_queues.as_ref().map(|p| serde_json::json!({
+                "device": p.device,
+                "io_poll": p.io_poll,
+                "nvme_poll_queues": p.nvme_poll_queues,
+            })),
         },
         "platform": crate::platform::to_json(&c.platform, &crate::platform::calibrated_sources()),
     })
@@ -640,6 +771,26 @@ pub fn to_text(c: &Calibration) -> String {
     );
     for (name, f) in &c.figures {
         s += &format!("{name:<28} {:>10} {:>10} {:>8}\n", f.p50, f.p90, f.n);
+    }
+    if let Some(p) = &c.poll_queues {
+        let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+        s += &format!(
+            "poll queues: {} io_poll={}{}{}\n",
+            p.device,
+            n(p.io_poll),
+            p.nvme_poll_queues
+                .map(|q| format!(" nvme.poll_queues={q}"))
+                .unwrap_or_default(),
+            if p.polled() {
+                if c.direct {
+                    " (kernel polled I/O measured: iopoll_*)"
+                } else {
+                    " (not measured: the target refused O_DIRECT)"
+                }
+            } else {
+                " (no kernel polled I/O here)"
+            }
+        );
     }
     s += "\nplatform for the model (--ioengine=sim --platform=FILE.json with this command's JSON):\n";
     s += &crate::platform::describe(&c.platform);

@@ -4,6 +4,12 @@
 //! one after the other in long blocks: after a warm-up, each of `--rounds` rounds runs every mode
 //! for `runtime / rounds`, the order rotated each round (A B C, B C A, C A B, ...), and every
 //! figure reported is the median over rounds. Drift then hits every mode alike.
+//!
+//! Beside the wait modes, `--modes` takes kernel polled I/O as variants of its own: `iopoll`
+//! (an IOPOLL ring, `--hipri`, waited on by `io_uring_enter(GETEVENTS)`: the kernel polls the
+//! device) and `hybrid_iopoll` (an IOPOLL | HYBRID_IOPOLL ring, Linux 6.13: the kernel sleeps
+//! half its estimate once per request, then polls). They need O_DIRECT on a device with poll
+//! queues; both are checked, and the kernel asked for the ring, before any round runs.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -35,8 +41,91 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The ring a variant runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ring {
+    /// As the job's options say (`--hipri`, `--hybrid_iopoll`).
+    AsGiven,
+    /// IOPOLL (kernel polled I/O).
+    IoPoll,
+    /// IOPOLL | HYBRID_IOPOLL.
+    HybridIoPoll,
+}
+
+/// One column of a comparison: a wait mode on a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    /// Its name in `--modes` and in the report.
+    pub name: &'static str,
+    /// The wait policy.
+    pub mode: Mode,
+    /// The ring.
+    pub ring: Ring,
+}
+
+/// The kernel's polled I/O as `compare` variants: the ring, waited on by blocking enters.
+pub const KERNEL_VARIANTS: &[Variant] = &[
+    Variant {
+        name: "iopoll",
+        mode: Mode::Interrupt,
+        ring: Ring::IoPoll,
+    },
+    Variant {
+        name: "hybrid_iopoll",
+        mode: Mode::Interrupt,
+        ring: Ring::HybridIoPoll,
+    },
+];
+
+impl Variant {
+    /// A wait mode on the ring the job's options give.
+    pub fn of(mode: Mode) -> Variant {
+        Variant {
+            name: mode.name(),
+            mode,
+            ring: Ring::AsGiven,
+        }
+    }
+
+    /// The variant named `s`: a mode, or a kernel variant.
+    pub fn parse(s: &str) -> Result<Variant> {
+        if let Some(v) = KERNEL_VARIANTS.iter().find(|v| v.name == s) {
+            return Ok(*v);
+        }
+        Mode::from_str(s).map(Variant::of).map_err(|_| {
+            Error::Usage(format!(
+                "unknown mode '{s}' in --modes: use some of {},{}",
+                Mode::all_names(),
+                KERNEL_VARIANTS
+                    .iter()
+                    .map(|v| v.name)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ))
+        })
+    }
+
+    /// `spec` as this variant runs it: its mode, on its ring.
+    pub fn apply(&self, spec: &mut JobSpec) {
+        spec.policy.mode = self.mode;
+        match self.ring {
+            Ring::AsGiven => {}
+            Ring::IoPoll => {
+                spec.hipri = true;
+                spec.hybrid_iopoll = false;
+            }
+            Ring::HybridIoPoll => {
+                spec.hipri = true;
+                spec.hybrid_iopoll = true;
+            }
+        }
+    }
+}
+
 struct ModeRuns {
-    mode: Mode,
+    variant: Variant,
+    /// The job as this variant ran it (its ring).
+    spec: JobSpec,
     rounds: Vec<Stats>,
 }
 
@@ -47,10 +136,10 @@ impl ModeRuns {
     }
 }
 
-/// Takes `--modes=a,b,...` (default: every mode).
+/// Takes `--modes=a,b,...` (default: pollwise's own modes, [`Mode::OWN`]): wait modes only.
 pub fn take_modes(o: &mut Opts) -> Result<Vec<Mode>> {
     match o.take_str_list("modes")? {
-        None => Ok(Mode::ALL.to_vec()),
+        None => Ok(Mode::OWN.to_vec()),
         Some(list) if list.is_empty() => Err(Error::Usage(format!(
             "--modes is empty: name some of {}",
             Mode::all_names()
@@ -62,9 +151,88 @@ pub fn take_modes(o: &mut Opts) -> Result<Vec<Mode>> {
     }
 }
 
+/// Takes `compare`'s `--modes=a,b,...`: wait modes and kernel variants (default: pollwise's
+/// own modes).
+pub fn take_variants(o: &mut Opts) -> Result<Vec<Variant>> {
+    match o.take_str_list("modes")? {
+        None => Ok(Mode::OWN.iter().map(|&m| Variant::of(m)).collect()),
+        Some(list) if list.is_empty() => Err(Error::Usage(format!(
+            "--modes is empty: name some of {}",
+            Mode::all_names()
+        ))),
+        Some(list) => list.iter().map(|m| Variant::parse(m)).collect(),
+    }
+}
+
+/// Checks, before any round, that every variant's ring can run `spec`: kernel polled I/O needs
+/// O_DIRECT and a device with poll queues (the target's check), and the kernel must set the
+/// ring up (HYBRID_IOPOLL needs Linux 6.13) and complete polled I/O: a few of the job's
+/// requests on each kind of ring.
+fn check_rings(spec: &JobSpec, variants: &[Variant]) -> Result<()> {
+    let mut seen: Vec<(bool, bool)> = Vec::new();
+    for v in variants {
+        let mut s = spec.clone();
+        v.apply(&mut s);
+        if !s.hipri || seen.contains(&(s.hipri, s.hybrid_iopoll)) {
+            continue;
+        }
+        seen.push((s.hipri, s.hybrid_iopoll));
+        if v.ring != Ring::AsGiven
+            && !matches!(
+                s.ioengine,
+                crate::job::IoEngine::IoUring | crate::job::IoEngine::Sim(_)
+            )
+        {
+            return Err(Error::Usage(format!(
+                "--modes={}: kernel polled I/O here is an io_uring ring, not --ioengine={}: use --ioengine=io_uring",
+                v.name,
+                s.ioengine.name()
+            )));
+        }
+        if !s.direct {
+            return Err(Error::Usage(format!(
+                "--modes={}: kernel polled I/O works only with O_DIRECT: drop --direct=0",
+                v.name
+            )));
+        }
+        if matches!(s.ioengine, crate::job::IoEngine::Sim(_)) {
+            if s.hybrid_iopoll {
+                return Err(Error::Unsupported(format!(
+                    "--modes={}: the platform model has kernel polled I/O (iopoll) but not HYBRID_IOPOLL's sleep inside the kernel: compare it on a device with poll queues",
+                    v.name
+                )));
+            }
+            continue;
+        }
+        let named = |e: Error| match e {
+            Error::Unsupported(m) if v.ring != Ring::AsGiven => Error::Unsupported(format!(
+                "--modes={}: {}",
+                v.name,
+                m.replace(
+                    "run without --hipri",
+                    "drop iopoll and hybrid_iopoll from --modes"
+                )
+            )),
+            e => e,
+        };
+        prepare_target(&s).map_err(named)?;
+        // Where sysfs says nothing of poll queues (a file on tmpfs, a device it cannot name)
+        // only a polled I/O tells: a few of the job's requests on the ring (at most 2 s: an
+        // emulated device can be slow to start).
+        let mut probe = s.clone();
+        probe.runtime = Duration::from_secs(2);
+        probe.ramp_time = Duration::ZERO;
+        probe.time_based = false;
+        probe.io_size = u64::from(probe.bs) * u64::from(probe.iodepth.max(1)) * 4;
+        probe.numjobs = 1;
+        run_job(&probe).map_err(named)?;
+    }
+    Ok(())
+}
+
 /// Runs `pollwise compare` with the options in `o`.
 pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
-    let modes = take_modes(o)?;
+    let modes = take_variants(o)?;
     let rounds = o.take_u32("rounds")?.unwrap_or(5);
     if rounds == 0 {
         return Err(Error::Usage("--rounds must be at least 1".into()));
@@ -98,11 +266,12 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         )));
     }
     prepare_target(&spec)?;
+    check_rings(&spec, &modes)?;
 
     if !warmup.is_zero() {
         let mut w = spec.clone();
         w.runtime = warmup;
-        w.policy.mode = modes[0];
+        modes[0].apply(&mut w);
         run_job(&w)?;
     }
     if crate::signals::interrupted() {
@@ -112,9 +281,15 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     }
     let mut runs: Vec<ModeRuns> = modes
         .iter()
-        .map(|&mode| ModeRuns {
-            mode,
-            rounds: Vec::new(),
+        .map(|&variant| {
+            let mut s = spec.clone();
+            s.runtime = slice;
+            variant.apply(&mut s);
+            ModeRuns {
+                variant,
+                spec: s,
+                rounds: Vec::new(),
+            }
         })
         .collect();
     // On a signal, the run in progress stops early and counts as its mode's last round; the
@@ -122,10 +297,7 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
     'rounds: for r in 0..rounds as usize {
         for i in 0..runs.len() {
             let k = (i + r) % runs.len();
-            let mut s = spec.clone();
-            s.runtime = slice;
-            s.policy.mode = runs[k].mode;
-            let stats = run_job(&s)?;
+            let stats = run_job(&runs[k].spec)?;
             runs[k].rounds.push(stats);
             if crate::signals::interrupted() {
                 break 'rounds;
@@ -142,7 +314,7 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
     for m in runs.iter().filter(|m| !m.rounds.is_empty()) {
         let p = |q: f64| m.med(|s| s.all_lat().pct(q) as f64) as u64;
         rows.push(vec![
-            m.mode.name().to_string(),
+            m.variant.name.to_string(),
             format!("{:.0}", m.med(|s| s.iops())),
             us(p(50.0)),
             us(p(99.0)),
@@ -167,7 +339,7 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
     if interrupted {
         let done: Vec<String> = runs
             .iter()
-            .map(|m| format!("{} {}", m.mode.name(), m.rounds.len()))
+            .map(|m| format!("{} {}", m.variant.name, m.rounds.len()))
             .collect();
         text.push_str(&format!(
             "interrupted: medians over the rounds done of {rounds} planned ({}; the last may be partial) of {:.2}s per mode\n\n",
@@ -197,6 +369,11 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
     text.push_str(
         "\nCPU counts the whole process (RUSAGE_SELF, including io_uring's kernel threads); 100% = one core.\n",
     );
+    for m in runs.iter().filter(|m| !m.rounds.is_empty()) {
+        if let Some((ring, wait)) = m.spec.polled_ring() {
+            text.push_str(&format!("{}: on an {ring} ring: {wait}\n", m.variant.name));
+        }
+    }
     Output {
         text,
         json: if json { jobs_json(jobs) } else { json!(null) },
@@ -220,7 +397,7 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     };
     let secs_total: u64 = m.rounds.iter().map(|s| s.elapsed_ns).sum();
     merged.elapsed_ns = secs_total;
-    let mut f = JobFigures::from_stats(m.mode.name(), m.mode.name(), &merged);
+    let mut f = JobFigures::from_stats(m.variant.name, m.variant.name, &merged);
     // Each round's own figures, then the median of each.
     let per_round: Vec<JobFigures> = m
         .rounds
@@ -248,6 +425,12 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     );
     f.extra.insert("rw".into(), json!(spec.rw.name()));
     f.extra
+        .insert("wait_mode".into(), json!(m.variant.mode.name()));
+    if let Some((ring, wait)) = m.spec.polled_ring() {
+        f.extra.insert("ring".into(), json!(ring));
+        f.extra.insert("wait".into(), json!(wait));
+    }
+    f.extra
         .insert("submit_mode".into(), json!(spec.submit_mode.name()));
     f.json()
 }
@@ -255,6 +438,44 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modes_takes_every_mode_and_the_kernel_variants() {
+        let mut names: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
+        names.extend(KERNEL_VARIANTS.iter().map(|v| v.name));
+        assert_eq!(crate::options::table::COMPARE_MODES, names.as_slice());
+        for n in names {
+            assert_eq!(Variant::parse(n).unwrap().name, n);
+        }
+        let e = Variant::parse("iopol").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown mode 'iopol'") && e.contains("hybrid_iopoll"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn kernel_variants_are_interrupt_waits_on_polled_rings() {
+        let mut s = JobSpec::default();
+        Variant::parse("hybrid_iopoll").unwrap().apply(&mut s);
+        assert!(s.hipri && s.hybrid_iopoll);
+        assert_eq!(s.policy.mode, Mode::Interrupt);
+        let (ring, wait) = s.polled_ring().unwrap();
+        assert_eq!(ring, "IOPOLL|HYBRID_IOPOLL");
+        assert!(
+            wait.starts_with("kernel hybrid poll in io_uring_enter"),
+            "{wait}"
+        );
+        Variant::parse("poll").unwrap().apply(&mut s);
+        assert_eq!(
+            s.polled_ring().unwrap().1,
+            pollwise::policy::polled_wait(Mode::Poll, true)
+        );
+        let mut plain = JobSpec::default();
+        Variant::parse("iopoll").unwrap().apply(&mut plain);
+        assert_eq!(plain.polled_ring().unwrap().0, "IOPOLL");
+        assert_eq!(JobSpec::default().polled_ring(), None);
+    }
 
     #[test]
     fn medians() {

@@ -487,9 +487,20 @@ fn check_engine(spec: &JobSpec) -> Result<()> {
 
 /// The simulated device has no file, no ring and no data: options about those make no sense.
 fn check_sim(spec: &JobSpec) -> Result<()> {
+    // The platform model has kernel polled I/O (IOPOLL, when the platform has iopoll_ns), not
+    // HYBRID_IOPOLL's sleep inside the kernel.
+    if spec.hybrid_iopoll {
+        return Err(Error::Usage(
+            "--hybrid_iopoll needs a real file and ring, not --ioengine=sim (the platform model has --hipri, not the kernel's hybrid sleep): drop it or use --ioengine=io_uring".into(),
+        ));
+    }
+    if spec.hipri && spec.platform.is_none() {
+        return Err(Error::Usage(
+            "--hipri with --ioengine=sim needs --platform: the platform model has kernel polled I/O (its iopoll_ns), the plain simulated device has not".into(),
+        ));
+    }
     for (on, name) in [
         (spec.verify, "--verify"),
-        (spec.hipri, "--hipri"),
         (spec.sqthread_poll, "--sqthread_poll"),
         (spec.fixedbufs, "--fixedbufs"),
         (spec.registerfiles, "--registerfiles"),
@@ -814,6 +825,27 @@ fn blockdev_size(f: &File) -> Result<u64> {
 
 fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     pollwise::sys::blockdev::logical_block_size(f, is_blockdev)
+}
+
+impl JobSpec {
+    /// The job's ring by its setup flags' names (`"IOPOLL"`, `"IOPOLL|HYBRID_IOPOLL"`) when it
+    /// is polled (`--hipri`), and what its wait mode becomes there (an IOPOLL ring has no
+    /// interrupts: [`polled_wait`](pollwise::policy::polled_wait)).
+    pub fn polled_ring(&self) -> Option<(&'static str, &'static str)> {
+        // pvsync2's --hipri is a flag on each call (RWF_HIPRI), not a ring.
+        if !self.hipri || !matches!(self.ioengine, IoEngine::IoUring | IoEngine::Sim(_)) {
+            return None;
+        }
+        let ring = if self.hybrid_iopoll {
+            "IOPOLL|HYBRID_IOPOLL"
+        } else {
+            "IOPOLL"
+        };
+        Some((
+            ring,
+            pollwise::policy::polled_wait(self.policy.mode, self.hybrid_iopoll),
+        ))
+    }
 }
 
 /// The engine part of thread `i` of `spec`: thread 0 keeps the job's seed, the others get

@@ -6,7 +6,8 @@
 //! (its `platform` object). Every field is required but `device_iops` (0, no limit, when
 //! missing) and `device_latency_by_depth` (`[[depth, p50_ns], ...]`, the device's median
 //! latency by the requests on it, depths rising from 1; none when missing: the latency does
-//! not depend on the depth), and nothing else is allowed but `name`, `sources` and `note`: a
+//! not depend on the depth) and `iopoll_ns` (one reaping enter on an IOPOLL ring; 0 when
+//! missing: kernel polled I/O is not modelled), and nothing else is allowed but `name`, `sources` and `note`: a
 //! bad or missing field exits 2 naming it.
 
 use std::path::Path;
@@ -86,14 +87,14 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
         if !FIELDS.contains(&k.as_str())
             && !matches!(
                 k.as_str(),
-                "name" | "device" | "device_iops" | DEPTH_FIELD | "sources" | "note"
+                "name" | "device" | "device_iops" | DEPTH_FIELD | IOPOLL_FIELD | "sources" | "note"
             )
         {
             return Err(bad(
                 origin,
                 k,
                 format!(
-                    "is not a platform field: use {}, device, device_iops, {DEPTH_FIELD}, name, sources, note",
+                    "is not a platform field: use {}, device, device_iops, {DEPTH_FIELD}, {IOPOLL_FIELD}, name, sources, note",
                     FIELDS.join(", ")
                 ),
             ));
@@ -157,6 +158,10 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
             None => Vec::new(),
             Some(v) => depth_curve(origin, v)?,
         },
+        iopoll_ns: match o.get(IOPOLL_FIELD) {
+            None => 0,
+            Some(_) => num(IOPOLL_FIELD)?,
+        },
     };
     p.check().map_err(|e| match e {
         pollwise::Error::Config { field, reason } => bad(origin, field, reason),
@@ -167,6 +172,10 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
 
 /// The platform file's field for the device's latency by depth.
 pub const DEPTH_FIELD: &str = "device_latency_by_depth";
+
+/// The platform file's field for one reaping enter on an IOPOLL ring (kernel polled I/O's
+/// cost; 0 or missing: the device has no poll queues, or it was not measured).
+pub const IOPOLL_FIELD: &str = "iopoll_ns";
 
 /// `[[depth, p50_ns], ...]`: pairs of whole numbers (the library checks their order).
 fn depth_curve(origin: &str, v: &Value) -> Result<Vec<(u32, u64)>> {
@@ -225,6 +234,7 @@ pub fn calibrated_sources() -> Map<String, Value> {
         ("timer_late_ns", "lateness of a 10 us nanosleep, timer slack 1 ns, median"),
         ("device", "log-normal with the polled QD1 clat's median and 90th percentile (sigma capped at 0.5)"),
         ("device_iops", "4 KiB random reads per second at queue depth 32 on an interrupt ring (the engine): the fastest of 3 windows of 150 ms"),
+        (IOPOLL_FIELD, "one non-blocking io_uring_enter(GETEVENTS) on an IOPOLL ring with a 4 KiB read in flight that finds nothing, median (0: the device has no poll queues)"),
         (DEPTH_FIELD, "median polled clat of 4 KiB random reads kept at depths 1, 2, 4 and 8 on a plain ring (one thread, each completed read re-issued at once), counting only completions seen by a poll after an empty one (timed to a poll, not delayed by a submit); running maximum over the depths"),
     ] {
         m.insert(k.into(), v.into());
@@ -250,6 +260,7 @@ pub fn to_json(p: &Platform, sources: &Map<String, Value>) -> Value {
         "device": model_text(&p.device),
         "device_iops": p.device_iops,
         DEPTH_FIELD: p.device_latency_by_depth.iter().map(|&(d, ns)| json!([d, ns])).collect::<Vec<_>>(),
+        IOPOLL_FIELD: p.iopoll_ns,
         "sources": sources,
     })
 }

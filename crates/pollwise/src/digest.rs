@@ -4,7 +4,7 @@
 //! A verified block (see [`verify`](crate::verify)) keeps its header and its crc32c; with one of
 //! these checksums its last [`Digest::len`] bytes also hold the checksum of the rest, so a read
 //! back checks both. `verify_interval` splits a request into blocks of its own size, each with
-//! a header and checksum (fio's verify intervals): [`fill`] and [`check`] do the splitting.
+//! a header and checksum (fio's verify intervals): [`Verify::fill`] and [`Verify::check`] do the splitting.
 
 use md5::Digest as _;
 

@@ -321,7 +321,28 @@ use Category as C;
 use Scope::{All, Job, Only};
 
 /// The wait modes, as `--mode` and `--modes` accept them (a test checks them against the library).
-pub const MODES: &[&str] = &["interrupt", "poll", "hybrid", "adaptive", "auto"];
+pub const MODES: &[&str] = &[
+    "interrupt",
+    "poll",
+    "hybrid",
+    "adaptive",
+    "auto",
+    "khybrid",
+    "dpas",
+];
+/// What `--modes` accepts: the wait modes and the kernel's polled I/O as `compare` variants
+/// (a test checks them against the command).
+pub const COMPARE_MODES: &[&str] = &[
+    "interrupt",
+    "poll",
+    "hybrid",
+    "adaptive",
+    "auto",
+    "khybrid",
+    "dpas",
+    "iopoll",
+    "hybrid_iopoll",
+];
 /// How the last batch is submitted, as `--submit_mode` accepts it (a test checks them against
 /// the library).
 pub const SUBMIT_MODES: &[&str] = &["with_wait", "separate"];
@@ -472,7 +493,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("submit_mode", Kind::Enum { choices: SUBMIT_MODES, noun: None }, val("separate"), C::IoUring, Only(RUN_LIKE), "separate (default): submit in an io_uring_enter of its own, then wait in another, as fio's io_uring engine (slat holds the submit cost and clat starts after it, as fio's); with_wait: a blocking wait submits the last batch in its own io_uring_enter (liburing's io_uring_submit_and_wait: one call fewer per batch; slat ends where that call begins and its submit cost falls in clat)"),
     // policy
     opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait: interrupt = fio's io_uring engine (sleep in io_uring_enter until the interrupt); poll = spin on the completion ring in user space (no fio equivalent; fio's --hipri polls in the kernel); hybrid = sleep part of the predicted latency, then spin (HYBRID_IOPOLL in user space); adaptive = spin up to a learned window, then sleep (QEMU's poll-max-ns)"),
-    opt("modes", Kind::EnumList { choices: MODES, noun: "mode" }, Default::Text("every mode"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare"),
+    opt("modes", Kind::EnumList { choices: COMPARE_MODES, noun: "mode" }, Default::Text("interrupt,poll,hybrid,adaptive,auto"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare (khybrid: the kernel's HYBRID_IOPOLL rule in user space; dpas: DPAS's rule, FAST '26); compare also takes iopoll and hybrid_iopoll, kernel polled I/O: an IOPOLL (or IOPOLL|HYBRID_IOPOLL) ring waited on by io_uring_enter, which needs a device with poll queues"),
     opt("hybrid_fraction", Kind::Float { min: 0.0, min_open: true, max: 1.0 }, val("0.5"), C::Policy, Job, "hybrid: sleep this fraction of the predicted latency, then poll"),
     opt("hybrid_stat", Kind::Enum { choices: &["auto", "mean", "min", "p10"], noun: Some("statistic") }, val("auto"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of (auto: the later of the fraction of the mean and the p10 less the wake-up's jitter)"),
     opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns"),

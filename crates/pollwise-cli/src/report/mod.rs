@@ -898,6 +898,10 @@ fn render_jobs(
         f.groupid = groups.get(k).copied().unwrap_or(0);
         f.extra
             .insert("submit_mode".into(), json!(spec.submit_mode.name()));
+        if let Some((ring, wait)) = spec.polled_ring() {
+            f.extra.insert("ring".into(), json!(ring));
+            f.extra.insert("wait".into(), json!(wait));
+        }
         f.elapsed_s = wall.as_nanos().div_ceil(1_000_000_000) as u64;
         f.disk_util = disk_util.clone();
         let mut job = f.json();

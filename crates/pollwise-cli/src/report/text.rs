@@ -623,6 +623,10 @@ pub fn pollwise_block(j: &Value) -> String {
         p["mode"].as_str().unwrap_or("?"),
         p["submit_mode"].as_str().unwrap_or("?")
     );
+    // On an IOPOLL ring a mode is not what it is elsewhere (no interrupts): say what it became.
+    if let (Some(r), Some(w)) = (p["ring"].as_str(), p["wait"].as_str()) {
+        let _ = writeln!(t, "    ring       : {r}: the wait is {w}");
+    }
     let _ = writeln!(
         t,
         "    cpu        : {:.2} CPU us/IO (job threads alone {:.2}); {:.2} kernel enters/IO",

@@ -27,6 +27,12 @@
 //!   draw plus the curve's rise from depth 1 to `n`. Two threads at queue depth 1 each are
 //!   depth 2 for the device, as one thread at depth 2 is. The same time-order rule holds.
 //!
+//! - kernel polled I/O (a job with `hipri`, on a platform with `iopoll_ns`): the thread's
+//!   queue is an IOPOLL ring, whose completions are seen only by polling (each poll an enter
+//!   of `iopoll_ns`), whose blocking wait keeps the thread on its core polling until the
+//!   completion, and where no completion ends a sleep. HYBRID_IOPOLL's sleep inside the
+//!   kernel is not modelled.
+//!
 //! What it leaves out (and so what a comparison with real runs may miss): wake-up preemption (a
 //! woken thread never preempts a running one before its slice ends), the scheduler tick (a
 //! spinning thread is preempted at its slice's end, not at the next tick after it), other
@@ -136,6 +142,15 @@ pub fn run_with(
     limits: &Limits,
 ) -> Result<Vec<ThreadResult>> {
     platform.check()?;
+    if platform.iopoll_ns == 0 && jobs.iter().any(|j| j.cfg.hipri) {
+        return Err(Error::config(
+            "iopoll_ns",
+            format!(
+                "is 0 on platform '{}': it has no cost for kernel polled I/O (hipri); calibrate a device with poll queues, or give the field",
+                platform.name
+            ),
+        ));
+    }
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -221,6 +236,7 @@ fn thread_body(
         platform,
         job.seed,
         job.cfg.iodepth as usize,
+        job.cfg.hipri,
     );
     let policy: Box<dyn crate::policy::WaitPolicy> = if job.policy.mode == Mode::Auto {
         // auto reads contention from the model's scheduler, not from this machine's /proc.

@@ -40,6 +40,7 @@ fn platform(cores: u32) -> Platform {
         device: LatencyModel::Fixed(L),
         device_iops: 0,
         device_latency_by_depth: Vec::new(),
+        iopoll_ns: 0,
     }
 }
 
@@ -97,6 +98,53 @@ fn interrupt_one_thread_to_the_nanosecond() {
     assert_eq!(r.switches, n);
     assert_eq!(r.policy.blocks, n);
     assert_eq!(r.queue.enters, n);
+}
+
+#[test]
+fn kernel_polled_io_waits_on_its_core_without_a_wake_up() {
+    const I: u64 = 250; // one reaping enter on an IOPOLL ring
+    let p = Platform {
+        iopoll_ns: I,
+        ..platform(1)
+    };
+    let n = 200;
+    let mut j = job(Mode::Interrupt, n);
+    j.cfg.hipri = true;
+    let r = run(&p, &[j]).unwrap().remove(0);
+    // The wait submits (S), then the kernel polls the device in passes of I - Y until the
+    // completion (L: five passes exactly), with no wake-up, and posts it: one check of the
+    // completion queue (P) reaps it.
+    let clat = S + L + P;
+    assert_eq!(L % (I - Y), 0);
+    assert_eq!(r.read.clat.min(), clat);
+    assert_eq!(r.read.clat.max(), clat);
+    assert_eq!(r.elapsed_ns, n * (E + clat));
+    // The thread never leaves its core: all of it is CPU, and nothing is switched.
+    assert_eq!(r.cpu_ns, r.elapsed_ns);
+    assert_eq!(r.switches, 0);
+    assert_eq!(r.queue.enters, n, "one enter submits and polls");
+    // Against interrupts on a plain ring: the wake-up (K) more.
+    let irq = one(&p, Mode::Interrupt, n);
+    assert_eq!(irq.read.clat.min(), S + L + K + P);
+    // A poller spins reaping enters (each one I) rather than checks of P.
+    let mut j = job(Mode::Poll, n);
+    j.cfg.hipri = true;
+    let r = run(&p, &[j]).unwrap().remove(0);
+    assert_eq!(r.queue.enters, n * (1 + L.div_ceil(I)));
+    // A platform without the cost refuses a polled job, naming the field.
+    let mut j = job(Mode::Interrupt, n);
+    j.cfg.hipri = true;
+    let e = run(&platform(1), &[j]).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Config {
+                field: "iopoll_ns",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]

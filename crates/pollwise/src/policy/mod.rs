@@ -14,22 +14,37 @@
 //! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (seed 003).
 //! - [`auto`]: chooses among the others at run time from what it measures ([`contention`] says
 //!   when the CPU is crowded).
+//!
+//! Two published rules run beside them, for comparison (not among `auto`'s candidates):
+//!
+//! - [`kernel_hybrid`] (`khybrid`): the kernel's HYBRID_IOPOLL rule (one estimate per ring, the
+//!   least run time seen, half of it slept once per request).
+//! - [`dpas`]: DPAS (FAST '26): a sleep learnt from whether the last ones were too long or too
+//!   short, and a switch between polling, that sleep and interrupts by counts of I/Os.
+//!
+//! On a queue where no completion can end a wait (an IOPOLL ring: no interrupts), a blocking
+//! wait is the kernel polling inside `io_uring_enter`: `interrupt` becomes that kernel poll,
+//! `poll` a spin of non-blocking reaping enters, and the sleeping policies sleep on a timer
+//! and then let the kernel poll ([`polled_wait`] says it for each mode).
 
 pub mod adaptive;
 pub mod auto;
 pub mod choice;
 pub mod contention;
+pub mod dpas;
 pub mod hybrid;
 pub mod interrupt;
+pub mod kernel_hybrid;
 pub mod poll;
 
 use std::io;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::predict::Statistic;
-use crate::queue::{Completion, OpInfo, Queue, Tracked};
+use crate::queue::{Completion, OpInfo, Queue, Tracked, WaitOutcome};
 
 pub use crate::request::ReqClass;
 
@@ -54,6 +69,35 @@ pub(crate) fn reap_until<'q>(
         got += step(q, min - got)?;
     }
     Ok(got)
+}
+
+/// Sleeps `ns` while waiting for `min` completions on `q`: a timed wait that a completion ends
+/// early, or, on a queue where no completion can end a wait (an IOPOLL ring:
+/// [`Queue::completions_wake`](crate::queue::Queue::completions_wake)), a timer's sleep
+/// ([`Tracked::sleep`]) that runs its whole time. What the sleeping policies (hybrid, khybrid,
+/// dpas) sleep in.
+pub(crate) fn sleep_on(q: &mut DynQueue, min: usize, ns: u64) -> io::Result<WaitOutcome> {
+    let d = Duration::from_nanos(ns);
+    if q.completions_wake() {
+        q.wait(min, Some(d))
+    } else {
+        q.sleep(d)?;
+        Ok(WaitOutcome::TimedOut)
+    }
+}
+
+/// One step of a spin that waits for `need` completions after a poll found nothing: a pause
+/// on a queue whose completions appear by themselves (the next poll reads them), or, where
+/// completions are found only by polling the device in the kernel (an IOPOLL ring), one
+/// blocking enter in which the kernel polls until they came. Counts the enter as a block.
+pub(crate) fn spin_step(q: &mut DynQueue, need: usize, c: &mut PolicyCounters) -> io::Result<()> {
+    if q.completions_wake() {
+        std::hint::spin_loop();
+    } else {
+        c.blocks += 1;
+        q.wait(need, None)?;
+    }
+    Ok(())
 }
 
 /// What a policy did, counted by the policy. Fields a policy has no use for stay zero.
@@ -256,11 +300,27 @@ pub enum Mode {
     Adaptive,
     /// Choose among the others at run time from what is measured.
     Auto,
+    /// The kernel's HYBRID_IOPOLL rule, in user space ([`kernel_hybrid`]).
+    KHybrid,
+    /// DPAS's rule (FAST '26), in user space ([`dpas`]).
+    Dpas,
 }
 
 impl Mode {
     /// Every mode pollwise has, in report order.
     pub const ALL: &'static [Mode] = &[
+        Mode::Interrupt,
+        Mode::Poll,
+        Mode::Hybrid,
+        Mode::Adaptive,
+        Mode::Auto,
+        Mode::KHybrid,
+        Mode::Dpas,
+    ];
+
+    /// pollwise's own modes (every mode but the published rules kept for comparison,
+    /// `khybrid` and `dpas`): what `compare` runs by default.
+    pub const OWN: &'static [Mode] = &[
         Mode::Interrupt,
         Mode::Poll,
         Mode::Hybrid,
@@ -276,6 +336,8 @@ impl Mode {
             Mode::Hybrid => "hybrid",
             Mode::Adaptive => "adaptive",
             Mode::Auto => "auto",
+            Mode::KHybrid => "khybrid",
+            Mode::Dpas => "dpas",
         }
     }
 
@@ -297,6 +359,35 @@ impl FromStr for Mode {
             .copied()
             .find(|m| m.name() == s)
             .ok_or_else(|| format!("unknown mode '{s}': use one of {}", Mode::all_names()))
+    }
+}
+
+/// What `mode` becomes on a queue where no completion can end a wait (an IOPOLL ring: the
+/// kernel finds completions only by polling the device inside `io_uring_enter`), in words for
+/// reports; `kernel_hybrid` when the ring is IOPOLL | HYBRID_IOPOLL (the kernel sleeps once per
+/// request before it polls).
+pub fn polled_wait(mode: Mode, kernel_hybrid: bool) -> &'static str {
+    match (mode, kernel_hybrid) {
+        (Mode::Interrupt, false) => {
+            "kernel poll in io_uring_enter; an IOPOLL ring has no interrupts"
+        }
+        (Mode::Interrupt, true) => {
+            "kernel hybrid poll in io_uring_enter: the kernel sleeps half its estimate once per request, then polls; an IOPOLL ring has no interrupts"
+        }
+        (Mode::Poll, false) => "a spin of non-blocking io_uring_enter calls, each polling the device once",
+        (Mode::Poll, true) => {
+            "a spin of non-blocking io_uring_enter calls, each polling the device once, after the kernel's hybrid sleep, once per request"
+        }
+        (Mode::Hybrid | Mode::KHybrid | Mode::Dpas, false) => {
+            "a timed sleep no completion ends, then kernel poll in io_uring_enter"
+        }
+        (Mode::Hybrid | Mode::KHybrid | Mode::Dpas, true) => {
+            "a timed sleep no completion ends, then kernel hybrid poll in io_uring_enter"
+        }
+        (Mode::Adaptive, _) => {
+            "non-blocking io_uring_enter calls for its window, then kernel poll in io_uring_enter"
+        }
+        (Mode::Auto, _) => "chooses among the others as they are on an IOPOLL ring",
     }
 }
 
@@ -360,6 +451,8 @@ impl PolicyConfig {
                 self.poll_shrink,
             )),
             Mode::Auto => Box::new(auto::Auto::new(clock, self)),
+            Mode::KHybrid => Box::new(kernel_hybrid::KernelHybrid::new(clock)),
+            Mode::Dpas => Box::new(dpas::Dpas::new(clock)),
         }
     }
 }

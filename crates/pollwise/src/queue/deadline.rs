@@ -274,6 +274,14 @@ unsafe impl Queue for Bounded {
         self.inner.timed_wait_is_cheap()
     }
 
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }

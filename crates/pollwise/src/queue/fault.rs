@@ -420,6 +420,14 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         self.spec.spike > 0.0 || self.inner.timed_wait_is_cheap()
     }
 
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight() + self.held.len()
     }

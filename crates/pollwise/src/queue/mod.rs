@@ -189,6 +189,22 @@ pub unsafe trait Queue {
         false
     }
 
+    /// False when no completion can end a wait early: the device is only polled (an IOPOLL
+    /// ring, where there are no interrupts and completions are found by the kernel polling
+    /// the device inside `io_uring_enter`). There a blocking [`wait`](Queue::wait) is the
+    /// kernel polling until the completions come (its timeout is not kept), and a policy that
+    /// wants to give the CPU away for a while sleeps with [`sleep`](Queue::sleep) instead.
+    fn completions_wake(&self) -> bool {
+        true
+    }
+
+    /// Sleeps for `d` whatever completes meanwhile: a timer, not a wait on the device. The
+    /// default sleeps the thread (`nanosleep`); a simulated device moves its time.
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        std::thread::sleep(d);
+        Ok(())
+    }
+
     /// True when [`submit`](Queue::submit) does the operations itself (a synchronous engine's
     /// system call, the null engine): their clat then starts when the submit began, as fio
     /// times its synchronous engines, not when it returned.
@@ -269,6 +285,12 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn poll_needs_enter(&self) -> bool {
         (**self).poll_needs_enter()
+    }
+    fn completions_wake(&self) -> bool {
+        (**self).completions_wake()
+    }
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        (**self).sleep(d)
     }
     fn completes_in_submit(&self) -> bool {
         (**self).completes_in_submit()
@@ -612,6 +634,20 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// See [`Queue::poll_needs_enter`].
     pub fn poll_needs_enter(&self) -> bool {
         self.inner.poll_needs_enter()
+    }
+
+    /// See [`Queue::completions_wake`].
+    pub fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+
+    /// Sleeps `d` whatever completes meanwhile ([`Queue::sleep`]), after submitting what was
+    /// pushed (a sleep never holds back a submission).
+    pub fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.submit()?;
+        }
+        self.inner.sleep(d)
     }
 
     /// Every operation in flight, in slot order.

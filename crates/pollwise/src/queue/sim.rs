@@ -399,6 +399,8 @@ pub struct SimQueue {
     dev: Device,
     clock: Arc<dyn Clock>,
     virt: Option<(FakeClock, u64)>,
+    /// Polled only ([`SimQueue::polled`]): no completion ends a wait.
+    polled: bool,
     c: QueueCounters,
 }
 
@@ -417,8 +419,17 @@ impl SimQueue {
             dev: Device::new(model, seed, entries),
             clock,
             virt,
+            polled: false,
             c: QueueCounters::default(),
         }
+    }
+
+    /// A device that is only polled, as one behind an IOPOLL ring: no completion ends a wait
+    /// ([`Queue::completions_wake`] is false), and a wait is a spin until the completions are
+    /// due, whatever its timeout (the kernel polling inside `io_uring_enter`).
+    pub fn polled(mut self, on: bool) -> Self {
+        self.polled = on;
+        self
     }
 
     /// Changes the latency model for operations submitted from now on.
@@ -467,6 +478,19 @@ unsafe impl Queue for SimQueue {
         }
         let target = self.dev.kth_due(min);
         let now = self.clock.now_ns();
+        if self.polled {
+            // The kernel polls until the completions come; the timeout is not kept.
+            self.c.enters += 1;
+            match &self.virt {
+                Some((clock, _)) => clock.set(target.max(now)),
+                None => {
+                    while self.clock.now_ns() < target {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            return Ok(WaitOutcome::Ready);
+        }
         let deadline = timeout.map_or(u64::MAX, |t| {
             now.saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
         });
@@ -486,6 +510,19 @@ unsafe impl Queue for SimQueue {
         } else {
             Ok(WaitOutcome::TimedOut)
         }
+    }
+
+    fn completions_wake(&self) -> bool {
+        !self.polled
+    }
+
+    /// A timer's sleep: virtual time jumps by `d`; real time sleeps.
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        match &self.virt {
+            Some((clock, _)) => clock.advance(d.as_nanos().min(u128::from(u64::MAX)) as u64),
+            None => std::thread::sleep(d),
+        }
+        Ok(())
     }
 
     fn in_flight(&self) -> usize {

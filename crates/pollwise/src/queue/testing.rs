@@ -91,6 +91,16 @@ unsafe impl Queue for ScriptedSim {
         }
         Ok(r)
     }
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+    /// A timer's sleep: it wakes `late` ns after the timer and costs `wake_cpu` ns of CPU.
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)?;
+        self.clock.advance(self.late);
+        self.clock.advance_cpu(self.wake_cpu);
+        Ok(())
+    }
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }
@@ -247,6 +257,12 @@ unsafe impl<Q: Queue> Queue for Refusing<Q> {
     }
     fn poll_needs_enter(&self) -> bool {
         self.inner.poll_needs_enter()
+    }
+    fn completions_wake(&self) -> bool {
+        self.inner.completions_wake()
+    }
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.inner.sleep(d)
     }
     fn completes_in_submit(&self) -> bool {
         self.inner.completes_in_submit()

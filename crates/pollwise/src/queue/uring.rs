@@ -14,6 +14,10 @@
 //! shared memory, so polling is a load; a DEFER_TASKRUN ring posts them only when its task enters
 //! the kernel, and an IOPOLL ring finds them only by polling the device inside the kernel, so on
 //! those rings [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
+//! An IOPOLL ring has no interrupts at all: a blocking [`Queue::wait`] is the kernel polling
+//! the device until `min` completions came (the kernel ignores a timeout there), so no
+//! completion can end a sleep ([`Queue::completions_wake`] is false) and policies sleep on a
+//! timer ([`Queue::sleep`]) when they want to give the CPU away.
 //!
 //! [`Queue::cancel_all`] is one `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` (Linux 5.19). Whether
 //! the kernel has the flag is probed ([`cancel_any_supported`](crate::sys::uring::cancel_any_supported)),
@@ -112,6 +116,9 @@ pub struct UringQueue {
     cancels: usize,
     sqpoll: bool,
     poll_needs_enter: bool,
+    /// An IOPOLL ring the kernel polls only when entered (no SQPOLL thread to poll for it):
+    /// no completion ends a wait.
+    polled_in_enter: bool,
     features: Features,
     /// Whether the kernel has `IORING_ASYNC_CANCEL_ANY`: `None` until the first `cancel_all`
     /// asks.
@@ -143,7 +150,8 @@ impl UringQueue {
         }
         let features = Features::of(&ring);
         let sqpoll = ring.params().is_setup_sqpoll();
-        let poll_needs_enter = opts.defer_taskrun || (ring.params().is_setup_iopoll() && !sqpoll);
+        let polled_in_enter = ring.params().is_setup_iopoll() && !sqpoll;
+        let poll_needs_enter = opts.defer_taskrun || polled_in_enter;
         Ok(UringQueue {
             ring,
             files: files.to_vec(),
@@ -153,6 +161,7 @@ impl UringQueue {
             cancels: 0,
             sqpoll,
             poll_needs_enter,
+            polled_in_enter,
             features,
             cancel_any: None,
             c: QueueCounters::default(),
@@ -367,6 +376,12 @@ unsafe impl Queue for UringQueue {
 
     fn poll_needs_enter(&self) -> bool {
         self.poll_needs_enter
+    }
+
+    /// False on an IOPOLL ring: there a wait is the kernel polling the device in
+    /// `io_uring_enter` until the completions come (the kernel does not keep a timeout on it).
+    fn completions_wake(&self) -> bool {
+        !self.polled_in_enter
     }
 
     fn cancel_all(&mut self) -> io::Result<()> {

@@ -74,6 +74,12 @@ pub struct Platform {
     /// adds the device's time per request at its rate, `1 / device_iops` (nothing with no
     /// limit). See [`depth_extra_ns`](Self::depth_extra_ns).
     pub device_latency_by_depth: Vec<(u32, u64)>,
+    /// One reaping `io_uring_enter` on an IOPOLL ring that finds nothing (a system call and
+    /// one poll of the device's poll queue), CPU and time: what kernel polled I/O costs here
+    /// (0: not known, and a `hipri` job is refused). On such a queue a poll costs this, a
+    /// blocking wait keeps the thread on its core, polling, until the completion (each pass
+    /// this less a system call), and completions are seen when due, with no wake-up.
+    pub iopoll_ns: u64,
 }
 
 impl Platform {
@@ -137,6 +143,7 @@ impl Platform {
             ("wake_latency_ns", self.wake_latency_ns),
             ("sleep_cpu_ns", self.sleep_cpu_ns),
             ("timer_late_ns", self.timer_late_ns),
+            ("iopoll_ns", self.iopoll_ns),
         ] {
             if v > MAX_COST_NS {
                 return Err(Error::config(
@@ -284,6 +291,11 @@ pub(crate) struct ModelQueue {
     me: usize,
     p: Platform,
     dev: Device,
+    /// An IOPOLL ring: completions are found by polling, and nothing wakes a wait.
+    polled: bool,
+    /// On an IOPOLL ring, when the kernel last polled the device: completions due by then are
+    /// in the completion queue, and a poll reads them without entering the kernel.
+    posted_ns: u64,
     c: QueueCounters,
 }
 
@@ -294,14 +306,23 @@ impl ModelQueue {
         p: &Platform,
         seed: u64,
         entries: usize,
+        polled: bool,
     ) -> Self {
         ModelQueue {
             shared,
             me,
             dev: Device::new(p.device, seed, entries),
             p: p.clone(),
+            polled,
+            posted_ns: 0,
             c: QueueCounters::default(),
         }
+    }
+
+    /// One pass of the kernel polling the device inside `io_uring_enter`: the reaping enter
+    /// less its system call (at least 1 ns, so a wait in virtual time ends).
+    fn kernel_poll_ns(&self) -> u64 {
+        self.p.iopoll_ns.saturating_sub(self.p.syscall_ns).max(1)
     }
 
     fn now(&self) -> u64 {
@@ -365,8 +386,22 @@ unsafe impl Queue for ModelQueue {
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        self.charge(self.p.poll_ns)?;
-        let n = self.dev.reap(self.now(), sink);
+        let upto = if self.polled && self.dev.ready(self.posted_ns) == 0 {
+            // Nothing in the completion queue: a non-blocking GETEVENTS enter that polls the
+            // device once.
+            self.charge(self.p.iopoll_ns)?;
+            self.c.enters += 1;
+            self.posted_ns = self.now();
+            self.posted_ns
+        } else if self.polled {
+            // What the kernel's last poll posted: a read of the completion queue.
+            self.charge(self.p.poll_ns)?;
+            self.posted_ns
+        } else {
+            self.charge(self.p.poll_ns)?;
+            self.now()
+        };
+        let n = self.dev.reap(upto, sink);
         self.c.completed += n as u64;
         Ok(n)
     }
@@ -387,6 +422,16 @@ unsafe impl Queue for ModelQueue {
         }
         let entered = self.now();
         if target <= entered {
+            return Ok(WaitOutcome::Ready);
+        }
+        if self.polled {
+            // The kernel polls, on the thread's core, until the completions are there; a
+            // timeout is not kept (as on a real IOPOLL ring).
+            let pass = self.kernel_poll_ns();
+            while self.dev.ready(self.now()) < min {
+                self.charge(pass)?;
+            }
+            self.posted_ns = self.now();
             return Ok(WaitOutcome::Ready);
         }
         let (cpu, deadline) = match timeout {
@@ -411,6 +456,29 @@ unsafe impl Queue for ModelQueue {
         } else {
             Ok(WaitOutcome::TimedOut)
         }
+    }
+
+    fn completions_wake(&self) -> bool {
+        !self.polled
+    }
+
+    /// A timed sleep as the platform costs it: a system call, off the core until the timer
+    /// (plus its lateness), the rest of the sleep's CPU on coming back.
+    fn sleep(&mut self, d: Duration) -> io::Result<()> {
+        self.charge(self.p.syscall_ns)?;
+        self.c.enters += 1;
+        let resume = self.p.sleep_cpu_ns.saturating_sub(self.p.syscall_ns);
+        let now = self.now();
+        let t = now.saturating_add(d.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let wake = t
+            .saturating_add(self.p.timer_late_ns)
+            .saturating_sub(resume)
+            .max(now);
+        self.shared.block(self.me, wake, resume);
+        if self.shared.is_aborted() {
+            return Err(aborted());
+        }
+        Ok(())
     }
 
     fn in_flight(&self) -> usize {
