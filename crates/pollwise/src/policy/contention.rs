@@ -460,24 +460,4 @@ mod tests {
         std::hint::black_box(x);
         assert!(p.thread_cpu_ns() > c0);
     }
-
-    /// What one reading costs on this machine (run with `--ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn cost_of_a_reading() {
-        let mut p = ProcSignals::new();
-        p.read();
-        let n = 2_000u32;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(p.read());
-        }
-        let read = t.elapsed() / n;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(p.thread_cpu_ns());
-        }
-        let cpu = t.elapsed() / n;
-        println!("one /proc reading (3 preads): {read:?}; CLOCK_THREAD_CPUTIME_ID: {cpu:?}");
-    }
 }
