@@ -287,7 +287,16 @@ fn outcome_of(name: &str, all: &Value) -> Outcome {
     if code == 2 && cites && err.lines().count() == 1 {
         return Outcome::Refused(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
     }
-    if fio["exit"].as_i64() != Some(0) && code != 0 && err.lines().count() == 1 {
+    // Before the line that names why the run failed, only the blocks that failed verification
+    // may be named, one line each (as fio prints each verify failure).
+    let named_blocks = |l: &str| {
+        l.starts_with("pollwise: job ")
+            && (l.contains(": verify: ") || l.contains("more blocks failed verification"))
+    };
+    let lines: Vec<&str> = err.lines().collect();
+    let one_cause = lines.len() == 1
+        || (lines.len() > 1 && lines[..lines.len() - 1].iter().all(|l| named_blocks(l)));
+    if fio["exit"].as_i64() != Some(0) && code != 0 && one_cause {
         return Outcome::FailsAsFio(line.strip_prefix("pollwise: ").unwrap_or(&line).to_string());
     }
     Outcome::BadRefusal(format!("exit {code}: {}", err.replace('\n', " / ")))

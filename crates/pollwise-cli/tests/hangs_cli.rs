@@ -295,10 +295,13 @@ fn slow_handler_near_its_limit_ends_with_its_runtime() {
     let line = "scenario slow-handler --handler_us=999999 --iodepth=4 --rounds=1 --runtime=1s \
                 --ramp_time=100ms";
     let r = spawn(&common::words(line), d.path());
-    let (code, _out, err, took) = r.finish_within(Duration::from_secs(60), line);
+    let (code, out, err, took) = r.finish_within(Duration::from_secs(60), line);
     assert_eq!(code, 0, "{err}");
     // Two variants of 100 ms ramp and 1 s each, plus set-up (and laying out 128 MiB).
     assert!(took < Duration::from_secs(7), "{took:?}");
+    // The handlers cut at the end and the few reads are said, not hidden in the figures.
+    assert!(out.contains("handlers cut short at the end"), "{out}");
+    assert!(out.contains("(fewer than 100)"), "{out}");
 }
 
 // --- signals in every phase -----------------------------------------------------------------

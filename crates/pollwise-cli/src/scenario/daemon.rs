@@ -32,7 +32,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -101,6 +101,9 @@ pub struct DaemonReport {
     pub auto: Option<ChoiceStatus>,
     /// Seconds from the start until every source was built and warm (before the ramp).
     pub setup_secs: f64,
+    /// Handlers cut short at the end of the measured period (or by a stop): their requests'
+    /// latency is less than the handler time asked for.
+    pub handlers_cut: u64,
 }
 
 impl DaemonReport {
@@ -137,9 +140,11 @@ struct Storage {
     block: u32,
     clock: MonotonicClock,
     error: Option<String>,
-    /// Handlers stop spinning once every active client has ended its measured period (or the
-    /// run is stopped): past it a handler's time is in no figure, and would only hold the drain
-    /// up (`--handler_us` near 1 s, several requests behind it) well beyond `--runtime`.
+    /// Handlers stop spinning at the end of the measured period, once every active client has
+    /// ended it, or when the run is stopped: past it a handler's time is in no figure, and would
+    /// only hold the drain up (`--handler_us` near 1 s, several requests behind it) well beyond
+    /// `--runtime`. The end time matters: a client whose requests all wait behind handlers
+    /// cannot end before one of them completes.
     marks: Arc<Marks>,
     /// Active clients (see `marks`).
     active: usize,
@@ -172,12 +177,21 @@ impl Storage {
             return;
         }
         if handler_ns > 0 {
-            let t = self.clock.now_ns();
-            let until = t.saturating_add(handler_ns);
-            while self.clock.now_ns() < until
-                && self.marks.ended.load(Ordering::Acquire) < self.active
-                && !self.stop.load(Ordering::Relaxed)
-            {
+            let until = self.clock.now_ns().saturating_add(handler_ns);
+            loop {
+                let now = self.clock.now_ns();
+                if now >= until {
+                    break;
+                }
+                // The end moves later when a client's period begins late: read it each time.
+                let end = self.marks.handler_end.load(Ordering::Acquire);
+                if now >= end
+                    || self.marks.ended.load(Ordering::Acquire) >= self.active
+                    || self.stop.load(Ordering::Relaxed)
+                {
+                    self.marks.handlers_cut.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
                 std::hint::spin_loop();
             }
         }
@@ -318,10 +332,14 @@ fn sub_fdmon(a: FdMonCounters, b: FdMonCounters) -> FdMonCounters {
 /// Where the active clients are: how many began measuring and how many ended. The reactor
 /// takes its counters when the first one begins and when the last one ends, so that they cover
 /// the period the clients measured, however late a client thread got to run.
-#[derive(Default)]
 struct Marks {
     began: AtomicUsize,
     ended: AtomicUsize,
+    /// When the measured periods end (clock time, ns): the planned end, moved to the end of a
+    /// period that began later (`u64::MAX` until it is planned).
+    handler_end: AtomicU64,
+    /// Handlers cut short by that end, a stop, or every client having ended.
+    handlers_cut: AtomicU64,
 }
 
 struct Setup {
@@ -488,6 +506,12 @@ fn client_thread(
     e.run_until(Stop::At(t_measure))?;
     e.reset_stats();
     let start = clock.now_ns();
+    // Handlers are cut at the latest end of a measured period, never inside one: a ramp that
+    // ran long (a first request behind a handler of a second) moves its period, and the end.
+    // (Handlers cut in the ramp by the planned end are counted in `handlers_cut`.)
+    marks
+        .handler_end
+        .fetch_max(start + runtime.as_nanos() as u64, Ordering::AcqRel);
     marks.began.fetch_add(1, Ordering::AcqRel);
     let rings0 = e.stats().2.enters;
     let run = e.run_until(Stop::At(start + runtime.as_nanos() as u64));
@@ -691,7 +715,12 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
     let clock = MonotonicClock;
     let t0 = clock.now_ns();
     let stop = Arc::new(AtomicBool::new(false));
-    let marks = Arc::new(Marks::default());
+    let marks = Arc::new(Marks {
+        began: AtomicUsize::new(0),
+        ended: AtomicUsize::new(0),
+        handler_end: AtomicU64::new(u64::MAX),
+        handlers_cut: AtomicU64::new(0),
+    });
     let (tx, rx) = mpsc::channel();
     let setup = Setup {
         file,
@@ -756,6 +785,9 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         }
     };
     let t_measure = t_ready + cfg.ramp.as_nanos() as u64;
+    marks
+        .handler_end
+        .store(t_measure + cfg.runtime.as_nanos() as u64, Ordering::Release);
     let outs: Vec<Result<ClientOut>> = std::thread::scope(|sc| {
         let hs: Vec<_> = engines
             .into_iter()
@@ -797,5 +829,6 @@ pub fn run(cfg: &DaemonConfig) -> Result<DaemonReport> {
         prunes,
         auto: ro.auto,
         setup_secs: t_ready.saturating_sub(t0) as f64 / 1e9,
+        handlers_cut: marks.handlers_cut.load(Ordering::Relaxed),
     })
 }

@@ -79,6 +79,23 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         ));
     }
     notes.push_str("excluded: run() time kept out of the block time (QEMU since 2021); included: counted in.\n");
+    for r in &rows {
+        let cut: u64 = r.rounds.iter().map(|d| d.handlers_cut).sum();
+        let reads: u64 = r.rounds.iter().map(|d| d.lat.ios).sum();
+        if cut > 0 {
+            notes.push_str(&format!(
+                "{}: {cut} handlers cut short at the end of the measured period (beside {reads} reads measured): --handler_us x --iodepth is near or past --runtime, so some latencies are less than the handler time asked for\n",
+                r.variant
+            ));
+        }
+        let least = r.rounds.iter().map(|d| d.lat.ios).min().unwrap_or(0);
+        if least < 100 {
+            notes.push_str(&format!(
+                "{}: a round measured only {least} reads (fewer than 100): its percentiles are rough\n",
+                r.variant
+            ));
+        }
+    }
     notes.push_str(FOOTNOTE);
     Ok(render(
         "slow-handler",
