@@ -37,7 +37,10 @@ fn bad_policy_and_sim_values_get_exit_2_and_the_fix() {
     assert!(err.contains("--ioengine=sim"), "{err}");
     let (code, _, err) = pollwise(&["run", "--ioengine=spdk"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--ioengine=sim"), "{err}");
+    // The engine named, and the engines there are (the simulated device among them).
+    assert!(err.contains("--ioengine=spdk"), "{err}");
+    assert!(err.contains("sim (the simulated device)"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
