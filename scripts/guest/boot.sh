@@ -144,7 +144,9 @@ EOF
 B=/opt/guest/busybox
 $B mkdir -p /dev/pts /dev/shm
 $B mount -t devpts devpts /dev/pts; $B mount -t tmpfs tmpfs /dev/shm; $B mount -t tmpfs tmpfs /run
-$B mount -t tmpfs tmpfs /tmp
+# A clean /tmp, unless the command runs from the host's /tmp (a clone there): then the overlay's
+# /tmp (the host's, read-only, under the guest's tmpfs) stays, writable and with that clone in it.
+case "$gcwd" in /tmp|/tmp/*) ;; *) $B mount -t tmpfs tmpfs /tmp ;; esac
 $B modprobe null_blk queue_mode=2 poll_queues=2 irqmode=2 completion_nsec=20000 2>/dev/null
 $B hostname guest
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/guest HOME=/root TERM=dumb
