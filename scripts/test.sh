@@ -44,8 +44,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings -W clippy::undocu
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --lib --no-deps --locked
 
 echo "== tests (unit, integration, doc examples; examples are built)"
-cargo test --workspace --all-targets --locked
-cargo test --workspace --doc --locked
+# Bounded: a test that hangs fails this stage in 40 minutes with its name on screen (cargo
+# prints "has been running for over 60 seconds"), instead of eating CI's whole budget.
+bounded() {
+  local rc=0
+  timeout --signal=KILL 40m "$@" || rc=$?
+  if [ "$rc" = 137 ]; then echo "scripts/test.sh: '$*' ran over 40 minutes: a test hangs (named above)" >&2; fi
+  return "$rc"
+}
+bounded cargo test --workspace --all-targets --locked
+bounded cargo test --workspace --doc --locked
 # Lock-free protocols, model-checked (a separate target dir: cfg(loom) rebuilds everything).
 echo "== loom models"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

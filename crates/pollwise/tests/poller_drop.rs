@@ -49,7 +49,13 @@ fn dropped_client_leaves_nothing_behind() {
         doomed.submit().unwrap();
         // The pipe reads are first in the ring, so the poller's first turn takes them: once
         // it has 4 in flight, they are in the kernel (and stay there until cancelled).
+        let began = std::time::Instant::now();
         while poller.in_flight() < 4 {
+            assert!(
+                began.elapsed() < Duration::from_secs(10),
+                "the poller took only {} requests into the kernel in 10 s",
+                poller.in_flight()
+            );
             std::thread::yield_now();
         }
         // Dropped here with everything in flight and never polled.
