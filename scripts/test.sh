@@ -2,8 +2,8 @@
 # The test command: the checks that hold the line, every test of the workspace on real io_uring
 # (examples and doc examples included), then the loom models.
 # Needs Rust (cargo, with rustfmt and clippy), a Linux kernel with io_uring enabled, root and the
-# network the first time (apt-get: fio, QEMU, liburing-dev, pkg-config, a C compiler; the guest's
-# kernel), cached afterwards.
+# network the first time (apt-get: fio, QEMU, liburing-dev, pkg-config, a C compiler, groff, zsh;
+# the guest's kernel), cached afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +34,18 @@ if [ ! -f /usr/include/liburing.h ] || ! command -v pkg-config >/dev/null 2>&1 |
     apt-get update -qq && apt-get install -y -qq liburing-dev pkg-config gcc libc6-dev >/dev/null
   else
     echo "liburing-dev, pkg-config or cc is missing: install them (apt-get install liburing-dev pkg-config gcc) and run again" >&2
+    exit 1
+  fi
+fi
+
+# The docs tests (crates/pollwise-cli/tests/docs.rs) build the man page with groff and parse the
+# zsh completion with zsh: install them if missing; the tests fail, never skip, without them.
+if ! command -v groff >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing groff-base and zsh (apt-get)"
+    apt-get update -qq && apt-get install -y -qq groff-base zsh >/dev/null
+  else
+    echo "groff or zsh is missing: install them (apt-get install groff-base zsh) and run again" >&2
     exit 1
   fi
 fi

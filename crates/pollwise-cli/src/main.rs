@@ -417,6 +417,30 @@ fn emit_report(text: &str) -> Result<(), ExitCode> {
     }
 }
 
+/// `pollwise man` and `pollwise completions SHELL`: documents written from the option table.
+/// None for any other command.
+fn generated_main(args: &[String]) -> Option<ExitCode> {
+    use pollwise_cli::options::docgen;
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = match words.as_slice() {
+        ["man"] => docgen::man_page(),
+        ["completions", "bash"] => docgen::bash_completion(),
+        ["completions", "zsh"] => docgen::zsh_completion(),
+        ["man", ..] | ["completions", ..] => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pollwise: usage: `pollwise man` or `pollwise completions bash|zsh` (they take nothing else)"
+            );
+            return Some(ExitCode::from(2));
+        }
+        _ => return None,
+    };
+    Some(match emit_report(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    })
+}
+
 fn main() -> ExitCode {
     // Before any thread starts: the allocator's arenas under an address-space limit.
     pollwise_cli::limits::init();
@@ -478,6 +502,11 @@ fn main_inner() -> ExitCode {
     }
     if name == Name::Pollwise && args.first().map(String::as_str) == Some("exec") {
         return exec_main(&args[1..]);
+    }
+    if name == Name::Pollwise {
+        if let Some(code) = generated_main(&args) {
+            return code;
+        }
     }
     let mut after = None;
     let result = real_main(&args, name, &mut after);

@@ -23,7 +23,8 @@ pub fn general() -> String {
     h.push_str("  pollwise scenario NAME [options]\n      Reproduces a seed's experiment (NAME: see below).\n");
     h.push_str("  pollwise [options] JOBFILE... | pollwise --option=value ...\n      fio's command line: `pollwise run` without the word run.\n");
     h.push_str("  pollwise exec [--mode=M] -- CMD [ARGS...]\n      Runs an unmodified liburing program with pollwise's waits (LD_PRELOAD) and prints what they did.\n");
-    h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n\n");
+    h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n");
+    h.push_str("  pollwise man | pollwise completions bash|zsh\n      The manual page and shell completions, from the option table.\n\n");
     let _ = writeln!(h, "{SYNTAX}.");
     h.push_str(
         "pollwise's defaults differ from fio's in two places: --rw=randread and --direct=1.\nStarted under the name fio (a link called fio), it takes fio's command line with fio's\ndefaults (read, buffered) and says fio-3.33 to --version.\n\n",

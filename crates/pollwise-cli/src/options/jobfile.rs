@@ -22,13 +22,19 @@ use super::table::{lookup, normalize};
 /// `scripts/fio-option-names.py`.
 const FIO_OPTIONS: &str = include_str!("fio_options.txt");
 
-/// Whether fio has an option called `name` (dashes and underscores alike).
-pub fn is_fio_option(name: &str) -> bool {
-    let n = normalize(name);
+/// fio's option names and aliases, in the list's order.
+pub fn fio_option_names() -> impl Iterator<Item = &'static str> {
     FIO_OPTIONS
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .any(|l| l.trim() == n)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+}
+
+/// Whether fio has an option called `name` (dashes and underscores alike).
+pub fn is_fio_option(name: &str) -> bool {
+    let n = normalize(name);
+    fio_option_names().any(|l| l == n)
 }
 
 fn usage(s: String) -> Error {

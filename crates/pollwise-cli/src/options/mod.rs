@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod cmdline;
+pub mod docgen;
 pub mod help;
 pub mod jobfile;
 pub mod table;
@@ -113,7 +114,7 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
 
 /// Why pollwise lacks fio's option `key`, for the options fio's own job files use most; `None`
 /// for the rest (the message then points to the help).
-fn why_not(key: &str) -> Option<&'static str> {
+pub(crate) fn why_not(key: &str) -> Option<&'static str> {
     const WHY: &[(&[&str], &str)] = &[
         (&["max_open_zones", "read_beyond_wp", "zone_reset_threshold", "zone_reset_frequency", "job_max_open_zones", "ignore_zone_limits"], "pollwise has fio's strided zones but not a zoned block device's (zonemode=zbd); drop the zbd options"),
         (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
