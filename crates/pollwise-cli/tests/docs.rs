@@ -77,7 +77,8 @@ fn blocks(text: &str, lang: &str) -> Vec<(usize, String)> {
 }
 
 fn not_run(body: &str) -> bool {
-    body.lines().any(|l| l.trim_start().starts_with("# not run"))
+    body.lines()
+        .any(|l| l.trim_start().starts_with("# not run"))
 }
 
 #[test]
@@ -139,7 +140,10 @@ fn every_runnable_shell_block_runs() {
             }
         }
     }
-    assert!(ran >= 5, "only {ran} runnable blocks found: the scan is broken");
+    assert!(
+        ran >= 5,
+        "only {ran} runnable blocks found: the scan is broken"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -242,7 +246,10 @@ fn every_relative_link_resolves() {
             }
         }
     }
-    assert!(checked >= 20, "only {checked} links found: the scan is broken");
+    assert!(
+        checked >= 20,
+        "only {checked} links found: the scan is broken"
+    );
     assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
 }
 
@@ -294,7 +301,10 @@ fn options_md_covers_every_option_and_every_fio_option() {
         );
     }
     for n in docgen::ACCEPTED_WITHOUT_EFFECT {
-        assert!(lookup(n).is_some(), "{n} is listed as accepted but is not in the table");
+        assert!(
+            lookup(n).is_some(),
+            "{n} is listed as accepted but is not in the table"
+        );
         assert!(
             fio_option_names().any(|f| f == *n),
             "{n} is listed as fio's but fio has no such option"

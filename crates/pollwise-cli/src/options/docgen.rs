@@ -9,8 +9,7 @@ use std::fmt::Write as _;
 
 use super::jobfile::fio_option_names;
 use super::table::{
-    lookup, scenarios, Category, CommandSpec, Default, Kind, Opt, Scope, COMMANDS, MODES,
-    OPTIONS,
+    lookup, scenarios, Category, CommandSpec, Default, Kind, Opt, Scope, COMMANDS, MODES, OPTIONS,
 };
 
 /// fio's options that pollwise accepts and that change nothing in what it does: the help line
@@ -81,7 +80,11 @@ pub fn options_markdown() -> String {
     for (u, a) in OTHER_COMMANDS {
         let _ = writeln!(m, "| `{u}` | {} |", md_cell(a));
     }
-    let _ = writeln!(m, "\nWait modes (`--mode`, `--modes`): {}.", MODES.join(", "));
+    let _ = writeln!(
+        m,
+        "\nWait modes (`--mode`, `--modes`): {}.",
+        MODES.join(", ")
+    );
     for cat in categories() {
         let _ = writeln!(m, "\n## {}\n", cat.title());
         m.push_str("| option | value | default | commands | fio | what it does |\n|---|---|---|---|---|---|\n");
@@ -264,7 +267,11 @@ fn shell_fn_name(name: &str) -> String {
 pub fn bash_completion() -> String {
     let mut s = String::from("# bash completion for pollwise, generated from its option table (`pollwise completions bash`).\n# Source it, or install it as /usr/share/bash-completion/completions/pollwise.\n\n");
     s.push_str("_pollwise() {\n  local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n");
-    let cmds: Vec<&str> = COMMANDS.iter().filter(|c| !c.scenario).map(|c| c.name).collect();
+    let cmds: Vec<&str> = COMMANDS
+        .iter()
+        .filter(|c| !c.scenario)
+        .map(|c| c.name)
+        .collect();
     let scen: Vec<&str> = scenarios().map(|c| c.name).collect();
     let _ = writeln!(
         s,
@@ -279,7 +286,12 @@ pub fn bash_completion() -> String {
         if let Some(ch) = choices(&o.kind) {
             let mut names = vec![format!("__{}", o.name)];
             names.extend(o.aliases.iter().map(|a| format!("__{a}")));
-            let _ = writeln!(s, "      {}) words=\"{}\" ;;", names.join("|"), ch.join(" "));
+            let _ = writeln!(
+                s,
+                "      {}) words=\"{}\" ;;",
+                names.join("|"),
+                ch.join(" ")
+            );
         }
     }
     s.push_str("    esac\n    if [[ -n $words ]]; then\n      COMPREPLY=($(compgen -P \"$key=\" -W \"$words\" -- \"$val\"))\n    else\n      compopt -o default 2>/dev/null\n      COMPREPLY=($(compgen -P \"$key=\" -f -- \"$val\"))\n    fi\n    return\n  fi\n");
@@ -323,19 +335,28 @@ fn zsh_desc(s: &str) -> String {
 pub fn zsh_completion() -> String {
     let mut s = String::from("#compdef pollwise\n# zsh completion for pollwise, generated from its option table (`pollwise completions zsh`).\n# Put it in a directory of $fpath as _pollwise.\n\n");
     for c in COMMANDS {
-        let _ = writeln!(s, "_pollwise_{}() {{\n  _arguments -s \\", shell_fn_name(c.name));
+        let _ = writeln!(
+            s,
+            "_pollwise_{}() {{\n  _arguments -s \\",
+            shell_fn_name(c.name)
+        );
         for o in OPTIONS.iter().filter(|o| c.accepts(o)) {
             let desc = zsh_desc(o.help);
             let spec = match (takes_value(&o.kind), choices(&o.kind)) {
                 (false, _) => format!("'--{}[{desc}]'", o.name),
                 (true, Some(ch)) => format!("'--{}=[{desc}]:value:({})'", o.name, ch.join(" ")),
                 (true, None) => {
-                    let action = if matches!(o.name, "filename" | "output" | "directory" | "platform") {
-                        "_files"
-                    } else {
-                        " "
-                    };
-                    format!("'--{}=[{desc}]:{}:{action}'", o.name, o.kind.placeholder().replace(':', "\\:"))
+                    let action =
+                        if matches!(o.name, "filename" | "output" | "directory" | "platform") {
+                            "_files"
+                        } else {
+                            " "
+                        };
+                    format!(
+                        "'--{}=[{desc}]:{}:{action}'",
+                        o.name,
+                        o.kind.placeholder().replace(':', "\\:")
+                    )
                 }
             };
             let _ = writeln!(s, "    {spec} \\");

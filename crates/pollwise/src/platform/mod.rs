@@ -1,43 +1,27 @@
 //! A platform model with virtual time: the real policies, on modelled cores, deterministically.
 //!
-//! This machine cannot show every mechanism (its wake-ups and submissions are slow, it has no
-//! poll queues); a model can. A [`Platform`] is a handful of measured costs (a submit call, a
-//! completion-queue check, a blocking wait's CPU and wake-up latency, a timed sleep's CPU and
-//! lateness, a context switch, the engine's own work per I/O), a number of cores with a time
-//! slice, and a device latency model ([`LatencyModel`](crate::queue::sim::LatencyModel)). [`run`] drives the *real* engine and
-//! the *real* wait policy of every job thread through it, in virtual time:
+//! **Why.** A machine cannot show every mechanism (this project's has slow wake-ups and no poll
+//! queues); a model can, and the same inputs give the same figures, bit for bit.
 //!
-//! - each thread's queue is modelled ([`ModelQueue`](crate::queue::model)): a push charges the engine's work per I/O, a
-//!   submit the submit call, a poll one completion-queue check; a blocking wait charges a system
-//!   call, takes the thread off its core until the completion (plus the wake-up latency) or the
-//!   timer (plus its lateness), and charges the rest of the wait's CPU when the thread runs again;
-//! - threads contend for the cores ([`sched`](crate::queue::model::sched)): a woken thread takes a free core, or waits until
-//!   a thread blocks or a running thread's time slice ends while others wait (then the one that
-//!   waited longest runs, after a context switch);
-//! - the device completes each request at its submission plus a latency drawn from the model,
-//!   with a generator seeded per thread: the same inputs give the same figures, bit for bit.
+//! **Rule.** A [`Platform`] is a handful of measured costs (a submit call, a completion-queue check,
+//! a blocking wait's CPU and wake-up latency, a timed sleep's CPU and lateness, a context switch,
+//! the engine's work per I/O), cores with a time slice, and a device latency model
+//! (`LatencyModel`). [`run`] drives the *real* engine and wait policy of every job thread through
+//! it, in virtual time:
 //!
-//! - a device with a limited rate (`device_iops`) starts the requests of all threads in turn,
-//!   one per `1 / device_iops` at most: requests beyond its parallelism wait in it. A thread
-//!   submitting to it first lets every running thread behind it in virtual time catch up, so
-//!   the device sees requests in time order.
-//! - a device whose latency grows with the requests on it (`device_latency_by_depth`, a
-//!   median latency per depth that `pollwise calibrate` measures): a request issued while `n`
-//!   requests of any thread are on the device (itself included) takes the latency model's
-//!   draw plus the curve's rise from depth 1 to `n`. Two threads at queue depth 1 each are
-//!   depth 2 for the device, as one thread at depth 2 is. The same time-order rule holds.
+//! - each thread's queue is modelled (`ModelQueue`): every call charges its cost; a blocking
+//!   wait takes the thread off its core until the completion (plus the wake-up) or the timer (plus
+//!   its lateness);
+//! - threads contend for the cores (`sched`): a woken thread takes a free core or waits for one;
+//! - the device completes each request at its submission plus a seeded draw from the model, plus,
+//!   when the platform says so, a wait for its rate (`device_iops`) and a rise with the requests on
+//!   it (`device_latency_by_depth`), all threads together in virtual-time order;
+//! - kernel polled I/O (`hipri` on a platform with `iopoll_ns`) is an IOPOLL ring: completions are
+//!   seen only by polling, and no completion ends a sleep.
 //!
-//! - kernel polled I/O (a job with `hipri`, on a platform with `iopoll_ns`): the thread's
-//!   queue is an IOPOLL ring, whose completions are seen only by polling (each poll an enter
-//!   of `iopoll_ns`), whose blocking wait keeps the thread on its core polling until the
-//!   completion, and where no completion ends a sleep. HYBRID_IOPOLL's sleep inside the
-//!   kernel is not modelled.
-//!
-//! What it leaves out (and so what a comparison with real runs may miss): wake-up preemption (a
-//! woken thread never preempts a running one before its slice ends), the scheduler tick (a
-//! spinning thread is preempted at its slice's end, not at the next tick after it), other
-//! programs on the cores, interrupts' CPU on other threads' cores, caches, and the spread of
-//! every cost but the device's (each is one figure, its median).
+//! Left out: wake-up preemption, the scheduler tick, other programs, interrupts' CPU on other
+//! cores, caches, and the spread of every cost but the device's. docs/advise.md says how far the
+//! model is off on real runs.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,91 +1,28 @@
 //! `auto`: choose how to wait at run time, from what this queue on this machine measures.
 //!
-//! No fixed mode wins everywhere (issue 11): polling wins on an idle fast device, interrupt
-//! waits cost half the CPU for a few microseconds more, a timed sleep in a VM costs about what
-//! it saves, and when runnable threads outnumber the cores every spinning thread takes the CPU
-//! from the threads whose I/O completed. `auto` owns one instance of each candidate policy
-//! ([`poll`](super::poll), [`hybrid`](super::hybrid), [`interrupt`](super::interrupt) and
-//! [`adaptive`](super::adaptive)) and forwards each wait to the current one, switching only
-//! between waits, so every completion reaches the sink exactly once, from exactly one policy.
+//! **Why.** No fixed mode wins everywhere: polling wins on an idle fast device, interrupt waits
+//! cost half the CPU for a few microseconds more, a timed sleep in a VM costs about what it saves,
+//! and when runnable threads outnumber the cores spinning takes the CPU from the threads whose
+//! I/O completed.
 //!
-//! **Objective**: the least CPU per I/O whose median latency stays within `slack` (default 0.10)
-//! of what polling gives; interrupt waits when the CPU is contended. With
-//! [`DEEP_IN_FLIGHT`] requests in flight or more, *throughput* (time per completion) is judged
-//! instead: there a request's latency is mostly its wait behind the others, and what a full
-//! queue gives its caller is its rate (Little's law).
+//! **Rule.** `auto` owns one instance of each candidate ([`poll`](super::poll),
+//! [`hybrid`](super::hybrid), [`interrupt`](super::interrupt), [`adaptive`](super::adaptive)) and
+//! forwards each wait to the current one, switching only between waits, so every completion
+//! reaches the sink exactly once, from exactly one policy. It keeps the least CPU per I/O whose
+//! median *lat* ([`OpInfo::queued_ns`] to reaped: fio's lat, which counts every candidate's
+//! submission once) stays within `slack` (0.10) of poll's; with [`DEEP_IN_FLIGHT`] requests in
+//! flight or more it judges time per completion instead. Under CPU contention it waits by interrupt.
 //!
-//! **Epochs.** A candidate is measured over an epoch: [`SETTLE_IOS`] completions to settle (a
-//! hybrid predictor bootstraps, a window grows), then at least [`EPOCH_IOS`] completions *and*
-//! [`EPOCH_NS`] of time, whichever is longer (while exploring, [`EXPLORE_EPOCH_NS`] of time:
-//! an exploration's epochs in candidates that lose are its cost). An epoch yields the median and 90th percentile of
-//! its latencies, its I/O rate, and the waiting thread's CPU time per completion:
-//! `CLOCK_THREAD_CPUTIME_ID` read at the epoch's two edges, never per I/O, so it counts what the
-//! wait really costs (spinning, timer programming, context switches).
+//! **States.** *Explore*: each candidate for one epoch ([`SETTLE_IOS`] completions to settle, then
+//! at least [`EPOCH_IOS`] completions and [`EXPLORE_EPOCH_NS`]); a candidate within [`CLOSE_CALL`]
+//! of the line is measured twice. *Hold*: the best, re-measured epoch by epoch; a median that moves
+//! by [`SHIFT`] for [`SHIFT_EPOCHS`] epochs, or the end of the hold (doubling from [`HOLD_MIN_NS`]
+//! to [`HOLD_MAX_NS`]), explores again. *Contended*: interrupt, until a calm period (doubling up to
+//! [`CALM_MAX_NS`]) has passed.
 //!
-//! **Which latency.** Each completion comes from the queue with its [`OpInfo`]; `auto` takes
-//! *lat* = reaped − [`OpInfo::queued_ns`] (fio's lat: queued to reaped), not clat (submission
-//! returned to reaped). The candidates do not submit alike: the queue submits what was pushed
-//! before a poll, so under poll and hybrid the `io_uring_enter` that submits falls in slat, but
-//! interrupt's blocking wait submits and waits in one system call, stamped when the wait began,
-//! so its submission falls in clat. Comparing clats would charge interrupt for a system call
-//! that poll is not charged for; lat counts the submission once for every candidate, and is the
-//! latency the caller sees. (Hybrid, which aims sleeps at the device's completion, keeps
-//! predicting on clat, as the kernel does.) The queue submits and records every operation
-//! itself, so `auto` forwards nothing to its candidates but the wait: each reads what is in
-//! flight from the queue when it becomes current.
-//!
-//! **States.**
-//! - *Explore*: poll, hybrid, interrupt, one epoch each (adaptive too when poll's latencies are
-//!   spread: p90 ≥ [`SPREAD_FOR_ADAPTIVE`] x p50, where a polling window catches the fast ones
-//!   and blocks on the slow). Hybrid is left out when its timer lead (how late its wake-ups
-//!   come) is at least half of poll's median: a sleep cannot then be aimed. (Hybrid also
-//!   declines, by itself, sleeps whose learnt CPU cost exceeds what they save: then it polls,
-//!   and its epoch measures as much.) A *close call* — a candidate cheaper than poll whose
-//!   median is within [`CLOSE_CALL`] of the slack's line — is measured once more, poll first
-//!   again, and the means of the two rounds decide.
-//! - *Hold*: the best candidate, re-measured epoch by epoch. A median that moves by more than
-//!   [`SHIFT`] from what the exploration measured, in [`SHIFT_EPOCHS`] epochs in a row, starts a
-//!   new exploration; so does the end of
-//!   the hold, which doubles (from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) each time an exploration
-//!   confirms the same choice.
-//! - *Contended*: interrupt, entered from any state as soon as the
-//!   [`ContentionSampler`](super::contention::ContentionSampler) says so (sampled at most every 10 ms). Once the contention has been
-//!   gone for a calm period, a new exploration starts; if contention comes back during it, the
-//!   calm period doubles (up to [`CALM_MAX_NS`]), so threads that only crowd the CPU when they
-//!   poll do not keep trying. Besides `/proc`, the sampler counts the threads of this process
-//!   whose waits `auto` chooses: more of them than cores is contention even while they all
-//!   block and the CPU looks calm.
-//!
-//! **DPAS (FAST '26).** DPAS works inside the kernel's polled-I/O path. Its PAS part sleeps
-//! before polling and adapts the sleep on *every* I/O by binary feedback (woke too early: a
-//! busy-wait followed, lengthen; woke too late: shorten), which avoids Linux hybrid polling's
-//! "latency shelving" (an oversleep inflates the measured latency that sets the next epoch's
-//! sleep). Its DPAS part is a state machine over PAS, classic polling (CP), an overloaded state
-//! (OL) and interrupts (INT), evaluated every 100 I/Os from the average queue depth and the
-//! count of sleeps that hit the timer floor: PAS → CP at an average depth of 1 when sleeps are
-//! useless, PAS → OL when the floor is hit too often, OL → INT when the depth is high and
-//! back to PAS when it falls, CP → PAS after 1000 I/Os and INT → OL after 10,000 to look again.
-//!
-//! What pollwise takes: decide on counts of completions and bounded times, never per I/O;
-//! give up sleeping when sleeps cannot be aimed (DPAS's timer floor; here hybrid's timer lead
-//! against poll's median, and hybrid's own cost rule); go to interrupts under load; send every
-//! settled mode back to evaluation after a bounded time (DPAS's 1000 and 10,000 I/Os; here the
-//! doubling hold and calm periods). What it does differently: it runs in user space over any
-//! queue, so it cannot patch the sleep inside the kernel's poll loop; it does not trust fixed
-//! thresholds (queue depth, timer-floor counts) whose right values depend on the device and the
-//! machine, but *measures* each candidate's latency and thread CPU per I/O here, in epochs, and
-//! picks by an explicit objective (least CPU within a latency slack of polling); its load signal
-//! is CPU contention (runnable threads against cores, the thread's run delay), not queue depth,
-//! because in a VM or with more threads than cores it is the CPU, not the device, that turns
-//! polling into a loss; and it keeps hybrid's per-class prediction (from clat, the kernel's
-//! way) rather than PAS's per-I/O feedback, with hybrid's timer lead and cost rule standing in
-//! for PAS's guard against oversleeping. PAS's per-I/O feedback is a candidate for a future
-//! hybrid variant.
-//!
-//! Every switch and its reason is counted, as are the time and completions in each mode: the
-//! switches, epochs, time and completions per mode in [`PolicyCounters`] (the JSON's policy
-//! counters), the reasons and each epoch's latest measurements in the
-//! [`beliefs`](WaitPolicy::beliefs).
+//! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
+//! reason is counted ([`PolicyCounters`], [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has
+//! the rule at length, and what it takes from DPAS (FAST '26) and what it does differently.
 
 use std::io;
 use std::sync::Arc;

@@ -1,37 +1,24 @@
 //! CPU contention: do runnable threads outnumber the cores this thread may run on?
 //!
 //! Polling pays only when the poller has a core to itself. When runnable threads outnumber the
-//! cores, a spinning thread takes the CPU from the very threads whose I/O completed (seed 000;
-//! issue 11 measured hybrid at 1.42-1.76x poll and interrupt best with 8 threads on 2 cores).
-//! [`ContentionSampler`] tells the `auto` policy when that is so, from three readings taken at
-//! most every [`SAMPLE_NS`] (never per I/O):
+//! cores, a spinning thread takes the CPU from the very threads whose I/O completed.
+//! [`ContentionSampler`] tells the `auto` policy when that is so, from readings taken at most every
+//! [`SAMPLE_NS`] (never per I/O):
 //!
-//! - **runnable threads**, the fourth field of `/proc/loadavg` (`running/total`: the kernel's
-//!   instantaneous count of runnable scheduling entities, the reader included), smoothed;
-//! - **this thread's run delay**, the second field of `/proc/thread-self/schedstat`: nanoseconds
-//!   it spent runnable but waiting for a CPU. Its share of the wall time between samples says
-//!   whether *this* thread is being crowded out;
-//! - **CPU pressure**, `some total=` of `/proc/pressure/cpu` (microseconds during which at least
-//!   one task waited for a CPU), as a share of the wall time: reported, not decided on, because
-//!   on a shared machine it also counts neighbours that never compete with this thread's cores.
+//! - **runnable threads**, the fourth field of `/proc/loadavg`, smoothed;
+//! - **this thread's run delay**, from `/proc/thread-self/schedstat`: its share of the wall time
+//!   between samples says whether *this* thread is crowded out;
+//! - **CPU pressure** (`/proc/pressure/cpu`): reported, not decided on, because on a shared
+//!   machine it also counts neighbours that never compete with this thread's cores;
+//! - **choosers in this process**: how many threads have their waits chosen by `auto` right now
+//!   (live [`ProcSignals`]). The one reading that sees contention *before* the threads poll: while
+//!   they all wait in interrupt mode the CPU looks calm, and every calm period would send them
+//!   back to poll.
 //!
-//! The readings come through the small [`CpuSignals`] trait, so tests script them; [`ProcSignals`]
-//! reads `/proc` through file descriptors opened once and re-read with `pread` (one system call
-//! per reading). The thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) comes through the same trait:
-//! `auto` reads it at the edges of its epochs only.
-//!
-//! - **choosers in this process**: how many threads of this process have their waits chosen
-//!   by `auto` right now ([`ProcSignals`] alive, this one included; a process-wide counter, no
-//!   system call). Each may spin: when they outnumber the cores, polling must crowd them out,
-//!   whatever `/proc` says at the moment. This is the one reading that sees it *before* the
-//!   threads poll: while they all wait in interrupt mode, the runnable count is low and says
-//!   the CPU is calm, and every calm period would send them back to poll (issue 11 measured
-//!   auto at 0.83-0.97x the best fixed mode with 8 threads on 2 cores, trying poll again and
-//!   again).
-//!
-//! Contended means: the smoothed runnable count exceeds the cores, this thread waited for a
-//! CPU for more than [`RUN_DELAY_SHARE`] of the last interval, or the choosers in this process
-//! outnumber the cores.
+//! Contended means: the smoothed runnable count exceeds the cores, this thread waited for a CPU for
+//! more than [`RUN_DELAY_SHARE`] of the last interval, or the choosers outnumber the cores. The
+//! readings come through the [`CpuSignals`] trait, so tests script them; [`ProcSignals`] reads
+//! `/proc` through file descriptors opened once and re-read with `pread`.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -1,41 +1,26 @@
 //! `dpas`: DPAS's rule (FAST '26, "dynamic pre-sleep adaptive polling"), in user space.
 //!
-//! DPAS keeps polling's latency at less CPU by sleeping before it polls, like the kernel's
-//! hybrid polling, but learns the sleep from whether each sleep was too long or too short, and
-//! switches between polling, that sleep and interrupts by the load. The facts, as its
-//! artifact's block layer keeps them (one state per CPU and per size bucket):
+//! **Why here.** DPAS keeps polling's latency at less CPU by sleeping before it polls, like the
+//! kernel's hybrid polling, but learns the sleep from whether each sleep was too long or too
+//! short, and switches between polling, that sleep and interrupts by the load. pollwise runs it
+//! as a mode of its own so its `hybrid` and `auto` can be set against it on any platform.
 //!
-//! - **The sleep** (`dur`) starts at 100 ns, its floor. After a request slept, the poll that
-//!   follows tells the outcome: completions at the first poll mean it *overslept*, a poll that
-//!   had to spin means it *underslept*. One outcome per sleep length is kept (the first
-//!   request that slept with it), and the next request's sleep is scaled by a factor `adj`
-//!   chosen from the last two outcomes: (under, under) `adj += up`; (over, under)
-//!   `adj = 1 + up`; (under, over) `adj = 1 - dn`; (over, over) `adj -= dn`; an `adj` of 0 or
-//!   less becomes 1. `up` starts at 1% and `dn` at 10%: a sleep grows by about 1% per short
-//!   sleep, faster while they stay short, and falls by 10% per long one.
-//! - **The steps adapt** ("DPAS1"): two outcomes alike heat `dn` up by 5% (at most 10%) with
-//!   `up = dn / 10`; two unlike cool `up` down by 10% (at least 0.1%) with `dn = 10 x up`.
-//! - **Modes** switch by counts of I/Os: adaptive sleep (PAS) is judged after 100 I/Os: if the
-//!   sleep hit its 100 ns floor in that time (the timer cannot serve it), go to OL, which
-//!   sleeps as PAS and is judged after 100 I/Os by the average queue depth: at most 1, back to
-//!   PAS, more, to interrupts (INT); if the average queue depth in PAS was exactly 1, go to
-//!   classic polling (CP) for 1,000 I/Os, then back to PAS. The queue depth averaged is sampled
-//!   at each sleep decision and averaged over them, in tenths rounded down (an average of
-//!   exactly 1.0 is "every request alone").
-//!   INT lasts 10,000 I/Os, then PAS again: its exit is not in the artifact's `blk-mq.c` (which
-//!   counts the I/Os of each mode elsewhere); this follows the paper's mode counts.
+//! **The rule**, per policy and per size bucket (direction and log2 of the size in sectors):
 //!
-//! Translated to a user-space wait: the "CPU" is the policy (each thread has its own ring and
-//! its own policy, and submits from the core it runs on), so the state is per policy and per
-//! size bucket (direction and log2 of the size in sectors, as the kernel's buckets); the queue
-//! depth sampled is this thread's requests in flight when a request's sleep is decided (the
-//! kernel counts the requests of that CPU inside their sleep, which one thread's requests,
-//! sleeping one after another, make the same at depth 1; another thread's requests on the same
-//! core are not seen here). When a wait finds nothing ready, the request in flight submitted
-//! first that has not been decided on gets its sleep (relative to now, as the kernel's timer),
-//! in a timed wait that a completion ends early on a ring with interrupts, or a timer's sleep
-//! on an IOPOLL ring; then the policy polls. In CP it polls; in INT it blocks (on an IOPOLL
-//! ring a blocking wait is the kernel polling: there are no interrupts there).
+//! - **The sleep** starts at its 100 ns floor. The poll after a sleep tells whether it overslept
+//!   (completions at the first poll) or underslept (the poll had to spin); the next sleep is
+//!   scaled by a factor from the last two outcomes, about +1% per short sleep and -10% per long
+//!   one, and the steps themselves heat up and cool down ("DPAS1").
+//! - **Modes** switch by counts of I/Os: the adaptive sleep (PAS) is judged after 100 I/Os; a
+//!   sleep at its floor goes to OL, which goes back to PAS at an average queue depth of at most 1
+//!   and to interrupts (INT) above; an average depth of exactly 1 in PAS goes to classic polling
+//!   (CP) for 1,000 I/Os. INT lasts 10,000 I/Os, then PAS again.
+//!
+//! **In user space**, when a wait finds nothing ready, the first request in flight not yet decided
+//! on gets its sleep (a timed wait that a completion ends early; a timer's sleep on an IOPOLL
+//! ring), then the policy polls; in CP it polls, in INT it blocks. The queue depth is this thread's
+//! requests in flight at each decision. docs/waiting.md has the rule in full, as DPAS's artifact
+//! keeps it.
 
 use std::io;
 use std::sync::Arc;

@@ -1,105 +1,29 @@
-//! `hybrid`: sleep through part of a request's expected latency, once, then poll (seed 000).
+//! `hybrid`: sleep through part of a request's expected latency, once, then poll.
 //!
-//! Polling buys latency with a whole core; when the threads outnumber the cores, the spinning
-//! starves the very threads whose I/O completed (seed 000: RocksDB multireadrandom, 16 threads on
-//! 8 cores, 121,953 ops/s polling and 160,233 with hybrid polling). Linux's hybrid IOPOLL sleeps
-//! a part of the expected completion time and then polls: the sleep gives the CPU away while the
-//! device works, the poll keeps the wake-up off the critical path.
+//! **Why.** Polling buys latency with a whole core, and when threads outnumber the cores the
+//! spinning starves the threads whose I/O completed. Sleeping through most of the device's time
+//! gives the CPU away; the poll that follows keeps the wake-up off the critical path (the kernel's
+//! HYBRID_IOPOLL does this for polled I/O).
 //!
-//! Here each request is given a deadline from its submission: the time its submission returned
-//! (clat starts there, as the kernel's `iopoll_start` is taken after issue) plus `fraction` x its
-//! class's predicted latency ([`Predictor`]). The queue says what is in flight, of which class and
-//! since when ([`Tracked::ops`]): no caller has to tell the policy. When a wait finds nothing
-//! ready:
+//! **Rule.** Each request gets a deadline: the time its submission returned plus `fraction` x its
+//! class's predicted clat ([`Predictor`]); the queue says what is in flight ([`Tracked::ops`]).
+//! A wait that finds nothing ready polls when enough requests are due (deadline passed, slept or
+//! declined already, or no prediction yet), else sleeps in [`Queue::wait`] with a timeout until
+//! enough will be due, so the wanted completions end the sleep if they come first. **A request
+//! sleeps at most once.** Sleeps under [`MIN_SLEEP_NS`] poll instead. On an IOPOLL ring the sleep
+//! is a timer's and each spin an enter in which the kernel polls.
 //!
-//! - a request in flight is *due* when its deadline passed, it has slept already (or its sleep
-//!   was declined), or its class has no prediction yet: its completion is expected any moment;
-//! - if at least as many requests are due as completions are wanted, poll;
-//! - else sleep until enough requests will be due (for one wanted completion: the earliest
-//!   deadline), in [`Queue::wait`] with a timeout (`io_uring_enter` with `EXT_ARG` on a ring), so
-//!   the wanted completions arriving first end the sleep at once. Every request whose deadline
-//!   the sleep reaches is marked as slept: **a request sleeps at most once**, however its sleep
-//!   ended. A batch submitted together sleeps once, as a whole.
+//! **Only sleeps that pay.** A sleep costs CPU (enter, timer, two context switches); hybrid learns
+//! that cost here from the thread's CPU time around sampled sleeps, and after [`LEARN_SLEEPS`]
+//! sleeps only when the expected saving (to the deadline, or to the predicted low quantile if that
+//! comes first) is at least [`SLEEP_MARGIN`] x the cost, with a [`HYSTERESIS`] band about the line;
+//! while declining it probes once every [`PROBE_EVERY`] requests.
 //!
-//! On a queue whose completions cannot end a wait (an IOPOLL ring: no interrupts), the sleep is
-//! a timer's and runs its whole time, and every spin (after a sleep, or instead of one) is one
-//! blocking `io_uring_enter` in which the kernel polls the device: hybrid sleeps, then enters.
-//!
-//! Sleeps shorter than [`MIN_SLEEP_NS`] are not worth a context switch; the policy polls instead.
-//! The caller sets its timer slack to 1 ns, or every sleep is stretched by 50 µs.
-//!
-//! **Sleeps that pay.** A sleep is not free: entering the kernel, programming the timer, two
-//! context switches and the return cost the waiting thread CPU time, and in the virtual machines
-//! this was built on that is about as much as the spin a short sleep replaces (issue 11: an 8 µs
-//! sleep then spin saved 2.6 µs of CPU per I/O, not 8). So hybrid learns what a sleep costs
-//! *here*: it reads the thread's CPU time ([`Clock::thread_cpu_ns`], `CLOCK_THREAD_CPUTIME_ID`)
-//! just before and just after a sleep, and takes the difference, less the cost of one reading
-//! (measured once, as the least CPU time between back-to-back readings: each reading is a system
-//! call of its own, some hundreds of nanoseconds), as that sleep's cost; the cost believed is a
-//! moving average ([`COST_WEIGHT`]). The first [`LEARN_SLEEPS`] sleeps are all measured, then
-//! one in [`SAMPLE_EVERY`], so the readings add a few tens of nanoseconds per sleep at most.
-//!
-//! A sleep's *expected saving* is the spin it avoids: the time from now to the deadline it is
-//! for (the lead sets the timer early so the late wake-up lands on the deadline), or to the
-//! completion if that comes first, taken as the predicted low quantile of the latency (a spin
-//! ends at the completion). The low quantile matters: the deadline follows the window's *mean*,
-//! which one stall inflates (a 28 ms gap in a 100 ms window of 30 µs reads doubles it), and a
-//! saving counted to such a deadline passed the rule on a disk where sleeps do not pay; the
-//! sleeps then outlasted the completions, their late wake-ups lengthened the clat the next
-//! window's mean is taken from, and the rule kept saying yes for thousands of requests.
-//! After the learning sleeps, hybrid sleeps only when
-//!
-//! > expected saving ≥ [`SLEEP_MARGIN`] x learnt cost of a sleep,
-//!
-//! with a [`HYSTERESIS`] of 10% about that line (once it said sleep, it needs 10% less; once it
-//! said poll, 10% more), so a saving on the line gives one verdict, not a scatter of sleeps.
-//! The sleeps taken to measure the cost (the first [`LEARN_SLEEPS`] and the probes below) are
-//! not the rule's: their requests are counted apart (`probed_requests`, within
-//! `slept_requests`), so a report can say how often the rule itself slept.
-//!
-//! and otherwise polls, marking the requests the sleep was for as *declined* (due, like slept
-//! ones: the decision is made once per request). The margin is 2 because the thread's CPU clock
-//! sees only part of what a sleep costs: the timer interrupt, the wake-up IPI and, in a VM, the
-//! exits to the host that programming a timer takes are billed to no thread, and on the machines
-//! here they are of the order of what the thread sees (issue 11's figures: 8 µs slept, 2.6 µs
-//! saved, so some 5 µs paid of which well under half shows in the thread's own time). A factor
-//! 2 pays for the unseen half, and keeps the rule off the noise of an average over tens of
-//! samples: a sleep that only breaks even is not worth the latency risk of waking late.
-//! A machine changes (load, frequency, another VM's timer storm), so while declining hybrid still
-//! takes one *probe* sleep every [`PROBE_EVERY`] declined requests, measured, and counted apart
-//! (`sleep_probes`): at most 0.1% of requests.
-//!
-//! **The sleep target.** By default (no statistic chosen, nor a fraction alone) it adapts
-//! ([`Hybrid::adaptive_target`]): once the wake-up's lateness is learnt, a request's deadline
-//! is the later of half the predicted mean (the kernel's rule) and the predicted low quantile
-//! less the wake-up's jitter (its mean lateness less the timer lead). Where wake-ups are prompt and steady (bare metal: 1-2 µs) the thread sleeps to
-//! just before the earliest likely completion, not half of it: on the `nvme-baremetal` model
-//! that is 0.44x poll's CPU per I/O at poll's p50, against 0.75x for half the mean. Where they
-//! are late and scattered (4-20 µs here, against 30 µs reads) the jitter leaves no room past
-//! half the mean, and the kernel's rule stands. A statistic chosen, or a fraction without
-//! one (a fraction of the mean), is kept as given.
-//!
-//! A timer never fires on time: the wake-up (timer interrupt, scheduler, return to user space)
-//! comes late, by about 1-2 µs on bare metal and by 15-30 µs in the virtual machine this was
-//! built on, which is half the latency of its disk. So the policy sets the timer early by a
-//! *lead*: the least lateness seen over the last [`LATE_WINDOW`] timed-out sleeps (the least, so
-//! a sleep that also waited for a busy CPU does not teach it to stop sleeping). Until a sleep
-//! times out there is no lateness to see; a sleep that ends after its deadline grows the lead by
-//! [`LEAD_STEP_NS`] so the search starts, never past the sleep it would shorten less
-//! [`MIN_SLEEP_NS`] (so a sleep is still taken, times out, and measures the real lateness). On a
-//! fake clock nothing is late and the lead stays 0.
-//! The mean lateness is reported beside the lead.
-//!
-//! Every completion's clat (submission returned to reap) feeds the predictor. The counters say how
-//! it went: sleeps, time asked to sleep, oversleeps (the completion came during the sleep: the
-//! sleep was too long), the time spun after waking (the sleep was too short), and for every
-//! request reaped whether it slept or why not (`slept_requests`, `unslept_cost`,
-//! `unslept_short`, `unslept_unpredicted`). The beliefs say what it learnt: the cost of a sleep,
-//! the lateness, the expected saving and the decision.
-//!
-//! Per-operation state (deadline, slept) lives in a table indexed by the queue's slot for the
-//! operation ([`OpInfo::slot`]), tagged with the queue's token so a reused slot starts afresh; it
-//! is sized to the queue's capacity on the first wait and never allocates again.
+//! **Timers are late.** The timer is set early by the least lateness seen over [`LATE_WINDOW`]
+//! timed-out sleeps. By default the deadline adapts ([`Hybrid::adaptive_target`]): the later of
+//! half the predicted mean and the predicted low quantile less the wake-up's jitter. The caller
+//! sets its timer slack to 1 ns. Per-request state lives in a table indexed by the queue's slot,
+//! allocated once. docs/waiting.md has the reasoning and the figures behind each part.
 //!
 //! [`Queue::wait`]: crate::queue::Queue::wait
 //! [`Tracked::ops`]: crate::queue::Tracked::ops

@@ -1,35 +1,25 @@
 //! `khybrid`: the kernel's HYBRID_IOPOLL rule (Linux 6.13, `io_uring/rw.c`), in user space.
 //!
-//! The rule, as the kernel keeps it for an IOPOLL | HYBRID_IOPOLL ring:
+//! **Why here.** Beside the kernel's own (`--hipri --hybrid_iopoll`), this runs the same rule on any
+//! queue, so pollwise's `hybrid` (which adapts its sleep to the latency's distribution and to what
+//! a sleep costs) can be set against it on every platform.
 //!
-//! - **One estimate per ring**: `hybrid_poll_time`, which starts unknown (`LLONG_MAX`: no
-//!   request sleeps until one run time was seen).
-//! - **Each request sleeps once**, at the first poll of it, for half the estimate, counted from
-//!   that poll (a relative timer, not from the submission), and is polled after.
-//! - **Its run time** is the time since it was issued less the sleep asked for, taken after the
-//!   poll that follows the sleep; the estimate becomes the least run time seen.
+//! **The rule**, as the kernel keeps it for an IOPOLL | HYBRID_IOPOLL ring:
 //!
-//! So the estimate **only ever shrinks**: a device that slows down keeps the sleeps of its
-//! fastest moment, and since a request that slept half the estimate reports its latency less
-//! that half, a steady device of latency `T` settles at `T / 2` after two requests (the first
-//! reports `T`, the second `T - T / 2`), sleeping `T / 4`; one fast completion or one late
-//! wake-up lowers it for good.
+//! - **One estimate per ring**, unknown at first (no request sleeps until one run time was seen).
+//! - **Each request sleeps once**, at the first poll of it, for half the estimate counted from that
+//!   poll, and is polled after.
+//! - **Its run time** is the time since it was issued less the sleep asked for; the estimate
+//!   becomes the least run time seen, so it **only ever shrinks**: a steady device of latency `T`
+//!   settles at `T / 2` after two requests, sleeping `T / 4`, and one fast completion or one late
+//!   wake-up lowers it for good.
 //!
-//! Translated to a user-space wait: the estimate belongs to the policy (one per queue: each
-//! thread has its own ring and its own policy); when a wait finds nothing ready, the request in
-//! flight submitted first that has not slept sleeps half the estimate (in a timed wait that a
-//! completion ends early on a ring with interrupts; a timer's sleep on an IOPOLL ring, where
-//! nothing can end it, as in the kernel) and the policy then polls. A request's run time is
-//! taken when its completion is reaped: the kernel takes it after every poll of the request,
-//! but on a ring over one device its poll spins until a completion comes (no
-//! `BLK_POLL_ONESHOT`), so the two agree but for a poll cut short by the scheduler. The
-//! requests the kernel polls with `BLK_POLL_ONESHOT` (several devices on one ring, or a
-//! non-blocking enter) report the time to a poll that may find nothing, and shrink the
-//! estimate further; that case is not modelled here.
-//!
-//! Beside the kernel's own (`--hipri --hybrid_iopoll`), this runs the same rule on any queue,
-//! so pollwise's `hybrid` (which adapts its sleep to the latency's distribution and to what a
-//! sleep costs) can be set against it on every platform.
+//! **In user space** the estimate belongs to the policy (one per queue); when a wait finds nothing
+//! ready, the first request in flight that has not slept sleeps half the estimate (a timed wait
+//! that a completion ends early, or a timer's sleep on an IOPOLL ring, as in the kernel) and the
+//! policy then polls. A run time is taken when the completion is reaped; the kernel's
+//! `BLK_POLL_ONESHOT` case (several devices on one ring) is not modelled. docs/waiting.md says
+//! more.
 
 use std::io;
 use std::sync::Arc;

@@ -1,41 +1,26 @@
-//! The shared poller: one polling thread serves many client queues, fairly (seed 002).
+//! The shared poller: one polling thread serves many client queues, fairly.
 //!
-//! Two io_uring rings with SQPOLL threads pinned to the same CPU split that CPU by the
-//! scheduler's whim: a ring that submits one request every 500 ms keeps its thread spinning and
-//! takes half the CPU from a ring that submits continuously (seed 002 measured 1623 MiB/s rising
-//! to 3231 MiB/s when one thread served both). The kernel's answer is one SQPOLL thread shared
-//! through `IORING_SETUP_ATTACH_WQ`; pollwise's answer, in user space, is the [`SharedPoller`].
+//! **Why.** Rings with SQPOLL threads pinned to one CPU split it by the scheduler's whim: a ring
+//! that submits every 500 ms keeps its thread spinning and takes half the CPU from a busy one. One
+//! thread serving them all, the [`SharedPoller`], gives the CPU to the work.
 //!
-//! Each [`Client`] owns a submission ring and a completion ring in user memory
-//! ([`spsc`](crate::sync::spsc) rings, the virtqueue shape). The poller thread, pinned to one CPU,
-//! visits the clients in turn and takes a bounded share from each (deficit round robin: at most
-//! `batch` requests and about a `quantum` of bytes per turn, so neither a 2^15-request burst nor
-//! larger requests buy a larger share, the review's concern; light clients, with fewer than
-//! `batch` requests in the kernel, are served first and find room kept for them, so a QD1
-//! client's wait does not grow with the others' backlog), submits them through its
-//! own io_uring, reaps, and routes each completion to its owner's completion ring. A client is a
-//! [`Queue`](crate::queue::Queue): it waits for its completions with any
-//! [`WaitPolicy`](crate::policy::WaitPolicy), spinning on its ring or sleeping on a futex the
-//! poller rings only when the client said it sleeps.
-//!
-//! When no client has submitted anything for `idle` the poller sets NEED_WAKEUP on every client,
-//! fences, looks at every submission ring once more, and sleeps inside `io_uring_enter` (so an
-//! I/O completion wakes it too, alongside an eventfd doorbell armed with `POLL_ADD`). A client
-//! that submits publishes its ring tail, fences, and rings the doorbell only if the flag is set.
-//! The handshake is [`doorbell`](crate::sync::doorbell)'s, checked by a loom model. The poller
-//! sleeps only once the kernel has taken every entry it pushed, the doorbell's poll included.
-//!
-//! Buffer lifetime: an operation carries a raw buffer pointer (the [`Queue::push`] contract).
-//! [`cancel_all`](crate::queue::Queue::cancel_all) on a client hands back its queued requests
-//! with `-ECANCELED` and cancels those in the kernel; their completions come through `poll`, so
-//! the owner keeps the buffers until the kernel is done. A client dropped with requests in
-//! flight waits in `drop` until the poller has retired it (requests not yet taken are discarded
-//! unsubmitted, requests in the kernel are cancelled and their completions discarded), for
-//! [`DROP_BOUND`](crate::queue::DROP_BOUND) at most: past it, the owner must not free those
-//! buffers ([`PollerCounters::abandoned`] counts such drops; the poller retires the client when
-//! the kernel answers). Shutting the poller down hands every request back: those in the kernel
-//! complete, those still queued come back with `-ECANCELED`, and [`ShutdownReport`] counts both.
-//! A client whose poller has stopped gets `BrokenPipe` on push.
+//! **Rules.**
+//! - Each [`Client`] owns a submission and a completion ring in user memory
+//!   ([`spsc`](crate::sync::spsc)). The poller, pinned to one CPU, takes a bounded share from each
+//!   client per turn (deficit round robin: at most `batch` requests and about a `quantum` of
+//!   bytes), serves light clients first and keeps room for them, so neither a 2^15-request burst
+//!   nor a neighbour's backlog delays a QD1 client. It submits through its own io_uring and routes
+//!   each completion to its owner, which waits with any [`WaitPolicy`](crate::policy::WaitPolicy).
+//! - Idle for `idle`, the poller sets NEED_WAKEUP on every client, fences, looks once more and
+//!   sleeps in `io_uring_enter`; a client rings the eventfd only when the flag is set
+//!   ([`doorbell`](crate::sync::doorbell)'s handshake, loom-checked).
+//! - Buffers: an operation carries a raw buffer pointer ([`Queue::push`]'s contract).
+//!   [`cancel_all`](crate::queue::Queue::cancel_all) hands queued requests back with `-ECANCELED`
+//!   and cancels those in the kernel. A client dropped with requests in flight waits for the
+//!   poller to retire it, for [`DROP_BOUND`](crate::queue::DROP_BOUND) at most (then
+//!   [`PollerCounters::abandoned`] counts it, and the owner must not free those buffers).
+//!   Shutdown hands every request back ([`ShutdownReport`]); a client whose poller has stopped
+//!   gets `BrokenPipe` on push. docs/design.md has the longer account.
 //!
 //! [`Queue::push`]: crate::queue::Queue::push
 

@@ -1,39 +1,28 @@
-//! The reactor: one thread serving many sources, polling adaptively per source (seed 003).
+//! The reactor: one thread serving many sources, polling adaptively per source (QEMU's AioContext).
 //!
-//! QEMU's IOThread runs an `AioContext`: a loop over file descriptors (wait for readiness, then
-//! call a handler) and *poll handlers* (a cheap user-space check, such as "has the guest put a
-//! request in this virtqueue?", paired with a handler that serves it). Blocking costs a system
-//! call and a wake-up; polling costs CPU. The loop therefore polls its poll handlers for a
-//! window, and only when nothing turned up does it block in the fd monitor. This module is that
-//! loop, with the three refinements the seed's commits describe:
+//! **Why.** Blocking costs a system call and a wake-up; polling costs CPU. So the loop polls its
+//! poll sources (a cheap user-space check, such as "is there a request in this channel?") for a
+//! window, and only when nothing turned up blocks in the fd monitor.
 //!
-//! - **Per-source adaptive windows.** Each poll source keeps its own
-//!   [`AdaptiveWindow`] (QEMU since 2025); the loop polls
-//!   up to the largest window in the polling set. After each iteration, every source that became
-//!   ready has its window adjusted with the iteration's *block time*: from the start of the
-//!   iteration to the moment its event was found. The time a source's [`Source::run`] takes is
-//!   kept out of it ([`ReactorConfig::exclude_run_time`]); when it is counted in (as QEMU did
-//!   before 2021, when the handler ran inside the poll check), a slow handler makes polling look
-//!   hopeless and the loop falls back to the fd monitor.
+//! **Rules.**
+//! - **Per-source adaptive windows.** Each poll source keeps its own [`AdaptiveWindow`]; the loop
+//!   polls up to the largest window in the polling set, and adjusts each ready source's window
+//!   with the time from the iteration's start to its event. The time its [`Source::run`] takes is
+//!   kept out ([`ReactorConfig::exclude_run_time`]): counted in, a slow handler makes polling
+//!   look hopeless and the loop falls back to the fd monitor.
 //! - **Idle pruning.** A poll source with no successful poll for
-//!   [`ReactorConfig::poll_idle_ns`] (QEMU: 7 s) leaves the polling set, so that many idle
-//!   devices do not slow the active one; its next fd event brings it back. This needs an fd
-//!   monitor that can tell *without a system call* that an fd became ready while the loop was
-//!   polling ([`FdMonitor::supports_polling`]; the io_uring monitor can, by looking at its
-//!   completion ring). With epoll a pruned source's doorbell would go unseen as long as the other
-//!   sources keep polling successfully, so, as QEMU, the reactor does not prune there.
-//! - **io_uring fd monitoring** ([`fdmon_uring`]; [`fdmon_epoll`] is the other backend).
+//!   [`ReactorConfig::poll_idle_ns`] leaves the polling set, so many idle sources do not slow the
+//!   active one; its next fd event brings it back. This needs an fd monitor that sees readiness
+//!   without a system call ([`FdMonitor::supports_polling`]: io_uring's, [`fdmon_uring`]); with
+//!   [`fdmon_epoll`] the reactor does not prune.
+//! - **No event is lost around pruning**: notifications are off ([`Source::poll_begin`]) only
+//!   while the source is polled, and every time they are switched back on ([`Source::poll_end`])
+//!   the loop checks the source once more (the client stores its work, fences, then reads the
+//!   flag; see [`channel`]).
 //!
-//! No event is lost around pruning: a poll source's notifications are switched off
-//! ([`Source::poll_begin`]) only while it is in the polling set and the loop is polling, and
-//! every time they are switched back on ([`Source::poll_end`]: leaving poll mode, or being
-//! pruned) the loop checks the source once more, because a client may have added work just
-//! before the switch (the client side stores its work, fences, then reads the flag; see
-//! [`channel`]). The fd stays registered with the monitor the whole time.
-//!
-//! Handlers run with a [`Ctx`], through which they can add and remove sources (themselves
-//! included) and timers while the loop is dispatching. A removed source's pending events are
-//! dropped by generation: every [`SourceId`] carries its slot's generation, as request handles do.
+//! Handlers run with a [`Ctx`], through which they add and remove sources and timers while the
+//! loop dispatches; a removed source's pending events are dropped by generation ([`SourceId`]).
+//! docs/design.md has the longer account.
 
 pub mod channel;
 pub mod fdmon_epoll;

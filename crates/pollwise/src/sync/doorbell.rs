@@ -1,14 +1,10 @@
 //! The doorbell: one store-fence-load handshake between a sleeper and the parties that feed it.
 //!
-//! A thread that runs out of work may sleep, and whoever gives it work must then wake it. Waking
-//! on every piece of work costs a system call each, the very cost polling is there to avoid, so
-//! the sleeper raises a *flag* (io_uring's `IORING_SQ_NEED_WAKEUP`, virtio's notification
-//! suppression turned off) and the feeder rings the bell only when it sees the flag. Three places
-//! use it: the shared poller sleeping until a client submits (an eventfd bell), a poller client
-//! sleeping until the poller routes it a completion (a futex bell), and a reactor channel whose
-//! reactor stops polling and wants its client to ring the eventfd again.
-//!
-//! This is the store-buffering (Dekker) pattern, and it loses wake-ups unless both sides fence:
+//! Waking a sleeper on every piece of work costs a system call each, the very cost polling avoids,
+//! so the sleeper raises a *flag* (io_uring's `IORING_SQ_NEED_WAKEUP`, virtio's notification
+//! suppression turned off) and the feeder rings the bell only when it sees the flag. The shared
+//! poller, a poller client and a reactor channel use it. This is the store-buffering (Dekker)
+//! pattern, and it loses wake-ups unless both sides fence:
 //!
 //! ```text
 //!   sleeper                                feeder
@@ -21,14 +17,10 @@
 //! ```
 //!
 //! With both fences sequentially consistent, either the sleeper's re-check sees the work or the
-//! feeder sees the flag (both cannot miss); and since the token is taken *before* the flag is
-//! raised, a ring that lands between the re-check and the sleep is not lost either. (An eventfd
-//! bell takes its token by draining the fd: it stays unreadable until the next ring.)
-//!
-//! [`Doorbell::arm`] / [`arm_all`] are the sleeper's half, [`Doorbell::notify`] /
-//! [`notify_each`] the feeder's. The bells themselves (futex word, eventfd) are in
-//! [`crate::sys`]. The loom model below checks the protocol with a sleeper that really parks:
-//! a lost wake-up leaves it parked for ever, which loom reports as a deadlock.
+//! feeder sees the flag; since the token is taken *before* the flag is raised, a ring between the
+//! re-check and the sleep is not lost either. [`Doorbell::arm`] / [`arm_all`] are the sleeper's
+//! half, [`Doorbell::notify`] / [`notify_each`] the feeder's; the bells (futex word, eventfd) are
+//! in [`crate::sys`]. The loom model below checks the protocol with a sleeper that really parks.
 
 use super::{fence, AtomicBool, Ordering};
 

@@ -1,40 +1,27 @@
-//! The [`Waiter`]: a wait policy over any completion ring, holding policy state only.
+//! The `Waiter`: a wait policy over any completion ring, holding policy state only.
 //!
-//! A program that has its own io_uring ring (its own SQEs, `user_data`, buffers and reaping
-//! loop) asks a Waiter to wait until `wait_nr` CQEs are ready, instead of calling
-//! `io_uring_enter(GETEVENTS)` itself; the Waiter waits the way its [`Mode`] says (block, spin,
-//! sleep then spin, spin for a window then block, or choose among them at run time) and returns
-//! when the CQ holds at least `wait_nr` CQEs. It never consumes a CQE, never rewrites a
-//! `user_data`, never touches a buffer: the caller reaps as it always did.
+//! **Rule.** A program that has its own io_uring ring asks a Waiter to wait until `wait_nr` CQEs are
+//! ready instead of calling `io_uring_enter(GETEVENTS)` itself; the Waiter waits the way its `Mode`
+//! says and returns when the CQ holds at least `wait_nr` CQEs. It never consumes a CQE, never
+//! rewrites a `user_data`, never touches a buffer: the caller reaps as it always did.
 //!
-//! **What it knows of the requests.** It reads the ring: every SQE the caller publishes (the SQ
-//! tail) is a request, submitted when the kernel consumes it (the SQ head), ended by a CQE
-//! without `IORING_CQE_F_MORE` (a multishot request's other CQEs end nothing). A caller that
-//! wants per-class predictions (hybrid sleeps per direction and size) notes each request's
-//! `user_data` and class before publishing it ([`Waiter::note_submit`]); without notes, requests
-//! are anonymous and CQEs end them oldest first. The policies are the crate's own
-//! ([`policy`](crate::policy)), run over a shadow of the ring that observes CQEs rather than
-//! reaping them.
+//! **What it knows.** It reads the ring: every SQE published (the SQ tail) is a request, submitted
+//! when the kernel consumes it, ended by a CQE without `IORING_CQE_F_MORE`. A caller that wants
+//! per-class predictions notes each request's `user_data` and class ([`Waiter::note_submit`]);
+//! without notes CQEs end requests oldest first. The policies are the crate's own
+//! ([`policy`](crate::policy)), over a shadow of the ring that observes CQEs rather than reaping.
 //!
-//! **Ring kinds.** Plain rings are polled by reading the CQ tail. On DEFER_TASKRUN,
-//! COOP_TASKRUN and IOPOLL rings a poll is a non-blocking `GETEVENTS` enter. IOPOLL rings have
-//! no interrupts: a blocking wait is an enter that polls in the kernel, and hybrid's sleep is a
-//! plain sleep followed by such enters. SQPOLL rings are woken (`IORING_ENTER_SQ_WAKEUP`) when
-//! their thread sleeps and this call submits. Completions in the kernel's overflow list (or
-//! pending task work, `IORING_SQ_TASKRUN`) are flushed by a `GETEVENTS` enter before spinning.
-//! Registered ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
+//! **Ring kinds.** Plain rings are polled by reading the CQ tail; on DEFER_TASKRUN, COOP_TASKRUN and
+//! IOPOLL rings a poll is a non-blocking `GETEVENTS` enter. IOPOLL rings have no interrupts: a
+//! blocking wait is an enter that polls in the kernel. SQPOLL threads are woken when asleep.
+//! Overflowed completions and pending task work are flushed before spinning. Registered ring fds
+//! are entered by index. A peek (`wait_nr` 0) never blocks.
 //!
-//! **Ends.** A wait ends when at least `wait_nr` CQEs are ready, when its timeout passes
-//! (`ETIME`) or when a signal interrupts a blocking enter (`EINTR`); those come back as
-//! `io::Error`s with those errnos, and any other error is the kernel's. If no request is
-//! believed in flight (CQEs posted by another ring, requests whose CQEs are skipped), the wait
-//! blocks in the kernel for what was asked, as `io_uring_enter` would.
-//!
-//! **Sleeps.** In hybrid and auto the Waiter sets the calling thread's timer slack to 1 ns on
-//! its first wait (the default 50 us would stretch microsecond sleeps).
-//!
-//! **Threads.** A Waiter is `Send`: one thread at a time waits through it, on rings that thread
-//! may enter (a SINGLE_ISSUER or DEFER_TASKRUN ring: its submitting task).
+//! **Ends.** At least `wait_nr` CQEs, the timeout (`ETIME`) or a signal (`EINTR`); other errors are
+//! the kernel's. With no request believed in flight the wait blocks in the kernel, as
+//! `io_uring_enter` would. In hybrid and auto the Waiter sets the thread's timer slack to 1 ns.
+//! A Waiter is `Send`: one thread at a time waits through it, on rings that thread may enter.
+//! docs/library.md has the C API and the preload library built on it.
 
 mod shadow;
 
