@@ -30,10 +30,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "qemu_preload: run as root (it installs packages)" >&2
   exit 2
 fi
-if ! command -v qemu-img >/dev/null || [ ! -x /usr/bin/time ]; then
-  echo "== installing qemu-utils and time (apt-get)"
+if ! command -v qemu-img >/dev/null || [ ! -x /usr/bin/time ] || ! command -v python3 >/dev/null; then
+  echo "== installing qemu-utils, time and python3 (apt-get)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-utils time >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-utils time python3 >/dev/null
 fi
 QEMU_IMG=$(command -v qemu-img)
 if ! ldd "$QEMU_IMG" | grep -q liburing.so.2; then
@@ -82,9 +82,9 @@ run() {
     printf "%-6s %-9s %8.3f %9.0f %10.2f %10.2f\n", r, v, s, c / s, u * 1e6 / c, (u + y) * 1e6 / c }' |
     tee -a "$WORK/rows"
   if [ "$v" != none ]; then
-    python3 - "$sum" "$v" <<'PY'
+    python3 - "$sum" "$v" "$WORK/taken" <<'PY'
 import json, sys
-path, mode = sys.argv[1], sys.argv[2]
+path, mode, tally = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = [json.loads(l) for l in open(path)]
 d = [x for x in lines if x["comm"].startswith("qemu-img")]
 if not d:
@@ -95,6 +95,8 @@ taken = sum(d["taken"].values())
 fell = {k: v for k, v in d["fallbacks"].items() if v}
 print(f"       {mode:<9} preload summary: rings {d['rings']}, calls {calls or 0}, {taken} waits taken over, "
       f"handed to liburing {fell or 0}, spins {d['spins']}, blocks {d['blocks']}, sleeps {d['sleeps']}")
+with open(tally, "a") as f:
+    f.write(f"{taken} {sum(d['calls'].values())}\n")
 PY
   fi
 }
@@ -133,3 +135,9 @@ if command -v perf >/dev/null; then
       END { printf "%-9s %8s %15s %9s\n", v, p, e, w }' "$WORK/perf"
   done
 fi
+
+awk '{ t += $1; c += $2; n++ } END {
+  if (t == 0)
+    printf "verdict: 0 waits taken over in %d runs under the preload library (%d liburing calls, all handed on): qemu-img waits in ppoll, not in liburing\n", n, c
+  else
+    printf "verdict: %d waits taken over in %d runs under the preload library (%d liburing calls)\n", t, n, c }' "$WORK/taken"
