@@ -20,7 +20,7 @@ pub fn general() -> String {
     for c in COMMANDS.iter().filter(|c| !c.scenario) {
         let _ = writeln!(h, "  {} [options]\n      {}", c.invocation(), c.about);
     }
-    h.push_str("  pollwise scenario NAME [options]\n      Reproduces a seed's experiment (NAME: see below).\n");
+    h.push_str("  pollwise scenario NAME [options]\n      Reproduces the experiment of one of pollwise's source ideas (NAME: see below; docs/scenarios.md).\n");
     h.push_str("  pollwise [options] JOBFILE... | pollwise --option=value ...\n      fio's command line: `pollwise run` without the word run.\n");
     h.push_str("  pollwise exec [--mode=M] -- CMD [ARGS...]\n      Runs an unmodified liburing program with pollwise's waits (LD_PRELOAD) and prints what they did.\n");
     h.push_str("  pollwise help [COMMAND | scenario NAME] | pollwise COMMAND --help | --cmdhelp[=OPTION] | --version\n");

@@ -766,7 +766,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "hybrid-contention",
         scenario: true,
-        about: "seed 000: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
+        about: "hybrid polling under CPU pressure: batches of reads then CPU work, threads 1x/2x/4x cores, every mode",
         job: JobUse::Except(&["numjobs", "iodepth", "mode", "thinktime_spin", "thinktime_blocks", "iodepth_batch_submit", "iodepth_batch_complete_min", "time_based", "io_size"]),
         job_refusal: SET_BY_HC,
         refuse: &[],
@@ -775,7 +775,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "shared-poller",
         scenario: true,
-        about: "seed 002: a heavy and 15 sparse rings polled on one CPU: separate SQPOLL, attach_wq, pollwise, in interleaved rounds",
+        about: "one polling thread for many rings: a heavy and 15 sparse rings polled on one CPU: separate SQPOLL, attach_wq, pollwise, in interleaved rounds",
         job: JobUse::Except(POLLER_FIXED),
         job_refusal: "--{opt} is set by the scenario (`pollwise scenario shared-poller`) or not used by it: use --iodepth, --rings, --rounds, --sparse_interval, --variants and the --poller_* options",
         refuse: &[("platform", NO_MODEL_POLLER)],
@@ -784,7 +784,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "fairness",
         scenario: true,
-        about: "seed 002's review: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
+        about: "the shared poller's fairness: 4 heavy clients and a QD1 one on one shared poller, a 32768-request burst",
         job: JobUse::Except(FAIRNESS_FIXED),
         job_refusal: "--{opt} is set by the scenario (`pollwise scenario fairness`) or not used by it: use --iodepth, --burst and the --poller_* options",
         refuse: &[("platform", NO_MODEL_POLLER)],
@@ -793,7 +793,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "idle-sources",
         scenario: true,
-        about: "seed 003: one active channel among many idle ones, idle-source pruning on/off/single",
+        about: "QEMU's idle-source pruning: one active channel among many idle ones, idle-source pruning on/off/single",
         job: JobUse::Only(DAEMON_JOB),
         job_refusal: "--{opt} does not apply to `pollwise scenario idle-sources`: the daemon reads with one io_uring ring and O_DIRECT; see `pollwise scenario idle-sources --help`",
         refuse: &[],
@@ -802,7 +802,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "slow-handler",
         scenario: true,
-        about: "seed 003: a 40 us handler per request, its run time kept out of polling or not",
+        about: "QEMU's handler time kept out of polling: a 40 us handler per request, its run time kept out of polling or not",
         job: JobUse::Only(DAEMON_JOB),
         job_refusal: "--{opt} does not apply to `pollwise scenario slow-handler`: the daemon reads with one io_uring ring and O_DIRECT; see `pollwise scenario slow-handler --help`",
         refuse: &[],
