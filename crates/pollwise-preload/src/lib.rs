@@ -6,10 +6,10 @@
 //! when the CQ is short), `io_uring_wait_cqes`, `io_uring_wait_cqe_timeout`,
 //! `io_uring_submit_and_wait`, `io_uring_submit_and_wait_timeout` and `io_uring_get_events`.
 //! This library defines them first: each waits through a [`Waiter`] (one per ring) in the mode
-//! `POLLWISE_MODE` names (`auto` when unset: `auto|poll|hybrid|adaptive|interrupt`), and
-//! returns what liburing 2.3 would: the same return values (`-ETIME` only when no CQE came in
-//! time, `-EINTR`, the count of SQEs submitted), the same `*cqe_ptr` (the first CQE, left on
-//! the ring).
+//! `POLLWISE_MODE` names (`auto` when unset:
+//! `auto|poll|hybrid|adaptive|interrupt|khybrid|dpas`), and returns what liburing 2.3 would:
+//! the same return values (`-ETIME` only when no CQE came in time, `-EINTR`, the count of SQEs
+//! submitted), the same `*cqe_ptr` (the first CQE, left on the ring).
 //!
 //! It falls back to liburing's own function (`dlsym(RTLD_NEXT)`) for anything it cannot do
 //! exactly: a signal mask given (the wait would have to swap it atomically), a ring with setup
