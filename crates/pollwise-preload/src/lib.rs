@@ -725,7 +725,7 @@ fn summary() -> String {
     let mode_ns = match st.mode {
         Some(Mode::Auto) => format!(
             "{{\"poll\":{},\"hybrid\":{},\"interrupt\":{},\"adaptive\":{}}}",
-            p.auto_poll_ns, p.auto_hybrid_ns, p.auto_interrupt_ns, p.auto_adaptive_ns
+            p.auto.poll_ns, p.auto.hybrid_ns, p.auto.interrupt_ns, p.auto.adaptive_ns
         ),
         Some(m) => format!("{{\"{}\":{}}}", m.name(), s.wait_ns),
         None => "{}".into(),
@@ -773,12 +773,12 @@ fn summary() -> String {
         s.submitted,
         s.cqes,
         s.enters,
-        p.polls,
-        p.empty_polls,
-        p.blocks,
-        p.sleeps,
-        p.slept_ns,
-        p.auto_switches,
+        p.wait.polls,
+        p.wait.empty_polls,
+        p.wait.blocks,
+        p.wait.sleeps,
+        p.wait.slept_ns,
+        p.auto.switches,
         mode_ns,
         pairs(&FUNCS, &COUNTS.calls),
         pairs(&FUNCS, &COUNTS.taken),

@@ -1980,34 +1980,7 @@ pub fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
 
 /// `a - b`, counter by counter (the window is `a`'s).
 pub fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
-    PolicyCounters {
-        polls: a.polls - b.polls,
-        empty_polls: a.empty_polls - b.empty_polls,
-        blocks: a.blocks - b.blocks,
-        sleeps: a.sleeps - b.sleeps,
-        slept_ns: a.slept_ns - b.slept_ns,
-        oversleeps: a.oversleeps - b.oversleeps,
-        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
-        grows: a.grows - b.grows,
-        shrinks: a.shrinks - b.shrinks,
-        window_ns: a.window_ns,
-        slept_requests: a.slept_requests - b.slept_requests,
-        unslept_cost: a.unslept_cost - b.unslept_cost,
-        unslept_short: a.unslept_short - b.unslept_short,
-        unslept_unpredicted: a.unslept_unpredicted - b.unslept_unpredicted,
-        sleep_probes: a.sleep_probes - b.sleep_probes,
-        probed_requests: a.probed_requests - b.probed_requests,
-        auto_switches: a.auto_switches - b.auto_switches,
-        auto_epochs: a.auto_epochs - b.auto_epochs,
-        auto_poll_ns: a.auto_poll_ns - b.auto_poll_ns,
-        auto_hybrid_ns: a.auto_hybrid_ns - b.auto_hybrid_ns,
-        auto_interrupt_ns: a.auto_interrupt_ns - b.auto_interrupt_ns,
-        auto_adaptive_ns: a.auto_adaptive_ns - b.auto_adaptive_ns,
-        auto_poll_completions: a.auto_poll_completions - b.auto_poll_completions,
-        auto_hybrid_completions: a.auto_hybrid_completions - b.auto_hybrid_completions,
-        auto_interrupt_completions: a.auto_interrupt_completions - b.auto_interrupt_completions,
-        auto_adaptive_completions: a.auto_adaptive_completions - b.auto_adaptive_completions,
-    }
+    a.sub(&b)
 }
 
 #[cfg(test)]
