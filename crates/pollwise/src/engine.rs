@@ -28,6 +28,7 @@ use crate::queue::deadline;
 
 use crate::clock::Clock;
 use crate::content::Content;
+use crate::error::{Limit, Reason};
 use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
@@ -360,25 +361,15 @@ impl Engine {
         slab: Slab,
     ) -> Result<Self> {
         check(&cfg)?;
-        // `field` asks for `want` but the slab has only `has` (`what` says of what).
-        let fits = |field: &'static str, want: u32, has: usize, what: String| {
-            if has < want as usize {
-                return Err(Error::config(
-                    field,
-                    format!("is {want} but the slab{what}"),
-                ));
-            }
-            Ok(())
-        };
-        fits(
-            "iodepth",
-            cfg.iodepth,
-            slab.capacity(),
-            format!(" has {} slots", slab.capacity()),
-        )?;
+        let (want, has) = (cfg.iodepth, slab.capacity());
+        if has < want as usize {
+            return Err(Error::config("iodepth", Reason::SlabSlots { want, has }));
+        }
         // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        let held = format!("'s buffers hold {} bytes", slab.buf_len());
-        fits("bs", cfg.bs, slab.buf_len(), held)?;
+        let (want, has) = (cfg.bs, slab.buf_len());
+        if has < want as usize {
+            return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
+        }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = if cfg.verify {
             vec![0u64; blocks.div_ceil(64) as usize]
@@ -683,9 +674,9 @@ impl Engine {
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
         let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
-        let h = slab
-            .alloc(meta)
-            .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
+        let h = slab.alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
         if dir == Dir::Write && verify {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
@@ -1338,15 +1329,19 @@ impl Engine {
 /// The checks every engine configuration passes before anything is allocated.
 fn check(cfg: &EngineConfig) -> Result<()> {
     if cfg.iodepth == 0 {
-        return Err(Error::config("iodepth", "must be at least 1"));
+        return Err(Error::config("iodepth", Reason::Rule("must be at least 1")));
     }
     if cfg.bs == 0 {
-        return Err(Error::config("bs", "must be greater than 0"));
+        return Err(Error::config("bs", Reason::Rule("must be greater than 0")));
     }
     if !cfg.align.is_power_of_two() {
         return Err(Error::config(
             "align",
-            format!("is {}: use a power of two, e.g. 4096", cfg.align),
+            Reason::Is {
+                value: cfg.align as u64,
+                unit: "",
+                limit: Limit::PowerOfTwo,
+            },
         ));
     }
     Ok(())
@@ -1442,10 +1437,12 @@ impl Engine {
         if len < bs || end.map_or(true, |e| e > self.cfg.size) {
             return Err(Error::config(
                 "offset",
-                format!(
-                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
-                    self.cfg.size
-                ),
+                Reason::RangeDoesNotFit {
+                    offset,
+                    len,
+                    size: self.cfg.size,
+                    bs,
+                },
             ));
         }
         self.extra.region = Some((offset, len));
@@ -1462,18 +1459,17 @@ impl Engine {
             if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
                 return Err(Error::config(
                     "bs",
-                    format!(
-                        "sizes {} to {} do not fit the {}-byte buffers",
-                        s.min(),
-                        s.max(),
-                        self.slab().buf_len()
-                    ),
+                    Reason::SizesExceedBuffers {
+                        min: s.min() as u64,
+                        max: s.max() as u64,
+                        buf_len: self.slab().buf_len(),
+                    },
                 ));
             }
             if self.cfg.verify {
                 return Err(Error::config(
                     "bs",
-                    "must be one size when verifying, not a range or split",
+                    Reason::Rule("must be one size when verifying, not a range or split"),
                 ));
             }
         }
@@ -1510,10 +1506,10 @@ impl Engine {
         if self.cfg.verify && (smallest as usize) < v.min_block() {
             return Err(Error::config(
                 "verify_interval",
-                format!(
-                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
-                    v.min_block()
-                ),
+                Reason::BlockTooSmallToVerify {
+                    block: smallest as u64,
+                    min_block: v.min_block() as u64,
+                },
             ));
         }
         self.extra.verify = v;
@@ -1528,7 +1524,10 @@ impl Engine {
             None => None,
             Some((range, size, skip)) => {
                 if range == 0 || size == 0 {
-                    return Err(Error::config("zonesize", "must be greater than 0"));
+                    return Err(Error::config(
+                        "zonesize",
+                        Reason::Rule("must be greater than 0"),
+                    ));
                 }
                 Some(Zones {
                     range,
@@ -1578,16 +1577,16 @@ impl Engine {
         if bs == 0 || bs as usize > self.slab().buf_len() {
             return Err(Error::config(
                 "bs",
-                format!(
-                    "write block size {bs} does not fit the {}-byte buffers",
-                    self.slab().buf_len()
-                ),
+                Reason::WriteExceedsBuffers {
+                    bs: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
             ));
         }
         if self.cfg.verify && bs != self.cfg.bs {
             return Err(Error::config(
                 "bs",
-                "must be one size for reads and writes when verifying",
+                Reason::Rule("must be one size for reads and writes when verifying"),
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1603,7 +1602,10 @@ impl Engine {
             return Ok(());
         };
         if !(r.iops.is_finite() && r.iops > 0.0) {
-            return Err(Error::config("rate_iops", "must be greater than 0"));
+            return Err(Error::config(
+                "rate_iops",
+                Reason::Rule("must be greater than 0"),
+            ));
         }
         self.pace = Some(Pace {
             next_ns: self.clock.now_ns(),
@@ -1961,9 +1963,11 @@ fn verify_error(m: verify::Mismatch) -> Error {
             read,
         } => Error::config(
             "bs",
-            format!(
-                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
-            ),
+            Reason::WrittenWithOtherSize {
+                read,
+                offset,
+                written,
+            },
         ),
         m => Error::Verify(m),
     }

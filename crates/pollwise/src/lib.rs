@@ -118,4 +118,4 @@ pub mod units;
 pub mod verify;
 pub mod waiter;
 
-pub use error::{Error, Op, Result};
+pub use error::{Bug, Error, Limit, Op, Reason, Result};

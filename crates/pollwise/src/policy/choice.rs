@@ -840,7 +840,11 @@ impl std::str::FromStr for LoopWait {
             .ok_or_else(|| {
                 crate::Error::config(
                     "wait",
-                    format!("={s} is not a way to wait: use adaptive, poll, interrupt or auto"),
+                    crate::error::Reason::NotOneOf {
+                        given: s.to_string(),
+                        what: "a way to wait",
+                        choices: "adaptive, poll, interrupt or auto",
+                    },
                 )
             })
     }

@@ -510,7 +510,8 @@ impl<Q: Queue> Tracked<Q> {
     /// Tracks up to `capacity` operations in flight on `inner`, reading time from `clock`.
     /// A capacity of 0 is an [`Error::Config`] naming `capacity`.
     pub fn new(inner: Q, clock: Arc<dyn Clock>, capacity: usize) -> Result<Self> {
-        let ops = Slots::new(capacity).map_err(|e| Error::config("capacity", e.to_string()))?;
+        let ops = Slots::new(capacity)
+            .map_err(|e| Error::config("capacity", crate::error::Reason::Capacity(e)))?;
         let seen_submitted = inner.counters().submitted;
         Ok(Tracked {
             clock,

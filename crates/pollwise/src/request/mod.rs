@@ -30,6 +30,7 @@ pub mod slots;
 pub use buffers::{AlignedBuf, BufError};
 pub use slots::{Handle, Slots, StaleHandle};
 
+use crate::error::{Limit, Reason};
 use crate::{Error, Result};
 
 /// The direction of a request.
@@ -170,16 +171,23 @@ impl Slab {
     /// two). Zero slots, zero-byte buffers and bad alignments are [`Error::Config`] errors naming
     /// `slots`, `buf_len` or `align`.
     pub fn new(n: usize, buf_len: usize, align: usize) -> Result<Self> {
-        let slots = Slots::new(n).map_err(|e| Error::config("slots", e.to_string()))?;
+        let slots = Slots::new(n).map_err(|e| Error::config("slots", Reason::Capacity(e)))?;
         let bufs = (0..n)
             .map(|_| {
                 AlignedBuf::try_new(buf_len, align)
                     .map(Some)
                     .map_err(|e| match e {
-                        BufError::Empty => Error::config("buf_len", "must be at least 1 byte"),
-                        BufError::Align(a) => {
-                            Error::config("align", format!("is {a}: use a power of two, e.g. 4096"))
+                        BufError::Empty => {
+                            Error::config("buf_len", Reason::Rule("must be at least 1 byte"))
                         }
+                        BufError::Align(a) => Error::config(
+                            "align",
+                            Reason::Is {
+                                value: a as u64,
+                                unit: "",
+                                limit: Limit::PowerOfTwo,
+                            },
+                        ),
                         BufError::NoMemory(_) => Error::os(
                             crate::error::Op::AllocBuffers {
                                 count: n,
@@ -187,7 +195,7 @@ impl Slab {
                             },
                             std::io::Error::from_raw_os_error(libc::ENOMEM),
                         ),
-                        e => Error::config("buf_len", e.to_string()),
+                        e => Error::config("buf_len", Reason::Buffer(e)),
                     })
             })
             .collect::<Result<Vec<_>>>()?;
