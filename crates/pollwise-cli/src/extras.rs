@@ -43,6 +43,8 @@ pub struct JobExtras {
     pub reap_each: bool,
     /// `group_reporting`.
     pub group_reporting: bool,
+    /// fio's steady-state detection (`ss`, `ss_dur`, `ss_ramp`).
+    pub steady: Option<crate::steady::SteadySpec>,
     /// `stonewall` / `wait_for_previous`.
     pub stonewall: bool,
     /// `new_group`: the job starts a new reporting group (fio's `groupid`), without waiting.

@@ -188,6 +188,9 @@ pub struct JobSpec {
     /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
     /// several jobs.
     pub halt: Option<Arc<AtomicBool>>,
+    /// The job's steady-state detection while it runs (`extra.steady`), shared by its threads;
+    /// `None` outside `pollwise run` or without `ss`.
+    pub steady: Option<Arc<crate::steady::SteadyRun>>,
     /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
     /// when its virtual time is done.
     pub model_wall: Option<std::time::Instant>,
@@ -239,6 +242,7 @@ impl Default for JobSpec {
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
             halt: None,
+            steady: None,
             model_wall: None,
         }
     }
@@ -406,7 +410,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     }
     if let Ok(m) = std::fs::metadata(path) {
         let t = m.file_type();
-        if !t.is_file() && !t.is_block_device() {
+        if !t.is_file() && !t.is_block_device() && !crate::filekind::is_null_sink(&m) {
             return u(format!(
                 "--filename={} is neither a regular file nor a block device, so it cannot be opened for I/O: name a file or a block device",
                 path.display()
@@ -663,6 +667,22 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     let is_blockdev = meta
         .as_ref()
         .is_some_and(|m| m.file_type().is_block_device());
+    // /dev/null or /dev/zero: nothing to lay out; the job's size is its extent.
+    if meta.as_ref().is_some_and(crate::filekind::is_null_sink) {
+        if spec.size < spec.bs as u64 {
+            return Err(Error::Usage(format!(
+                "{} has no size of its own: give a --size of at least one block (--bs={})",
+                path.display(),
+                spec.bs
+            )));
+        }
+        open_target(path, spec.direct, false)?;
+        return Ok(Target {
+            size: spec.size,
+            block_size: 1,
+            is_blockdev: false,
+        });
+    }
     let existing = if is_blockdev {
         let f = open_target(path, false, false)?;
         blockdev_size(&f)?
@@ -939,6 +959,9 @@ fn setup_fix(e: &pollwise::queue::uring::SetupError) -> &str {
     }
 }
 
+/// How often a job with steady-state detection ticks (its check is once a second).
+const STEADY_TICK_NS: u64 = 50_000_000;
+
 struct ThreadOut {
     stats: Stats,
 }
@@ -1199,8 +1222,12 @@ fn ran_as_asked(
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
         return Ok(());
     }
-    // Stopped by another job's end (fio's exitall): what it did is what it was asked to do.
-    if ended == Ended::Stopped && spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)) {
+    // Stopped by another job's end (fio's exitall), or at steady state (fio's ss): what it did
+    // is what it was asked to do.
+    if ended == Ended::Stopped
+        && (spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
+            || spec.steady.as_ref().is_some_and(|s| s.stop(i)))
+    {
         return Ok(());
     }
     let who = if spec.numjobs > 1 {
@@ -1278,10 +1305,12 @@ fn job_thread(
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
         let halt = spec.halt.clone();
+        let steady = spec.steady.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
+                || steady.as_ref().is_some_and(|s| s.stop(i))
         });
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1329,9 +1358,17 @@ fn job_thread(
             Arc::new(std::sync::Mutex::new(l))
         });
         let counters = spec.live.as_ref().zip(live);
-        if log.is_some() || counters.is_some() {
+        let steady = spec.steady.clone();
+        if let Some(s) = &steady {
+            s.start(t0);
+        }
+        if log.is_some() || counters.is_some() || steady.is_some() {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
+            let hook_steady = steady.clone();
             engine.set_on_done(Box::new(move |d| {
+                if let Some(s) = &hook_steady {
+                    s.add(i, u64::from(d.len));
+                }
                 if let Some(l) = &hook_log {
                     if let Ok(mut l) = l.lock() {
                         l.record(d);
@@ -1393,8 +1430,23 @@ fn job_thread(
         let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
         let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        // Samples, the auto log and interim reports, from inside the engine's loop.
+        // Steady state is checked once a second: ticks come often enough to be on time, and
+        // the samples below keep their own interval.
+        let tick_ns = match &steady {
+            Some(_) => interval_ns.min(STEADY_TICK_NS),
+            None => interval_ns,
+        };
+        let mut next_sample = t0.saturating_add(interval_ns);
+        // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
+            if let Some(s) = &steady {
+                s.tick(now);
+            }
+            // A tick a little early (timer granularity) still takes the sample, as the sampler.
+            if now.saturating_add(interval_ns / 100) < next_sample {
+                return;
+            }
+            next_sample = now.saturating_add(interval_ns);
             let (read, write) = engine.dir_stats();
             sampler.tick(now, read, write);
             if let Some(a) = alog.as_mut() {
@@ -1411,11 +1463,14 @@ fn job_thread(
             }
         };
         let tick = pollwise::engine::Tick {
-            first_ns: t0.saturating_add(interval_ns),
-            every: Duration::from_nanos(interval_ns),
+            first_ns: t0.saturating_add(tick_ns),
+            every: Duration::from_nanos(tick_ns),
             f: &mut on_tick,
         };
         let r = engine.run_ticking(stop, tick).map_err(Error::from);
+        if let Some(s) = &steady {
+            s.finish(i);
+        }
         if r.is_err() {
             failed.store(true, Ordering::SeqCst);
         }

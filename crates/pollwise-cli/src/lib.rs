@@ -26,6 +26,7 @@ pub mod platform;
 pub mod report;
 pub mod scenario;
 pub mod signals;
+pub mod steady;
 pub mod target;
 
 pub use error::{Error, Result};

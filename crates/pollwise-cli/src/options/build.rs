@@ -470,6 +470,17 @@ impl Opts {
             });
         }
         s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
+        let ss = self.take_str("steadystate")?;
+        let ss_dur = self.take_duration("steadystate_duration")?;
+        let ss_ramp = self.take_duration("steadystate_ramp_time")?;
+        if ss.is_some() || ss_dur.is_some() || ss_ramp.is_some() {
+            s.extra.steady = crate::steady::SteadySpec::parse(
+                ss.as_deref(),
+                ss_dur.unwrap_or_default(),
+                ss_ramp.unwrap_or_default(),
+            )
+            .map_err(|e| usage(format!("{e}{}", self.at("steadystate"))))?;
+        }
         if let Some(v) = self.take_str("random_distribution")? {
             s.extra.distribution = parse_distribution(&v)?;
         }

@@ -446,6 +446,18 @@ pub const OPTIONS: &[Opt] = &[
     opt("exit_what", Kind::Enum { choices: &["group", "stonewall", "all"], noun: None }, val("group"), C::Jobs, Only(RUN_LIKE), "what --exitall stops: the jobs running (group, stonewall: pollwise runs one stonewall group at a time) or every job still to come too (all)"),
     opt("exitall_on_error", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job fails, stop the jobs running with it"),
     opt("number_ios", int(0, u64::MAX), val("0"), C::Jobs, Only(RUN_LIKE), "stop each thread after this many requests (0: no such limit)"),
+    with_aliases(
+        opt("steadystate", STR, val("iops_slope:0.01%"), C::Jobs, Only(&["run"]), "with --steadystate_duration: end the job once its IOPS or bandwidth is steady, CRITERION:LIMIT as fio's (iops:10%: largest deviation from the mean, iops_slope:0.01%: slope of a line through the window; bw, bw_slope; a bare LIMIT is IOPS or bytes/s)"),
+        &["ss"],
+    ),
+    with_aliases(
+        opt("steadystate_duration", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: the window of one-second samples the criterion is judged over (0: no detection)"),
+        &["ss_dur"],
+    ),
+    with_aliases(
+        opt("steadystate_ramp_time", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: how long after the job's start samples begin (a second after it, as fio)"),
+        &["ss_ramp"],
+    ),
     opt("zonemode", Kind::Enum { choices: &["none", "strided", "zbd"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "strided: I/O in zones of --zonerange, --zonesize bytes in each, --zoneskip bytes between (zbd, a zoned block device's zones, is not implemented)"),
     opt("zonerange", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--zonesize"), C::Jobs, Only(RUN_LIKE), "strided zones: the size of a zone"),
     opt("zonesize", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "strided zones: the bytes of I/O in each zone before the next"),

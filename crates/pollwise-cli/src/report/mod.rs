@@ -705,6 +705,15 @@ pub fn run_and_report(
             s.logs.first_index = next_index;
             next_index = next_index.saturating_add(s.numjobs.max(1));
             s.live = live.clone().map(|l| (l, k));
+            // fio judges each thread alone unless group_reporting joins them.
+            s.steady = s.extra.steady.map(|p| {
+                let n = s.numjobs.max(1) as usize;
+                Arc::new(crate::steady::SteadyRun::new(
+                    p,
+                    n,
+                    s.extra.group_reporting || n == 1,
+                ))
+            });
             s
         })
         .collect();
@@ -882,8 +891,12 @@ fn render_jobs(
     let mut figs = Vec::new();
     let mut jobs = Vec::new();
     let entries = merge_groups(specs, stats, &groups);
+    // Each job's entries in order: its threads, one each unless merged.
+    let mut nth = vec![0usize; specs.len()];
     for (i, (k, st, members)) in entries.iter().enumerate() {
         let (k, spec) = (*k, &specs[*k]);
+        let thread = nth[k];
+        nth[k] += 1;
         let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
         f.pct = ro.pct.clone();
         f.job_options = given
@@ -907,6 +920,9 @@ fn render_jobs(
         let mut job = f.json();
         job["jobnum"] = json!(i);
         job["eta"] = json!(fio_eta(f.elapsed_s, left_s));
+        if let Some(ss) = &spec.steady {
+            job["steadystate"] = ss.window(thread).json(ss.spec());
+        }
         jobs.push(job);
         // fio's `jobs=`: the threads merged into this entry.
         figs.push((f, *members, spec.extra.description.as_deref()));
