@@ -191,6 +191,9 @@ pub struct JobSpec {
     /// The job's steady-state detection while it runs (`extra.steady`), shared by its threads;
     /// `None` outside `pollwise run` or without `ss`.
     pub steady: Option<Arc<crate::steady::SteadyRun>>,
+    /// The job's latency-target searches as reported (`extra.latency`): each thread's depth at
+    /// its end; `None` outside `pollwise run` or without `latency_target`.
+    pub latency: Option<Arc<crate::latency::LatencyRun>>,
     /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
     /// when its virtual time is done.
     pub model_wall: Option<std::time::Instant>,
@@ -243,6 +246,7 @@ impl Default for JobSpec {
             continue_on_error: pollwise::engine::ContinueOn::None,
             halt: None,
             steady: None,
+            latency: None,
             model_wall: None,
         }
     }
@@ -1203,6 +1207,9 @@ struct Seen {
     failed: u64,
     /// The errno of the first failure.
     first_error: Option<i32>,
+    /// Its latency target ended the job: settled (a normal end), or a request slower than the
+    /// target at depth 1 with `latency_percentile=100` (its latency, ns).
+    lat_end: Option<(bool, Option<u64>)>,
 }
 
 /// Whether thread `i` of `spec` ran as asked: to the end of its `--runtime` (time-based) or of
@@ -1222,8 +1229,18 @@ fn ran_as_asked(
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
         return Ok(());
     }
-    // Stopped by another job's end (fio's exitall), or at steady state (fio's ss): what it did
-    // is what it was asked to do.
+    if let Some((_, Some(lat))) = seen.lat_end {
+        let target = spec.extra.latency.map_or(0, |l| l.target_ns);
+        return Err(Error::Io(format!(
+            "job {}: a request took {lat} ns, more than latency_target={target} ns, at depth 1 (with latency_percentile=100 fio ends the job there too: lower latency_percentile or raise latency_target)",
+            spec.name
+        )));
+    }
+    // Stopped by another job's end (fio's exitall), at steady state (fio's ss) or by its
+    // latency target's settled search: what it did is what it was asked to do.
+    if ended == Ended::Stopped && seen.lat_end.is_some_and(|(done, _)| done) {
+        return Ok(());
+    }
     if ended == Ended::Stopped
         && (spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
             || spec.steady.as_ref().is_some_and(|s| s.stop(i)))
@@ -1283,6 +1300,22 @@ struct Start {
     policy: pollwise::policy::PolicyCounters,
 }
 
+impl Start {
+    /// The figures now, for a period starting at `t0`.
+    fn now(engine: &Engine, t0: u64) -> Start {
+        let cpu_ns = thread_cpu_ns();
+        let rusage = Rusage::thread();
+        let (queue, policy) = engine.counters();
+        Start {
+            t0,
+            cpu_ns,
+            rusage,
+            queue,
+            policy,
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn job_thread(
     i: usize,
@@ -1300,18 +1333,28 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
+    // fio's latency_target: this thread's search for its depth (it starts at 1).
+    let lat = spec
+        .extra
+        .latency
+        .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
     // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
         let halt = spec.halt.clone();
         let steady = spec.steady.clone();
+        let stop_lat = lat.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
                 || steady.as_ref().is_some_and(|s| s.stop(i))
+                || stop_lat.as_ref().is_some_and(|l| l.stop())
         });
+        if let Some(l) = &lat {
+            engine.set_depth_limit(Some(l.limit()));
+        }
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
                 t.set(State::Ramp);
@@ -1341,18 +1384,8 @@ fn job_thread(
     // One measured window for every thread of the job: from the moment the last one was ready.
     let t0 = phases[0].arrive_and_wait();
     let measured = setup.and_then(|(mut engine, file, log)| {
-        let m0 = {
-            let cpu_ns = thread_cpu_ns();
-            let rusage = Rusage::thread();
-            let (queue, policy) = engine.counters();
-            Start {
-                t0,
-                cpu_ns,
-                rusage,
-                queue,
-                policy,
-            }
-        };
+        let mut t0 = t0;
+        let mut m0 = Start::now(&engine, t0);
         let log = log.map(|mut l| {
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
@@ -1362,12 +1395,18 @@ fn job_thread(
         if let Some(s) = &steady {
             s.start(t0);
         }
-        if log.is_some() || counters.is_some() || steady.is_some() {
+        if let Some(l) = &lat {
+            l.start(t0);
+        }
+        if log.is_some() || counters.is_some() || steady.is_some() || lat.is_some() {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
-            let hook_steady = steady.clone();
+            let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
             engine.set_on_done(Box::new(move |d| {
                 if let Some(s) = &hook_steady {
                     s.add(i, u64::from(d.len));
+                }
+                if let Some(l) = &hook_lat {
+                    l.on_done(d);
                 }
                 if let Some(l) = &hook_log {
                     if let Ok(mut l) = l.lock() {
@@ -1383,9 +1422,22 @@ fn job_thread(
             l.measuring(t);
         }
         let publish = counters.filter(|((l, _), _)| l.snapshots).map(|(_, t)| t);
+        let cancelled0 = engine.cancelled();
+        let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
+        let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
+        // Steady state is checked once a second: ticks come often enough to be on time, and
+        // the samples below keep their own interval.
+        let tick_ns = match &steady {
+            Some(_) => interval_ns.min(STEADY_TICK_NS),
+            None => interval_ns,
+        };
+        let mut sampler;
+        let mut until;
+        // Once, or again from the start for the final run at the depth a latency target found.
+        let r = loop {
         // No --runtime (0): no time limit; a job that is not time-based ends when its size is
         // done, as fio's.
-        let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+        until = runtime_ns(spec).map(|r| t0.saturating_add(r));
         // fio's number_ios: at most this many requests, whatever else the job says.
         let cap = spec
             .extra
@@ -1426,16 +1478,7 @@ fn job_thread(
         engine.set_deadline(until);
         // A rate counts from the window's start: its first request goes at once.
         engine.pace_from(t0);
-        let cancelled0 = engine.cancelled();
-        let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
-        let mut sampler = Sampler::new(t0, interval_ns);
-        let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        // Steady state is checked once a second: ticks come often enough to be on time, and
-        // the samples below keep their own interval.
-        let tick_ns = match &steady {
-            Some(_) => interval_ns.min(STEADY_TICK_NS),
-            None => interval_ns,
-        };
+        sampler = Sampler::new(t0, interval_ns);
         let mut next_sample = t0.saturating_add(interval_ns);
         // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
@@ -1468,6 +1511,24 @@ fn job_thread(
             f: &mut on_tick,
         };
         let r = engine.run_ticking(stop, tick).map_err(Error::from);
+        // fio's final run at the depth its latency target settled on: what was in flight has
+        // completed (the run drained it); figures, runtime and size start afresh.
+        if let (Ok(Ended::Stopped), Some(l)) = (&r, &lat) {
+            if l.take_restart() && !crate::signals::interrupted() && !failed.load(Ordering::SeqCst) {
+                engine.reset_stats();
+                t0 = clock.now_ns();
+                m0 = Start::now(&engine, t0);
+                l.start(t0);
+                continue;
+            }
+        }
+        break r;
+        };
+        if let Some(l) = &lat {
+            if let Some(run) = &spec.latency {
+                run.set_depth(i, l.depth());
+            }
+        }
         if let Some(s) = &steady {
             s.finish(i);
         }
@@ -1507,6 +1568,7 @@ fn job_thread(
                 cancelled,
                 failed: errors.failed,
                 first_error: errors.first_error,
+                lat_end: lat.as_ref().map(|l| (l.done(), l.fatal())),
             };
             ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
         });

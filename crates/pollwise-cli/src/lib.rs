@@ -19,6 +19,7 @@ pub mod extras;
 pub mod filekind;
 pub mod job;
 pub mod jobs;
+pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod outfile;

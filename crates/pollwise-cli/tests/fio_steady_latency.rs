@@ -145,3 +145,126 @@ fn steady_state_options_differ_within_a_group() {
         "{err}"
     );
 }
+
+/// fio's fields of a latency-target search.
+fn lat_fields(j: &Value) -> Vec<Value> {
+    [
+        "latency_depth",
+        "latency_target",
+        "latency_percentile",
+        "latency_window",
+    ]
+    .iter()
+    .map(|k| j[*k].clone())
+    .collect()
+}
+
+/// fio's example, as the job-file test adapts it: 8 MiB at depth 1 (the 5 s window never ends).
+#[test]
+fn latency_profile_example_as_fio() {
+    if !have("fio") {
+        return;
+    }
+    let d = tempdir();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs/examples/latency-profile.fio");
+    let job = d.path().join("latency-profile.fio");
+    std::fs::copy(&src, &job).unwrap();
+    let out = Command::new("timeout")
+        .args([
+            "120",
+            "fio",
+            "--output-format=json",
+            "--runtime=5",
+            "--size=8m",
+        ])
+        .arg(&job)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fio: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pw = pollwise_json(
+        &job,
+        d.path(),
+        &["--runtime=5", "--size=8m", "--ioengine=io_uring"],
+    );
+    let (f, p) = (&jobs(&fio)[0], &jobs(&pw)[0]);
+    assert_eq!(f["jobname"], p["jobname"]);
+    assert_eq!(f["read"]["total_ios"], 2048);
+    assert_eq!(p["read"]["total_ios"], 2048);
+    assert_eq!(lat_fields(f), lat_fields(p));
+    assert_eq!(p["latency_depth"], 1);
+    assert_eq!(p["iodepth_level"]["1"], 100.0);
+}
+
+/// A target every request meets: the depth doubles each window up to iodepth, stays there for
+/// a window, starts afresh for one more (fio's final run) and the job ends, long before its
+/// runtime, in fio and in pollwise.
+#[test]
+fn latency_target_search_settles_and_ends_the_job_as_fio() {
+    if !have("fio") {
+        return;
+    }
+    let d = tempdir();
+    let job = d.path().join("lt.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=lt.dat\nsize=8m\nbs=4k\nrw=randread\niodepth=16\ntime_based\nruntime=30\nioengine=io_uring\n\n\
+         [search]\nlatency_target=1s\nlatency_window=100ms\nlatency_percentile=90\n",
+    )
+    .unwrap();
+    let fio = fio_json(&job, d.path());
+    let pw = pollwise_json(&job, d.path(), &[]);
+    for v in [&fio, &pw] {
+        let j = &jobs(v)[0];
+        assert_eq!(j["error"], 0, "{v}");
+        assert_eq!(
+            lat_fields(j),
+            [
+                Value::from(16),
+                Value::from(1_000_000_000u64),
+                Value::from(90.0),
+                Value::from(100_000)
+            ]
+        );
+        // Only the final run's window is reported: about 100 ms, not 30 s.
+        let ms = j["job_runtime"].as_u64().unwrap();
+        assert!((90..10_000).contains(&ms), "ran {ms} ms");
+        assert!(j["read"]["total_ios"].as_u64().unwrap() > 0);
+    }
+}
+
+/// A request slower than the target at depth 1 with latency_percentile=100 (the default) ends
+/// the job with an error, in fio and in pollwise.
+#[test]
+fn latency_target_missed_at_depth_one_fails_as_fio() {
+    let d = tempdir();
+    let job = d.path().join("lt.fio");
+    std::fs::write(
+        &job,
+        "[fatal]\nfilename=lt.dat\nsize=1m\nbs=4k\nrw=randread\niodepth=4\ntime_based\nruntime=20\nlatency_target=1ns\n",
+    )
+    .unwrap();
+    if have("fio") {
+        let out = Command::new("timeout")
+            .args(["120", "fio"])
+            .arg(&job)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "fio");
+    }
+    let t = std::time::Instant::now();
+    let (code, _out, err) = common::pollwise(&["run", job.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(t.elapsed().as_secs() < 15, "it ran its runtime");
+    assert!(
+        err.contains("latency_target=1 ns") && err.contains("depth 1"),
+        "{err}"
+    );
+}
