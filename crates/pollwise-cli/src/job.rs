@@ -1353,7 +1353,12 @@ fn job_thread(
                 || stop_lat.as_ref().is_some_and(|l| l.stop())
         });
         if let Some(l) = &lat {
+            // fio's ramp runs at depth 1 too, and a slow request there counts as a miss.
             engine.set_depth_limit(Some(l.limit()));
+            let (hook, now) = (l.clone(), clock.now_ns());
+            l.start(now);
+            l.set_ramp(true);
+            engine.set_on_done(Box::new(move |d| hook.on_done(d)));
         }
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1396,6 +1401,7 @@ fn job_thread(
             s.start(t0);
         }
         if let Some(l) = &lat {
+            l.set_ramp(false);
             l.start(t0);
         }
         if log.is_some() || counters.is_some() || steady.is_some() || lat.is_some() {

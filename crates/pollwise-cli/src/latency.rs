@@ -49,6 +49,8 @@ struct Search {
     ios: u64,
     /// A request slower than the target at depth 1 with `latency_percentile=100`: its latency.
     fatal: Option<u64>,
+    /// In the ramp (`ramp_time`): misses count, windows are not judged (fio's `in_ramp_time`).
+    ramp: bool,
 }
 
 /// A job thread's latency-target search, shared by its completion hook (which drives it), its
@@ -83,6 +85,7 @@ impl LatControl {
                 failed: 0,
                 ios: 0,
                 fatal: None,
+                ramp: false,
             }),
             limit: Arc::new(DepthLimit::new(1)),
             stop: AtomicBool::new(false),
@@ -130,7 +133,14 @@ impl LatControl {
                 s.failed += 1;
             }
         }
-        self.check(&mut s, d.done_ns);
+        if !s.ramp {
+            self.check(&mut s, d.done_ns);
+        }
+    }
+
+    /// The thread ramps (`true`) or measures.
+    pub fn set_ramp(&self, ramp: bool) {
+        self.lock().ramp = ramp;
     }
 
     /// fio's `lat_target_check`.
@@ -335,6 +345,25 @@ mod tests {
             "the final run ends the job"
         );
         assert!(c.limit().get() == 20 || c.depth() == 20);
+    }
+
+    #[test]
+    fn a_ramp_judges_no_window_but_a_miss_at_depth_one_is_fatal() {
+        let c = LatControl::new(spec(99.0, false), 8);
+        c.start(0);
+        c.set_ramp(true);
+        drive(&c, 0, 1_000_000, |_| 500);
+        assert_eq!(c.depth(), 1, "no window judged while ramping");
+        // The measured period starts its first window afresh, as the job thread does.
+        c.set_ramp(false);
+        c.start(1_000_000);
+        drive(&c, 1_000_000, 1_100_000, |_| 500);
+        assert_eq!(c.depth(), 2);
+        let c = LatControl::new(spec(100.0, false), 8);
+        c.start(0);
+        c.set_ramp(true);
+        drive(&c, 0, 1_000_000, |_| 5_000);
+        assert_eq!(c.fatal(), Some(5_000));
     }
 
     #[test]
