@@ -1441,94 +1441,94 @@ fn job_thread(
         let mut until;
         // Once, or again from the start for the final run at the depth a latency target found.
         let r = loop {
-        // No --runtime (0): no time limit; a job that is not time-based ends when its size is
-        // done, as fio's.
-        until = runtime_ns(spec).map(|r| t0.saturating_add(r));
-        // fio's number_ios: at most this many requests, whatever else the job says.
-        let cap = spec
-            .extra
-            .number_ios
-            .map(|k| engine.submitted().saturating_add(k));
-        let stop = match (spec.time_based, until) {
-            (true, Some(t)) => match cap {
-                Some(k) => Stop::Either(t, k),
-                None => Stop::At(t),
-            },
-            (true, None) => {
-                return Err(Error::Usage(
-                    "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
-                ))
-            }
-            (false, until) => {
-                let io_size = if spec.io_size == 0 {
-                    target.size
-                } else {
-                    spec.io_size
-                };
-                // Counted from now: the ramp's requests do not count (fio resets them too).
-                // Requests of several sizes stop on their bytes.
-                let n = if spec.extra.varies() || spec.extra.zones.is_some() {
-                    engine.set_byte_limit(Some(io_size));
-                    u64::MAX
-                } else {
-                    engine.submitted() + (io_size / spec.bs as u64).max(1)
-                };
-                let n = n.min(cap.unwrap_or(u64::MAX));
-                match until {
-                    Some(t) => Stop::Either(t, n),
-                    None => Stop::Ios(n),
+            // No --runtime (0): no time limit; a job that is not time-based ends when its size is
+            // done, as fio's.
+            until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+            // fio's number_ios: at most this many requests, whatever else the job says.
+            let cap = spec
+                .extra
+                .number_ios
+                .map(|k| engine.submitted().saturating_add(k));
+            let stop = match (spec.time_based, until) {
+                (true, Some(t)) => match cap {
+                    Some(k) => Stop::Either(t, k),
+                    None => Stop::At(t),
+                },
+                (true, None) => {
+                    return Err(Error::Usage(
+                        "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
+                    ))
+                }
+                (false, until) => {
+                    let io_size = if spec.io_size == 0 {
+                        target.size
+                    } else {
+                        spec.io_size
+                    };
+                    // Counted from now: the ramp's requests do not count (fio resets them too).
+                    // Requests of several sizes stop on their bytes.
+                    let n = if spec.extra.varies() || spec.extra.zones.is_some() {
+                        engine.set_byte_limit(Some(io_size));
+                        u64::MAX
+                    } else {
+                        engine.submitted() + (io_size / spec.bs as u64).max(1)
+                    };
+                    let n = n.min(cap.unwrap_or(u64::MAX));
+                    match until {
+                        Some(t) => Stop::Either(t, n),
+                        None => Stop::Ios(n),
+                    }
+                }
+            };
+            // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
+            engine.set_deadline(until);
+            // A rate counts from the window's start: its first request goes at once.
+            engine.pace_from(t0);
+            sampler = Sampler::new(t0, interval_ns);
+            let mut next_sample = t0.saturating_add(interval_ns);
+            // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
+            let mut on_tick = |engine: &Engine, now: u64| {
+                if let Some(s) = &steady {
+                    s.tick(now);
+                }
+                // A tick a little early (timer granularity) still takes the sample, as the sampler.
+                if now.saturating_add(interval_ns / 100) < next_sample {
+                    return;
+                }
+                next_sample = now.saturating_add(interval_ns);
+                let (read, write) = engine.dir_stats();
+                sampler.tick(now, read, write);
+                if let Some(a) = alog.as_mut() {
+                    a.tick(now, engine);
+                }
+                if let Some(t) = publish {
+                    t.publish(measure(
+                        engine,
+                        sampler.clone(),
+                        &m0,
+                        &*clock,
+                        faults.borrow().as_ref(),
+                    ));
+                }
+            };
+            let tick = pollwise::engine::Tick {
+                first_ns: t0.saturating_add(tick_ns),
+                every: Duration::from_nanos(tick_ns),
+                f: &mut on_tick,
+            };
+            let r = engine.run_ticking(stop, tick).map_err(Error::from);
+            // fio's final run at the depth its latency target settled on: what was in flight has
+            // completed (the run drained it); figures, runtime and size start afresh.
+            if let (Ok(Ended::Stopped), Some(l)) = (&r, &lat) {
+                if l.take_restart() && !crate::signals::interrupted() && !failed.load(Ordering::SeqCst) {
+                    engine.reset_stats();
+                    t0 = clock.now_ns();
+                    m0 = Start::now(&engine, t0);
+                    l.start(t0);
+                    continue;
                 }
             }
-        };
-        // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
-        engine.set_deadline(until);
-        // A rate counts from the window's start: its first request goes at once.
-        engine.pace_from(t0);
-        sampler = Sampler::new(t0, interval_ns);
-        let mut next_sample = t0.saturating_add(interval_ns);
-        // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
-        let mut on_tick = |engine: &Engine, now: u64| {
-            if let Some(s) = &steady {
-                s.tick(now);
-            }
-            // A tick a little early (timer granularity) still takes the sample, as the sampler.
-            if now.saturating_add(interval_ns / 100) < next_sample {
-                return;
-            }
-            next_sample = now.saturating_add(interval_ns);
-            let (read, write) = engine.dir_stats();
-            sampler.tick(now, read, write);
-            if let Some(a) = alog.as_mut() {
-                a.tick(now, engine);
-            }
-            if let Some(t) = publish {
-                t.publish(measure(
-                    engine,
-                    sampler.clone(),
-                    &m0,
-                    &*clock,
-                    faults.borrow().as_ref(),
-                ));
-            }
-        };
-        let tick = pollwise::engine::Tick {
-            first_ns: t0.saturating_add(tick_ns),
-            every: Duration::from_nanos(tick_ns),
-            f: &mut on_tick,
-        };
-        let r = engine.run_ticking(stop, tick).map_err(Error::from);
-        // fio's final run at the depth its latency target settled on: what was in flight has
-        // completed (the run drained it); figures, runtime and size start afresh.
-        if let (Ok(Ended::Stopped), Some(l)) = (&r, &lat) {
-            if l.take_restart() && !crate::signals::interrupted() && !failed.load(Ordering::SeqCst) {
-                engine.reset_stats();
-                t0 = clock.now_ns();
-                m0 = Start::now(&engine, t0);
-                l.start(t0);
-                continue;
-            }
-        }
-        break r;
+            break r;
         };
         if let Some(l) = &lat {
             if let Some(run) = &spec.latency {
