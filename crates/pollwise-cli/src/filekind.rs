@@ -90,7 +90,12 @@ pub fn open_target(
         .open(path)
         .map_err(|e| {
             // A FIFO with no reader refuses a write-only non-blocking open with ENXIO.
-            match std::fs::metadata(path).map(|m| odd_kind(&m.file_type(), true)) {
+            // A null sink's own error (O_DIRECT on /dev/null: EINVAL) is the system's.
+            match std::fs::metadata(path).map(|m| {
+                (!is_null_sink(&m))
+                    .then(|| odd_kind(&m.file_type(), true))
+                    .flatten()
+            }) {
                 Ok(Some(kind)) => OpenError::Kind(target_error(option, path, kind)),
                 _ => OpenError::Open(e),
             }
