@@ -60,7 +60,7 @@
 //!     reads.ios,
 //!     reads.pct(50.0) as f64 / 1e3,
 //!     queue.enters,
-//!     waits.sleeps,
+//!     waits.wait.sleeps,
 //! );
 //! # Ok(())
 //! # }
