@@ -441,7 +441,7 @@ impl Engine {
             gate_wait: None,
             depth_limit: None,
             extra: Extras::default(),
-            errs: ErrorHandling::new(depth),
+            errs: ErrorHandling::default(),
             cfg,
         })
     }
@@ -871,6 +871,7 @@ impl Engine {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
+        let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
         let r = slab.complete(h, |meta, buf| {
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
@@ -904,14 +905,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify
-                        && (!cfg.rw.writes()
-                            || errs
-                                .written_at_push
-                                .get(h.index())
-                                .copied()
-                                .unwrap_or(false))
-                    {
+                    if cfg.verify && (!cfg.rw.writes() || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -1750,16 +1744,6 @@ impl ContinueOn {
     }
 }
 
-/// The part of a request a short transfer left, in flight again.
-#[derive(Debug, Clone, Copy)]
-struct Partial {
-    handle: Handle,
-    /// Bytes transferred so far.
-    done: u32,
-    /// When the first part's submission returned: the request's slat ends there.
-    first_issued: Option<u64>,
-}
-
 /// What the engine saw of errors, short transfers and refused submissions, and what it did.
 #[derive(Debug, Clone, Default)]
 struct ErrorHandling {
@@ -1769,24 +1753,11 @@ struct ErrorHandling {
     continued: u64,
     failed: u64,
     first_error: Option<i32>,
-    /// By slot index: the request's short transfer in progress.
-    partial: Vec<Option<Partial>>,
-    /// By slot index: the request reads a block that was written (with verify) before it was
-    /// queued, so its data must check.
-    written_at_push: Vec<bool>,
     /// Blocks that failed verification.
     bad_blocks: verify::BadBlocks,
 }
 
 impl ErrorHandling {
-    fn new(slots: usize) -> Self {
-        ErrorHandling {
-            partial: vec![None; slots],
-            written_at_push: vec![false; slots],
-            ..ErrorHandling::default()
-        }
-    }
-
     /// Counts a failed request (result `result`, direction `dir`, error `e`) and says whether
     /// the job goes on past it.
     fn go_on(&mut self, result: i32, dir: Option<Dir>, e: &Error) -> bool {
@@ -1878,8 +1849,8 @@ impl Engine {
                 .written
                 .get(block / 64)
                 .is_some_and(|w| w & (1 << (block % 64)) != 0);
-        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
-            *s = written;
+        if let Ok(p) = self.slab_mut().progress_mut(h) {
+            p.must_check = written;
         }
     }
 
@@ -1920,37 +1891,34 @@ impl Engine {
             _ => {}
         }
         let h = Handle::from_user_data(c.user_data);
-        let meta = *self.q.requests()?.meta(h).ok()?;
-        let slot = h.index();
-        let before = match self.errs.partial.get(slot).copied().flatten() {
-            Some(p) if p.handle == h => Some(p),
-            _ => None,
-        };
-        if let Some(p) = self.errs.partial.get_mut(slot) {
-            *p = None;
-        }
+        let requests = self.q.requests()?;
+        let meta = *requests.meta(h).ok()?;
+        let before = *requests.progress(h).ok()?;
+        // A request whose earlier part came back short: its first part's times are its own.
+        let resumed = before.done > 0;
         if c.result < 0 {
             return Some(c);
         }
-        let done = before.map_or(0, |p| p.done) + c.result as u32;
+        let done = before.done + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
-            let first_issued = before.map_or(meta.issued_ns, |p| p.first_issued);
+            let first_issued_ns = if resumed {
+                before.first_issued_ns
+            } else {
+                meta.issued_ns
+            };
             if self.push_rest(h, &meta, done) {
                 self.errs.resubmitted += 1;
-                if let Some(p) = self.errs.partial.get_mut(slot) {
-                    *p = Some(Partial {
-                        handle: h,
-                        done,
-                        first_issued,
-                    });
+                if let Ok(p) = self.slab_mut().progress_mut(h) {
+                    p.done = done;
+                    p.first_issued_ns = first_issued_ns;
                 }
                 return None;
             }
         }
-        if let Some(p) = before {
+        if resumed {
             if let Ok(m) = self.slab_mut().meta_mut(h) {
-                m.issued_ns = p.first_issued;
+                m.issued_ns = before.first_issued_ns;
             }
         }
         Some(Completion {

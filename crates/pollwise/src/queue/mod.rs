@@ -46,7 +46,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::request::{Dir, Handle, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle};
+use crate::request::{
+    Dir, Handle, Progress, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle,
+};
 use crate::{Error, Result};
 
 /// A `user_data` no operation may carry: queues keep it for their own operations (a ring's
@@ -451,6 +453,11 @@ impl RequestsMut<'_> {
     /// [`Slab::alloc`].
     pub fn alloc(&mut self, meta: ReqMeta) -> Option<Handle> {
         self.slab.alloc(meta)
+    }
+
+    /// [`Slab::progress_mut`].
+    pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
+        self.slab.progress_mut(h)
     }
 
     /// [`Slab::meta_mut`].
