@@ -21,7 +21,8 @@
 //! [`CALM_MAX_NS`]) has passed.
 //!
 //! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
-//! reason is counted ([`PolicyCounters`], [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has
+//! reason is counted ([`AutoCounters`](super::AutoCounters), the JSON's `auto_*` counters;
+//! [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has
 //! the rule at length, and what it takes from DPAS (FAST '26) and what it does differently.
 
 use std::io;
@@ -55,7 +56,7 @@ impl HybridProbe for Box<dyn WaitPolicy> {
         self.timer_lead_ns()
     }
     fn hybrid_sleeps(&self) -> u64 {
-        self.counters().sleeps
+        self.counters().wait.sleeps
     }
 }
 
@@ -163,7 +164,7 @@ impl WaitPolicy for Auto {
         for p in &self.cands {
             c.add(&p.counters());
         }
-        self.ch.add_counters(&mut c, self.clock.now_ns());
+        c.auto = self.ch.counters(self.clock.now_ns());
         c
     }
 
