@@ -105,6 +105,7 @@ fn every_runnable_shell_block_runs() {
                 .env("TMPDIR", dir.path())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
+                // stderr carries each command's one-line error; 2>&1 inside would mix reports in.
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
@@ -132,7 +133,7 @@ fn every_runnable_shell_block_runs() {
                 Some(s) if s.success() => {}
                 Some(s) => failures.push(format!(
                     "{page}:{line}: the block exited {s}; its stderr ends:\n{}",
-                    tail(&stderr)
+                    if stderr.trim().is_empty() { "(nothing on stderr)".to_string() } else { tail(&stderr) }
                 )),
                 None => failures.push(format!(
                     "{page}:{line}: the block ran over {BLOCK_LIMIT:?} (make it faster or mark it `# not run`)"
