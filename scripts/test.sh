@@ -4,8 +4,17 @@
 # Needs Rust (cargo, with rustfmt and clippy), a Linux kernel with io_uring enabled, root and the
 # network the first time (apt-get: fio, QEMU, liburing-dev, pkg-config, a C compiler, groff, zsh;
 # the guest's kernel), cached afterwards.
+#
+#   bash scripts/test.sh          the whole suite (what CI runs)
+#   bash scripts/test.sh quick    format, lints, the library's unit tests, the command's main tests
+#                                 and the docs checks: a newcomer's first check, no loom, no guest
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-full}
+case $mode in
+  full|quick) ;;
+  *) echo "usage: bash scripts/test.sh [quick]" >&2; exit 2 ;;
+esac
 
 if [ "$(cat /proc/sys/kernel/io_uring_disabled 2>/dev/null || echo 0)" != "0" ]; then
   echo "io_uring is disabled on this machine (sysctl kernel.io_uring_disabled); enable it: sysctl -w kernel.io_uring_disabled=0" >&2
@@ -54,6 +63,15 @@ echo "== format, lints, docs"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings -W clippy::undocumented_unsafe_blocks
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --lib --no-deps --locked
+
+if [ "$mode" = quick ]; then
+  echo "== quick: the library's unit tests, the command's main tests, the docs"
+  cargo test --workspace --lib --locked
+  cargo test -p pollwise --locked --test module_docs
+  cargo test -p pollwise-cli --locked --test cli --test options_cli --test docs
+  echo "quick check passed: bash scripts/test.sh runs the whole suite"
+  exit 0
+fi
 
 echo "== tests (unit, integration, doc examples; examples are built)"
 # Bounded: a test that hangs fails this stage in 40 minutes with its name on screen (cargo
