@@ -20,6 +20,7 @@ use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
 use pollwise::queue::null::NullQueue;
+use pollwise::queue::posixaio::PosixaioQueue;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
@@ -62,6 +63,9 @@ pub enum IoEngine {
         /// fio's `userspace_reap`.
         userspace_reap: bool,
     },
+    /// POSIX AIO through the C library (fio's `posixaio`): interrupt waits in `aio_suspend`;
+    /// poll asks `aio_error` of each request in flight.
+    Posixaio,
 }
 
 impl IoEngine {
@@ -73,6 +77,7 @@ impl IoEngine {
             IoEngine::Null => "null",
             IoEngine::Sync(c) => c.name(),
             IoEngine::Libaio { .. } => "libaio",
+            IoEngine::Posixaio => "posixaio",
         }
     }
 
@@ -1273,14 +1278,18 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
+    // Set when this thread fell below its minimum rate (fio's ratemin): it stops, failed.
+    let too_slow = Arc::new(AtomicBool::new(false));
     // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
-        // Stop early on a signal or when another thread of the job failed.
+        // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
         let halt = spec.halt.clone();
+        let too_slow = too_slow.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
+                || too_slow.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
         });
         if !spec.ramp_time.is_zero() {
@@ -1393,9 +1402,21 @@ fn job_thread(
         let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
         let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        // Samples, the auto log and interim reports, from inside the engine's loop.
+        let mut min_rate = spec
+            .extra
+            .min_rate
+            .map(|m| crate::extras::MinRateCheck::new(m, t0));
+        let mut slow_line = None;
+        // Samples, the auto log, interim reports and the minimum-rate check, from inside the
+        // engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
             let (read, write) = engine.dir_stats();
+            if let Some(m) = min_rate.as_mut().filter(|_| slow_line.is_none()) {
+                if let Some(line) = m.look(now, [(read.bytes, read.ios), (write.bytes, write.ios)]) {
+                    slow_line = Some(line);
+                    too_slow.store(true, Ordering::SeqCst);
+                }
+            }
             sampler.tick(now, read, write);
             if let Some(a) = alog.as_mut() {
                 a.tick(now, engine);
@@ -1447,6 +1468,17 @@ fn job_thread(
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
         *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         let errors = engine.errors();
+        let r = match slow_line.take() {
+            // fio fails the job with EIO ("check_min_rate").
+            Some(line) => {
+                failed.store(true, Ordering::SeqCst);
+                Err(Error::Io(format!(
+                    "job {}: {line} over the last --ratecycle: the job is failed, as fio fails it",
+                    spec.name
+                )))
+            }
+            None => r,
+        };
         let ran = r.and_then(|ended| {
             let seen = Seen {
                 cancelled,
@@ -1577,6 +1609,7 @@ fn setup_engine(
                 LibaioQueue::new(&[file.as_raw_fd()], depth, userspace_reap)
                     .map_err(libaio_setup_error)?,
             ),
+            IoEngine::Posixaio => Box::new(PosixaioQueue::new(&[file.as_raw_fd()], depth)),
             _ => {
                 let q = uring_for(spec, &file, attach);
                 if spec.sqthread_share && i == 0 {

@@ -31,9 +31,6 @@ const BLOCK_ENGINES: &[&str] = &[
     "posixaio",
     "psync (default)",
 ];
-/// Engines pollwise lacks that the test gives it as io_uring: they say how a request is issued,
-/// not what it does (libaio and the sync family run as pollwise's own).
-const MAPPED: &[&str] = &["posixaio"];
 
 /// The environment variables the files name, as scripts/fio_jobfiles.py gave them to fio.
 const ENV: &[(&str, &str)] = &[
@@ -234,12 +231,8 @@ fn copy_aux(set: &Path, dir: &Path) {
 
 /// Runs pollwise on `name` in `dir` as the test does: (exit code, stdout, stderr).
 fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
-    let engines = str_list(&fio["engines"]);
     let mut args: Vec<String> = vec!["run".into(), name.into()];
     args.extend(str_list(&fio["cmdline"]));
-    if !engines.is_empty() && engines.iter().all(|e| MAPPED.contains(&e.as_str())) {
-        args.push("--ioengine=io_uring".into());
-    }
     args.push("--output-format=json".into());
     for d in str_list(&fio["mkdirs"]) {
         let _ = std::fs::create_dir_all(dir.join(d));
@@ -353,14 +346,14 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     let mut t = String::new();
     t.push_str("# fio's own job files under pollwise\n\n");
     t.push_str("Written by `crates/pollwise-cli/tests/fio_jobfiles.rs` (`POLLWISE_BLESS=1 cargo test -p pollwise-cli --test fio_jobfiles` rewrites it; the test fails when it is stale). ");
-    t.push_str("The files are fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by `scripts/fio_jobfiles.py` (devices and absolute paths become files in the run's directory, sizes are capped at 8 MiB and runtimes at 1 s, a file without a runtime gets `--runtime=5`; see `crates/pollwise-cli/tests/fio_jobs/README.md`), pollwise runs libaio, the sync family and null as its own engines, a file without an ioengine on io_uring (pollwise's default; fio's is psync), and is given `--ioengine=io_uring` for posixaio. ");
+    t.push_str("The files are fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by `scripts/fio_jobfiles.py` (devices and absolute paths become files in the run's directory, sizes are capped at 8 MiB and runtimes at 1 s, a file without a runtime gets `--runtime=5`; see `crates/pollwise-cli/tests/fio_jobs/README.md`), pollwise runs libaio, posixaio, the sync family and null as its own engines, and a file without an ioengine on io_uring (pollwise's default; fio's is psync). ");
     t.push_str("fio 3.33's run of the same copies is `crates/pollwise-cli/tests/fio_jobs/fio-3.33.json`.\n\n");
     t.push_str("## What a job file means to pollwise\n\n");
     t.push_str("- A job file's jobs take fio's defaults: `rw=read`, buffered (`direct=0`), no runtime limit (a job ends when its size is done). The command line keeps pollwise's own (`rw=randread`, `direct=1`, `--filename` required).\n");
     t.push_str("- A job file's job without `filename` does its I/O on fio's file names: `jobname.jobnum.filenum` (one file per clone, `jobnum` the clone), in `directory` or the current directory, or as `filename_format` says.\n");
     t.push_str("- Random offsets follow fio's random map: every block once per pass, in a random order of its own each pass (a keyed permutation, no bitmap); `norandommap` draws each offset on its own. `random_generator` is accepted: every generator visits each block once per pass. With `bsrange` or `bssplit` the map is kept in units of the smallest size, and a request is cut before a unit already done, as fio cuts it. A `random_distribution` other than `random` has no map, as in fio.\n");
     t.push_str("- `group_reporting` merges a job's entries into the entry before them when it is of the same group (fio's `groupid`, from `stonewall` and `new_group`).\n");
-    t.push_str("- Engines: io_uring, libaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync); posixaio is not implemented (the test maps it to io_uring).\n");
+    t.push_str("- Engines: io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync).\n");
     t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
     t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Verification with several block sizes, `verify_backlog`, `verify_pattern` and verify state are refused.\n");
     t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n\n");

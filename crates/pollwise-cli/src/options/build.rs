@@ -171,11 +171,12 @@ impl Opts {
             (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
                 userspace_reap: false,
             },
+            (Some("posixaio"), _) => s.ioengine = IoEngine::Posixaio,
             (Some(e), _) => match SyncCall::from_name(e) {
                 Some(call) => s.ioengine = IoEngine::Sync(call),
                 None => {
                     return Err(usage(format!(
-                        "--ioengine={e} is not supported: use io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
+                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
                     )))
                 }
             },
@@ -426,6 +427,7 @@ impl Opts {
                     .into(),
             ));
         }
+        self.take_min_rate(s, iops, bytes)?;
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
@@ -743,6 +745,52 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
 /// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
 /// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
 /// refused (pollwise paces all a job's requests as one stream).
+impl Opts {
+    /// fio's `ratemin`, `rate_iops_min` and `ratecycle`, checked against the job's `rate` and
+    /// `rate_iops` as fio checks them.
+    fn take_min_rate(
+        &mut self,
+        s: &mut JobSpec,
+        rate_iops: Option<u64>,
+        rate_bytes: Option<u64>,
+    ) -> Result<()> {
+        let per_dir = |v: Option<Vec<Option<u64>>>| -> [u64; 2] {
+            match v.as_deref() {
+                None => [0, 0],
+                // One value is every direction's, as fio's.
+                Some([one]) => [one.unwrap_or(0); 2],
+                Some(l) => [
+                    l.first().copied().flatten().unwrap_or(0),
+                    l.get(1).copied().flatten().unwrap_or(0),
+                ],
+            }
+        };
+        let bytes = per_dir(self.take_sizes("ratemin")?);
+        let iops = self.take_u64("rate_iops_min")?.map_or([0, 0], |v| [v, v]);
+        let cycle_ms = self.take_u64("ratecycle")?.unwrap_or(1000);
+        if bytes == [0, 0] && iops == [0, 0] {
+            return Ok(());
+        }
+        let at = match self.at("ratemin") {
+            a if a.is_empty() => self.at("rate_iops_min"),
+            a => a,
+        };
+        let over =
+            |cap: Option<u64>, min: [u64; 2]| cap.is_some_and(|c| min.iter().any(|&m| m > c));
+        if over(rate_bytes, bytes) || over(rate_iops, iops) {
+            return Err(usage(format!(
+                "the minimum rate exceeds the rate (fio: minimum rate exceeds rate): lower ratemin or rate_iops_min, or raise rate or rate_iops{at}"
+            )));
+        }
+        s.extra.min_rate = Some(crate::extras::MinRate {
+            bytes,
+            iops,
+            cycle_ms,
+        });
+        Ok(())
+    }
+}
+
 fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
     if let [one] = per_dir {
         return Ok(*one);

@@ -92,7 +92,7 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
                 _ => "",
             };
             Some(format!(
-                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
+                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
                 s.given
             ))
         }
@@ -124,7 +124,6 @@ fn why_not(key: &str) -> Option<&'static str> {
         (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
         (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
         (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
-        (&["ratemin", "rate_min", "rate_iops_min", "ratecycle", "rate_cycle"], "pollwise caps a job's rate (rate, rate_iops) but does not fail a job that falls below a minimum; drop it"),
         (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
         (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
         (&["create_on_open", "create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
@@ -180,7 +179,7 @@ impl Opts {
     ) -> Result<Opts> {
         let settings: Vec<&cmdline::Setting> = settings.into_iter().collect();
         // Only the value that is used is checked: a command-line --ioengine=io_uring overrides a
-        // job file's ioengine=posixaio rather than failing on it.
+        // job file's ioengine=falloc rather than failing on it.
         let overridden = |i: usize| {
             let name = lookup(&settings[i].key).map(|o| o.name);
             settings[i + 1..]

@@ -411,6 +411,15 @@ pub const OPTIONS: &[Opt] = &[
     opt("loops", int(1, U32), val("1"), C::Jobs, Only(RUN_LIKE), "go over the file this many times (jobs that are not time-based)"),
     opt("rate_iops", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many I/O per second (per thread)"),
     opt("rate", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many bytes per second (per thread); READ,WRITE rates as fio's (a mixed job: equal rates with rwmixread=50)"),
+    with_aliases(
+        opt("ratemin", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its bandwidth over a --ratecycle falls below this many bytes per second (READ,WRITE as fio's; checked from 2 s after the start, as fio)"),
+        &["rate_min"],
+    ),
+    opt("rate_iops_min", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its I/O per second over a --ratecycle fall below this (checked from 2 s after the start, as fio)"),
+    with_aliases(
+        opt("ratecycle", int(1, U32), val("1000"), C::Jobs, Only(RUN_LIKE), "milliseconds --ratemin and --rate_iops_min are measured over (looked at every 500 ms at most)"),
+        &["rate_cycle"],
+    ),
     opt("rate_process", Kind::Enum { choices: &["linear", "poisson"], noun: None }, val("linear"), C::Jobs, Only(RUN_LIKE), "gaps between rate-limited I/Os: even (linear) or exponential (poisson)"),
     opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
     opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
@@ -475,7 +484,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
     opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
     // io_uring
-    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); or the simulated device (see --sim_latency)"),
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "posixaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); posixaio (POSIX AIO through the C library: interrupt waits in aio_suspend, poll asks aio_error of each request); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); or the simulated device (see --sim_latency)"),
     opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),

@@ -6,7 +6,7 @@
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
 //! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device), [`channel`]
 //! (requests to a server thread over shared-memory rings) and the shared poller's client
-//! ([`poller_client`]). [`ring`] is the safe owned ring the drivers that keep one of their own use.
+//! ([`poller_client`]); fio's engines [`libaio`], [`posixaio`], [`sync`] and [`null`]. [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
 //! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
@@ -33,6 +33,7 @@ pub mod model;
 pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
+pub mod posixaio;
 pub mod ring;
 pub mod sim;
 pub mod sync;
