@@ -1338,7 +1338,18 @@ fn job_thread(
             Arc::new(std::sync::Mutex::new(l))
         });
         let counters = spec.live.as_ref().zip(live);
-        if log.is_some() || counters.is_some() {
+        // fio's minimum-rate check, at each completion as fio checks it after each I/O: a job
+        // with no I/O for a while is only looked at when its next request completes.
+        let slow_line = Arc::new(std::sync::Mutex::new(None::<String>));
+        let mut min_rate = spec.extra.min_rate.map(|m| {
+            (
+                crate::extras::MinRateCheck::new(m, t0),
+                [(0u64, 0u64); 2],
+                Arc::clone(&too_slow),
+                Arc::clone(&slow_line),
+            )
+        });
+        if log.is_some() || counters.is_some() || min_rate.is_some() {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
             engine.set_on_done(Box::new(move |d| {
                 if let Some(l) = &hook_log {
@@ -1348,6 +1359,19 @@ fn job_thread(
                 }
                 if let Some(t) = &hook_live {
                     t.add(d.dir, d.len);
+                }
+                if let Some((check, done, slow, line)) = &mut min_rate {
+                    let k = usize::from(d.dir == pollwise::request::Dir::Write);
+                    done[k].0 += u64::from(d.len);
+                    done[k].1 += 1;
+                    if !slow.load(Ordering::Relaxed) {
+                        if let Some(l) = check.look(d.done_ns, *done) {
+                            if let Ok(mut slot) = line.lock() {
+                                *slot = Some(l);
+                            }
+                            slow.store(true, Ordering::SeqCst);
+                        }
+                    }
                 }
             }));
         }
@@ -1402,21 +1426,9 @@ fn job_thread(
         let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
         let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        let mut min_rate = spec
-            .extra
-            .min_rate
-            .map(|m| crate::extras::MinRateCheck::new(m, t0));
-        let mut slow_line = None;
-        // Samples, the auto log, interim reports and the minimum-rate check, from inside the
-        // engine's loop.
+        // Samples, the auto log and interim reports, from inside the engine's loop.
         let mut on_tick = |engine: &Engine, now: u64| {
             let (read, write) = engine.dir_stats();
-            if let Some(m) = min_rate.as_mut().filter(|_| slow_line.is_none()) {
-                if let Some(line) = m.look(now, [(read.bytes, read.ios), (write.bytes, write.ios)]) {
-                    slow_line = Some(line);
-                    too_slow.store(true, Ordering::SeqCst);
-                }
-            }
             sampler.tick(now, read, write);
             if let Some(a) = alog.as_mut() {
                 a.tick(now, engine);
@@ -1468,7 +1480,8 @@ fn job_thread(
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
         *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         let errors = engine.errors();
-        let r = match slow_line.take() {
+        let slow = slow_line.lock().ok().and_then(|mut l| l.take());
+        let r = match slow {
             // fio fails the job with EIO ("check_min_rate").
             Some(line) => {
                 failed.store(true, Ordering::SeqCst);

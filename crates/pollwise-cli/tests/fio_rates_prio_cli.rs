@@ -76,6 +76,31 @@ fn a_job_that_keeps_its_minimum_runs_to_its_end() {
 }
 
 #[test]
+fn the_minimum_is_looked_at_when_a_request_completes_as_fio() {
+    // fio's examples/1mbs_clients.fio, one client: 1250 B/s in 4 KiB reads is one read every
+    // 3.3 s; fio looks at the rate after each I/O, so the second read (after the 2 s settle) is
+    // only the baseline and no look finds a whole silent cycle: fio 3.33 reads 8192 bytes in
+    // 5 s and does not fail. A check on a timer would have failed the job at 3 s.
+    let d = tempdir();
+    let file = format!("--filename={}", d.path().join("c.dat").display());
+    let v = json_of(&[
+        "run",
+        "--name=file1",
+        &file,
+        "--size=8m",
+        "--rw=read",
+        "--direct=0",
+        "--bs=4k",
+        "--rate=1250",
+        "--ratemin=1024",
+        "--runtime=5",
+        "--output-format=json",
+    ]);
+    assert_eq!(v["jobs"][0]["error"], 0, "{v}");
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 8192, "{v}");
+}
+
+#[test]
 fn a_minimum_above_the_cap_is_refused_as_fio_refuses_it() {
     let d = tempdir();
     let file = format!("--filename={}", d.path().join("r.dat").display());
