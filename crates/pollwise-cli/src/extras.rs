@@ -94,6 +94,11 @@ pub struct JobExtras {
     pub content: pollwise::content::Content,
     /// `ratemin` / `rate_iops_min` with `ratecycle`: fail the job below this rate.
     pub min_rate: Option<MinRate>,
+    /// `prio` / `prioclass`: the job threads' own I/O priority (`ioprio_set`).
+    pub ioprio: Option<u16>,
+    /// Request priorities (the cmdprio options, and `prio`/`prioclass` on io_uring and
+    /// libaio, which carry a priority per request).
+    pub cmdprio: Option<pollwise::prio::CmdPrio>,
 }
 
 /// fio's `ratemin` and `rate_iops_min` (per direction: read, write) with `ratecycle`.
@@ -368,6 +373,18 @@ impl JobExtras {
         }
         // fio's random map unless norandommap.
         engine.set_random_map(!self.norandommap);
+        if let Some(p) = self.ioprio {
+            // fio's ioprio_set(IOPRIO_WHO_PROCESS, 0, ...): this thread's own priority, for the
+            // engines that carry none per request.
+            if let Err(e) = pollwise::prio::set_thread_ioprio(p) {
+                return Err(Error::Unsupported(format!(
+                    "cannot set the job's I/O priority (prio/prioclass, ioprio_set): {e}; the real-time class needs CAP_SYS_ADMIN or CAP_SYS_NICE"
+                )));
+            }
+        }
+        if let Some(p) = &self.cmdprio {
+            engine.set_cmdprio(p.clone());
+        }
         Ok(())
     }
 

@@ -173,6 +173,8 @@ pub struct Done {
     pub issued_ns: Option<u64>,
     /// Clock time its completion was handled (nanoseconds).
     pub done_ns: u64,
+    /// Its I/O priority (`ioprio`; 0: none), see [`Engine::set_cmdprio`].
+    pub ioprio: u16,
 }
 
 /// A gate every request the run loop pushes passes first (see [`Engine::set_gate`]): `None`
@@ -673,12 +675,17 @@ impl Engine {
 
     fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
         let now = self.clock.now_ns();
+        let ioprio = match self.extra.cmdprio.as_mut() {
+            Some(p) => p.prio.pick(dir, len, &mut p.rng),
+            None => 0,
+        };
         let meta = ReqMeta {
             dir,
             offset,
             len,
             submit_ns: now,
             issued_ns: None,
+            ioprio,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
         let vmode = self.extra.verify;
@@ -904,6 +911,13 @@ impl Engine {
                 Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
                 None => stats.record_lat(lat, meta.len as u64),
             }
+            if let Some(p) = &extra.cmdprio {
+                let k = usize::from(meta.dir == Dir::Write);
+                if !p.order[k].is_empty() {
+                    let ns = split.map_or(lat, |(_, clat)| clat);
+                    stats.record_prio(&p.order[k], meta.ioprio, ns);
+                }
+            }
             if let Some(f) = on_done {
                 f(&Done {
                     handle: h,
@@ -913,6 +927,7 @@ impl Engine {
                     submit_ns: meta.submit_ns,
                     issued_ns: meta.issued_ns,
                     done_ns: now,
+                    ioprio: meta.ioprio,
                 });
             }
             checked
@@ -1014,6 +1029,19 @@ impl Engine {
     /// [`run`](Engine::run) or [`drain`](Engine::drain) completes them.
     pub fn run_until(&mut self, stop: Stop) -> Result<Ended> {
         self.run_inner(stop, true, &mut None)
+    }
+
+    /// Gives requests I/O priorities (fio's `prio`/`prioclass` and cmdprio options): each
+    /// request pushed from now on carries the priority `p` picks for it, and each direction
+    /// with priorities of its own keeps its completion latencies per priority too.
+    pub fn set_cmdprio(&mut self, p: crate::prio::CmdPrio) {
+        let order =
+            [Dir::Read, Dir::Write].map(|d| if p.splits(d) { p.order(d) } else { Vec::new() });
+        self.extra.cmdprio = Some(PrioState {
+            rng: Rng::new(self.cfg.seed ^ 0x7F4A_7C15_9E37_79B9),
+            prio: p,
+            order,
+        });
     }
 
     /// Calls `f` for every request handled from now on, after its stats are recorded (for
@@ -1362,9 +1390,20 @@ pub struct RateLimit {
     pub poisson: bool,
 }
 
+/// A job's request priorities, its draw, and the per-direction order latencies are kept in
+/// (empty: not split).
+#[derive(Debug, Clone)]
+struct PrioState {
+    prio: crate::prio::CmdPrio,
+    rng: Rng,
+    order: [Vec<u16>; 2],
+}
+
 /// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
 #[derive(Debug, Clone, Default)]
 struct Extras {
+    /// Request priorities (fio's cmdprio options and prio/prioclass), if any.
+    cmdprio: Option<PrioState>,
     /// The byte range requests fall in: (start, length); `None` is `0..cfg.size`.
     region: Option<(u64, u64)>,
     /// Block size of writes when it differs from reads' `cfg.bs`.

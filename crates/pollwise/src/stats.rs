@@ -162,6 +162,9 @@ pub struct DirStats {
     pub verify_ios: u64,
     /// Wall time of that read-back, ns.
     pub verify_ns: u64,
+    /// Completion latencies per request priority (`ioprio`), in fio's order (see
+    /// [`prio`](crate::prio)); empty unless the job gives requests priorities of their own.
+    pub prios: Vec<(u16, Histogram<u64>)>,
 }
 
 impl Default for DirStats {
@@ -176,6 +179,7 @@ impl Default for DirStats {
             samples: Vec::new(),
             verify_ios: 0,
             verify_ns: 0,
+            prios: Vec::new(),
         }
     }
 }
@@ -199,6 +203,22 @@ impl DirStats {
         self.bytes += bytes;
         self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns);
         let _ = self.lat.record(lat_ns.clamp(1, MAX_LAT_NS));
+    }
+
+    /// Records the completion latency `ns` of a request of priority `ioprio` among the
+    /// priorities `order` (the first call lays them out, in that order).
+    pub fn record_prio(&mut self, order: &[u16], ioprio: u16, ns: u64) {
+        if self.prios.is_empty() {
+            self.prios = order.iter().map(|&p| (p, new_histogram())).collect();
+        }
+        let i = match self.prios.iter().position(|(p, _)| *p == ioprio) {
+            Some(i) => i,
+            None => {
+                self.prios.push((ioprio, new_histogram()));
+                self.prios.len() - 1
+            }
+        };
+        let _ = self.prios[i].1.record(ns.clamp(1, MAX_LAT_NS));
     }
 
     /// Operations of the measured period (the verify read-back's left out).
@@ -246,6 +266,14 @@ impl DirStats {
         let _ = self.lat.add(&o.lat);
         let _ = self.slat.add(&o.slat);
         let _ = self.clat.add(&o.clat);
+        for (p, h) in &o.prios {
+            match self.prios.iter_mut().find(|(q, _)| q == p) {
+                Some((_, mine)) => {
+                    let _ = mine.add(h);
+                }
+                None => self.prios.push((*p, h.clone())),
+            }
+        }
         for (i, s) in o.samples.iter().enumerate() {
             match self.samples.get_mut(i) {
                 Some(m) => {

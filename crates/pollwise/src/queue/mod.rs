@@ -85,6 +85,10 @@ pub struct Op {
     pub buf_index: Option<u16>,
     /// Returned untouched in the completion (the caller's own; never [`RESERVED_USER_DATA`]).
     pub user_data: u64,
+    /// The request's I/O priority (`ioprio`: class << 13 | level), 0 for none (the
+    /// submitter's own); devices that carry one per request (io_uring's SQE, libaio's iocb)
+    /// set it, the others ignore it.
+    pub ioprio: u16,
 }
 
 impl Op {
@@ -100,6 +104,7 @@ impl Op {
             offset,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 
@@ -113,6 +118,7 @@ impl Op {
             offset: 0,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 }
@@ -741,6 +747,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             .requests
             .as_mut()
             .ok_or_else(|| invalid("this queue owns no requests"))?;
+        let ioprio = slab.meta(h).map_or(0, |m| m.ioprio);
         let raw = slab.start(h).map_err(|e| invalid(&e.to_string()))?;
         let at = (buf_offset as usize).min(raw.len);
         let op = Op {
@@ -757,6 +764,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 None
             },
             user_data: h.user_data(),
+            ioprio,
         };
         let checked = if spec.len as usize + buf_offset as usize > raw.len {
             Err(invalid("the operation is longer than the request's buffer"))

@@ -66,6 +66,8 @@ pub struct ReqMeta {
     /// completion came back: fio's slat ends and clat starts here. `None` until then, or if the
     /// queue cannot say.
     pub issued_ns: Option<u64>,
+    /// The request's I/O priority (`ioprio`), 0 for none (see [`Op::ioprio`](crate::queue::Op)).
+    pub ioprio: u16,
 }
 
 /// Where a live request is in its life. A free slot has no state: its handles are stale.
