@@ -367,7 +367,11 @@ impl JobExtras {
         engine.set_distribution(self.distribution.clone());
         engine.set_zones(self.zones)?;
         engine.set_verify_mode(self.verify_mode)?;
-        engine.set_content(Some(self.content.clone()));
+        let mut content = self.content.clone();
+        if let Some(d) = content.dedupe.as_mut() {
+            d.thread.0 += thread;
+        }
+        engine.set_content(Some(content));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());
         }

@@ -778,6 +778,18 @@ impl Engine {
         })?;
         let n = (len as usize).min(buf.len());
         extra.writes_filled += 1;
+        if let Some(d) = c.dedupe.as_ref().filter(|_| c.dedupes()) {
+            let bytes = extra.region.map_or(self.cfg.size, |r| r.1);
+            let bs = extra.write_bs.unwrap_or(self.cfg.bs);
+            let warmup = self.cfg.iodepth;
+            let st = extra
+                .dedupe_state
+                .get_or_insert_with(|| d.state(bytes, bs, warmup));
+            let seed = d.next_seed(st);
+            c.fill_seeded(&mut buf[..n], seed);
+            extra.content_held[i] = true;
+            return Ok(());
+        }
         let rng = extra
             .content_rng
             .get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
@@ -1437,6 +1449,8 @@ struct Extras {
     content_held: Vec<bool>,
     /// The random bytes of the content.
     content_rng: Option<Rng>,
+    /// Where this thread is in its deduplicable buffers' streams.
+    dedupe_state: Option<crate::content::DedupeState>,
     /// Writes filled so far (the scramble's counter).
     writes_filled: u64,
     /// fio's `random_distribution` other than uniform (no random map, as fio).

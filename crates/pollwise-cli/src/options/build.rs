@@ -561,6 +561,21 @@ impl Opts {
         if let Some(v) = self.take_bool("scramble_buffers")? {
             c.scramble = v;
         }
+        let pct = self.take_u32("dedupe_percentage")?.unwrap_or(0);
+        let mode = self.take_str("dedupe_mode")?;
+        let ws = self.take_u32("dedupe_working_set_percentage")?.unwrap_or(5);
+        let global = self.take_bool("dedupe_global")?.unwrap_or(false);
+        if pct > 0 {
+            let working = mode.as_deref() == Some("working_set");
+            c.dedupe = Some(pollwise::content::Dedupe {
+                percentage: pct as u8,
+                working_set: working.then_some(ws as u8),
+                global: working && global,
+                // The run's thread numbers are set when the jobs start.
+                thread: (0, 1),
+                seed: 0x5EED_DED0_u64,
+            });
+        }
         Ok(())
     }
 

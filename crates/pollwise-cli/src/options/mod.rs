@@ -123,10 +123,11 @@ fn why_not(key: &str) -> Option<&'static str> {
         (&["cmdprio_hint", "priohint"], "pollwise sets request priorities by class and level (cmdprio, prio); fio 3.33 has no priority hints either"),
         (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
         (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
-        (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
+        (&["buffer_compress_chunk"], "pollwise makes buffer_compress_percentage's zeros in every 512 bytes; other chunk sizes are not implemented"),
         (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
         (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
-        (&["create_on_open", "create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
+        (&["create_on_open"], "pollwise lays a job's file out before the job starts; create_on_open goes with fio's filecreate engine, which measures creating files (open with O_CREAT), not I/O, and which pollwise does not implement"),
+        (&["create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
         (&["numa_cpu_nodes", "numa_mem_policy"], "pollwise places job threads with cpus_allowed only; NUMA policies are not implemented"),
         (&["serialize_overlap"], "pollwise does not hold back a request that overlaps one in flight; drop it"),
     ];
