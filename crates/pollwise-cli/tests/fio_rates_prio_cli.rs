@@ -195,6 +195,35 @@ fn cmdprio_percentage_gives_a_share_of_requests_their_priority_as_fio() {
         assert_eq!(col.get("0x2000"), Some(&n[1]), "{engine}: {col:?}");
         assert_eq!(col.len(), 2, "{engine}: {col:?}");
     }
+    // fio's text: a latency line and a percentile table per priority, at fio's places.
+    let d = tempdir();
+    let file = format!("--filename={}", d.path().join("t.dat").display());
+    let (code, out, err) = pollwise(&[
+        "run",
+        "--name=t",
+        &file,
+        "--ioengine=libaio",
+        "--size=2m",
+        "--bs=16k",
+        "--rw=randread",
+        "--iodepth=4",
+        "--prioclass=3",
+        "--cmdprio_percentage=20",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("no {s:?} in\n{out}"));
+    assert!(
+        at("    clat prio 3/0 (") < at("    clat prio 1/0 ("),
+        "{out}"
+    );
+    assert!(
+        at("    clat prio 1/0 (") < at("    clat percentiles"),
+        "{out}"
+    );
+    assert!(
+        at("    clat percentiles") < at("% of IOs) percentiles"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -293,4 +322,46 @@ fn what_fio_refuses_of_priorities_is_refused() {
         &["exceeds 100"],
     );
     usage_error(&["run", f, "--size=1m", "--prioclass=4"], &["prioclass"]);
+}
+
+#[test]
+fn a_mixed_random_split_by_direction_is_refused_unless_fio_and_pollwise_agree() {
+    let d = tempdir();
+    let file = format!("--filename={}", d.path().join("s.dat").display());
+    let base = [
+        "run",
+        "--name=j",
+        file.as_str(),
+        "--size=8m",
+        "--rw=randrw",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--iodepth=16",
+        "--output-format=json",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        a
+    };
+    // fio 3.33 ends this job (examples/cmdprio-bssplit.fio's first) after 5439488 of 8 MiB,
+    // by its random map's rule: refused, naming the way out.
+    usage_error(
+        &with(&["--bssplit=64k/40:1024k/60,1024k/100"]),
+        &["bssplit", "norandommap", "5.2 of 8 MiB"],
+    );
+    // With norandommap both end it by its size (fio 3.33: 8585216 bytes): at least 8 MiB,
+    // less than one more 1 MiB request.
+    let v = json_of(&with(&[
+        "--bssplit=64k/40:1024k/60,1024k/100",
+        "--norandommap",
+    ]));
+    let j = &v["jobs"][0];
+    let moved = j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+    assert!(((8 << 20)..(9 << 20)).contains(&moved), "{moved}");
+    // The same sizes both ways: exactly the size (fio 3.33: 8388608).
+    let v = json_of(&with(&["--bssplit=64k/40:1024k/60"]));
+    let j = &v["jobs"][0];
+    let moved = j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+    assert_eq!(moved, 8 << 20);
 }

@@ -508,6 +508,27 @@ impl Opts {
         if let Some(v) = self.take_bool("norandommap")? {
             s.extra.norandommap = v;
         }
+        let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let varies = s.extra.sizes.iter().any(Option::is_some);
+        let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
+        if s.rw.random()
+            && reads
+            && s.rw.writes()
+            && varies
+            && differ
+            && !s.extra.norandommap
+            && s.extra.distribution.is_none()
+        {
+            let which = if self.has("bssplit") {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
+            return Err(usage(format!(
+                "--{which} with other sizes for writes than for reads, on a mixed random job with fio's random map: fio 3.33 ends such a job before its size is done (examples/cmdprio-bssplit.fio's first job: 5.2 of 8 MiB) by a rule pollwise does not follow; add norandommap (both then end it by its size) or give reads and writes the same sizes{}",
+                self.at(which)
+            )));
+        }
         // Every generator visits each block once per pass (the random map); pollwise draws
         // from its one generator.
         self.take_str("random_generator")?;

@@ -89,6 +89,10 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
                 | "xnvme" | "libcufile" | "gfapi" | "gfapi_async" => {
                     "it is a network or remote-storage engine, and pollwise measures local block and file I/O; "
                 }
+                "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                | "dirdelete" => {
+                    "it measures file-system metadata operations (creating, stat-ing or deleting files and directories), not I/O, and pollwise measures block and file I/O; "
+                }
                 _ => "",
             };
             Some(format!(
