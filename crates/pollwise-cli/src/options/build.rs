@@ -912,9 +912,9 @@ impl Opts {
         let mut dirs: [DirPrio; 2] = Default::default();
         if let Some(p) = perc {
             let percs = pair("cmdprio_percentage", Some(&p), 0, 100)?;
-            for d in 0..2 {
+            for (d, slot) in dirs.iter_mut().enumerate() {
                 if let Some(n) = percs[d].filter(|&n| n > 0) {
-                    dirs[d] = DirPrio::Percent {
+                    *slot = DirPrio::Percent {
                         perc: n as u32,
                         ioprio: implicit(d),
                     };
@@ -928,7 +928,7 @@ impl Opts {
                     "--cmdprio_bssplit={b}: give READS,WRITES at most, as fio"
                 )));
             }
-            for d in 0..2 {
+            for (d, slot) in dirs.iter_mut().enumerate() {
                 // One list is every direction's, as fio.
                 let Some(list) = per_dir
                     .get(d)
@@ -978,7 +978,7 @@ impl Opts {
                         )));
                     }
                 }
-                dirs[d] = DirPrio::BsSplit(sizes);
+                *slot = DirPrio::BsSplit(sizes);
             }
         }
         s.extra.cmdprio = Some(CmdPrio {
