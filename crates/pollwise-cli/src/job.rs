@@ -624,7 +624,7 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
 /// marked with a filesystem signature, or a file that backs such a loop device
 /// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
 pub fn check_in_use(spec: &JobSpec) -> Result<()> {
-    let writes = spec.rw.writes();
+    let writes = spec.rw.modifies();
     if !writes || spec.extra.allow_mounted_write || !spec.ioengine.has_file() {
         return Ok(());
     }
@@ -1140,6 +1140,7 @@ fn measure(
     Stats {
         read,
         write,
+        trim: engine.trim_stats().clone(),
         elapsed_ns: t1 - m0.t0,
         process: Rusage::default(),
         threads: Rusage {
@@ -1297,9 +1298,9 @@ fn job_thread(
         }
         Ok(engine)
     };
-    let reads = !matches!(spec.rw, Rw::Write | Rw::RandWrite);
     let log = if spec.logs.any() {
-        ThreadLog::open(&spec.logs, i as u32, [reads, spec.rw.writes()]).map(Some)
+        let dirs = [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()];
+        ThreadLog::open(&spec.logs, i as u32, dirs).map(Some)
     } else {
         Ok(None)
     };
@@ -1376,7 +1377,12 @@ fn job_thread(
                     engine.set_byte_limit(Some(io_size));
                     u64::MAX
                 } else {
-                    engine.submitted() + (io_size / spec.bs as u64).max(1)
+                    // A trimwrite's block is two requests: its trim and its write.
+                    let bs = match spec.extra.trim_bs {
+                        Some(t) if spec.rw.trims() => t,
+                        _ => spec.bs,
+                    };
+                    engine.submitted() + (io_size / bs as u64).max(1) * spec.rw.ios_per_block()
                 };
                 let n = n.min(cap.unwrap_or(u64::MAX));
                 match until {
@@ -1557,7 +1563,8 @@ fn setup_engine(
             spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
-        let writable = spec.rw.writes();
+        // A trim needs the file open for writing (fallocate, a discard).
+        let writable = spec.rw.modifies();
         let file = open_target(&spec.filename, spec.direct, writable)?;
         let attach = if spec.sqthread_share && i > 0 {
             fd_rx
@@ -1764,6 +1771,7 @@ fn run_model_threads(
             Stats {
                 read: r.read,
                 write: r.write,
+                trim: Default::default(),
                 elapsed_ns: r.elapsed_ns,
                 process: cpu,
                 threads: cpu,

@@ -294,7 +294,7 @@ fn check_shared_blocks(group: &[JobSpec]) -> Result<()> {
             };
             let overlap = fa == fb && sa < eb && sb < ea;
             let verifying = a.verify || b.verify;
-            let writing = a.rw.writes() || b.rw.writes();
+            let writing = a.rw.modifies() || b.rw.modifies();
             let same_bytes = a.verify
                 && b.verify
                 && a.bs == b.bs
@@ -429,7 +429,7 @@ pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, Str
 /// fio's `--readonly`: refuses, before anything runs, a job that writes (whatever its engine,
 /// as fio) or whose file would be created or extended to its size.
 pub fn check_readonly(specs: &[JobSpec]) -> Result<()> {
-    if let Some(s) = specs.iter().find(|s| s.rw.writes()) {
+    if let Some(s) = specs.iter().find(|s| s.rw.modifies()) {
         return Err(Error::Usage(format!(
             "--readonly: job {} writes (rw={}): drop --readonly or use --rw=read or --rw=randread",
             crate::error::shown(&s.name),

@@ -54,6 +54,14 @@ pub enum Rw {
     /// Sequential mixed reads and writes (fio's `rw` or `readwrite`), each direction with its
     /// own sequential position, as fio keeps one per direction.
     ReadWrite,
+    /// Sequential trims (fio's `trim`).
+    Trim,
+    /// Random trims (`randtrim`).
+    RandTrim,
+    /// Sequential trims, each followed by a write of the same range (`trimwrite`).
+    TrimWrite,
+    /// Random trims, each followed by a write of the same range (`randtrimwrite`).
+    RandTrimWrite,
 }
 
 impl Rw {
@@ -65,6 +73,10 @@ impl Rw {
         Rw::RandWrite,
         Rw::RandRw,
         Rw::ReadWrite,
+        Rw::Trim,
+        Rw::RandTrim,
+        Rw::TrimWrite,
+        Rw::RandTrimWrite,
     ];
 
     /// The pattern fio calls `s`, if any.
@@ -83,15 +95,56 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
             Rw::ReadWrite => "rw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
     /// Whether offsets are random.
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::ReadWrite)
+        matches!(
+            self,
+            Rw::Write
+                | Rw::RandWrite
+                | Rw::RandRw
+                | Rw::ReadWrite
+                | Rw::TrimWrite
+                | Rw::RandTrimWrite
+        )
+    }
+    /// Whether the pattern reads.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            Rw::Read | Rw::RandRead | Rw::RandRw | Rw::ReadWrite
+        )
+    }
+    /// Whether the pattern trims.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+    /// Whether the pattern changes the target (writes or trims).
+    pub fn modifies(self) -> bool {
+        self.writes() || self.trims()
+    }
+    /// Requests per block of the job's size: two with a trim and its write, else one.
+    pub fn ios_per_block(self) -> u64 {
+        if matches!(self, Rw::TrimWrite | Rw::RandTrimWrite) {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -311,6 +364,7 @@ pub struct Engine {
     written: Vec<u64>,
     read: DirStats,
     write: DirStats,
+    trim: DirStats,
     error: Option<Error>,
     on_done: Option<OnDone>,
     pace: Option<Pace>,
@@ -405,6 +459,7 @@ impl Engine {
             written,
             read: DirStats::default(),
             write: DirStats::default(),
+            trim: DirStats::default(),
             error: None,
             on_done: None,
             pace: None,
@@ -508,9 +563,14 @@ impl Engine {
     }
 
     fn next_io(&mut self) -> (Dir, u64, u32) {
+        // fio's trimwrite: each trim is followed by a write of the same range.
+        if let Some((off, len)) = self.extra.write_after_trim.take() {
+            return (Dir::Write, off, len);
+        }
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => Dir::Trim,
             Rw::RandRw | Rw::ReadWrite => {
                 if self.rng.below(100) < self.cfg.rwmixread as u64 {
                     Dir::Read
@@ -571,6 +631,9 @@ impl Engine {
         if let Some(z) = self.extra.zones.as_mut() {
             z.done += n;
         }
+        if matches!(self.cfg.rw, Rw::TrimWrite | Rw::RandTrimWrite) {
+            self.extra.write_after_trim = Some((base + off, n as u32));
+        }
         (dir, base + off, n as u32)
     }
 
@@ -589,7 +652,7 @@ impl Engine {
             if z.start >= len {
                 z.start = 0;
             }
-            self.extra.seq_pos = [0; 2];
+            self.extra.seq_pos = [0; 3];
         }
         let zone_len = z.range.min(len - z.start);
         (base + z.start, zone_len)
@@ -700,10 +763,7 @@ impl Engine {
         }
         self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
-            kind: match dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(dir),
             file: 0,
             offset,
             len,
@@ -752,6 +812,10 @@ impl Engine {
         let Some(c) = extra.content.as_ref() else {
             return Ok(());
         };
+        if dir == Dir::Trim {
+            // A trim carries no data.
+            return Ok(());
+        }
         let i = h.index();
         if extra.content_held.len() <= i {
             extra.content_held.resize(i + 1, false);
@@ -828,6 +892,7 @@ impl Engine {
             written,
             read,
             write,
+            trim,
             error,
             on_done,
             errs,
@@ -899,6 +964,7 @@ impl Engine {
                     }
                     &mut *write
                 }
+                Dir::Trim => &mut *trim,
             };
             match split {
                 Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
@@ -974,13 +1040,16 @@ impl Engine {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
+        // A trimwrite's trim is not left without its write.
+        let pair_open = self.extra.write_after_trim.is_some();
         let by_count = match stop {
             Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
             Stop::At(_) => false,
-        } || self
-            .extra
-            .byte_limit
-            .is_some_and(|b| self.extra.bytes_pushed >= b);
+        } || (!pair_open
+            && self
+                .extra
+                .byte_limit
+                .is_some_and(|b| self.extra.bytes_pushed >= b));
         if by_count {
             return Some(Ended::Ios);
         }
@@ -1306,6 +1375,12 @@ impl Engine {
     pub fn reset_stats(&mut self) {
         self.read.reset();
         self.write.reset();
+        self.trim.reset();
+    }
+
+    /// Trims so far (fio's third direction), borrowed.
+    pub fn trim_stats(&self) -> &DirStats {
+        &self.trim
     }
 
     /// Reads, writes, and what the queue and policy counted.
@@ -1372,13 +1447,17 @@ struct Extras {
     /// Reap (waiting for one) after every request queued.
     reap_each: bool,
     /// Sequential position per direction (bytes into the region).
-    seq_pos: [u64; 2],
+    seq_pos: [u64; 3],
     /// Random offsets follow a random map: every block once per pass (fio's default).
     random_map: bool,
     /// Block sizes per direction when they vary (`bsrange`, `bssplit`).
-    sizes: [Option<BlockSizes>; 2],
+    sizes: [Option<BlockSizes>; 3],
     /// The random map in units of the smallest size, for requests of several sizes.
     units: Option<UnitMap>,
+    /// fio's trimwrite: the write that follows the trim just pushed (its offset and length).
+    write_after_trim: Option<(u64, u32)>,
+    /// Block size of trims when it differs from reads' `cfg.bs` (fio's `bs=R,W,T`).
+    trim_bs: Option<u32>,
     /// fio's `rw=read:N`: bytes between a sequential request's end and the next one's start.
     seq_add: i64,
     /// fio's `rw=randread:N`: a new random offset every this many requests (0 and 1: each).
@@ -1428,6 +1507,15 @@ fn dir_index(d: Dir) -> usize {
     match d {
         Dir::Read => 0,
         Dir::Write => 1,
+        Dir::Trim => 2,
+    }
+}
+
+fn op_kind(d: Dir) -> OpKind {
+    match d {
+        Dir::Read => OpKind::Read,
+        Dir::Write => OpKind::Write,
+        Dir::Trim => OpKind::Trim,
     }
 }
 
@@ -1449,7 +1537,7 @@ impl Engine {
             ));
         }
         self.extra.region = Some((offset, len));
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         self.extra.order = None;
         self.extra.units = None;
         Ok(())
@@ -1539,7 +1627,7 @@ impl Engine {
                 })
             }
         };
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         Ok(())
     }
 
@@ -1570,6 +1658,24 @@ impl Engine {
     pub fn set_random_map(&mut self, on: bool) {
         self.extra.random_map = on;
         self.extra.order = None;
+    }
+
+    /// Trims use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE,TRIM`. A trim
+    /// needs no buffer, but the write that follows it in `trimwrite` does: there the slab's
+    /// buffers must hold `bs` bytes.
+    pub fn set_trim_bs(&mut self, bs: u32) -> Result<()> {
+        let writes = self.cfg.rw.writes();
+        if bs == 0 || (writes && bs as usize > self.slab().buf_len()) {
+            return Err(Error::config(
+                "bs",
+                format!(
+                    "trim block size {bs} does not fit the {}-byte buffers",
+                    self.slab().buf_len()
+                ),
+            ));
+        }
+        self.extra.trim_bs = Some(bs);
+        Ok(())
     }
 
     /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The
@@ -1622,8 +1728,8 @@ impl Engine {
     }
 
     fn bs_of(&self, dir: Dir) -> u32 {
-        match (dir, self.extra.write_bs) {
-            (Dir::Write, Some(bs)) => bs,
+        match (dir, self.extra.write_bs, self.extra.trim_bs) {
+            (Dir::Write, Some(bs), _) | (Dir::Trim, _, Some(bs)) => bs,
             _ => self.cfg.bs,
         }
     }
@@ -1867,6 +1973,13 @@ impl Engine {
         if c.result < 0 {
             return Some(c);
         }
+        if meta.dir == Dir::Trim {
+            // A trim moves no bytes: done is its whole range.
+            return Some(Completion {
+                result: meta.len.min(i32::MAX as u32) as i32,
+                ..c
+            });
+        }
         let done = before.map_or(0, |p| p.done) + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
@@ -1900,10 +2013,7 @@ impl Engine {
             return false;
         }
         let spec = RequestOp {
-            kind: match meta.dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(meta.dir),
             file: 0,
             offset: meta.offset + done as u64,
             len: meta.len - done,
@@ -1932,6 +2042,10 @@ fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> Op {
             target,
         },
         Dir::Write => Op::Write {
+            offset: meta.offset,
+            target,
+        },
+        Dir::Trim => Op::Trim {
             offset: meta.offset,
             target,
         },

@@ -390,6 +390,8 @@ pub struct Stats {
     pub read: DirStats,
     /// Writes.
     pub write: DirStats,
+    /// Trims (fio's third direction).
+    pub trim: DirStats,
     /// Wall time of the measured period, nanoseconds.
     pub elapsed_ns: u64,
     /// The process's CPU over the measured period (includes io_uring kernel threads).
@@ -435,15 +437,15 @@ impl Errors {
 }
 
 impl Stats {
-    /// Completed operations in both directions.
+    /// Completed operations in every direction.
     pub fn total_ios(&self) -> u64 {
-        self.read.ios + self.write.ios
+        self.read.ios + self.write.ios + self.trim.ios
     }
 
     /// Completed operations of the measured period (a verify read-back's left out): what the
     /// CPU, the kernel entries and the wall time were measured over.
     pub fn measured_ios(&self) -> u64 {
-        self.read.measured_ios() + self.write.measured_ios()
+        self.read.measured_ios() + self.write.measured_ios() + self.trim.measured_ios()
     }
 
     /// Operations per second (of the measured period).
@@ -475,6 +477,7 @@ impl Stats {
     pub fn all_lat(&self) -> DirStats {
         let mut d = self.read.clone();
         d.merge(&self.write);
+        d.merge(&self.trim);
         d
     }
 
@@ -482,6 +485,7 @@ impl Stats {
     pub fn merge_thread(&mut self, o: &Stats) {
         self.read.merge(&o.read);
         self.write.merge(&o.write);
+        self.trim.merge(&o.trim);
         self.elapsed_ns = self.elapsed_ns.max(o.elapsed_ns);
         self.threads.add(&o.threads);
         self.queue.enters += o.queue.enters;
@@ -500,12 +504,14 @@ impl Stats {
     /// Adds a later run of the same job (a `compare` round): counts and CPU add up, samples
     /// follow one another. The caller sets `elapsed_ns` as it sees fit.
     pub fn append_run(&mut self, o: &Stats) {
-        let (r, w) = (self.read.clone(), self.write.clone());
+        let (r, w, t) = (self.read.clone(), self.write.clone(), self.trim.clone());
         self.merge_thread(o);
         self.read = r;
         self.read.append(&o.read);
         self.write = w;
         self.write.append(&o.write);
+        self.trim = t;
+        self.trim.append(&o.trim);
         self.process.add(&o.process);
     }
 }

@@ -218,9 +218,16 @@ impl Opts {
                 |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));
             match v.as_slice() {
                 [Some(one)] => s.bs = fit(*one)?,
-                [r, w, ..] => {
+                [r, w, rest @ ..] => {
                     if let Some(r) = r {
                         s.bs = fit(*r)?;
+                    }
+                    // Trims take the third size, else the writes' (as fio).
+                    if let Some(t) = rest.first().copied().flatten().or(*w) {
+                        let t = fit(t)?;
+                        if t != s.bs {
+                            s.extra.trim_bs = Some(t);
+                        }
                     }
                     if let Some(w) = w {
                         let w = fit(*w)?;
@@ -591,8 +598,10 @@ impl Opts {
                 Some(b) if b.min() == b.max() => {
                     if d == 0 {
                         s.bs = b.min();
-                    } else if b.min() != s.bs {
+                    } else if b.min() != s.bs && d == 1 {
                         s.extra.write_bs = Some(b.min());
+                    } else if b.min() != s.bs {
+                        s.extra.trim_bs = Some(b.min());
                     }
                 }
                 other => s.extra.sizes[d] = other,
@@ -747,7 +756,7 @@ fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64
     if let [one] = per_dir {
         return Ok(*one);
     }
-    let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+    let reads = s.rw.reads();
     let writes = s.rw.writes();
     let r = per_dir.first().copied().flatten();
     let w = per_dir.get(1).copied().flatten();
@@ -796,18 +805,14 @@ fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
 }
 
 /// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
-/// entry keeps the default, and a single entry applies to reads and writes (as fio).
+/// entry keeps the default, a single entry applies to every direction, and trims take the
+/// writes' entry when none is given (as fio).
 fn parse_per_dir(
     v: &str,
     what: &str,
     one: fn(&str, &str) -> Result<BlockSizes>,
-) -> Result<[Option<BlockSizes>; 2]> {
+) -> Result<[Option<BlockSizes>; 3]> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    if parts.len() > 2 && !parts[2].is_empty() && parts[2] != parts[1] {
-        return Err(usage(format!(
-            "--{what}={v}: a trim entry is not used: pollwise does no trims"
-        )));
-    }
     let r = match parts.first() {
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         _ => None,
@@ -817,7 +822,12 @@ fn parse_per_dir(
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         Some(_) => None,
     };
-    Ok([r, w])
+    let t = match parts.get(2) {
+        None => w.clone(),
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        Some(_) => None,
+    };
+    Ok([r, w, t])
 }
 
 fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {

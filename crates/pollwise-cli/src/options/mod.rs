@@ -96,10 +96,6 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
                 s.given
             ))
         }
-        "rw" if matches!(v, "trim" | "randtrim" | "trimwrite" | "randtrimwrite") => Some(format!(
-            "fio's --{}={v} is not implemented by pollwise: it reads and writes; trims (discards) are not implemented",
-            s.given
-        )),
         "verify" if matches!(
             v,
             "crc64" | "crc16" | "crc7" | "sha512" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "pattern" | "crc32c-arm64" | "null"

@@ -370,7 +370,7 @@ pub const OPTIONS: &[Opt] = &[
         &["io_limit"],
     ),
     with_aliases(
-        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed (a job file's default is fio's, read)"),
+        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite", "trim", "randtrim", "trimwrite", "randtrimwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed; trim patterns punch holes in a file (io_uring's fallocate) or discard on a block device, and trimwrite writes each range after trimming it (a job file's default is fio's, read)"),
         &["readwrite"],
     ),
     opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),

@@ -65,6 +65,9 @@ pub enum OpKind {
     Write,
     /// Do nothing; completes with result 0.
     Nop,
+    /// Release `len` bytes at `offset` (no buffer): on a regular file a punched hole
+    /// (`fallocate(PUNCH_HOLE | KEEP_SIZE)`), on a block device a discard. Completes with 0.
+    Trim,
 }
 
 /// One operation to submit. The buffer is a raw pointer: see [`Queue::push`]'s safety contract.
@@ -325,6 +328,7 @@ impl ReqClass {
         ReqClass {
             dir: match op.kind {
                 OpKind::Write => Dir::Write,
+                OpKind::Trim => Dir::Trim,
                 OpKind::Read | OpKind::Nop => Dir::Read,
             },
             len: op.len,

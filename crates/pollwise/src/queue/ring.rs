@@ -210,6 +210,10 @@ impl Ring {
                 .offset(o.offset)
                 .build(),
             OpKind::Nop => opcode::Nop::new().build(),
+            OpKind::Trim => opcode::Fallocate::new(fd, o.len as u64)
+                .offset(o.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build(),
         }
         .user_data(user_data);
         // SAFETY: the buffer (reads and writes) is valid for `len` bytes until the completion is

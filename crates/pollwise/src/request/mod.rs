@@ -40,6 +40,8 @@ pub enum Dir {
     Read,
     /// A write.
     Write,
+    /// A trim (discard): the range's blocks are released and read back as zeros.
+    Trim,
 }
 
 /// The class of a request, as predictors group them: direction and size.
