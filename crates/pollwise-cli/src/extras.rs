@@ -25,6 +25,10 @@ pub struct Rate {
 /// What a job may add to a [`JobSpec`](crate::job::JobSpec) beyond one engine loop (all off by default).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobExtras {
+    /// fio's `write_iolog`: the I/O log the job writes.
+    pub write_iolog: Option<std::path::PathBuf>,
+    /// fio's `read_iolog`: the log the job replays instead of its pattern.
+    pub replay: Option<std::sync::Arc<crate::iolog::IoLog>>,
     /// `size=N%` (of the file or device), resolved by [`resolve`](crate::jobs::resolve).
     pub size_percent: Option<f64>,
     /// `offset`.
@@ -286,6 +290,7 @@ impl JobExtras {
         engine.set_block_sizes(pollwise::request::Dir::Read, self.sizes[0].clone())?;
         engine.set_block_sizes(pollwise::request::Dir::Write, self.sizes[1].clone())?;
         engine.set_block_sizes(pollwise::request::Dir::Trim, self.sizes[2].clone())?;
+        engine.set_replay(self.replay.as_ref().map(|l| l.items.clone()))?;
         engine.set_block_align(self.align);
         engine.set_seq_add(self.seq_add);
         engine.set_random_every(self.random_every);

@@ -1329,6 +1329,20 @@ fn job_thread(
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
         });
+        // fio's write_iolog: every request the job issues, in order, from the window's start.
+        let iolog = match spec.extra.write_iolog.as_deref() {
+            Some(p) => {
+                let w = crate::iolog::Writer::create(p, &spec.filename, t0)?;
+                let hook = Arc::clone(&w);
+                engine.set_on_issue(Some(Box::new(move |dir, off, len, now| {
+                    if let Ok(mut w) = hook.lock() {
+                        w.request(dir, off, len, now);
+                    }
+                })));
+                Some(w)
+            }
+            None => None,
+        };
         let counters = spec.live.as_ref().zip(live);
         if log.is_some() || counters.is_some() {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
@@ -1373,7 +1387,10 @@ fn job_thread(
                 };
                 // Counted from now: the ramp's requests do not count (fio resets them too).
                 // Requests of several sizes stop on their bytes.
-                let n = if spec.extra.varies() || spec.extra.zones.is_some() {
+                let n = if spec.extra.replay.is_some() {
+                    // A replay ends with its log.
+                    u64::MAX
+                } else if spec.extra.varies() || spec.extra.zones.is_some() {
                     engine.set_byte_limit(Some(io_size));
                     u64::MAX
                 } else {
@@ -1443,6 +1460,14 @@ fn job_thread(
         }
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
+        engine.set_on_issue(None);
+        let iologged = match &iolog {
+            Some(w) => w
+                .lock()
+                .map_err(|_| Error::Io("a job thread's I/O log was poisoned".into()))
+                .and_then(|mut w| w.finish(t1)),
+            None => Ok(()),
+        };
         let logged = match &log {
             Some(l) => l
                 .lock()
@@ -1461,7 +1486,7 @@ fn job_thread(
             };
             ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
         });
-        ran.and(logged).map(|_| (engine, file, stats))
+        ran.and(logged).and(iologged).map(|_| (engine, file, stats))
     });
     phases[1].arrive_and_wait();
     let (mut engine, _file, mut stats) = match measured {

@@ -148,6 +148,28 @@ impl Rw {
     }
 }
 
+/// One request of a replayed I/O log (see [`Engine::set_replay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replayed {
+    /// When it is due, nanoseconds after the replay starts (`None`: at once).
+    pub at_ns: Option<u64>,
+    /// Read, write or trim.
+    pub dir: Dir,
+    /// File offset in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A replay under way: the requests and the next one's index.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    items: Arc<[Replayed]>,
+    next: usize,
+    /// Clock time the replay started (set at its first request).
+    start_ns: Option<u64>,
+}
+
 /// When an [`Engine::run`] stops submitting.
 #[derive(Debug, Clone, Copy)]
 pub enum Stop {
@@ -237,6 +259,10 @@ pub const GATE_MIN_WAIT: Duration = Duration::from_micros(10);
 
 /// A hook called for every request the engine handles (see [`Engine::set_on_done`]).
 pub type OnDone = Box<dyn FnMut(&Done) + Send>;
+
+/// A hook called for every request the engine queues, in order (see [`Engine::set_on_issue`]):
+/// its direction, offset, length and the clock time.
+pub type OnIssue = Box<dyn FnMut(Dir, u64, u32, u64) + Send>;
 
 /// Submission pacing: one request per `interval_ns`, the first at `next_ns` (see
 /// [`Engine::set_pace`]).
@@ -367,6 +393,7 @@ pub struct Engine {
     trim: DirStats,
     error: Option<Error>,
     on_done: Option<OnDone>,
+    on_issue: Option<OnIssue>,
     pace: Option<Pace>,
     /// Asked before every request the run loop pushes (see [`Engine::set_gate`]).
     gate: Option<Gate>,
@@ -462,6 +489,7 @@ impl Engine {
             trim: DirStats::default(),
             error: None,
             on_done: None,
+            on_issue: None,
             pace: None,
             stop_check: None,
             gate: None,
@@ -563,6 +591,13 @@ impl Engine {
     }
 
     fn next_io(&mut self) -> (Dir, u64, u32) {
+        if let Some(r) = self.extra.replay.as_mut() {
+            // `ended` stops the run before the log runs out; past it, nothing is asked.
+            let it = r.items[r.next.min(r.items.len() - 1)];
+            r.next += 1;
+            self.extra.bytes_pushed += it.len as u64;
+            return (it.dir, it.offset, it.len);
+        }
         // fio's trimwrite: each trim is followed by a write of the same range.
         if let Some((off, len)) = self.extra.write_after_trim.take() {
             return (Dir::Write, off, len);
@@ -802,6 +837,9 @@ impl Engine {
             }
         }
         self.submitted += 1;
+        if let Some(f) = self.on_issue.as_mut() {
+            f(dir, offset, len, now);
+        }
         Ok(h)
     }
 
@@ -916,7 +954,7 @@ impl Engine {
             if c.result < 0 {
                 return Err(io_error(cfg, meta, -c.result));
             }
-            if c.result as u32 != meta.len {
+            if meta.dir != Dir::Trim && c.result as u32 != meta.len {
                 return Err(Error::Short {
                     op: op_name(cfg, meta),
                     done: c.result as u32,
@@ -1050,7 +1088,12 @@ impl Engine {
                 .extra
                 .byte_limit
                 .is_some_and(|b| self.extra.bytes_pushed >= b));
-        if by_count {
+        let replayed = self
+            .extra
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.next >= r.items.len());
+        if by_count || replayed {
             return Some(Ended::Ios);
         }
         match stop.time() {
@@ -1089,6 +1132,12 @@ impl Engine {
     /// callers that split latency by their own phases or count completions in a window).
     pub fn set_on_done(&mut self, f: OnDone) {
         self.on_done = Some(f);
+    }
+
+    /// Calls `f` for every request queued from now on, in the order queued (fio's
+    /// `write_iolog`); `None` stops it.
+    pub fn set_on_issue(&mut self, f: Option<OnIssue>) {
+        self.on_issue = f;
     }
 
     /// Paces submissions: the run loop submits one request per `interval`, the first at clock
@@ -1131,6 +1180,11 @@ impl Engine {
             }
         }
         let now = self.clock.now_ns();
+        if let Some(due) = self.replay_due(now) {
+            if now < due {
+                return false;
+            }
+        }
         match &mut self.pace {
             None => true,
             Some(p) if now >= p.next_ns => {
@@ -1160,11 +1214,22 @@ impl Engine {
             self.idle_until(until, ticker);
             return;
         }
-        let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
+        let now = self.clock.now_ns();
+        let replay = self.replay_due(now).filter(|d| *d > now);
+        let Some(next_ns) = replay.or(self.pace.as_ref().map(|p| p.next_ns)) else {
             return;
         };
         let until = next_ns.min(stop.time().unwrap_or(u64::MAX));
         self.idle_until(until, ticker);
+    }
+
+    /// With a replay: the clock time its next request is due (starting the replay's clock at
+    /// `now` if it has not started), `None` when it is due at once or there is no replay.
+    fn replay_due(&mut self, now: u64) -> Option<u64> {
+        let r = self.extra.replay.as_mut()?;
+        let at = r.items.get(r.next)?.at_ns?;
+        let start = *r.start_ns.get_or_insert(now);
+        Some(start.saturating_add(at))
     }
 
     /// Sleeps until clock time `until`, in slices of at most [`IDLE_SLICE`] so a stop check
@@ -1454,6 +1519,8 @@ struct Extras {
     sizes: [Option<BlockSizes>; 3],
     /// The random map in units of the smallest size, for requests of several sizes.
     units: Option<UnitMap>,
+    /// A replayed I/O log: its requests replace the pattern's.
+    replay: Option<Replay>,
     /// fio's trimwrite: the write that follows the trim just pushed (its offset and length).
     write_after_trim: Option<(u64, u32)>,
     /// Block size of trims when it differs from reads' `cfg.bs` (fio's `bs=R,W,T`).
@@ -1658,6 +1725,39 @@ impl Engine {
     pub fn set_random_map(&mut self, on: bool) {
         self.extra.random_map = on;
         self.extra.order = None;
+    }
+
+    /// Replays `items` in order instead of the job's pattern (fio's `read_iolog`): each is
+    /// pushed once it is due (see [`Replayed::at_ns`], counted from the first request), and the
+    /// run ends with [`Ended::Ios`] once the last is pushed. The slab's buffers must hold every
+    /// read and write (a trim needs none); `None` goes back to the pattern.
+    pub fn set_replay(&mut self, items: Option<Arc<[Replayed]>>) -> Result<()> {
+        let Some(items) = items else {
+            self.extra.replay = None;
+            return Ok(());
+        };
+        let buf = self.slab().buf_len();
+        if let Some(big) = items
+            .iter()
+            .find(|i| i.dir != Dir::Trim && i.len as usize > buf)
+        {
+            return Err(Error::config(
+                "bs",
+                format!(
+                    "a replayed request of {} bytes does not fit the {buf}-byte buffers",
+                    big.len
+                ),
+            ));
+        }
+        if items.is_empty() {
+            return Err(Error::config("read_iolog", "holds no request to replay"));
+        }
+        self.extra.replay = Some(Replay {
+            items,
+            next: 0,
+            start_ns: None,
+        });
+        Ok(())
     }
 
     /// Trims use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE,TRIM`. A trim
@@ -1974,11 +2074,8 @@ impl Engine {
             return Some(c);
         }
         if meta.dir == Dir::Trim {
-            // A trim moves no bytes: done is its whole range.
-            return Some(Completion {
-                result: meta.len.min(i32::MAX as u32) as i32,
-                ..c
-            });
+            // A trim moves no bytes: any result but an error is its whole range done.
+            return Some(c);
         }
         let done = before.map_or(0, |p| p.done) + c.result as u32;
         if c.result > 0 && done < meta.len {

@@ -334,6 +334,7 @@ impl Opts {
             take_u64("randseed") => s.seed;
         }
         self.take_job_file_options(&mut s)?;
+        self.take_iolog(&mut s)?;
         self.take_log_options(&mut s)?;
         self.take_fault_options(&mut s)?;
         let mode = match self.take_str("mode")? {
@@ -607,6 +608,54 @@ impl Opts {
                 other => s.extra.sizes[d] = other,
             }
         }
+        Ok(())
+    }
+
+    /// fio's I/O logs: `write_iolog`, and `read_iolog` with its `replay_*` options. A replay
+    /// takes its file, directions, block sizes and size from the log.
+    fn take_iolog(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(w) = self.take_str("write_iolog")? {
+            if s.numjobs > 1 {
+                return Err(usage(format!(
+                    "--write_iolog with --numjobs={}: fio's clones would each write the one log over the others'; give the clones jobs of their own, each with its log{}",
+                    s.numjobs,
+                    self.at("write_iolog")
+                )));
+            }
+            s.extra.write_iolog = Some(w.into());
+        }
+        let o = crate::iolog::ReplayOpts {
+            no_stall: self.take_bool("replay_no_stall")?.unwrap_or(false),
+            redirect: self.take_str("replay_redirect")?.map(Into::into),
+            time_scale: self.take_u32("replay_time_scale")?.unwrap_or(100),
+        };
+        let Some(path) = self.take_str("read_iolog")? else {
+            return Ok(());
+        };
+        let what = format!("--read_iolog={path}{}", self.at("read_iolog"));
+        if s.verify {
+            return Err(usage(format!(
+                "{what}: --verify with a replayed log is not implemented by pollwise: it verifies the blocks of its own pattern; drop verify"
+            )));
+        }
+        let log = crate::iolog::read(std::path::Path::new(&path), &o, &what)?;
+        // As fio: the log's directions make the job's.
+        s.rw = match log.dirs() {
+            [true, false, false] => crate::job::Rw::Read,
+            [false, false, true] => crate::job::Rw::Trim,
+            [false, true, true] => crate::job::Rw::TrimWrite,
+            [true, true, _] | [true, _, true] => crate::job::Rw::ReadWrite,
+            _ => crate::job::Rw::Write,
+        };
+        s.bs = log.max_len();
+        s.extra.write_bs = None;
+        s.extra.trim_bs = None;
+        s.extra.sizes = Default::default();
+        if s.ioengine.has_file() {
+            s.filename = log.file.clone();
+        }
+        s.size = s.size.max(log.extent()).max(s.bs as u64);
+        s.extra.replay = Some(std::sync::Arc::new(log));
         Ok(())
     }
 

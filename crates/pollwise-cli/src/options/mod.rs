@@ -113,7 +113,7 @@ fn why_not(key: &str) -> Option<&'static str> {
     const WHY: &[(&[&str], &str)] = &[
         (&["max_open_zones", "read_beyond_wp", "zone_reset_threshold", "zone_reset_frequency", "job_max_open_zones", "ignore_zone_limits"], "pollwise has fio's strided zones but not a zoned block device's (zonemode=zbd); drop the zbd options"),
         (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
-        (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
+        (&["replay_scale", "replay_align", "replay_skip", "read_iolog_chunked", "log_issue_time"], "pollwise replays fio's I/O logs as logged (read_iolog, replay_no_stall, replay_redirect, replay_time_scale); offsets are not rescaled, realigned or skipped"),
         (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
         (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only", "verify_pattern"], "pollwise reads back and checks every block a job wrote once the job is done (do_verify), not while it runs; verify_backlog, verify_async, verify_offset, verify_only and verify_pattern are not implemented"),
         (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),

@@ -555,6 +555,9 @@ fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
             for (k, p) in s.logs.paths(t) {
                 outs.push((k.what().to_string(), p));
             }
+            if let Some(p) = &s.extra.write_iolog {
+                outs.push(("the write_iolog file".to_string(), p.clone()));
+            }
             if let Some(name) = &s.logs.auto {
                 outs.push((
                     "the --write_auto_log file".to_string(),

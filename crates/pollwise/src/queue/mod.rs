@@ -761,7 +761,10 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             },
             user_data: h.user_data(),
         };
-        let checked = if spec.len as usize + buf_offset as usize > raw.len {
+        // A trim touches no buffer: its length is the range's, not the buffer's.
+        let checked = if spec.kind != OpKind::Trim
+            && spec.len as usize + buf_offset as usize > raw.len
+        {
             Err(invalid("the operation is longer than the request's buffer"))
         } else if spec.fixed && op.buf_index.is_none() {
             Err(invalid("fixed buffers are indexed by 16 bits"))
