@@ -82,11 +82,8 @@ pub fn read(path: &Path, o: &ReplayOpts, what: &str) -> Result<IoLog> {
             crate::errno::plain(&e)
         ))
     })?;
-    parse(&text, o).map_err(|(line, why)| {
-        Error::Usage(format!(
-            "{what}: the I/O log {shown}:{line} {why}"
-        ))
-    })
+    parse(&text, o)
+        .map_err(|(line, why)| Error::Usage(format!("{what}: the I/O log {shown}:{line} {why}")))
 }
 
 /// Parses a log's text: the log, or (line number, why not).
@@ -271,7 +268,11 @@ mod tests {
         let text = "fio version 3 iolog\n22 f add\n121 f open\n125 f write 0 4096\n147 f trim 4096 8192\n192 f read 0 4096\n200 f close\n";
         let l = parse(text, &opts()).unwrap();
         assert_eq!(l.file, PathBuf::from("f"));
-        let got: Vec<_> = l.items.iter().map(|i| (i.at_ns, i.dir, i.offset, i.len)).collect();
+        let got: Vec<_> = l
+            .items
+            .iter()
+            .map(|i| (i.at_ns, i.dir, i.offset, i.len))
+            .collect();
         assert_eq!(
             got,
             [
@@ -283,7 +284,14 @@ mod tests {
         assert_eq!(l.dirs(), [true, true, true]);
         assert_eq!(l.max_len(), 4096);
         assert_eq!(l.extent(), 4096);
-        let fast = parse(text, &ReplayOpts { no_stall: true, ..opts() }).unwrap();
+        let fast = parse(
+            text,
+            &ReplayOpts {
+                no_stall: true,
+                ..opts()
+            },
+        )
+        .unwrap();
         assert!(fast.items.iter().all(|i| i.at_ns.is_none()));
     }
 
@@ -305,7 +313,10 @@ mod tests {
         let bad = [
             ("not a log\n", 1),
             ("fio version 3 iolog\n1 a add\n2 a sync 0 0\n", 3),
-            ("fio version 3 iolog\n1 a write 0 4096\n2 b write 0 4096\n", 3),
+            (
+                "fio version 3 iolog\n1 a write 0 4096\n2 b write 0 4096\n",
+                3,
+            ),
             ("fio version 2 iolog\na write zero 4096\n", 2),
             ("fio version 2 iolog\na add\n", 1),
         ];

@@ -108,7 +108,10 @@ fn a_written_log_is_fios_version_3_and_its_replay_does_the_same_requests() {
         let pw = &r["jobs"][0]["pollwise"];
         assert_eq!(pw["mode"], mode);
         if mode == "poll" {
-            assert!(pw["polls"].as_u64().unwrap() > 0, "replayed requests are polled: {pw}");
+            assert!(
+                pw["polls"].as_u64().unwrap() > 0,
+                "replayed requests are polled: {pw}"
+            );
         }
     }
 }
@@ -120,16 +123,29 @@ fn a_replay_keeps_the_logs_times_unless_told_not_to_stall() {
     // Five reads 150 ms apart: 600 ms from the first to the last.
     let mut log = String::from("fio version 3 iolog\n0 f add\n0 f open\n");
     for i in 0..5u64 {
-        log.push_str(&format!("{} f read {} 4096\n", 1000 + i * 150_000, i * 4096));
+        log.push_str(&format!(
+            "{} f read {} 4096\n",
+            1000 + i * 150_000,
+            i * 4096
+        ));
     }
     log.push_str("700000 f close\n");
     std::fs::write(d.path().join("slow.log"), log).unwrap();
     let t = Instant::now();
     let v = run_json(
         d.path(),
-        &["run", "--name=r", "--read_iolog=slow.log", "--output-format=json"],
+        &[
+            "run",
+            "--name=r",
+            "--read_iolog=slow.log",
+            "--output-format=json",
+        ],
     );
-    assert!(t.elapsed() >= Duration::from_millis(600), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(ios(&v, "read"), (5, 5 * 4096));
     assert!(v["jobs"][0]["job_runtime"].as_u64().unwrap() >= 600);
     let v = run_json(
@@ -168,7 +184,10 @@ fn replayed_trims_punch_holes_in_the_redirected_file() {
     assert_eq!(ios(&v, "trim"), (1, 32768));
     assert_eq!(ios(&v, "write"), (1, 4096));
     let back = std::fs::read(d.path().join("other")).unwrap();
-    assert!(back[..32768].iter().all(|b| *b == 0), "the trimmed range reads as zeros");
+    assert!(
+        back[..32768].iter().all(|b| *b == 0),
+        "the trimmed range reads as zeros"
+    );
     assert!(back[36864..].iter().all(|b| *b == 9), "the rest is kept");
 }
 

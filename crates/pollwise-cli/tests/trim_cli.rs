@@ -41,7 +41,10 @@ fn randtrim_punches_holes_that_read_back_as_zeros_on_every_file_engine() {
     for engine in ["io_uring", "libaio", "psync", "pvsync2"] {
         let f = d.path().join(format!("t_{engine}"));
         filled(&f, 1 << 20);
-        assert!(allocated_blocks(&f) >= 2048, "{engine}: the file starts allocated");
+        assert!(
+            allocated_blocks(&f) >= 2048,
+            "{engine}: the file starts allocated"
+        );
         let v = run_json(&[
             "run",
             "--name=t",
@@ -53,13 +56,28 @@ fn randtrim_punches_holes_that_read_back_as_zeros_on_every_file_engine() {
             &format!("--ioengine={engine}"),
             "--output-format=json",
         ]);
-        assert_eq!(counts(&v, "trim"), (64, 1 << 20), "{engine}: every block once");
+        assert_eq!(
+            counts(&v, "trim"),
+            (64, 1 << 20),
+            "{engine}: every block once"
+        );
         assert_eq!(counts(&v, "read"), (0, 0), "{engine}");
         assert_eq!(counts(&v, "write"), (0, 0), "{engine}");
         let back = std::fs::read(&f).unwrap();
-        assert_eq!(back.len(), 1 << 20, "{engine}: a trim keeps the file's size");
-        assert!(back.iter().all(|b| *b == 0), "{engine}: trimmed bytes read back as zeros");
-        assert_eq!(allocated_blocks(&f), 0, "{engine}: the holes hold no blocks");
+        assert_eq!(
+            back.len(),
+            1 << 20,
+            "{engine}: a trim keeps the file's size"
+        );
+        assert!(
+            back.iter().all(|b| *b == 0),
+            "{engine}: trimmed bytes read back as zeros"
+        );
+        assert_eq!(
+            allocated_blocks(&f),
+            0,
+            "{engine}: the holes hold no blocks"
+        );
     }
 }
 
@@ -84,7 +102,10 @@ fn a_trim_of_part_of_the_file_leaves_the_rest_alone() {
     let back = std::fs::read(&f).unwrap();
     let (before, rest) = back.split_at(256 << 10);
     let (hole, after) = rest.split_at(256 << 10);
-    assert!(hole.iter().all(|b| *b == 0), "the trimmed range reads as zeros");
+    assert!(
+        hole.iter().all(|b| *b == 0),
+        "the trimmed range reads as zeros"
+    );
     assert!(before.iter().all(|b| *b != 0), "bytes before it are kept");
     assert!(after.iter().all(|b| *b != 0), "bytes after it are kept");
 }
@@ -109,7 +130,10 @@ fn trimwrite_writes_each_range_it_trims_with_the_trims_size_as_fio() {
     assert_eq!(counts(&v, "trim"), (128, 1 << 20));
     assert_eq!(counts(&v, "write"), (128, 1 << 20));
     // Written after its trim: the file holds data again, every block allocated.
-    assert!(allocated_blocks(&f) >= 2048, "every trimmed range was written again");
+    assert!(
+        allocated_blocks(&f) >= 2048,
+        "every trimmed range was written again"
+    );
 }
 
 #[test]
@@ -204,7 +228,14 @@ fn a_block_devices_trims_are_discards_on_io_uring_and_the_sync_engines() {
                 .read_exact(&mut back)
                 .unwrap();
         }
-        assert!(back.iter().all(|b| *b == 0), "{engine}: discarded blocks read as zeros");
-        assert_eq!(allocated_blocks(&l.img), 0, "{engine}: the image was punched");
+        assert!(
+            back.iter().all(|b| *b == 0),
+            "{engine}: discarded blocks read as zeros"
+        );
+        assert_eq!(
+            allocated_blocks(&l.img),
+            0,
+            "{engine}: the image was punched"
+        );
     }
 }

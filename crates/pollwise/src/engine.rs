@@ -122,10 +122,7 @@ impl Rw {
     }
     /// Whether the pattern reads.
     pub fn reads(self) -> bool {
-        matches!(
-            self,
-            Rw::Read | Rw::RandRead | Rw::RandRw | Rw::ReadWrite
-        )
+        matches!(self, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::ReadWrite)
     }
     /// Whether the pattern trims.
     pub fn trims(self) -> bool {

@@ -633,6 +633,11 @@ impl Opts {
             return Ok(());
         };
         let what = format!("--read_iolog={path}{}", self.at("read_iolog"));
+        if s.time_based {
+            return Err(usage(format!(
+                "{what}: --time_based with a replayed log is not implemented by pollwise: a replay ends with its log; drop time_based (a runtime still bounds the replay)"
+            )));
+        }
         if s.verify {
             return Err(usage(format!(
                 "{what}: --verify with a replayed log is not implemented by pollwise: it verifies the blocks of its own pattern; drop verify"

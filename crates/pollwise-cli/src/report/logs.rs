@@ -557,7 +557,9 @@ mod tests {
             bw: Some("/nonexistent-pollwise-dir/x".into()),
             ..LogSpec::default()
         };
-        let e = ThreadLog::open(&spec, 0, [true, false, false]).err().unwrap();
+        let e = ThreadLog::open(&spec, 0, [true, false, false])
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--write_bw_log"), "{e}");
         assert_eq!(e.exit_code(), 2);
     }

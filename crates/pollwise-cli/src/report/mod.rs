@@ -404,7 +404,14 @@ impl<'a> JobFigures<'a> {
         } else {
             0.0
         };
-        json::dir_json(&s.trim, s.elapsed_ns, iops, &self.pct, None, self.agg_kib(&s.trim))
+        json::dir_json(
+            &s.trim,
+            s.elapsed_ns,
+            iops,
+            &self.pct,
+            None,
+            self.agg_kib(&s.trim),
+        )
     }
 
     /// The job in fio's JSON shape.

@@ -762,15 +762,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             user_data: h.user_data(),
         };
         // A trim touches no buffer: its length is the range's, not the buffer's.
-        let checked = if spec.kind != OpKind::Trim
-            && spec.len as usize + buf_offset as usize > raw.len
-        {
-            Err(invalid("the operation is longer than the request's buffer"))
-        } else if spec.fixed && op.buf_index.is_none() {
-            Err(invalid("fixed buffers are indexed by 16 bits"))
-        } else {
-            self.record(&op, Some(h))
-        };
+        let checked =
+            if spec.kind != OpKind::Trim && spec.len as usize + buf_offset as usize > raw.len {
+                Err(invalid("the operation is longer than the request's buffer"))
+            } else if spec.fixed && op.buf_index.is_none() {
+                Err(invalid("fixed buffers are indexed by 16 bits"))
+            } else {
+                self.record(&op, Some(h))
+            };
         let pushed = checked.and_then(|t| {
             // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab

@@ -109,7 +109,9 @@ pub fn trim_sync(fd: std::os::fd::RawFd, offset: u64, len: u64) -> i32 {
         }
     };
     if r < 0 {
-        -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+        -io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
     } else {
         0
     }
