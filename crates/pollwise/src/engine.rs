@@ -2286,6 +2286,109 @@ mod tests {
         (e.stats().0, calls)
     }
 
+    /// Every request the engine issues: (direction, offset, length, clock time).
+    fn issued(e: &mut Engine) -> Arc<Mutex<Vec<(Dir, u64, u32, u64)>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        e.set_on_issue(Some(Box::new(move |d, o, l, t| {
+            s.lock().unwrap().push((d, o, l, t))
+        })));
+        seen
+    }
+
+    #[test]
+    fn a_replay_issues_the_logs_requests_at_their_times_then_ends() {
+        // Real time: the replay sleeps to its requests' times (a lower bound is checked).
+        let q = SimQueue::new(
+            "fixed:10us".parse::<LatencyModel>().unwrap(),
+            1,
+            4,
+            SimTime::Real,
+        );
+        let clock = crate::clock::monotonic();
+        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+        let mut e = Engine::new(Box::new(q), policy, clock, cfg(4)).unwrap();
+        let item = |at_ms: Option<u64>, dir, offset| Replayed {
+            at_ns: at_ms.map(|m| m * 1_000_000),
+            dir,
+            offset,
+            len: 4096,
+        };
+        let items: Arc<[Replayed]> = vec![
+            item(Some(0), Dir::Write, 8192),
+            item(Some(5), Dir::Trim, 0),
+            item(Some(5), Dir::Read, 4096),
+            item(Some(20), Dir::Read, 0),
+        ]
+        .into();
+        e.set_replay(Some(items.clone())).unwrap();
+        let seen = issued(&mut e);
+        assert_eq!(e.run(Stop::Ios(u64::MAX)).unwrap(), Ended::Ios);
+        let seen = seen.lock().unwrap().clone();
+        let what: Vec<_> = seen.iter().map(|(d, o, l, _)| (*d, *o, *l)).collect();
+        let want: Vec<_> = items.iter().map(|i| (i.dir, i.offset, i.len)).collect();
+        assert_eq!(what, want, "the log's requests, in its order, once each");
+        let t0 = seen[0].3;
+        for (i, (.., t)) in seen.iter().enumerate() {
+            let due = items[i].at_ns.unwrap();
+            assert!(
+                t - t0 >= due,
+                "request {i} went at {} ns, due at {due}",
+                t - t0
+            );
+        }
+        let (r, w, ..) = e.stats();
+        assert_eq!((r.ios, w.ios, e.trim_stats().ios), (2, 1, 1));
+        // A read or write longer than the buffers is refused; a trim's range needs none.
+        let big = |dir| -> Arc<[Replayed]> {
+            vec![Replayed {
+                at_ns: None,
+                dir,
+                offset: 0,
+                len: 1 << 20,
+            }]
+            .into()
+        };
+        assert!(e.set_replay(Some(big(Dir::Read))).is_err());
+        e.set_replay(Some(big(Dir::Trim))).unwrap();
+    }
+
+    #[test]
+    fn trimwrite_writes_each_range_right_after_trimming_it() {
+        for rw in [Rw::TrimWrite, Rw::RandTrimWrite] {
+            let fake = FakeClock::new(0);
+            let q = SimQueue::new(
+                "fixed:10us".parse::<LatencyModel>().unwrap(),
+                1,
+                4,
+                SimTime::virtual_on(&fake, 100),
+            );
+            let clock: Arc<dyn Clock> = Arc::new(fake.clone());
+            let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());
+            let cfg = EngineConfig {
+                rw,
+                size: 64 * 4096,
+                ..cfg(2)
+            };
+            let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
+            e.set_random_map(true);
+            let seen = issued(&mut e);
+            // 64 blocks: a trim and a write each.
+            e.run(Stop::Ios(128)).unwrap();
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 128);
+            let mut blocks = std::collections::BTreeSet::new();
+            for pair in seen.chunks(2) {
+                assert_eq!((pair[0].0, pair[1].0), (Dir::Trim, Dir::Write), "{rw:?}");
+                assert_eq!((pair[0].1, pair[0].2), (pair[1].1, pair[1].2), "{rw:?}");
+                blocks.insert(pair[0].1);
+            }
+            assert_eq!(blocks.len(), 64, "{rw:?}: every block once");
+            let (r, w, ..) = e.stats();
+            assert_eq!((r.ios, w.ios, e.trim_stats().ios), (0, 64, 64), "{rw:?}");
+        }
+    }
+
     #[test]
     fn separate_submission_is_a_call_of_its_own_and_slat_holds_its_cost() {
         let (sep, sep_calls) = recorded_run(SubmitMode::Separate, 1, 40);
