@@ -20,6 +20,7 @@ pub mod filekind;
 pub mod iolog;
 pub mod job;
 pub mod jobs;
+pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod outfile;
@@ -27,6 +28,7 @@ pub mod platform;
 pub mod report;
 pub mod scenario;
 pub mod signals;
+pub mod steady;
 pub mod target;
 
 pub use error::{Error, Result};

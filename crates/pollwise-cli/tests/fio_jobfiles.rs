@@ -61,7 +61,7 @@ const FIO_BUGS: &[(&str, &str)] = &[(
 )];
 
 /// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
-const RUN_AT_LEAST: usize = 46;
+const RUN_AT_LEAST: usize = 48;
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs")
@@ -415,7 +415,10 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Verification with several block sizes, `verify_backlog`, `verify_pattern` and verify state are refused.\n");
     t.push_str("- Trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`) are fio's third direction (`trim` in the JSON, the third of `rwts`). On io_uring a file's trim is an `IORING_OP_FALLOCATE` punching a hole (`PUNCH_HOLE | KEEP_SIZE`) and a block device's the block layer's io_uring discard command (`BLOCK_URING_CMD_DISCARD`); libaio and the sync family trim synchronously as fio's `do_io_u_trim` (`BLKDISCARD` on a block device, a punched hole in a file). fio 3.33 trims only block devices: on a regular file its trims fail with ENOTTY. `trimwrite` writes each range right after trimming it, with the trim's size, as fio.\n");
     t.push_str("- `write_iolog` writes fio 3.33's version 3 I/O log (add, open, every request as issued, close), never through a link; `read_iolog` replays a version 2 or 3 log's reads, writes and trims on its one file (or `replay_redirect`'s) at the log's times (`replay_no_stall`: at once; `replay_time_scale`), as requests of the job's engine and wait mode. Logs with syncs, waits or several files, and `replay_scale`, `replay_align`, `replay_skip`, are refused.\n");
-    t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n\n");
+    t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n");
+    t.push_str("- `ss`, `ss_dur` and `ss_ramp` are fio's steady-state detection, with fio's arithmetic, checked once a second from the job threads' ticks: a steady job (a thread, or the job's threads together with `group_reporting`) ends, and the JSON carries fio's `steadystate` block. Jobs of one reporting group must agree on them, as fio requires; pollwise judges each job's threads, so several jobs of one group with `group_reporting` are refused. `/dev/null` and `/dev/zero` are targets.\n");
+    t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
+    t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *runs (fio 3.33's bug differs)*: pollwise does what the file means where fio 3.33 has a bug fio has since fixed (the row names it; not counted as run with fio's meaning). *DIFFERS* and *FAILS* are bugs.\n\n");
     t.push_str(&format!(
