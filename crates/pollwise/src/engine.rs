@@ -2349,8 +2349,11 @@ mod tests {
         (e.stats().0, calls)
     }
 
-    /// Every request the engine issues: (direction, offset, length, clock time).
-    fn issued(e: &mut Engine) -> Arc<Mutex<Vec<(Dir, u64, u32, u64)>>> {
+    /// A request as the issue hook saw it: (direction, offset, length, clock time).
+    type Issued = (Dir, u64, u32, u64);
+
+    /// Every request the engine issues.
+    fn issued(e: &mut Engine) -> Arc<Mutex<Vec<Issued>>> {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = seen.clone();
         e.set_on_issue(Some(Box::new(move |d, o, l, t| {
