@@ -238,3 +238,76 @@ fn the_log_is_never_written_through_a_link() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"mine");
 }
+
+#[test]
+fn fio_replays_pollwises_log_and_pollwise_replays_fios() {
+    if !common::have("fio") {
+        return;
+    }
+    let d = common::tempdir();
+    std::fs::write(d.path().join("data"), vec![3u8; 128 << 10]).unwrap();
+    // fio writes a log of a random mixed job; pollwise replays it.
+    let fio = |args: &[&str]| {
+        let o = std::process::Command::new("fio")
+            .args(args)
+            .arg("--output-format=json")
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "fio {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+        v
+    };
+    fio(&[
+        "--name=w",
+        "--filename=data",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=128k",
+        "--ioengine=psync",
+        "--write_iolog=fio.log",
+    ]);
+    let text = std::fs::read_to_string(d.path().join("fio.log")).unwrap();
+    let (c, _) = log_counts(&text);
+    let v = run_json(
+        d.path(),
+        &[
+            "run",
+            "--name=r",
+            "--read_iolog=fio.log",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(
+        (ios(&v, "read"), ios(&v, "write")),
+        (c[0], c[1]),
+        "fio's log"
+    );
+    // pollwise writes one; fio replays it.
+    run_json(
+        d.path(),
+        &[
+            "run",
+            "--name=w",
+            "--filename=data",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=128k",
+            "--write_iolog=pw.log",
+            "--output-format=json",
+        ],
+    );
+    let text = std::fs::read_to_string(d.path().join("pw.log")).unwrap();
+    let (c, _) = log_counts(&text);
+    let v = fio(&["--name=r", "--read_iolog=pw.log", "--ioengine=psync"]);
+    assert_eq!(
+        (ios(&v, "read"), ios(&v, "write")),
+        (c[0], c[1]),
+        "pollwise's log in fio"
+    );
+}
