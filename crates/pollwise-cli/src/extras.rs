@@ -25,6 +25,10 @@ pub struct Rate {
 /// What a job may add to a [`JobSpec`](crate::job::JobSpec) beyond one engine loop (all off by default).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobExtras {
+    /// fio's `write_iolog`: the I/O log the job writes.
+    pub write_iolog: Option<std::path::PathBuf>,
+    /// fio's `read_iolog`: the log the job replays instead of its pattern.
+    pub replay: Option<std::sync::Arc<crate::iolog::IoLog>>,
     /// `size=N%` (of the file or device), resolved by [`resolve`](crate::jobs::resolve).
     pub size_percent: Option<f64>,
     /// `offset`.
@@ -35,6 +39,8 @@ pub struct JobExtras {
     pub loops: u32,
     /// Write block size when it differs from reads' (`bs=R,W`).
     pub write_bs: Option<u32>,
+    /// fio's trim block size (`bs=R,W,T`) when it differs from reads'.
+    pub trim_bs: Option<u32>,
     /// `rate_iops` / `rate`.
     pub rate: Option<Rate>,
     /// `cpus_allowed`.
@@ -43,6 +49,10 @@ pub struct JobExtras {
     pub reap_each: bool,
     /// `group_reporting`.
     pub group_reporting: bool,
+    /// fio's steady-state detection (`ss`, `ss_dur`, `ss_ramp`).
+    pub steady: Option<crate::steady::SteadySpec>,
+    /// fio's latency-target depth search (`latency_target` and its options).
+    pub latency: Option<crate::latency::LatSpec>,
     /// `stonewall` / `wait_for_previous`.
     pub stonewall: bool,
     /// `new_group`: the job starts a new reporting group (fio's `groupid`), without waiting.
@@ -65,8 +75,8 @@ pub struct JobExtras {
     pub startdelay: std::time::Duration,
     /// `norandommap`: random offsets may repeat within a pass.
     pub norandommap: bool,
-    /// `bsrange` / `bssplit`: sizes per direction (read, write) when they vary.
-    pub sizes: [Option<BlockSizes>; 2],
+    /// `bsrange` / `bssplit`: sizes per direction (read, write, trim) when they vary.
+    pub sizes: [Option<BlockSizes>; 3],
     /// `blockalign`: random offsets are multiples of it.
     pub align: Option<u64>,
     /// `rw=read:N`: bytes skipped after each sequential request (negative: backwards).
@@ -319,7 +329,9 @@ impl JobExtras {
     /// The bytes a slot's buffer must hold: the largest block size of any direction.
     pub fn buf_len(&self, bs: u32) -> usize {
         let varying = self.sizes.iter().flatten().map(BlockSizes::max).max();
-        bs.max(self.write_bs.unwrap_or(0)).max(varying.unwrap_or(0)) as usize
+        bs.max(self.write_bs.unwrap_or(0))
+            .max(self.trim_bs.unwrap_or(0))
+            .max(varying.unwrap_or(0)) as usize
     }
 
     /// Whether requests vary in size (`bsrange`, `bssplit`).
@@ -351,6 +363,9 @@ impl JobExtras {
         if let Some(w) = self.write_bs {
             engine.set_write_bs(w)?;
         }
+        if let Some(t) = self.trim_bs {
+            engine.set_trim_bs(t)?;
+        }
         if let Some((offset, len)) = self.region {
             let base = offset + self.increment * thread as u64;
             engine.set_region(base, len)?;
@@ -361,6 +376,8 @@ impl JobExtras {
         engine.set_reap_each(self.reap_each);
         engine.set_block_sizes(pollwise::request::Dir::Read, self.sizes[0].clone())?;
         engine.set_block_sizes(pollwise::request::Dir::Write, self.sizes[1].clone())?;
+        engine.set_block_sizes(pollwise::request::Dir::Trim, self.sizes[2].clone())?;
+        engine.set_replay(self.replay.as_ref().map(|l| l.items.clone()))?;
         engine.set_block_align(self.align);
         engine.set_seq_add(self.seq_add);
         engine.set_random_every(self.random_every);

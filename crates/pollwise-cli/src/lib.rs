@@ -17,8 +17,10 @@ pub mod error;
 pub mod exec;
 pub mod extras;
 pub mod filekind;
+pub mod iolog;
 pub mod job;
 pub mod jobs;
+pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod outfile;
@@ -26,6 +28,7 @@ pub mod platform;
 pub mod report;
 pub mod scenario;
 pub mod signals;
+pub mod steady;
 pub mod target;
 
 pub use error::{Error, Result};

@@ -28,6 +28,7 @@ use crate::queue::deadline;
 
 use crate::clock::Clock;
 use crate::content::Content;
+use crate::error::{Limit, Reason};
 use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
@@ -54,6 +55,14 @@ pub enum Rw {
     /// Sequential mixed reads and writes (fio's `rw` or `readwrite`), each direction with its
     /// own sequential position, as fio keeps one per direction.
     ReadWrite,
+    /// Sequential trims (fio's `trim`).
+    Trim,
+    /// Random trims (`randtrim`).
+    RandTrim,
+    /// Sequential trims, each followed by a write of the same range (`trimwrite`).
+    TrimWrite,
+    /// Random trims, each followed by a write of the same range (`randtrimwrite`).
+    RandTrimWrite,
 }
 
 impl Rw {
@@ -65,6 +74,10 @@ impl Rw {
         Rw::RandWrite,
         Rw::RandRw,
         Rw::ReadWrite,
+        Rw::Trim,
+        Rw::RandTrim,
+        Rw::TrimWrite,
+        Rw::RandTrimWrite,
     ];
 
     /// The pattern fio calls `s`, if any.
@@ -83,16 +96,76 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
             Rw::ReadWrite => "rw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
     /// Whether offsets are random.
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::ReadWrite)
+        matches!(
+            self,
+            Rw::Write
+                | Rw::RandWrite
+                | Rw::RandRw
+                | Rw::ReadWrite
+                | Rw::TrimWrite
+                | Rw::RandTrimWrite
+        )
     }
+    /// Whether the pattern reads.
+    pub fn reads(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::ReadWrite)
+    }
+    /// Whether the pattern trims.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+    /// Whether the pattern changes the target (writes or trims).
+    pub fn modifies(self) -> bool {
+        self.writes() || self.trims()
+    }
+    /// Requests per block of the job's size: two with a trim and its write, else one.
+    pub fn ios_per_block(self) -> u64 {
+        if matches!(self, Rw::TrimWrite | Rw::RandTrimWrite) {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// One request of a replayed I/O log (see [`Engine::set_replay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replayed {
+    /// When it is due, nanoseconds after the replay starts (`None`: at once).
+    pub at_ns: Option<u64>,
+    /// Read, write or trim.
+    pub dir: Dir,
+    /// File offset in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A replay under way: the requests and the next one's index.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    items: Arc<[Replayed]>,
+    next: usize,
+    /// Clock time the replay started (set at its first request).
+    start_ns: Option<u64>,
 }
 
 /// When an [`Engine::run`] stops submitting.
@@ -150,6 +223,41 @@ struct Ticker<'a> {
     f: &'a mut dyn FnMut(&Engine, u64),
 }
 
+/// A depth below `iodepth` that the run loop keeps to, which another part of the job (a
+/// completion hook) may change while the loop runs: fio's `latency_target` search for the depth
+/// that meets a latency. [`DepthLimit::quiesce`] holds every new request back until all in
+/// flight have completed (fio's `io_u_quiesce` on a change of depth).
+#[derive(Debug)]
+pub struct DepthLimit {
+    depth: std::sync::atomic::AtomicU32,
+    quiesce: std::sync::atomic::AtomicBool,
+}
+
+impl DepthLimit {
+    /// A limit of `depth` requests in flight (at least 1).
+    pub fn new(depth: u32) -> DepthLimit {
+        DepthLimit {
+            depth: std::sync::atomic::AtomicU32::new(depth.max(1)),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The limit now.
+    pub fn get(&self) -> u32 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit (at least 1; the engine's `iodepth` caps it).
+    pub fn set(&self, depth: u32) {
+        self.depth.store(depth.max(1), Ordering::Relaxed);
+    }
+
+    /// Holds new requests back until nothing is in flight.
+    pub fn quiesce(&self) {
+        self.quiesce.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The longest the run loop sleeps in one go while idle (pacing, think time): a stop check is
 /// answered within it.
 const IDLE_SLICE: Duration = Duration::from_millis(20);
@@ -186,6 +294,10 @@ pub const GATE_MIN_WAIT: Duration = Duration::from_micros(10);
 
 /// A hook called for every request the engine handles (see [`Engine::set_on_done`]).
 pub type OnDone = Box<dyn FnMut(&Done) + Send>;
+
+/// A hook called for every request the engine queues, in order (see [`Engine::set_on_issue`]):
+/// its direction, offset, length and the clock time.
+pub type OnIssue = Box<dyn FnMut(Dir, u64, u32, u64) + Send>;
 
 /// Submission pacing: one request per `interval_ns`, the first at `next_ns` (see
 /// [`Engine::set_pace`]).
@@ -313,13 +425,17 @@ pub struct Engine {
     written: Vec<u64>,
     read: DirStats,
     write: DirStats,
+    trim: DirStats,
     error: Option<Error>,
     on_done: Option<OnDone>,
+    on_issue: Option<OnIssue>,
     pace: Option<Pace>,
     /// Asked before every request the run loop pushes (see [`Engine::set_gate`]).
     gate: Option<Gate>,
     /// How long the gate asked to wait when it last held a request back.
     gate_wait: Option<Duration>,
+    /// A changing depth below `iodepth` (see [`Engine::set_depth_limit`]).
+    depth_limit: Option<Arc<DepthLimit>>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<deadline::StopCheck>,
     extra: Extras,
@@ -362,25 +478,15 @@ impl Engine {
         slab: Slab,
     ) -> Result<Self> {
         check(&cfg)?;
-        // `field` asks for `want` but the slab has only `has` (`what` says of what).
-        let fits = |field: &'static str, want: u32, has: usize, what: String| {
-            if has < want as usize {
-                return Err(Error::config(
-                    field,
-                    format!("is {want} but the slab{what}"),
-                ));
-            }
-            Ok(())
-        };
-        fits(
-            "iodepth",
-            cfg.iodepth,
-            slab.capacity(),
-            format!(" has {} slots", slab.capacity()),
-        )?;
+        let (want, has) = (cfg.iodepth, slab.capacity());
+        if has < want as usize {
+            return Err(Error::config("iodepth", Reason::SlabSlots { want, has }));
+        }
         // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        let held = format!("'s buffers hold {} bytes", slab.buf_len());
-        fits("bs", cfg.bs, slab.buf_len(), held)?;
+        let (want, has) = (cfg.bs, slab.buf_len());
+        if has < want as usize {
+            return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
+        }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = if cfg.verify {
             vec![0u64; blocks.div_ceil(64) as usize]
@@ -407,14 +513,17 @@ impl Engine {
             written,
             read: DirStats::default(),
             write: DirStats::default(),
+            trim: DirStats::default(),
             error: None,
             on_done: None,
+            on_issue: None,
             pace: None,
             stop_check: None,
             gate: None,
             gate_wait: None,
+            depth_limit: None,
             extra: Extras::default(),
-            errs: ErrorHandling::new(depth),
+            errs: ErrorHandling::default(),
             cfg,
         })
     }
@@ -510,9 +619,21 @@ impl Engine {
     }
 
     fn next_io(&mut self) -> (Dir, u64, u32) {
+        if let Some(r) = self.extra.replay.as_mut() {
+            // `ended` stops the run before the log runs out; past it, nothing is asked.
+            let it = r.items[r.next.min(r.items.len() - 1)];
+            r.next += 1;
+            self.extra.bytes_pushed += it.len as u64;
+            return (it.dir, it.offset, it.len);
+        }
+        // fio's trimwrite: each trim is followed by a write of the same range.
+        if let Some((off, len)) = self.extra.write_after_trim.take() {
+            return (Dir::Write, off, len);
+        }
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => Dir::Trim,
             Rw::RandRw | Rw::ReadWrite => {
                 if self.rng.below(100) < self.cfg.rwmixread as u64 {
                     Dir::Read
@@ -573,6 +694,9 @@ impl Engine {
         if let Some(z) = self.extra.zones.as_mut() {
             z.done += n;
         }
+        if matches!(self.cfg.rw, Rw::TrimWrite | Rw::RandTrimWrite) {
+            self.extra.write_after_trim = Some((base + off, n as u32));
+        }
         (dir, base + off, n as u32)
     }
 
@@ -591,7 +715,7 @@ impl Engine {
             if z.start >= len {
                 z.start = 0;
             }
-            self.extra.seq_pos = [0; 2];
+            self.extra.seq_pos = [0; 3];
         }
         let zone_len = z.range.min(len - z.start);
         (base + z.start, zone_len)
@@ -690,9 +814,9 @@ impl Engine {
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
         let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
-        let h = slab
-            .alloc(meta)
-            .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
+        let h = slab.alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
         if dir == Dir::Write && verify {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
@@ -707,10 +831,7 @@ impl Engine {
         }
         self.note_verify_at_push(h, dir, offset);
         let spec = RequestOp {
-            kind: match dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(dir),
             file: 0,
             offset,
             len,
@@ -749,6 +870,9 @@ impl Engine {
             }
         }
         self.submitted += 1;
+        if let Some(f) = self.on_issue.as_mut() {
+            f(dir, offset, len, now);
+        }
         Ok(h)
     }
 
@@ -759,6 +883,10 @@ impl Engine {
         let Some(c) = extra.content.as_ref() else {
             return Ok(());
         };
+        if dir == Dir::Trim {
+            // A trim carries no data.
+            return Ok(());
+        }
         let i = h.index();
         if extra.content_held.len() <= i {
             extra.content_held.resize(i + 1, false);
@@ -847,6 +975,7 @@ impl Engine {
             written,
             read,
             write,
+            trim,
             error,
             on_done,
             errs,
@@ -861,6 +990,7 @@ impl Engine {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
+        let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
         let r = slab.complete(h, |meta, buf| {
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
@@ -870,7 +1000,7 @@ impl Engine {
             if c.result < 0 {
                 return Err(io_error(cfg, meta, -c.result));
             }
-            if c.result as u32 != meta.len {
+            if meta.dir != Dir::Trim && c.result as u32 != meta.len {
                 return Err(Error::Short {
                     op: op_name(cfg, meta),
                     done: c.result as u32,
@@ -894,14 +1024,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify
-                        && (!cfg.rw.writes()
-                            || errs
-                                .written_at_push
-                                .get(h.index())
-                                .copied()
-                                .unwrap_or(false))
-                    {
+                    if cfg.verify && (!cfg.rw.writes() || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -918,13 +1041,20 @@ impl Engine {
                     }
                     &mut *write
                 }
+                Dir::Trim => &mut *trim,
             };
             match split {
                 Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
                 None => stats.record_lat(lat, meta.len as u64),
             }
-            if let Some(p) = &extra.cmdprio {
-                let k = usize::from(meta.dir == Dir::Write);
+            if let (Some(p), Some(k)) = (
+                &extra.cmdprio,
+                match meta.dir {
+                    Dir::Read => Some(0),
+                    Dir::Write => Some(1),
+                    Dir::Trim => None,
+                },
+            ) {
                 if !p.order[k].is_empty() {
                     let ns = split.map_or(lat, |(_, clat)| clat);
                     stats.record_prio(&p.order[k], meta.ioprio, ns);
@@ -1001,14 +1131,22 @@ impl Engine {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
+        // A trimwrite's trim is not left without its write.
+        let pair_open = self.extra.write_after_trim.is_some();
         let by_count = match stop {
             Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
             Stop::At(_) => false,
-        } || self
+        } || (!pair_open
+            && self
+                .extra
+                .byte_limit
+                .is_some_and(|b| self.extra.bytes_pushed >= b));
+        let replayed = self
             .extra
-            .byte_limit
-            .is_some_and(|b| self.extra.bytes_pushed >= b);
-        if by_count {
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.next >= r.items.len());
+        if by_count || replayed {
             return Some(Ended::Ios);
         }
         match stop.time() {
@@ -1062,6 +1200,12 @@ impl Engine {
         self.on_done = Some(f);
     }
 
+    /// Calls `f` for every request queued from now on, in the order queued (fio's
+    /// `write_iolog`); `None` stops it.
+    pub fn set_on_issue(&mut self, f: Option<OnIssue>) {
+        self.on_issue = f;
+    }
+
     /// Paces submissions: the run loop submits one request per `interval`, the first at clock
     /// time `first_ns`, catching up at once on slots missed while a request was in flight (fio's
     /// `rate_iops`). With nothing in flight it sleeps until the next slot; with requests in
@@ -1092,6 +1236,28 @@ impl Engine {
         self.gate_wait = None;
     }
 
+    /// Keeps the run loop's requests in flight to `limit` (never more than `iodepth`), which may
+    /// change while it runs; `None`: `iodepth`.
+    pub fn set_depth_limit(&mut self, limit: Option<Arc<DepthLimit>>) {
+        self.depth_limit = limit;
+    }
+
+    /// The depth the run loop fills to now: `iodepth`, or the limit's (0 while it quiesces and
+    /// requests are in flight).
+    fn depth_now(&self) -> usize {
+        let depth = self.cfg.iodepth as usize;
+        let Some(l) = &self.depth_limit else {
+            return depth;
+        };
+        if l.quiesce.load(Ordering::Relaxed) {
+            if self.slab().live() > 0 {
+                return 0;
+            }
+            l.quiesce.store(false, Ordering::Relaxed);
+        }
+        (l.get() as usize).clamp(1, depth)
+    }
+
     /// Takes the pacing slot that is due, if any (always true without pacing), once the gate
     /// lets the request go.
     fn take_slot(&mut self) -> bool {
@@ -1102,6 +1268,11 @@ impl Engine {
             }
         }
         let now = self.clock.now_ns();
+        if let Some(due) = self.replay_due(now) {
+            if now < due {
+                return false;
+            }
+        }
         match &mut self.pace {
             None => true,
             Some(p) if now >= p.next_ns => {
@@ -1131,11 +1302,22 @@ impl Engine {
             self.idle_until(until, ticker);
             return;
         }
-        let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
+        let now = self.clock.now_ns();
+        let replay = self.replay_due(now).filter(|d| *d > now);
+        let Some(next_ns) = replay.or(self.pace.as_ref().map(|p| p.next_ns)) else {
             return;
         };
         let until = next_ns.min(stop.time().unwrap_or(u64::MAX));
         self.idle_until(until, ticker);
+    }
+
+    /// With a replay: the clock time its next request is due (starting the replay's clock at
+    /// `now` if it has not started), `None` when it is due at once or there is no replay.
+    fn replay_due(&mut self, now: u64) -> Option<u64> {
+        let r = self.extra.replay.as_mut()?;
+        let at = r.items.get(r.next)?.at_ns?;
+        let start = *r.start_ns.get_or_insert(now);
+        Some(start.saturating_add(at))
     }
 
     /// Sleeps until clock time `until`, in slices of at most [`IDLE_SLICE`] so a stop check
@@ -1177,11 +1359,11 @@ impl Engine {
         keep_in_flight: bool,
         ticker: &mut Option<Ticker<'_>>,
     ) -> Result<Ended> {
-        let depth = self.cfg.iodepth as usize;
         let batch = self.cfg.batch_submit as usize;
         loop {
             self.tick(ticker);
             let mut queued = 0;
+            let mut depth = self.depth_now();
             while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
                 let (dir, off, len) = self.next_io();
                 self.push_io(dir, off, len)?;
@@ -1197,6 +1379,9 @@ impl Engine {
                 if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
+                }
+                if self.depth_limit.is_some() {
+                    depth = self.depth_now();
                 }
             }
             if keep_in_flight {
@@ -1346,6 +1531,12 @@ impl Engine {
     pub fn reset_stats(&mut self) {
         self.read.reset();
         self.write.reset();
+        self.trim.reset();
+    }
+
+    /// Trims so far (fio's third direction), borrowed.
+    pub fn trim_stats(&self) -> &DirStats {
+        &self.trim
     }
 
     /// Reads, writes, and what the queue and policy counted.
@@ -1378,15 +1569,19 @@ impl Engine {
 /// The checks every engine configuration passes before anything is allocated.
 fn check(cfg: &EngineConfig) -> Result<()> {
     if cfg.iodepth == 0 {
-        return Err(Error::config("iodepth", "must be at least 1"));
+        return Err(Error::config("iodepth", Reason::Rule("must be at least 1")));
     }
     if cfg.bs == 0 {
-        return Err(Error::config("bs", "must be greater than 0"));
+        return Err(Error::config("bs", Reason::Rule("must be greater than 0")));
     }
     if !cfg.align.is_power_of_two() {
         return Err(Error::config(
             "align",
-            format!("is {}: use a power of two, e.g. 4096", cfg.align),
+            Reason::Is {
+                value: cfg.align as u64,
+                unit: "",
+                limit: Limit::PowerOfTwo,
+            },
         ));
     }
     Ok(())
@@ -1423,13 +1618,19 @@ struct Extras {
     /// Reap (waiting for one) after every request queued.
     reap_each: bool,
     /// Sequential position per direction (bytes into the region).
-    seq_pos: [u64; 2],
+    seq_pos: [u64; 3],
     /// Random offsets follow a random map: every block once per pass (fio's default).
     random_map: bool,
     /// Block sizes per direction when they vary (`bsrange`, `bssplit`).
-    sizes: [Option<BlockSizes>; 2],
+    sizes: [Option<BlockSizes>; 3],
     /// The random map in units of the smallest size, for requests of several sizes.
     units: Option<UnitMap>,
+    /// A replayed I/O log: its requests replace the pattern's.
+    replay: Option<Replay>,
+    /// fio's trimwrite: the write that follows the trim just pushed (its offset and length).
+    write_after_trim: Option<(u64, u32)>,
+    /// Block size of trims when it differs from reads' `cfg.bs` (fio's `bs=R,W,T`).
+    trim_bs: Option<u32>,
     /// fio's `rw=read:N`: bytes between a sequential request's end and the next one's start.
     seq_add: i64,
     /// fio's `rw=randread:N`: a new random offset every this many requests (0 and 1: each).
@@ -1481,6 +1682,15 @@ fn dir_index(d: Dir) -> usize {
     match d {
         Dir::Read => 0,
         Dir::Write => 1,
+        Dir::Trim => 2,
+    }
+}
+
+fn op_kind(d: Dir) -> OpKind {
+    match d {
+        Dir::Read => OpKind::Read,
+        Dir::Write => OpKind::Write,
+        Dir::Trim => OpKind::Trim,
     }
 }
 
@@ -1495,14 +1705,16 @@ impl Engine {
         if len < bs || end.map_or(true, |e| e > self.cfg.size) {
             return Err(Error::config(
                 "offset",
-                format!(
-                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
-                    self.cfg.size
-                ),
+                Reason::RangeDoesNotFit {
+                    offset,
+                    len,
+                    size: self.cfg.size,
+                    bs,
+                },
             ));
         }
         self.extra.region = Some((offset, len));
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         self.extra.order = None;
         self.extra.units = None;
         Ok(())
@@ -1515,18 +1727,17 @@ impl Engine {
             if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
                 return Err(Error::config(
                     "bs",
-                    format!(
-                        "sizes {} to {} do not fit the {}-byte buffers",
-                        s.min(),
-                        s.max(),
-                        self.slab().buf_len()
-                    ),
+                    Reason::SizesExceedBuffers {
+                        min: s.min() as u64,
+                        max: s.max() as u64,
+                        buf_len: self.slab().buf_len(),
+                    },
                 ));
             }
             if self.cfg.verify {
                 return Err(Error::config(
                     "bs",
-                    "must be one size when verifying, not a range or split",
+                    Reason::Rule("must be one size when verifying, not a range or split"),
                 ));
             }
         }
@@ -1563,10 +1774,10 @@ impl Engine {
         if self.cfg.verify && (smallest as usize) < v.min_block() {
             return Err(Error::config(
                 "verify_interval",
-                format!(
-                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
-                    v.min_block()
-                ),
+                Reason::BlockTooSmallToVerify {
+                    block: smallest as u64,
+                    min_block: v.min_block() as u64,
+                },
             ));
         }
         self.extra.verify = v;
@@ -1581,7 +1792,10 @@ impl Engine {
             None => None,
             Some((range, size, skip)) => {
                 if range == 0 || size == 0 {
-                    return Err(Error::config("zonesize", "must be greater than 0"));
+                    return Err(Error::config(
+                        "zonesize",
+                        Reason::Rule("must be greater than 0"),
+                    ));
                 }
                 Some(Zones {
                     range,
@@ -1592,7 +1806,7 @@ impl Engine {
                 })
             }
         };
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         Ok(())
     }
 
@@ -1625,22 +1839,78 @@ impl Engine {
         self.extra.order = None;
     }
 
+    /// Replays `items` in order instead of the job's pattern (fio's `read_iolog`): each is
+    /// pushed once it is due (see [`Replayed::at_ns`], counted from the first request), and the
+    /// run ends with [`Ended::Ios`] once the last is pushed. The slab's buffers must hold every
+    /// read and write (a trim needs none); `None` goes back to the pattern.
+    pub fn set_replay(&mut self, items: Option<Arc<[Replayed]>>) -> Result<()> {
+        let Some(items) = items else {
+            self.extra.replay = None;
+            return Ok(());
+        };
+        let buf = self.slab().buf_len();
+        if let Some(big) = items
+            .iter()
+            .find(|i| i.dir != Dir::Trim && i.len as usize > buf)
+        {
+            return Err(Error::config(
+                "bs",
+                Reason::SizesExceedBuffers {
+                    min: big.len as u64,
+                    max: big.len as u64,
+                    buf_len: buf,
+                },
+            ));
+        }
+        if items.is_empty() {
+            return Err(Error::config(
+                "read_iolog",
+                Reason::Rule("holds no request to replay"),
+            ));
+        }
+        self.extra.replay = Some(Replay {
+            items,
+            next: 0,
+            start_ns: None,
+        });
+        Ok(())
+    }
+
+    /// Trims use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE,TRIM`. A trim
+    /// needs no buffer, but the write that follows it in `trimwrite` does: there the slab's
+    /// buffers must hold `bs` bytes.
+    pub fn set_trim_bs(&mut self, bs: u32) -> Result<()> {
+        let writes = self.cfg.rw.writes();
+        if bs == 0 || (writes && bs as usize > self.slab().buf_len()) {
+            return Err(Error::config(
+                "bs",
+                Reason::SizesExceedBuffers {
+                    min: bs as u64,
+                    max: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
+            ));
+        }
+        self.extra.trim_bs = Some(bs);
+        Ok(())
+    }
+
     /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The
     /// slab's buffers must hold `bs` bytes.
     pub fn set_write_bs(&mut self, bs: u32) -> Result<()> {
         if bs == 0 || bs as usize > self.slab().buf_len() {
             return Err(Error::config(
                 "bs",
-                format!(
-                    "write block size {bs} does not fit the {}-byte buffers",
-                    self.slab().buf_len()
-                ),
+                Reason::WriteExceedsBuffers {
+                    bs: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
             ));
         }
         if self.cfg.verify && bs != self.cfg.bs {
             return Err(Error::config(
                 "bs",
-                "must be one size for reads and writes when verifying",
+                Reason::Rule("must be one size for reads and writes when verifying"),
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1656,7 +1926,10 @@ impl Engine {
             return Ok(());
         };
         if !(r.iops.is_finite() && r.iops > 0.0) {
-            return Err(Error::config("rate_iops", "must be greater than 0"));
+            return Err(Error::config(
+                "rate_iops",
+                Reason::Rule("must be greater than 0"),
+            ));
         }
         self.pace = Some(Pace {
             next_ns: self.clock.now_ns(),
@@ -1675,8 +1948,8 @@ impl Engine {
     }
 
     fn bs_of(&self, dir: Dir) -> u32 {
-        match (dir, self.extra.write_bs) {
-            (Dir::Write, Some(bs)) => bs,
+        match (dir, self.extra.write_bs, self.extra.trim_bs) {
+            (Dir::Write, Some(bs), _) | (Dir::Trim, _, Some(bs)) => bs,
             _ => self.cfg.bs,
         }
     }
@@ -1738,16 +2011,6 @@ impl ContinueOn {
     }
 }
 
-/// The part of a request a short transfer left, in flight again.
-#[derive(Debug, Clone, Copy)]
-struct Partial {
-    handle: Handle,
-    /// Bytes transferred so far.
-    done: u32,
-    /// When the first part's submission returned: the request's slat ends there.
-    first_issued: Option<u64>,
-}
-
 /// What the engine saw of errors, short transfers and refused submissions, and what it did.
 #[derive(Debug, Clone, Default)]
 struct ErrorHandling {
@@ -1757,24 +2020,11 @@ struct ErrorHandling {
     continued: u64,
     failed: u64,
     first_error: Option<i32>,
-    /// By slot index: the request's short transfer in progress.
-    partial: Vec<Option<Partial>>,
-    /// By slot index: the request reads a block that was written (with verify) before it was
-    /// queued, so its data must check.
-    written_at_push: Vec<bool>,
     /// Blocks that failed verification.
     bad_blocks: verify::BadBlocks,
 }
 
 impl ErrorHandling {
-    fn new(slots: usize) -> Self {
-        ErrorHandling {
-            partial: vec![None; slots],
-            written_at_push: vec![false; slots],
-            ..ErrorHandling::default()
-        }
-    }
-
     /// Counts a failed request (result `result`, direction `dir`, error `e`) and says whether
     /// the job goes on past it.
     fn go_on(&mut self, result: i32, dir: Option<Dir>, e: &Error) -> bool {
@@ -1866,8 +2116,8 @@ impl Engine {
                 .written
                 .get(block / 64)
                 .is_some_and(|w| w & (1 << (block % 64)) != 0);
-        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
-            *s = written;
+        if let Ok(p) = self.slab_mut().progress_mut(h) {
+            p.must_check = written;
         }
     }
 
@@ -1908,37 +2158,38 @@ impl Engine {
             _ => {}
         }
         let h = Handle::from_user_data(c.user_data);
-        let meta = *self.q.requests()?.meta(h).ok()?;
-        let slot = h.index();
-        let before = match self.errs.partial.get(slot).copied().flatten() {
-            Some(p) if p.handle == h => Some(p),
-            _ => None,
-        };
-        if let Some(p) = self.errs.partial.get_mut(slot) {
-            *p = None;
-        }
+        let requests = self.q.requests()?;
+        let meta = *requests.meta(h).ok()?;
+        let before = *requests.progress(h).ok()?;
+        // A request whose earlier part came back short: its first part's times are its own.
+        let resumed = before.done > 0;
         if c.result < 0 {
             return Some(c);
         }
-        let done = before.map_or(0, |p| p.done) + c.result as u32;
+        if meta.dir == Dir::Trim {
+            // A trim moves no bytes: any result but an error is its whole range done.
+            return Some(c);
+        }
+        let done = before.done + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
-            let first_issued = before.map_or(meta.issued_ns, |p| p.first_issued);
+            let first_issued_ns = if resumed {
+                before.first_issued_ns
+            } else {
+                meta.issued_ns
+            };
             if self.push_rest(h, &meta, done) {
                 self.errs.resubmitted += 1;
-                if let Some(p) = self.errs.partial.get_mut(slot) {
-                    *p = Some(Partial {
-                        handle: h,
-                        done,
-                        first_issued,
-                    });
+                if let Ok(p) = self.slab_mut().progress_mut(h) {
+                    p.done = done;
+                    p.first_issued_ns = first_issued_ns;
                 }
                 return None;
             }
         }
-        if let Some(p) = before {
+        if resumed {
             if let Ok(m) = self.slab_mut().meta_mut(h) {
-                m.issued_ns = p.first_issued;
+                m.issued_ns = before.first_issued_ns;
             }
         }
         Some(Completion {
@@ -1953,10 +2204,7 @@ impl Engine {
             return false;
         }
         let spec = RequestOp {
-            kind: match meta.dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(meta.dir),
             file: 0,
             offset: meta.offset + done as u64,
             len: meta.len - done,
@@ -1988,6 +2236,10 @@ fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> Op {
             offset: meta.offset,
             target,
         },
+        Dir::Trim => Op::Trim {
+            offset: meta.offset,
+            target,
+        },
     }
 }
 
@@ -2014,9 +2266,11 @@ fn verify_error(m: verify::Mismatch) -> Error {
             read,
         } => Error::config(
             "bs",
-            format!(
-                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
-            ),
+            Reason::WrittenWithOtherSize {
+                read,
+                offset,
+                written,
+            },
         ),
         m => Error::Verify(m),
     }
@@ -2033,34 +2287,7 @@ pub fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
 
 /// `a - b`, counter by counter (the window is `a`'s).
 pub fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
-    PolicyCounters {
-        polls: a.polls - b.polls,
-        empty_polls: a.empty_polls - b.empty_polls,
-        blocks: a.blocks - b.blocks,
-        sleeps: a.sleeps - b.sleeps,
-        slept_ns: a.slept_ns - b.slept_ns,
-        oversleeps: a.oversleeps - b.oversleeps,
-        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
-        grows: a.grows - b.grows,
-        shrinks: a.shrinks - b.shrinks,
-        window_ns: a.window_ns,
-        slept_requests: a.slept_requests - b.slept_requests,
-        unslept_cost: a.unslept_cost - b.unslept_cost,
-        unslept_short: a.unslept_short - b.unslept_short,
-        unslept_unpredicted: a.unslept_unpredicted - b.unslept_unpredicted,
-        sleep_probes: a.sleep_probes - b.sleep_probes,
-        probed_requests: a.probed_requests - b.probed_requests,
-        auto_switches: a.auto_switches - b.auto_switches,
-        auto_epochs: a.auto_epochs - b.auto_epochs,
-        auto_poll_ns: a.auto_poll_ns - b.auto_poll_ns,
-        auto_hybrid_ns: a.auto_hybrid_ns - b.auto_hybrid_ns,
-        auto_interrupt_ns: a.auto_interrupt_ns - b.auto_interrupt_ns,
-        auto_adaptive_ns: a.auto_adaptive_ns - b.auto_adaptive_ns,
-        auto_poll_completions: a.auto_poll_completions - b.auto_poll_completions,
-        auto_hybrid_completions: a.auto_hybrid_completions - b.auto_hybrid_completions,
-        auto_interrupt_completions: a.auto_interrupt_completions - b.auto_interrupt_completions,
-        auto_adaptive_completions: a.auto_adaptive_completions - b.auto_adaptive_completions,
-    }
+    a.sub(&b)
 }
 
 #[cfg(test)]
@@ -2129,6 +2356,112 @@ mod tests {
         e.run(Stop::Ios(ios)).unwrap();
         let calls = calls.lock().unwrap().clone();
         (e.stats().0, calls)
+    }
+
+    /// A request as the issue hook saw it: (direction, offset, length, clock time).
+    type Issued = (Dir, u64, u32, u64);
+
+    /// Every request the engine issues.
+    fn issued(e: &mut Engine) -> Arc<Mutex<Vec<Issued>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        e.set_on_issue(Some(Box::new(move |d, o, l, t| {
+            s.lock().unwrap().push((d, o, l, t))
+        })));
+        seen
+    }
+
+    #[test]
+    fn a_replay_issues_the_logs_requests_at_their_times_then_ends() {
+        // Real time: the replay sleeps to its requests' times (a lower bound is checked).
+        let q = SimQueue::new(
+            "fixed:10us".parse::<LatencyModel>().unwrap(),
+            1,
+            4,
+            SimTime::Real,
+        );
+        let clock = crate::clock::monotonic();
+        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+        let mut e = Engine::new(Box::new(q), policy, clock, cfg(4)).unwrap();
+        let item = |at_ms: Option<u64>, dir, offset| Replayed {
+            at_ns: at_ms.map(|m| m * 1_000_000),
+            dir,
+            offset,
+            len: 4096,
+        };
+        let items: Arc<[Replayed]> = vec![
+            item(Some(0), Dir::Write, 8192),
+            item(Some(5), Dir::Trim, 0),
+            item(Some(5), Dir::Read, 4096),
+            item(Some(20), Dir::Read, 0),
+        ]
+        .into();
+        e.set_replay(Some(items.clone())).unwrap();
+        let seen = issued(&mut e);
+        assert_eq!(e.run(Stop::Ios(u64::MAX)).unwrap(), Ended::Ios);
+        let seen = seen.lock().unwrap().clone();
+        let what: Vec<_> = seen.iter().map(|(d, o, l, _)| (*d, *o, *l)).collect();
+        let want: Vec<_> = items.iter().map(|i| (i.dir, i.offset, i.len)).collect();
+        assert_eq!(what, want, "the log's requests, in its order, once each");
+        let t0 = seen[0].3;
+        for (i, (.., t)) in seen.iter().enumerate() {
+            let due = items[i].at_ns.unwrap();
+            assert!(
+                t - t0 >= due,
+                "request {i} went at {} ns, due at {due}",
+                t - t0
+            );
+        }
+        let (r, w, ..) = e.stats();
+        assert_eq!((r.ios, w.ios, e.trim_stats().ios), (2, 1, 1));
+        // A read or write longer than the buffers is refused; a trim's range needs none.
+        let big = |dir| -> Arc<[Replayed]> {
+            vec![Replayed {
+                at_ns: None,
+                dir,
+                offset: 0,
+                len: 1 << 20,
+            }]
+            .into()
+        };
+        assert!(e.set_replay(Some(big(Dir::Read))).is_err());
+        e.set_replay(Some(big(Dir::Trim))).unwrap();
+    }
+
+    #[test]
+    fn trimwrite_writes_each_range_right_after_trimming_it() {
+        for rw in [Rw::TrimWrite, Rw::RandTrimWrite] {
+            let fake = FakeClock::new(0);
+            let q = SimQueue::new(
+                "fixed:10us".parse::<LatencyModel>().unwrap(),
+                1,
+                4,
+                SimTime::virtual_on(&fake, 100),
+            );
+            let clock: Arc<dyn Clock> = Arc::new(fake.clone());
+            let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());
+            let cfg = EngineConfig {
+                rw,
+                size: 64 * 4096,
+                ..cfg(2)
+            };
+            let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
+            e.set_random_map(true);
+            let seen = issued(&mut e);
+            // 64 blocks: a trim and a write each.
+            e.run(Stop::Ios(128)).unwrap();
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 128);
+            let mut blocks = std::collections::BTreeSet::new();
+            for pair in seen.chunks(2) {
+                assert_eq!((pair[0].0, pair[1].0), (Dir::Trim, Dir::Write), "{rw:?}");
+                assert_eq!((pair[0].1, pair[0].2), (pair[1].1, pair[1].2), "{rw:?}");
+                blocks.insert(pair[0].1);
+            }
+            assert_eq!(blocks.len(), 64, "{rw:?}: every block once");
+            let (r, w, ..) = e.stats();
+            assert_eq!((r.ios, w.ios, e.trim_stats().ios), (0, 64, 64), "{rw:?}");
+        }
     }
 
     #[test]
@@ -2372,6 +2705,54 @@ mod tests {
             assert!(w[1].0 >= w[0].0 + every, "ticks too close: {w:?}");
             assert!(w[1].1 >= w[0].1, "completions go back: {w:?}");
         }
+    }
+
+    #[test]
+    fn a_depth_limit_caps_what_is_in_flight_and_may_change_while_running() {
+        // Most in flight at once, from (submitted, done) times: a slot freed at a time is free
+        // for a request pushed at that time.
+        fn most_in_flight(spans: &[(u64, u64)]) -> usize {
+            let mut ev: Vec<(u64, i32)> =
+                spans.iter().flat_map(|&(s, d)| [(s, 1), (d, -1)]).collect();
+            ev.sort();
+            let (mut now, mut most) = (0i32, 0i32);
+            for (_, e) in ev {
+                now += e;
+                most = most.max(now);
+            }
+            most as usize
+        }
+        let (mut e, _fake) = virtual_engine(8, 8);
+        let limit = Arc::new(DepthLimit::new(2));
+        e.set_depth_limit(Some(limit.clone()));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let (hook_spans, hook_limit) = (spans.clone(), limit.clone());
+        e.set_on_done(Box::new(move |d| {
+            let mut s = hook_spans.lock().unwrap();
+            s.push((d.submit_ns, d.done_ns));
+            if s.len() == 200 {
+                hook_limit.set(5);
+                hook_limit.quiesce();
+            }
+        }));
+        assert_eq!(e.run(Stop::Ios(600)).unwrap(), Ended::Ios);
+        let spans = spans.lock().unwrap();
+        assert_eq!(spans.len(), 600, "every request completes once");
+        assert_eq!(most_in_flight(&spans[..150]), 2, "limit 2");
+        let change = spans[199].1;
+        let after: Vec<(u64, u64)> = spans.iter().copied().filter(|s| s.0 >= change).collect();
+        assert_eq!(most_in_flight(&after), 5, "limit 5 after the change");
+        assert!(
+            spans.iter().all(|s| s.0 < change
+                || s.0
+                    >= spans
+                        .iter()
+                        .filter(|x| x.0 < change)
+                        .map(|x| x.1)
+                        .max()
+                        .unwrap()),
+            "quiesce: nothing new before what was in flight at the change completed"
+        );
     }
 
     #[test]

@@ -67,7 +67,11 @@ impl CmdPrio {
     /// The priority of a request of `dir` and `len` bytes, drawing from `rng` as fio draws
     /// (one number in 0..100 per request that may get one).
     pub fn pick(&self, dir: Dir, len: u32, rng: &mut Rng) -> u16 {
-        match &self.dirs[dir_index(dir)] {
+        // Trims keep the default, as fio's cmdprio has reads and writes only.
+        let Some(k) = dir_index(dir) else {
+            return self.default;
+        };
+        match &self.dirs[k] {
             DirPrio::None => self.default,
             DirPrio::Percent { perc, ioprio } => {
                 if (rng.below(100) as u32) < *perc {
@@ -100,7 +104,10 @@ impl CmdPrio {
     /// Whether `dir` has request priorities of its own (fio keeps per-priority latencies only
     /// then).
     pub fn splits(&self, dir: Dir) -> bool {
-        match &self.dirs[dir_index(dir)] {
+        let Some(k) = dir_index(dir) else {
+            return false;
+        };
+        match &self.dirs[k] {
             DirPrio::None => false,
             DirPrio::Percent { perc, .. } => *perc > 0,
             DirPrio::BsSplit(s) => s.iter().any(|(_, p)| p.iter().any(|x| x.0 > 0)),
@@ -116,7 +123,10 @@ impl CmdPrio {
                 v.push(p);
             }
         };
-        match &self.dirs[dir_index(dir)] {
+        let Some(k) = dir_index(dir) else {
+            return v;
+        };
+        match &self.dirs[k] {
             DirPrio::None => {}
             DirPrio::Percent { ioprio, .. } => add(*ioprio),
             DirPrio::BsSplit(sizes) => {
@@ -151,8 +161,12 @@ pub fn set_thread_ioprio(ioprio: u16) -> std::io::Result<()> {
     }
 }
 
-fn dir_index(dir: Dir) -> usize {
-    usize::from(dir == Dir::Write)
+fn dir_index(dir: Dir) -> Option<usize> {
+    match dir {
+        Dir::Read => Some(0),
+        Dir::Write => Some(1),
+        Dir::Trim => None,
+    }
 }
 
 #[cfg(test)]

@@ -219,9 +219,16 @@ impl Opts {
                 |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));
             match v.as_slice() {
                 [Some(one)] => s.bs = fit(*one)?,
-                [r, w, ..] => {
+                [r, w, rest @ ..] => {
                     if let Some(r) = r {
                         s.bs = fit(*r)?;
+                    }
+                    // Trims take the third size, else the writes' (as fio).
+                    if let Some(t) = rest.first().copied().flatten().or(*w) {
+                        let t = fit(t)?;
+                        if t != s.bs {
+                            s.extra.trim_bs = Some(t);
+                        }
                     }
                     if let Some(w) = w {
                         let w = fit(*w)?;
@@ -328,6 +335,7 @@ impl Opts {
             take_u64("randseed") => s.seed;
         }
         self.take_job_file_options(&mut s)?;
+        self.take_iolog(&mut s)?;
         self.take_log_options(&mut s)?;
         self.take_fault_options(&mut s)?;
         let mode = match self.take_str("mode")? {
@@ -473,6 +481,20 @@ impl Opts {
             });
         }
         s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
+        if self.command().name == "run" {
+            self.take_latency_target(s)?;
+        }
+        let ss = self.take_str("steadystate")?;
+        let ss_dur = self.take_duration("steadystate_duration")?;
+        let ss_ramp = self.take_duration("steadystate_ramp_time")?;
+        if ss.is_some() || ss_dur.is_some() || ss_ramp.is_some() {
+            s.extra.steady = crate::steady::SteadySpec::parse(
+                ss.as_deref(),
+                ss_dur.unwrap_or_default(),
+                ss_ramp.unwrap_or_default(),
+            )
+            .map_err(|e| usage(format!("{e}{}", self.at("steadystate"))))?;
+        }
         if let Some(v) = self.take_str("random_distribution")? {
             s.extra.distribution = parse_distribution(&v)?;
         }
@@ -536,6 +558,36 @@ impl Opts {
             s.seed = clock_seed();
         }
         self.take_files(s)
+    }
+
+    /// fio's `latency_target` and its window, percentile and `latency_run` (`run` only: for
+    /// `advise`, `latency_target` is the recommendation's).
+    fn take_latency_target(&mut self, s: &mut JobSpec) -> Result<()> {
+        let target = self.take_str("latency_target")?;
+        let window = self.take_duration("latency_window")?;
+        let percentile = self.take_f64("latency_percentile")?;
+        let run = self.take_bool("latency_run")?;
+        let Some(t) = target else {
+            return Ok(());
+        };
+        let at = self.at("latency_target");
+        let target = pollwise::units::parse_duration(&t, Some(pollwise::units::TimeUnit::Micros))
+            .map_err(|_| {
+                usage(format!(
+                    "--latency_target={t} is not a time: give the latency requests must meet, e.g. 500us or 2ms (a bare number is us){at}"
+                ))
+            })?;
+        // fio's latency_target=0: no target.
+        if target.is_zero() {
+            return Ok(());
+        }
+        s.extra.latency = Some(crate::latency::LatSpec {
+            target_ns: target.as_nanos().min(u64::MAX as u128) as u64,
+            window: window.unwrap_or_default(),
+            percentile: percentile.unwrap_or(100.0),
+            run: run.unwrap_or(false),
+        });
+        Ok(())
     }
 
     /// fio's `zonemode=strided` and its sizes.
@@ -630,13 +682,68 @@ impl Opts {
                 Some(b) if b.min() == b.max() => {
                     if d == 0 {
                         s.bs = b.min();
-                    } else if b.min() != s.bs {
+                    } else if b.min() != s.bs && d == 1 {
                         s.extra.write_bs = Some(b.min());
+                    } else if b.min() != s.bs {
+                        s.extra.trim_bs = Some(b.min());
                     }
                 }
                 other => s.extra.sizes[d] = other,
             }
         }
+        Ok(())
+    }
+
+    /// fio's I/O logs: `write_iolog`, and `read_iolog` with its `replay_*` options. A replay
+    /// takes its file, directions, block sizes and size from the log.
+    fn take_iolog(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(w) = self.take_str("write_iolog")? {
+            if s.numjobs > 1 {
+                return Err(usage(format!(
+                    "--write_iolog with --numjobs={}: fio's clones would each write the one log over the others'; give the clones jobs of their own, each with its log{}",
+                    s.numjobs,
+                    self.at("write_iolog")
+                )));
+            }
+            s.extra.write_iolog = Some(w.into());
+        }
+        let o = crate::iolog::ReplayOpts {
+            no_stall: self.take_bool("replay_no_stall")?.unwrap_or(false),
+            redirect: self.take_str("replay_redirect")?.map(Into::into),
+            time_scale: self.take_u32("replay_time_scale")?.unwrap_or(100),
+        };
+        let Some(path) = self.take_str("read_iolog")? else {
+            return Ok(());
+        };
+        let what = format!("--read_iolog={path}{}", self.at("read_iolog"));
+        if s.time_based {
+            return Err(usage(format!(
+                "{what}: --time_based with a replayed log is not implemented by pollwise: a replay ends with its log; drop time_based (a runtime still bounds the replay)"
+            )));
+        }
+        if s.verify {
+            return Err(usage(format!(
+                "{what}: --verify with a replayed log is not implemented by pollwise: it verifies the blocks of its own pattern; drop verify"
+            )));
+        }
+        let log = crate::iolog::read(std::path::Path::new(&path), &o, &what)?;
+        // As fio: the log's directions make the job's.
+        s.rw = match log.dirs() {
+            [true, false, false] => crate::job::Rw::Read,
+            [false, false, true] => crate::job::Rw::Trim,
+            [false, true, true] => crate::job::Rw::TrimWrite,
+            [true, true, _] | [true, _, true] => crate::job::Rw::ReadWrite,
+            _ => crate::job::Rw::Write,
+        };
+        s.bs = log.max_len();
+        s.extra.write_bs = None;
+        s.extra.trim_bs = None;
+        s.extra.sizes = Default::default();
+        if s.ioengine.has_file() {
+            s.filename = log.file.clone();
+        }
+        s.size = s.size.max(log.extent()).max(s.bs as u64);
+        s.extra.replay = Some(std::sync::Arc::new(log));
         Ok(())
     }
 
@@ -993,7 +1100,7 @@ fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64
     if let [one] = per_dir {
         return Ok(*one);
     }
-    let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+    let reads = s.rw.reads();
     let writes = s.rw.writes();
     let r = per_dir.first().copied().flatten();
     let w = per_dir.get(1).copied().flatten();
@@ -1042,18 +1149,14 @@ fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
 }
 
 /// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
-/// entry keeps the default, and a single entry applies to reads and writes (as fio).
+/// entry keeps the default, a single entry applies to every direction, and trims take the
+/// writes' entry when none is given (as fio).
 fn parse_per_dir(
     v: &str,
     what: &str,
     one: fn(&str, &str) -> Result<BlockSizes>,
-) -> Result<[Option<BlockSizes>; 2]> {
+) -> Result<[Option<BlockSizes>; 3]> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    if parts.len() > 2 && !parts[2].is_empty() && parts[2] != parts[1] {
-        return Err(usage(format!(
-            "--{what}={v}: a trim entry is not used: pollwise does no trims"
-        )));
-    }
     let r = match parts.first() {
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         _ => None,
@@ -1063,7 +1166,12 @@ fn parse_per_dir(
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         Some(_) => None,
     };
-    Ok([r, w])
+    let t = match parts.get(2) {
+        None => w.clone(),
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        Some(_) => None,
+    };
+    Ok([r, w, t])
 }
 
 fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {

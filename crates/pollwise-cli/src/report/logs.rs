@@ -143,7 +143,8 @@ const CHUNK: usize = 1 << 16;
 /// One I/O, as the completion hook saw it.
 #[derive(Debug, Clone, Copy)]
 struct Rec {
-    write: bool,
+    /// fio's ddir: 0 read, 1 write, 2 trim.
+    ddir: u8,
     len: u32,
     offset: u64,
     submit_ns: u64,
@@ -171,20 +172,20 @@ pub struct ThreadLog {
     offset: bool,
     /// `log_prio`.
     log_prio: bool,
-    /// Which directions the job does (read, write): averaged bw and iops lines for each.
-    dirs: [bool; 2],
+    /// Which directions the job does (read, write, trim): averaged bw and iops lines for each.
+    dirs: [bool; 3],
     t0: u64,
     recs: Vec<Rec>,
     /// Averaged mode: the current window's index (from `t0`) and its sums per direction.
     window: u64,
-    sums: [Window; 2],
+    sums: [Window; 3],
     error: Option<Error>,
 }
 
 impl ThreadLog {
     /// Creates (truncating, as fio) thread `thread`'s log files for `spec`; `dirs` says whether
-    /// the job reads and whether it writes.
-    pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 2]) -> Result<ThreadLog> {
+    /// the job reads, writes and trims.
+    pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 3]) -> Result<ThreadLog> {
         let mut files: [Option<(PathBuf, BufWriter<File>)>; 5] = Default::default();
         for (k, path) in spec.paths(thread) {
             let f = crate::outfile::create_stream(k.what(), &path)?;
@@ -199,7 +200,7 @@ impl ThreadLog {
             t0: 0,
             recs: Vec::new(),
             window: 0,
-            sums: [Window::default(); 2],
+            sums: [Window::default(); 3],
             error: None,
         })
     }
@@ -208,7 +209,7 @@ impl ThreadLog {
     pub fn start(&mut self, t0_ns: u64) {
         self.t0 = t0_ns;
         self.window = 0;
-        self.sums = [Window::default(); 2];
+        self.sums = [Window::default(); 3];
         if self.avg_ns == 0 {
             self.recs.reserve(CHUNK);
         }
@@ -217,7 +218,11 @@ impl ThreadLog {
     /// Records one handled I/O (the engine's completion hook calls this).
     pub fn record(&mut self, d: &Done) {
         let r = Rec {
-            write: d.dir == Dir::Write,
+            ddir: match d.dir {
+                Dir::Read => 0,
+                Dir::Write => 1,
+                Dir::Trim => 2,
+            },
             len: d.len,
             offset: d.offset,
             submit_ns: d.submit_ns,
@@ -240,7 +245,7 @@ impl ThreadLog {
             self.close_window(end, self.avg_ns, true);
             self.window += 1;
         }
-        let s = &mut self.sums[usize::from(r.write)];
+        let s = &mut self.sums[r.ddir as usize];
         s.ios += 1;
         s.bytes += r.len as u64;
         s.lat += r.done_ns.saturating_sub(r.submit_ns);
@@ -312,7 +317,7 @@ impl ThreadLog {
     /// its bw and iops lines only if `rates` (a whole window).
     fn close_window(&mut self, end_ns: u64, len_ns: u64, rates: bool) {
         let ms = end_ns / 1_000_000;
-        for dir in 0..2 {
+        for dir in 0..3 {
             let s = std::mem::take(&mut self.sums[dir]);
             let ddir = dir as u8;
             if let Some(lat) = s.lat.checked_div(s.ios) {
@@ -340,7 +345,7 @@ impl ThreadLog {
         let t0 = self.t0;
         let ms = |t: u64| t.saturating_sub(t0) / 1_000_000;
         for r in &recs {
-            let ddir = u8::from(r.write);
+            let ddir = r.ddir;
             let done = ms(r.done_ns);
             let lat = r.done_ns.saturating_sub(r.submit_ns);
             let clat = r.issued_ns.map(|i| r.done_ns.saturating_sub(i));
@@ -363,15 +368,7 @@ impl ThreadLog {
             for r in &recs {
                 if let Some(i) = r.issued_ns {
                     let slat = i.saturating_sub(r.submit_ns);
-                    self.line(
-                        Kind::Slat,
-                        ms(i),
-                        slat,
-                        u8::from(r.write),
-                        r.len,
-                        r.offset,
-                        r.ioprio,
-                    );
+                    self.line(Kind::Slat, ms(i), slat, r.ddir, r.len, r.offset, r.ioprio);
                 }
             }
         }
@@ -433,7 +430,7 @@ mod tests {
             first_index: 3,
             ..every_log(d.path(), "j")
         };
-        let mut l = ThreadLog::open(&spec, 1, [true, true]).unwrap();
+        let mut l = ThreadLog::open(&spec, 1, [true, true, false]).unwrap();
         let t0 = 1_000_000_000;
         l.start(t0);
         // Completes second but was submitted first: slat lines are in submission order.
@@ -480,7 +477,7 @@ mod tests {
             first_index: 1,
             ..every_log(d.path(), "a")
         };
-        let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+        let mut l = ThreadLog::open(&spec, 0, [true, false, false]).unwrap();
         let ms = 1_000_000;
         l.start(0);
         // Window 0: two reads of 10 and 30 us; window 1 empty; window 2: one read; the run
@@ -543,7 +540,7 @@ mod tests {
                 first_index: 1,
                 ..every_log(d.path(), "a")
             };
-            let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+            let mut l = ThreadLog::open(&spec, 0, [true, false, false]).unwrap();
             l.start(0);
             let mut t = 5 * ms;
             while t <= last_ms * ms {
@@ -578,7 +575,9 @@ mod tests {
             bw: Some("/nonexistent-pollwise-dir/x".into()),
             ..LogSpec::default()
         };
-        let e = ThreadLog::open(&spec, 0, [true, false]).err().unwrap();
+        let e = ThreadLog::open(&spec, 0, [true, false, false])
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--write_bw_log"), "{e}");
         assert_eq!(e.exit_code(), 2);
     }

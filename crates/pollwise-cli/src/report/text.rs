@@ -92,26 +92,26 @@ fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(0.0)
 }
 
-/// One reporting group's sums (fio's `group_run_stats`), per direction (read, write).
+/// One reporting group's sums (fio's `group_run_stats`), per direction (read, write, trim).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupRun {
     /// fio's `groupid`.
     pub groupid: u64,
     /// Shortest and longest runtime of a job that did I/O in the direction, ms.
-    pub min_run: [u64; 2],
+    pub min_run: [u64; 3],
     /// See `min_run`.
-    pub max_run: [u64; 2],
+    pub max_run: [u64; 3],
     /// Smallest and largest job bandwidth, bytes/s.
-    pub min_bw: [u64; 2],
+    pub min_bw: [u64; 3],
     /// See `min_bw`.
-    pub max_bw: [u64; 2],
+    pub max_bw: [u64; 3],
     /// Bytes moved by the group's jobs.
-    pub iobytes: [u64; 2],
+    pub iobytes: [u64; 3],
     /// The group's bandwidth: its bytes over its longest runtime, bytes/s.
-    pub agg: [u64; 2],
+    pub agg: [u64; 3],
 }
 
-const DIRS: [&str; 2] = ["read", "write"];
+const DIRS: [&str; 3] = ["read", "write", "trim"];
 
 /// The groups of `jobs` (fio's JSON job objects), in groupid order, as fio's
 /// `__show_run_stats` sums them.
@@ -124,7 +124,7 @@ pub fn group_runs(jobs: &[Value]) -> Vec<GroupRun> {
             None => {
                 groups.push(GroupRun {
                     groupid: gid,
-                    min_bw: [u64::MAX; 2],
+                    min_bw: [u64::MAX; 3],
                     ..GroupRun::default()
                 });
                 groups.last_mut().expect("just pushed")
@@ -148,7 +148,7 @@ pub fn group_runs(jobs: &[Value]) -> Vec<GroupRun> {
         }
     }
     for g in &mut groups {
-        for i in 0..2 {
+        for i in 0..3 {
             match g.iobytes[i].saturating_mul(1000).checked_div(g.max_run[i]) {
                 Some(agg) => g.agg[i] = agg,
                 None => g.min_bw[i] = 0,
@@ -446,7 +446,7 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
     if let Some(d) = head.description.filter(|d| !d.is_empty()) {
         let _ = writeln!(t, "  Description  : [{d}]");
     }
-    for dir in 0..2 {
+    for dir in 0..3 {
         if u(&j[DIRS[dir]], "io_bytes") > 0 {
             ddir_status(&mut t, j, dir, g);
         }
@@ -531,13 +531,40 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
             u(j, "latency_depth")
         );
     }
+    if let Some(ss) = j.get("steadystate").filter(|v| v.is_object()) {
+        t.push_str(&steady_line(ss));
+    }
     t
+}
+
+/// fio's `show_ss_normal`, from the JSON `steadystate` block.
+fn steady_line(ss: &Value) -> String {
+    let name = ss["ss"].as_str().unwrap_or("");
+    let kind = name.split(':').next().unwrap_or("");
+    let crit = ss["criterion"].as_str().unwrap_or("0");
+    let pct = crit.ends_with('%');
+    let crit: f64 = crit.trim_end_matches('%').parse().unwrap_or(0.0);
+    let bw = u(&ss["data"], "bw_mean") / 1024;
+    format!(
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={crit:.3}{}\n",
+        if u(ss, "attained") > 0 { "yes" } else { "no" },
+        num2str(bw, SIG_FIGS, 1024, true, Unit::BytePerSec),
+        num2str(bw, SIG_FIGS, 1024, false, Unit::BytePerSec),
+        num2str(u(&ss["data"], "iops_mean"), SIG_FIGS, 1, false, Unit::None),
+        if kind.starts_with("bw") { "bw" } else { "iops" },
+        if kind.ends_with("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        if pct { "%" } else { "" }
+    )
 }
 
 /// fio's `show_group_stats`: `Run status group N (all jobs):` and one line a direction.
 pub fn group_block(g: &GroupRun) -> String {
     let mut t = format!("\nRun status group {} (all jobs):\n", g.groupid);
-    for (i, label) in ["   READ", "  WRITE"].iter().enumerate() {
+    for (i, label) in ["   READ", "  WRITE", "   TRIM"].iter().enumerate() {
         if g.max_run[i] == 0 {
             continue;
         }

@@ -256,6 +256,16 @@ unsafe impl Queue for LibaioQueue {
                     });
                     submitted += 1;
                 }
+                // libaio has no trim: done at once, synchronously, as fio's libaio engine does
+                // (`do_io_u_trim`).
+                (OpKind::Trim, Some(fd)) => {
+                    let result = crate::sys::blockdev::trim_sync(fd, op.offset, op.len as u64);
+                    self.ready.push_back(Completion {
+                        user_data: op.user_data,
+                        result,
+                    });
+                    submitted += 1;
+                }
                 (kind, Some(fd)) => iocbs.push(Iocb {
                     data: op.user_data,
                     opcode: if kind == OpKind::Write {

@@ -47,7 +47,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::request::{Dir, Handle, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle};
+use crate::request::{
+    Dir, Handle, Progress, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle,
+};
 use crate::{Error, Result};
 
 /// A `user_data` no operation may carry: queues keep it for their own operations (a ring's
@@ -66,6 +68,9 @@ pub enum OpKind {
     Write,
     /// Do nothing; completes with result 0.
     Nop,
+    /// Release `len` bytes at `offset` (no buffer): on a regular file a punched hole
+    /// (`fallocate(PUNCH_HOLE | KEEP_SIZE)`), on a block device a discard. Completes with 0.
+    Trim,
 }
 
 /// One operation to submit. The buffer is a raw pointer: see [`Queue::push`]'s safety contract.
@@ -332,6 +337,7 @@ impl ReqClass {
         ReqClass {
             dir: match op.kind {
                 OpKind::Write => Dir::Write,
+                OpKind::Trim => Dir::Trim,
                 OpKind::Read | OpKind::Nop => Dir::Read,
             },
             len: op.len,
@@ -460,6 +466,11 @@ impl RequestsMut<'_> {
         self.slab.alloc(meta)
     }
 
+    /// [`Slab::progress_mut`].
+    pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
+        self.slab.progress_mut(h)
+    }
+
     /// [`Slab::meta_mut`].
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slab.meta_mut(h)
@@ -517,7 +528,8 @@ impl<Q: Queue> Tracked<Q> {
     /// Tracks up to `capacity` operations in flight on `inner`, reading time from `clock`.
     /// A capacity of 0 is an [`Error::Config`] naming `capacity`.
     pub fn new(inner: Q, clock: Arc<dyn Clock>, capacity: usize) -> Result<Self> {
-        let ops = Slots::new(capacity).map_err(|e| Error::config("capacity", e.to_string()))?;
+        let ops = Slots::new(capacity)
+            .map_err(|e| Error::config("capacity", crate::error::Reason::Capacity(e)))?;
         let seen_submitted = inner.counters().submitted;
         Ok(Tracked {
             clock,
@@ -766,13 +778,15 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             user_data: h.user_data(),
             ioprio,
         };
-        let checked = if spec.len as usize + buf_offset as usize > raw.len {
-            Err(invalid("the operation is longer than the request's buffer"))
-        } else if spec.fixed && op.buf_index.is_none() {
-            Err(invalid("fixed buffers are indexed by 16 bits"))
-        } else {
-            self.record(&op, Some(h))
-        };
+        // A trim touches no buffer: its length is the range's, not the buffer's.
+        let checked =
+            if spec.kind != OpKind::Trim && spec.len as usize + buf_offset as usize > raw.len {
+                Err(invalid("the operation is longer than the request's buffer"))
+            } else if spec.fixed && op.buf_index.is_none() {
+                Err(invalid("fixed buffers are indexed by 16 bits"))
+            } else {
+                self.record(&op, Some(h))
+            };
         let pushed = checked.and_then(|t| {
             // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab

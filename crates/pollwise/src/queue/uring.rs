@@ -108,6 +108,8 @@ impl UringOptions {
 pub struct UringQueue {
     ring: IoUring<squeue::Entry, cqueue::Entry>,
     files: Vec<RawFd>,
+    /// By file: a block device (a trim is the block layer's discard command, not a hole).
+    blockdev: Vec<bool>,
     fixed_files: bool,
     pending: usize,
     /// Operations in the kernel, the ring's own cancellations included.
@@ -155,6 +157,10 @@ impl UringQueue {
         Ok(UringQueue {
             ring,
             files: files.to_vec(),
+            blockdev: files
+                .iter()
+                .map(|&fd| crate::sys::blockdev::is_blockdev_fd(fd))
+                .collect(),
             fixed_files: register_files,
             pending: 0,
             in_flight: 0,
@@ -292,6 +298,24 @@ unsafe impl Queue for UringQueue {
                 .ioprio(prio)
                 .build()),
             (OpKind::Nop, _) => opcode::Nop::new().build(),
+            // A block device's discard: the block layer's uring command (start in `addr`,
+            // length in `addr3`, the command's first 8 bytes).
+            (OpKind::Trim, _) if self.blockdev.get(op.file).copied().unwrap_or(false) => {
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&(len as u64).to_ne_bytes());
+                target!(|t| opcode::UringCmd16::new(
+                    t,
+                    crate::sys::blockdev::BLOCK_URING_CMD_DISCARD
+                )
+                .addr(Some(at))
+                .cmd(cmd)
+                .build())
+            }
+            // A file's trim: a hole (fio's `os_trim` on a file), asynchronously.
+            (OpKind::Trim, _) => target!(|t| opcode::Fallocate::new(t, len as u64)
+                .offset(at)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build()),
         }
         .user_data(op.user_data);
         // SAFETY: the caller guarantees the buffer outlives the operation (Queue::push contract).
