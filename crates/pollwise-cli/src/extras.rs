@@ -87,6 +87,8 @@ pub struct JobExtras {
     pub verify_mode: pollwise::digest::Verify,
     /// `do_verify=0`: write the verify headers, read nothing back.
     pub skip_verify: bool,
+    /// `verify_backlog`: read back every this many blocks written, while the job runs.
+    pub verify_backlog: Option<u64>,
     /// `number_ios`: at most this many requests per thread.
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
@@ -283,7 +285,8 @@ impl JobExtras {
         engine.set_random_every(self.random_every);
         engine.set_distribution(self.distribution.clone());
         engine.set_zones(self.zones)?;
-        engine.set_verify_mode(self.verify_mode)?;
+        engine.set_verify_mode(self.verify_mode.clone())?;
+        engine.set_verify_backlog(self.verify_backlog);
         engine.set_content(Some(self.content.clone()));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());

@@ -1379,6 +1379,11 @@ fn job_thread(
                     engine.submitted() + (io_size / spec.bs as u64).max(1)
                 };
                 let n = n.min(cap.unwrap_or(u64::MAX));
+                // fio verifies after each loop: a pass of io_size / loops, then its read back.
+                let loops = spec.extra.loops.max(1) as u64;
+                if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
+                    engine.set_verify_pass(Some(io_size / loops));
+                }
                 match until {
                     Some(t) => Stop::Either(t, n),
                     None => Stop::Ios(n),

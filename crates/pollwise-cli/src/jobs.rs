@@ -83,7 +83,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         None => full.saturating_sub(offset),
     };
     let ranged = offset != 0 || increment != 0 || x.size_percent.is_some();
-    let loops = x.loops.max(1) as u64;
+    // fio 3.33 reads a reading job's file once whatever loops says when it verifies.
+    let loops = if spec.verify && !spec.rw.writes() {
+        1
+    } else {
+        x.loops.max(1) as u64
+    };
     if ranged {
         let last = offset + increment * (clones - 1);
         if region == 0 {

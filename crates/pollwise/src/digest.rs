@@ -78,12 +78,16 @@ impl Digest {
 }
 
 /// How a request's bytes are verified: the checksum besides the header, and the interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Verify {
     /// The checksum besides the crc32c header (`None`: the header alone, fio's crc32c).
     pub digest: Option<Digest>,
     /// Bytes of each verified block within a request (`None`: the request's length).
     pub interval: Option<u32>,
+    /// fio's `verify_pattern`: each verified block's body repeats these bytes (laid from the
+    /// block's start, the header over its first bytes, as fio lays them) and a read back
+    /// checks them (`None`: a random body from the seed).
+    pub pattern: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Verify {
@@ -106,7 +110,15 @@ impl Verify {
             }
             let keep = block.len() - self.digest.map_or(0, Digest::len);
             let (head, tail) = block.split_at_mut(keep);
-            crate::verify::fill(head, offset + r.start as u64, seed);
+            match self.pattern.as_deref() {
+                Some(p) => {
+                    for (i, b) in head.iter_mut().enumerate() {
+                        *b = p[i % p.len()];
+                    }
+                    crate::verify::fill_header(head, offset + r.start as u64);
+                }
+                None => crate::verify::fill(head, offset + r.start as u64, seed),
+            }
             if let Some(d) = self.digest {
                 d.compute(head, tail);
             }
@@ -124,6 +136,17 @@ impl Verify {
             let (head, tail) = block.split_at(keep);
             let at = offset + r.start as u64;
             crate::verify::check(head, at)?;
+            if let Some(p) = self.pattern.as_deref() {
+                let body = crate::verify::HEADER;
+                if let Some(i) = (body..head.len()).find(|&i| head[i] != p[i % p.len()]) {
+                    return Err(crate::verify::Mismatch::Pattern {
+                        offset: at,
+                        at: i as u32,
+                        found: head[i],
+                        wanted: p[i % p.len()],
+                    });
+                }
+            }
             if let Some(d) = self.digest {
                 let mut sum = [0u8; 32];
                 d.compute(head, &mut sum[..d.len()]);

@@ -36,6 +36,7 @@ use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Op, Result};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The I/O pattern (fio's `rw`).
@@ -308,7 +309,12 @@ pub struct Engine {
     rng: Rng,
     submitted: u64,
     since_think: u32,
-    written: Vec<u64>,
+    /// With verify: every block written and not yet read back, by offset, with its length
+    /// (fio's io_hist: blocks of any size at any offset; a later write over part of one
+    /// replaces it).
+    written: BTreeMap<u64, u32>,
+    /// With verify: the blocks written and read back already (for the verify state).
+    checked: BTreeMap<u64, u32>,
     read: DirStats,
     write: DirStats,
     error: Option<Error>,
@@ -380,11 +386,7 @@ impl Engine {
         let held = format!("'s buffers hold {} bytes", slab.buf_len());
         fits("bs", cfg.bs, slab.buf_len(), held)?;
         let blocks = (cfg.size / cfg.bs as u64).max(1);
-        let written = if cfg.verify {
-            vec![0u64; blocks.div_ceil(64) as usize]
-        } else {
-            Vec::new()
-        };
+        let written = BTreeMap::new();
         let depth = cfg.iodepth as usize;
         let bound = Arc::new(deadline::Bound::default());
         let q: Box<dyn Queue + Send> =
@@ -403,6 +405,7 @@ impl Engine {
             submitted: 0,
             since_think: 0,
             written,
+            checked: BTreeMap::new(),
             read: DirStats::default(),
             write: DirStats::default(),
             error: None,
@@ -568,6 +571,9 @@ impl Engine {
             next as u64
         };
         self.extra.bytes_pushed += n;
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed += n;
+        }
         if let Some(z) = self.extra.zones.as_mut() {
             z.done += n;
         }
@@ -681,7 +687,7 @@ impl Engine {
             issued_ns: None,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
-        let vmode = self.extra.verify;
+        let vmode = self.extra.verify.clone();
         let mut slab = self.slab_mut();
         let h = slab
             .alloc(meta)
@@ -698,7 +704,7 @@ impl Engine {
         if !verify {
             self.fill_content(h, dir, offset, len)?;
         }
-        self.note_verify_at_push(h, dir, offset);
+        self.note_verify_at_push(h, dir, offset, len);
         let spec = RequestOp {
             kind: match dir {
                 Dir::Read => OpKind::Read,
@@ -826,6 +832,7 @@ impl Engine {
             q,
             cfg,
             written,
+            checked: read_back,
             read,
             write,
             error,
@@ -836,7 +843,7 @@ impl Engine {
             extra,
             ..
         } = self;
-        let vmode = extra.verify;
+        let vmode = &extra.verify;
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -867,7 +874,6 @@ impl Engine {
                 )
             });
             let lat = now.saturating_sub(meta.submit_ns);
-            let block = (meta.offset / cfg.bs as u64) as usize;
             // A read that fails its check still moved its bytes: it counts as a read, as fio
             // counts it, and then fails.
             let mut checked = Ok(());
@@ -895,7 +901,11 @@ impl Engine {
                 }
                 Dir::Write => {
                     if cfg.verify {
-                        written[block / 64] |= 1 << (block % 64);
+                        note_written(written, meta.offset, meta.len);
+                        forget_overlapped(read_back, meta.offset, meta.len);
+                        if let Some(b) = extra.backlog.as_mut() {
+                            b.pending.push((meta.offset, meta.len));
+                        }
                     }
                     &mut *write
                 }
@@ -1142,7 +1152,11 @@ impl Engine {
         loop {
             self.tick(ticker);
             let mut queued = 0;
-            while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
+            while self.slab().live() < depth
+                && !self.stopped(stop)
+                && !self.pass_full()
+                && self.take_slot()
+            {
                 let (dir, off, len) = self.next_io();
                 self.push_io(dir, off, len)?;
                 queued += 1;
@@ -1171,12 +1185,19 @@ impl Engine {
                 if let Some(why) = self.ended(stop) {
                     return Ok(why);
                 }
+                if self.pass_full() {
+                    self.verify_pass()?;
+                    continue;
+                }
                 // Nothing in flight and not stopped: only pacing holds the next request back.
                 self.idle_to_slot(stop, ticker);
                 continue;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
+            if !keep_in_flight && !self.stopped(stop) {
+                self.verify_backlog()?;
+            }
             if !self.cfg.thinktime.is_zero() {
                 self.since_think += n as u32;
                 if self.since_think >= self.cfg.thinktime_blocks {
@@ -1275,31 +1296,122 @@ impl Engine {
         }
     }
 
-    /// Reads back every block this engine wrote and verifies it.
+    /// Reads back every block this engine wrote (and did not read back already with
+    /// [`set_verify_backlog`](Engine::set_verify_backlog)), in offset order, each with the
+    /// length it was written with, and verifies it. Returns how many were read.
     pub fn verify_written(&mut self) -> Result<u64> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
+        self.read_back(&blocks)
+    }
+
+    /// Reads back `blocks` (offset, length) and checks each; drains before returning. The
+    /// reads do not count toward a [`Stop::Ios`] limit.
+    fn read_back(&mut self, blocks: &[(u64, u32)]) -> Result<u64> {
+        let submitted = self.submitted;
         let mut checked = 0u64;
-        let words = self.written.len();
-        let saved = self.cfg.rw;
-        // Reads of blocks in the bitmap are checked; see reap().
-        self.cfg.rw = Rw::RandRw;
-        for w in 0..words {
-            let mut bits = self.written[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                let block = w as u64 * 64 + b;
-                // A reap may free no slot (a short transfer resubmitted, a refused submit).
-                while self.slab().live() >= self.cfg.iodepth as usize {
-                    self.reap(1)?;
+        let mut r = Ok(());
+        for &(off, len) in blocks {
+            // A reap may free no slot (a short transfer resubmitted, a refused submit).
+            while self.slab().live() >= self.cfg.iodepth as usize {
+                if let Err(e) = self.reap(1) {
+                    r = Err(e);
+                    break;
                 }
-                self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
-                self.submit()?;
-                checked += 1;
+            }
+            if r.is_err() {
+                break;
+            }
+            self.extra.reading_back = true;
+            let h = self.push_io(Dir::Read, off, len);
+            self.extra.reading_back = false;
+            if let Err(e) = h.and_then(|_| self.submit()) {
+                r = Err(e);
+                break;
+            }
+            checked += 1;
+        }
+        let d = self.drain();
+        self.submitted = submitted;
+        r.and(d).map(|_| checked)
+    }
+
+    /// fio's `verify_backlog`: once `n` writes completed since the last time (`None`: never),
+    /// the run loop lets what is in flight complete and reads those blocks back and checks
+    /// them, then goes on; [`verify_written`](Engine::verify_written) later reads only the
+    /// blocks not read back so.
+    pub fn set_verify_backlog(&mut self, n: Option<u64>) {
+        self.extra.backlog = n.filter(|&n| n > 0).map(|every| Backlog {
+            every,
+            pending: Vec::new(),
+        });
+    }
+
+    /// With a backlog due: completes what is in flight and reads the pending blocks back.
+    fn verify_backlog(&mut self) -> Result<()> {
+        let due = self
+            .extra
+            .backlog
+            .as_ref()
+            .is_some_and(|b| b.pending.len() as u64 >= b.every);
+        if !due {
+            return Ok(());
+        }
+        self.drain()?;
+        let pending = match self.extra.backlog.as_mut() {
+            Some(b) => std::mem::take(&mut b.pending),
+            None => return Ok(()),
+        };
+        // Each block once, as written last (a later write over it replaced it).
+        let mut blocks = Vec::with_capacity(pending.len());
+        for (off, len) in pending {
+            if self.written.get(&off) == Some(&len) {
+                self.written.remove(&off);
+                self.checked.insert(off, len);
+                blocks.push((off, len));
             }
         }
-        let r = self.drain();
-        self.cfg.rw = saved;
-        r.map(|_| checked)
+        self.read_back(&blocks).map(|_| ())
+    }
+
+    /// fio's `loops` with verify: the run loop stops pushing once `bytes` were pushed since the
+    /// last pass ended, lets them complete, reads back every block written (fio's verify after
+    /// each loop), then starts the next pass (`None`: no passes). The last pass's blocks are
+    /// left to [`verify_written`](Engine::verify_written).
+    pub fn set_verify_pass(&mut self, bytes: Option<u64>) {
+        self.extra.pass = bytes
+            .filter(|&b| b > 0)
+            .map(|bytes| Pass { bytes, pushed: 0 });
+    }
+
+    /// Whether the current pass pushed its bytes.
+    fn pass_full(&self) -> bool {
+        self.extra
+            .pass
+            .as_ref()
+            .is_some_and(|p| p.pushed >= p.bytes)
+    }
+
+    /// Ends a pass: reads back every block written and not read back yet.
+    fn verify_pass(&mut self) -> Result<()> {
+        let blocks: Vec<(u64, u32)> = std::mem::take(&mut self.written).into_iter().collect();
+        self.checked.extend(blocks.iter().copied());
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed -= p.bytes;
+        }
+        self.read_back(&blocks).map(|_| ())
+    }
+
+    /// Every block written with verify (and not overwritten in part since), read back or not,
+    /// in offset order: what a verify state saves.
+    pub fn blocks_written(&self) -> Vec<(u64, u32)> {
+        let mut all: Vec<(u64, u32)> = self
+            .written
+            .iter()
+            .chain(self.checked.iter())
+            .map(|(&o, &l)| (o, l))
+            .collect();
+        all.sort_unstable();
+        all
     }
 
     /// Forgets the latency and I/O counts (after a ramp).
@@ -1362,6 +1474,43 @@ pub struct RateLimit {
     pub poisson: bool,
 }
 
+/// fio's loops with verify: `bytes` a pass, `pushed` so far in this one.
+#[derive(Debug, Clone)]
+struct Pass {
+    bytes: u64,
+    pushed: u64,
+}
+
+/// fio's `verify_backlog`: read back every `every` written blocks.
+#[derive(Debug, Clone)]
+struct Backlog {
+    every: u64,
+    /// Written blocks (offset, length) not read back yet, in completion order.
+    pending: Vec<(u64, u32)>,
+}
+
+/// Marks `len` bytes at `offset` as written with verify: a block written before over any part
+/// of them no longer holds what it was written with, so it is forgotten.
+fn note_written(written: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    forget_overlapped(written, offset, len);
+    written.insert(offset, len);
+}
+
+/// Forgets the blocks of `map` that overlap `len` bytes at `offset`.
+fn forget_overlapped(map: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    let written = map;
+    let end = offset + len as u64;
+    if let Some((&o, &l)) = written.range(..offset).next_back() {
+        if o + l as u64 > offset {
+            written.remove(&o);
+        }
+    }
+    let inside: Vec<u64> = written.range(offset..end).map(|(&o, _)| o).collect();
+    for o in inside {
+        written.remove(&o);
+    }
+}
+
 /// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
 #[derive(Debug, Clone, Default)]
 struct Extras {
@@ -1392,6 +1541,12 @@ struct Extras {
     /// How verified requests are checked besides the crc32c header (fio's checksums and
     /// `verify_interval`).
     verify: crate::digest::Verify,
+    /// fio's `verify_backlog`: the writes completed since the last read back.
+    backlog: Option<Backlog>,
+    /// The request being pushed is a read back: its data must check.
+    reading_back: bool,
+    /// fio's loops with verify: a read back after each pass.
+    pass: Option<Pass>,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
@@ -1468,12 +1623,6 @@ impl Engine {
                         s.max(),
                         self.slab().buf_len()
                     ),
-                ));
-            }
-            if self.cfg.verify {
-                return Err(Error::config(
-                    "bs",
-                    "must be one size when verifying, not a range or split",
                 ));
             }
         }
@@ -1582,12 +1731,6 @@ impl Engine {
                     "write block size {bs} does not fit the {}-byte buffers",
                     self.slab().buf_len()
                 ),
-            ));
-        }
-        if self.cfg.verify && bs != self.cfg.bs {
-            return Err(Error::config(
-                "bs",
-                "must be one size for reads and writes when verifying",
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1802,17 +1945,14 @@ impl Engine {
         }
     }
 
-    /// Remembers whether the read `h` at `offset` is of a block already written (verify).
-    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64) {
+    /// Remembers whether the read `h` of `len` bytes at `offset` is of a block already written
+    /// (verify): a read back, or a read of a block written whole with that length.
+    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64, len: u32) {
         if !self.cfg.verify {
             return;
         }
-        let block = (offset / self.cfg.bs as u64) as usize;
         let written = dir == Dir::Read
-            && self
-                .written
-                .get(block / 64)
-                .is_some_and(|w| w & (1 << (block % 64)) != 0);
+            && (self.extra.reading_back || self.written.get(&offset) == Some(&len));
         if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
             *s = written;
         }
