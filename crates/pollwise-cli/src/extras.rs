@@ -89,6 +89,14 @@ pub struct JobExtras {
     pub skip_verify: bool,
     /// `verify_backlog`: read back every this many blocks written, while the job runs.
     pub verify_backlog: Option<u64>,
+    /// `verify_state_save=1`: a writing job saves which blocks it wrote (see
+    /// [`crate::vstate`]).
+    pub verify_state_save: bool,
+    /// `verify_state_load=1`: a reading job loads the state saved by a writing job of its name.
+    pub verify_state_load: bool,
+    /// The number of this job's first thread among every job's threads (fio's
+    /// `thread_number - 1`), for the verify state's file name.
+    pub first_thread: u32,
     /// `number_ios`: at most this many requests per thread.
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,

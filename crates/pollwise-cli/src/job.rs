@@ -1487,7 +1487,13 @@ fn job_thread(
         stats.errors = errors_of(&engine);
     }
     name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
-    verified.map(|_| ThreadOut { stats })
+    // fio saves the state when the job ends, whether its blocks checked or not.
+    let saved = if spec.verify && spec.extra.verify_state_save && spec.rw.writes() {
+        crate::vstate::save(std::path::Path::new(""), spec, i, &engine.blocks_written())
+    } else {
+        Ok(())
+    };
+    verified.and(saved).map(|_| ThreadOut { stats })
 }
 
 /// The errors `engine` saw since it was made, and the blocks that failed verification.
@@ -1615,6 +1621,10 @@ fn setup_engine(
         // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
         engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
+        if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
+            let ranges = crate::vstate::load(std::path::Path::new(""), spec, i)?;
+            engine.set_verify_state(Some(ranges));
+        }
         Ok((ramp(engine)?, Some(file)))
     })()
 }

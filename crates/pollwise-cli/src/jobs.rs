@@ -138,6 +138,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     crate::extras::join_flows(&mut jobs);
+    // fio numbers every job's threads in one sequence (the verify state's file names).
+    let mut next = 0u32;
+    for j in &mut jobs {
+        j.extra.first_thread = next;
+        next = next.saturating_add(j.numjobs);
+    }
     check_run(&jobs)?;
     // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
     // run), through each job's halt flag.

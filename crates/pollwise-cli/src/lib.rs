@@ -27,5 +27,6 @@ pub mod report;
 pub mod scenario;
 pub mod signals;
 pub mod target;
+pub mod vstate;
 
 pub use error::{Error, Result};

@@ -844,6 +844,8 @@ impl Engine {
             ..
         } = self;
         let vmode = &extra.verify;
+        // A reading job checks every block it reads, unless a verify state says which.
+        let check_all_reads = !cfg.rw.writes() && extra.state.is_none();
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -882,7 +884,7 @@ impl Engine {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
                     if cfg.verify
-                        && (!cfg.rw.writes()
+                        && (check_all_reads
                             || errs
                                 .written_at_push
                                 .get(h.index())
@@ -1401,6 +1403,16 @@ impl Engine {
         self.read_back(&blocks).map(|_| ())
     }
 
+    /// A verify state loaded from an earlier run (`None`: none): the byte ranges `(start,
+    /// end)` it names as written. A reading job then checks only the reads that fall wholly
+    /// inside one; the others are read unchecked (blocks the writer never completed).
+    pub fn set_verify_state(&mut self, ranges: Option<Vec<(u64, u64)>>) {
+        self.extra.state = ranges.map(|mut r| {
+            r.sort_unstable();
+            merge_ranges(r)
+        });
+    }
+
     /// Every block written with verify (and not overwritten in part since), read back or not,
     /// in offset order: what a verify state saves.
     pub fn blocks_written(&self) -> Vec<(u64, u32)> {
@@ -1496,6 +1508,18 @@ fn note_written(written: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
     written.insert(offset, len);
 }
 
+/// Sorted ranges with the ones that touch or overlap merged.
+pub fn merge_ranges(sorted: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+    for (s, e) in sorted {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
 /// Forgets the blocks of `map` that overlap `len` bytes at `offset`.
 fn forget_overlapped(map: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
     let written = map;
@@ -1547,6 +1571,9 @@ struct Extras {
     reading_back: bool,
     /// fio's loops with verify: a read back after each pass.
     pass: Option<Pass>,
+    /// A loaded verify state: the byte ranges written (sorted, apart); only reads inside
+    /// them are checked.
+    state: Option<Vec<(u64, u64)>>,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
@@ -1951,8 +1978,13 @@ impl Engine {
         if !self.cfg.verify {
             return;
         }
+        let end = offset + len as u64;
+        let in_state = self.extra.state.as_deref().is_some_and(|r| {
+            let i = r.partition_point(|&(_, e)| e <= offset);
+            r.get(i).is_some_and(|&(s, e)| s <= offset && end <= e)
+        });
         let written = dir == Dir::Read
-            && (self.extra.reading_back || self.written.get(&offset) == Some(&len));
+            && (self.extra.reading_back || in_state || self.written.get(&offset) == Some(&len));
         if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
             *s = written;
         }
