@@ -196,6 +196,7 @@ mod tests {
             let v = Verify {
                 digest,
                 interval: Some(512),
+                pattern: None,
             };
             let mut b = vec![0u8; 4096];
             v.fill(&mut b, 8192, 3);
@@ -203,22 +204,46 @@ mod tests {
             // A flipped bit in the 7th interval's body is found there.
             b[6 * 512 + 100] ^= 1;
             let e = v.check(&b, 8192).unwrap_err();
-            let at = match e {
-                crate::verify::Mismatch::NoHeader { offset }
-                | crate::verify::Mismatch::OtherLength { offset, .. }
-                | crate::verify::Mismatch::Misplaced { offset, .. }
-                | crate::verify::Mismatch::Corrupt { offset, .. } => offset,
-            };
+            let at = e.offset();
             assert_eq!(at, 8192 + 6 * 512, "{digest:?}");
         }
         // Only the digest sees a change the header's crc32c covers too: flip the digest itself.
         let v = Verify {
             digest: Some(Digest::Md5),
             interval: None,
+            pattern: None,
         };
         let mut b = vec![0u8; 4096];
         v.fill(&mut b, 0, 1);
         b[4095] ^= 1;
         assert!(v.check(&b, 0).is_err());
+    }
+
+    #[test]
+    fn a_pattern_body_is_checked() {
+        let v = Verify {
+            digest: None,
+            interval: Some(512),
+            pattern: Some(vec![0xaa, 0x55, 0x5a, 0xa5].into()),
+        };
+        let mut b = vec![0u8; 4096];
+        v.fill(&mut b, 0, 1);
+        assert_eq!(b[600], 0xaa); // 600 % 512 = 88, 88 % 4 = 0
+        v.check(&b, 0).unwrap();
+        // The same headers over another pattern's body: the checksums hold, the pattern not.
+        let other = Verify {
+            pattern: Some(vec![0x11].into()),
+            ..v.clone()
+        };
+        let e = other.check(&b, 0).unwrap_err();
+        assert!(matches!(
+            e,
+            crate::verify::Mismatch::Pattern {
+                offset: 0,
+                at: 24,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("pattern mismatch"), "{e}");
     }
 }

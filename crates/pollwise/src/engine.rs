@@ -1984,7 +1984,10 @@ impl Engine {
             r.get(i).is_some_and(|&(s, e)| s <= offset && end <= e)
         });
         let written = dir == Dir::Read
-            && (self.extra.reading_back || in_state || self.written.get(&offset) == Some(&len));
+            && (self.extra.reading_back
+                || in_state
+                || self.written.get(&offset) == Some(&len)
+                || self.checked.get(&offset) == Some(&len));
         if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
             *s = written;
         }
@@ -2188,6 +2191,22 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_write_over_part_of_a_block_forgets_it_and_ranges_merge() {
+        let mut w = BTreeMap::new();
+        note_written(&mut w, 0, 4096);
+        note_written(&mut w, 4096, 65536);
+        note_written(&mut w, 1 << 20, 512);
+        // Over the end of the first and the start of the second: both forgotten.
+        note_written(&mut w, 2048, 4096);
+        let got: Vec<(u64, u32)> = w.iter().map(|(&o, &l)| (o, l)).collect();
+        assert_eq!(got, [(2048, 4096), (1 << 20, 512)]);
+        assert_eq!(
+            merge_ranges(vec![(0, 10), (5, 20), (20, 30), (40, 50)]),
+            [(0, 30), (40, 50)]
+        );
+    }
     use crate::clock::FakeClock;
     use crate::policy::{Mode, PolicyConfig};
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
