@@ -130,10 +130,11 @@ impl Opts {
             let files = split_filenames(&v);
             if files.len() > 1 {
                 return Err(usage(format!(
-                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name",
+                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name{}",
                     files.len(),
                     files[0],
-                    files[1]
+                    files[1],
+                    self.at("filename")
                 )));
             }
             s.filename = files.into_iter().next().unwrap_or_default().into();
