@@ -280,3 +280,32 @@ fn verify_state_carries_what_a_job_wrote_to_a_later_run() {
         "my notes\n"
     );
 }
+
+#[test]
+fn io_size_that_fio_3_33_does_not_follow_with_verify_is_refused_naming_the_line() {
+    let d = tempdir();
+    // fio 3.33 writes 512 blocks of 16k here (the size, once), not io_size's 1024.
+    let (code, _, err) = run_file(
+        d.path(),
+        "big.fio",
+        "[j]\nbs=16k\nrw=write\nfilename=wr.dat\nio_size=16m\nsize=8m\nverify=crc32c\n",
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("big.fio:5") && err.contains("drop io_size"),
+        "{err}"
+    );
+    // fio's cross-stripe-verify: holes, io_size and loops (fio 3.33 does io_size once).
+    let (code, _, err) = run_file(
+        d.path(),
+        "holes.fio",
+        "[j]\nbs=16k\nrw=write:112k\nfilename=h.dat\nio_size=8m\nsize=8m\nloops=2\n",
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("holes.fio:5") && err.contains("loops"),
+        "{err}"
+    );
+}

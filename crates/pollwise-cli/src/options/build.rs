@@ -408,12 +408,20 @@ impl Opts {
         s.extra.offset_increment = self.take_size_or_percent("offset_increment")?;
         if let Some(v) = self.take_u32("loops")? {
             s.extra.loops = v;
-            if v > 1 && self.has("io_size") {
-                return Err(usage(format!(
-                    "--loops={v} with --io_size: fio 3.33 does io_size once whatever loops says (and with --verify only half of it), and pollwise would do it {v} times; drop loops or io_size{}",
-                    self.at("loops")
-                )));
-            }
+        }
+        if s.verify && s.rw.writes() && s.size != 0 && s.io_size > s.size {
+            return Err(usage(format!(
+                "--io_size={} larger than --size={} with --verify: fio 3.33 writes the size once (and reads it back) whatever io_size says, and pollwise would write io_size; drop io_size{}",
+                s.io_size,
+                s.size,
+                self.at("io_size")
+            )));
+        }
+        if s.extra.seq_add != 0 && self.has("io_size") && (s.extra.loops > 1 || s.verify) {
+            return Err(usage(format!(
+                "--io_size with holes (--rw=...:N) and with loops or verify: fio 3.33 does io_size once whatever loops says, and half of it with verify, which pollwise does not follow; drop io_size{}",
+                self.at("io_size")
+            )));
         }
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
