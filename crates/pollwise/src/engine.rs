@@ -1188,7 +1188,7 @@ impl Engine {
                     return Ok(why);
                 }
                 if self.pass_full() {
-                    self.verify_pass()?;
+                    self.verify_pass(stop)?;
                     continue;
                 }
                 // Nothing in flight and not stopped: only pacing holds the next request back.
@@ -1198,7 +1198,7 @@ impl Engine {
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
             if !keep_in_flight && !self.stopped(stop) {
-                self.verify_backlog()?;
+                self.verify_backlog(stop)?;
             }
             if !self.cfg.thinktime.is_zero() {
                 self.since_think += n as u32;
@@ -1303,12 +1303,13 @@ impl Engine {
     /// length it was written with, and verifies it. Returns how many were read.
     pub fn verify_written(&mut self) -> Result<u64> {
         let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
-        self.read_back(&blocks)
+        self.read_back(&blocks, None)
     }
 
     /// Reads back `blocks` (offset, length) and checks each; drains before returning. The
-    /// reads do not count toward a [`Stop::Ios`] limit.
-    fn read_back(&mut self, blocks: &[(u64, u32)]) -> Result<u64> {
+    /// reads do not count toward a [`Stop::Ios`] limit. Within a run (`stop`), no read is
+    /// pushed once its stop time passed or a stop was requested: the run's time bounds them.
+    fn read_back(&mut self, blocks: &[(u64, u32)], stop: Option<Stop>) -> Result<u64> {
         let submitted = self.submitted;
         let mut checked = 0u64;
         let mut r = Ok(());
@@ -1322,6 +1323,12 @@ impl Engine {
             }
             if r.is_err() {
                 break;
+            }
+            if let Some(stop) = stop {
+                let late = stop.time().is_some_and(|t| self.clock.now_ns() >= t);
+                if late || self.stop_requested() {
+                    break;
+                }
             }
             self.extra.reading_back = true;
             let h = self.push_io(Dir::Read, off, len);
@@ -1349,7 +1356,7 @@ impl Engine {
     }
 
     /// With a backlog due: completes what is in flight and reads the pending blocks back.
-    fn verify_backlog(&mut self) -> Result<()> {
+    fn verify_backlog(&mut self, stop: Stop) -> Result<()> {
         let due = self
             .extra
             .backlog
@@ -1364,15 +1371,28 @@ impl Engine {
             None => return Ok(()),
         };
         // Each block once, as written last (a later write over it replaced it).
-        let mut blocks = Vec::with_capacity(pending.len());
-        for (off, len) in pending {
-            if self.written.get(&off) == Some(&len) {
-                self.written.remove(&off);
-                self.checked.insert(off, len);
-                blocks.push((off, len));
-            }
+        let mut blocks: Vec<(u64, u32)> = pending
+            .into_iter()
+            .filter(|(off, len)| self.written.get(off) == Some(len))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        self.read_back_and_keep(&blocks, stop)
+    }
+
+    /// [`read_back`](Engine::read_back) within a run; the blocks read are no longer to be read
+    /// back (those the stop time cut off still are).
+    fn read_back_and_keep(&mut self, blocks: &[(u64, u32)], stop: Stop) -> Result<()> {
+        let r = self.read_back(blocks, Some(stop));
+        let n = match &r {
+            Ok(n) => *n as usize,
+            Err(_) => blocks.len(),
+        };
+        for &(off, len) in &blocks[..n.min(blocks.len())] {
+            self.written.remove(&off);
+            self.checked.insert(off, len);
         }
-        self.read_back(&blocks).map(|_| ())
+        r.map(|_| ())
     }
 
     /// fio's `loops` with verify: the run loop stops pushing once `bytes` were pushed since the
@@ -1394,13 +1414,12 @@ impl Engine {
     }
 
     /// Ends a pass: reads back every block written and not read back yet.
-    fn verify_pass(&mut self) -> Result<()> {
-        let blocks: Vec<(u64, u32)> = std::mem::take(&mut self.written).into_iter().collect();
-        self.checked.extend(blocks.iter().copied());
+    fn verify_pass(&mut self, stop: Stop) -> Result<()> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
         if let Some(p) = self.extra.pass.as_mut() {
             p.pushed -= p.bytes;
         }
-        self.read_back(&blocks).map(|_| ())
+        self.read_back_and_keep(&blocks, stop)
     }
 
     /// A verify state loaded from an earlier run (`None`: none): the byte ranges `(start,
