@@ -13,7 +13,13 @@
 //! 3. **recommend**, per objective: lowest latency (p50, then p99); least CPU per I/O whose
 //!    latency meets `--latency_target`; best throughput under contention (threads > cores);
 //! 4. **check** the recommended cells with short real runs on F (real io_uring), model beside
-//!    real (not with `--ioengine=sim`: there is nothing real to check against).
+//!    real (not with `--ioengine=sim`: there is nothing real to check against). For lowest
+//!    latency the model proposes and real runs decide: the other modes whose modelled p50 comes
+//!    within [`CLOSE`] of the pick's at its depth, threads and load (kernel polled I/O first)
+//!    run beside it, in interleaved rounds, and one that is ahead for real by more than the
+//!    noise ([`real_winner`]) becomes the pick. The model leaves out what separates such close
+//!    modes on a real machine (the interrupt path kernel polling skips, spinning threads
+//!    taking a core from the device's emulation); a short real run sees it.
 //!
 //! The first SIGINT or SIGTERM ends the sweep and the checks (a real check stops as `run` does)
 //! and prints what was found so far, marked interrupted, as `run` and `compare` do.
@@ -240,6 +246,84 @@ pub fn frontier(points: &[Point]) -> Vec<usize> {
     f
 }
 
+/// How close a cell's modelled p50 must come to the lowest-latency pick's (a fraction over it)
+/// to be checked for real beside it.
+pub const CLOSE: f64 = 0.10;
+/// At most this many cells checked beside the lowest-latency pick.
+pub const MAX_CONTENDERS: usize = 3;
+/// Ahead for real: a real p50 lower by more than this fraction, or one within it and a real
+/// p99 lower by more than [`P99_AHEAD`]. Below that, two short runs of one device differ by
+/// chance as often as not.
+pub const P50_AHEAD: f64 = 0.03;
+/// See [`P50_AHEAD`].
+pub const P99_AHEAD: f64 = 0.05;
+
+/// The cells run for real beside the lowest-latency pick `pick`: other modes at its depth,
+/// threads and load whose modelled p50 is within [`CLOSE`] of its, kernel polled I/O first
+/// (what the model misses most about it is what it saves), then by modelled p50; at most
+/// [`MAX_CONTENDERS`].
+pub fn contenders(points: &[Point], pick: usize) -> Vec<usize> {
+    let c = points[pick].cell;
+    let bound = points[pick].model.p50_ns as f64 * (1.0 + CLOSE);
+    let mut v: Vec<usize> = (0..points.len())
+        .filter(|&i| {
+            let o = &points[i];
+            i != pick
+                && o.model.iops > 0.0
+                && (o.cell.mode, o.cell.hipri) != (c.mode, c.hipri)
+                && (o.cell.qd, o.cell.threads, o.cell.rate_iops) == (c.qd, c.threads, c.rate_iops)
+                && o.model.p50_ns as f64 <= bound
+        })
+        .collect();
+    v.sort_by_key(|&i| (!points[i].cell.hipri, points[i].model.p50_ns));
+    v.truncate(MAX_CONTENDERS);
+    v
+}
+
+/// The contender the real runs put ahead of the model's pick, if one is: the lowest real
+/// (p50, p99) among those ahead of the pick by [`P50_AHEAD`] on p50, or tied on p50 within it
+/// and ahead by [`P99_AHEAD`] on p99. Cells without real figures take no part.
+pub fn real_winner(points: &[Point], pick: usize, contenders: &[usize]) -> Option<usize> {
+    let base = points[pick].real?;
+    let ahead = |r: &Figures| {
+        let (p50, b50) = (r.p50_ns as f64, base.p50_ns as f64);
+        p50 < b50 * (1.0 - P50_AHEAD)
+            || (p50 <= b50 * (1.0 + P50_AHEAD)
+                && (r.p99_ns as f64) < base.p99_ns as f64 * (1.0 - P99_AHEAD))
+    };
+    contenders
+        .iter()
+        .copied()
+        .filter(|&i| points[i].real.is_some_and(|r| r.iops > 0.0 && ahead(&r)))
+        .min_by_key(|&i| {
+            let r = points[i].real.expect("filtered");
+            (r.p50_ns, r.p99_ns)
+        })
+}
+
+/// The per-figure median of several runs' figures (the mean of the middle two for an even
+/// count).
+fn median_figures(runs: &[Figures]) -> Figures {
+    fn med<T: Copy + Into<f64>>(mut v: Vec<T>) -> f64 {
+        v.sort_by(|a, b| {
+            (*a).into()
+                .partial_cmp(&(*b).into())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let n = v.len();
+        (v[(n - 1) / 2].into() + v[n / 2].into()) / 2.0
+    }
+    let u =
+        |f: fn(&Figures) -> u64| med(runs.iter().map(|r| f(r) as f64).collect::<Vec<f64>>()) as u64;
+    Figures {
+        p50_ns: u(|r| r.p50_ns),
+        p99_ns: u(|r| r.p99_ns),
+        target_ns: u(|r| r.target_ns),
+        cpu_us_per_io: med(runs.iter().map(|r| r.cpu_us_per_io).collect()),
+        iops: med(runs.iter().map(|r| r.iops).collect()),
+    }
+}
+
 /// The thread counts swept on `cores` cores: 1, cores, 2x cores (without repeats).
 pub fn thread_counts(cores: u32) -> Vec<u32> {
     let mut t = vec![1, cores.max(1), cores.max(1) * 2];
@@ -420,18 +504,40 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     )?;
     let model_s = t0.elapsed().as_secs_f64() - calibrate_s;
     // Phase 3: the recommendations.
-    let picks: Vec<Option<usize>> = (0..OBJECTIVES.len())
+    let mut picks: Vec<Option<usize>> = (0..OBJECTIVES.len())
         .map(|k| best(&points, k, a.target, platform.cores))
         .collect();
-    // Phase 4: real checks of the recommended cells, each once.
+    // Phase 4: real checks of the recommended cells, and of the cells close to the
+    // lowest-latency pick, which a second round runs again, interleaved, when there is time.
+    let close = if a.real {
+        picks[0].map_or(Vec::new(), |i| contenders(&points, i))
+    } else {
+        Vec::new()
+    };
     let mut checks: Vec<usize> = picks.iter().flatten().copied().collect();
+    checks.extend(&close);
     checks.sort_unstable();
     checks.dedup();
+    let again: Vec<usize> = if close.is_empty() {
+        Vec::new()
+    } else {
+        picks[0]
+            .iter()
+            .copied()
+            .chain(close.iter().copied())
+            .collect()
+    };
     let mut notes = Vec::new();
     if a.real && !checks.is_empty() {
         let left = budget - t0.elapsed().as_secs_f64() - 0.5;
         // Each check: a ramp of 0.1 s, its run, and about 0.1 s to start and stop.
-        let each = left / checks.len() as f64 - 0.2;
+        let per = |runs: usize| left / runs as f64 - 0.2;
+        let rounds: Vec<&[usize]> = if per(checks.len() + again.len()) >= 0.2 {
+            vec![&checks, &again]
+        } else {
+            vec![&checks]
+        };
+        let each = per(rounds.iter().map(|r| r.len()).sum());
         if each < 0.2 {
             notes.push(format!(
                 "no real checks: {left:.1}s left of --time, not enough for {} short runs",
@@ -439,18 +545,29 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             ));
         } else {
             let each = Duration::from_secs_f64(each.min(3.0));
-            for &i in &checks {
-                if crate::signals::interrupted() {
-                    break;
+            let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); points.len()];
+            'rounds: for round in &rounds {
+                for &i in *round {
+                    if crate::signals::interrupted() {
+                        break 'rounds;
+                    }
+                    let mut s = cell_spec(&base, &points[i].cell);
+                    s.runtime = each;
+                    let stats = run_job(&s)?;
+                    runs[i].push(Figures::of(&stats, a.target));
                 }
-                let mut s = cell_spec(&base, &points[i].cell);
-                s.runtime = each;
-                let stats = run_job(&s)?;
-                points[i].real = Some(Figures::of(&stats, a.target));
+            }
+            for (i, r) in runs.iter().enumerate() {
+                if !r.is_empty() {
+                    points[i].real = Some(median_figures(r));
+                }
             }
         }
     } else if !a.real {
         notes.push("no real checks: --ioengine=sim models the platform only".into());
+    }
+    if let (Some(pick), false) = (picks[0], close.is_empty()) {
+        notes.extend(decide_lowest_latency(&points, &mut picks[0], pick, &close));
     }
     let real_s = t0.elapsed().as_secs_f64() - calibrate_s - model_s;
     notes.extend(points.iter().filter_map(miss_note));
@@ -488,6 +605,51 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         calibration,
         filename: a.real.then(|| a.base.filename.clone()),
     }))
+}
+
+/// Lets the real runs of the cells close to the lowest-latency pick overrule the model
+/// ([`real_winner`]), and says what they showed.
+fn decide_lowest_latency(
+    points: &[Point],
+    pick_slot: &mut Option<usize>,
+    pick: usize,
+    close: &[usize],
+) -> Option<String> {
+    let real = |i: usize| {
+        points[i].real.map(|r| {
+            format!(
+                "{} p50 {} p99 {} us",
+                points[i].cell.name(),
+                us(r.p50_ns),
+                us(r.p99_ns)
+            )
+        })
+    };
+    let base = real(pick)?;
+    let others: Vec<String> = close.iter().filter_map(|&i| real(i)).collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(match real_winner(points, pick, close) {
+        Some(w) => {
+            *pick_slot = Some(w);
+            format!(
+                "lowest latency: the model put {} first, with {} within {:.0}% of it; real runs put {} ahead (real: {base}; {}): the pick follows the real runs",
+                points[pick].cell.name(),
+                close.iter().map(|&i| points[i].cell.name()).collect::<Vec<_>>().join(", "),
+                CLOSE * 100.0,
+                points[w].cell.name(),
+                others.join("; ")
+            )
+        }
+        None => format!(
+            "lowest latency: checked for real beside {} (real: {base}): {}; none ahead by more than {:.0}% on p50 (or {:.0}% on p99 at a tie), so the model's pick stands",
+            points[pick].cell.name(),
+            others.join("; "),
+            P50_AHEAD * 100.0,
+            P99_AHEAD * 100.0
+        ),
+    })
 }
 
 /// Where a checked cell's real figures are more than 15% off the model's, which costs the
@@ -785,6 +947,53 @@ mod tests {
             .name(),
             "interrupt"
         );
+    }
+
+    #[test]
+    fn close_cells_of_other_modes_are_checked_and_real_runs_decide() {
+        let mut pts = vec![
+            pt(Mode::Poll, 1, 10_000, 10.0, 90_000.0),
+            pt(Mode::Hybrid, 1, 10_500, 7.0, 85_000.0),
+            pt(Mode::Interrupt, 1, 10_900, 3.0, 80_000.0),
+            pt(Mode::Interrupt, 1, 10_800, 9.0, 88_000.0),
+            pt(Mode::Adaptive, 1, 12_000, 3.0, 60_000.0),
+            pt(Mode::Auto, 4, 10_000, 3.0, 60_000.0),
+        ];
+        pts[3].cell.hipri = true;
+        // Kernel polling first, then by modelled p50; too far (adaptive) or elsewhere (4
+        // threads) is not checked.
+        assert_eq!(contenders(&pts, 0), vec![3, 1, 2]);
+        let real = |p50: u64, p99: u64| Figures {
+            p50_ns: p50,
+            p99_ns: p99,
+            target_ns: p99,
+            cpu_us_per_io: 5.0,
+            iops: 50_000.0,
+        };
+        // Nothing real yet: nothing to decide.
+        assert_eq!(real_winner(&pts, 0, &[3, 1, 2]), None);
+        pts[0].real = Some(real(20_000, 40_000));
+        // Within the noise on both: the model's pick stands.
+        pts[3].real = Some(real(19_800, 39_000));
+        pts[1].real = Some(real(20_300, 30_000));
+        assert_eq!(
+            real_winner(&pts, 0, &[3, 1, 2]),
+            Some(1),
+            "a p50 tie, p99 25% lower"
+        );
+        pts[1].real = None;
+        assert_eq!(real_winner(&pts, 0, &[3, 1, 2]), None);
+        // Ahead on p50 by more than 3%: kernel polling wins; the lowest p50 of those ahead.
+        pts[3].real = Some(real(18_000, 45_000));
+        pts[2].real = Some(real(18_500, 30_000));
+        assert_eq!(real_winner(&pts, 0, &[3, 1, 2]), Some(3));
+        let mut slot = Some(0);
+        let note = decide_lowest_latency(&pts, &mut slot, 0, &[3, 1, 2]).unwrap();
+        assert_eq!(slot, Some(3));
+        assert!(note.contains("real runs put iopoll ahead"), "{note}");
+        // Two rounds: each figure's median (the mean of two).
+        let m = median_figures(&[real(10_000, 20_000), real(12_000, 30_000)]);
+        assert_eq!((m.p50_ns, m.p99_ns), (11_000, 25_000));
     }
 
     #[test]

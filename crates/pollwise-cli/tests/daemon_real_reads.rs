@@ -10,6 +10,7 @@ fn daemon_cfg(kind: FdMonKind, path: &std::path::Path, idle: Option<u64>) -> Dae
     DaemonConfig {
         filename: path.to_path_buf(),
         size: 8 << 20,
+        direct: true,
         block_size: 4096,
         sources: 6,
         active: 2,

@@ -244,3 +244,28 @@ fn slow_handler_at_the_seeds_scale_completes_io_in_every_variant() {
     assert_eq!(code, 0, "{err}");
     check_json(&out, "slow-handler", &["excluded", "included"]);
 }
+
+/// `--direct=0`: the daemon reads buffered (a warmed page cache: reads complete inside the
+/// submit call), says so, and both variants still complete reads.
+#[test]
+fn daemon_scenarios_read_buffered_with_direct_0() {
+    for scenario in ["slow-handler", "idle-sources --sources=8"] {
+        let (code, out, err) = pollwise(&words(&format!(
+            "scenario {scenario} --direct=0 --runtime=200ms --rounds=1 --ramp_time=0 --size=8M"
+        )));
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("at random (buffered)"), "{out}");
+        let (code, out, err) = pollwise(&words(&format!(
+            "scenario {scenario} --direct=0 --runtime=200ms --rounds=1 --ramp_time=0 --size=8M \
+             --output-format=json"
+        )));
+        assert_eq!(code, 0, "{err}");
+        let name = scenario.split(' ').next().unwrap();
+        let variants: &[&str] = if name == "slow-handler" {
+            &["excluded", "included"]
+        } else {
+            &["single-source", "pruning", "no-pruning"]
+        };
+        check_json(&out, name, variants);
+    }
+}

@@ -697,6 +697,7 @@ const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'st
 const DAEMON_JOB: &[&str] = &[
     "filename",
     "size",
+    "direct",
     "rw",
     "bs",
     "iodepth",

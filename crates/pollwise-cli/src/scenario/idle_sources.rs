@@ -57,7 +57,33 @@ pub struct Common {
     _temp: TempFile,
 }
 
-/// Takes `--fdmon` and the job options that apply to the daemon (filename, size, bs, iodepth,
+/// Reads the first `size` bytes of `path` once, so that buffered reads (`--direct=0`) find
+/// every block in the page cache from the first round: a cold round would read the disk.
+fn warm_page_cache(path: &std::path::Path, size: u64) -> Result<()> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| Error::Usage(format!("cannot open {}: {e}", path.display())))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut r = f.take(size);
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::Io(format!(
+                    "reading {} into the page cache: {e}",
+                    path.display()
+                )))
+            }
+        }
+        if crate::signals::interrupted() {
+            return Ok(());
+        }
+    }
+}
+
+/// Takes `--fdmon` and the job options that apply to the daemon (filename, size, direct, bs, iodepth,
 /// runtime, ramp_time, randseed, poll_max_ns/grow/shrink; the option table refuses the others).
 /// The caller has taken its own options; this calls [`Opts::finish`].
 pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result<Common> {
@@ -108,9 +134,13 @@ pub fn take_common(o: &mut Opts, scenario: &str, iodepth_default: u32) -> Result
     }
     let temp = default_target(&mut spec, scenario, DEFAULT_SIZE)?;
     let target = prepare_target(&spec)?;
+    if !spec.direct {
+        warm_page_cache(&spec.filename, target.size)?;
+    }
     let base = DaemonConfig {
         filename: spec.filename.clone(),
         size: target.size,
+        direct: spec.direct,
         block_size: spec.bs,
         sources: 1,
         active: 1,
@@ -332,9 +362,10 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let rows = run_rounds("idle-sources", &variants, c.rounds)?;
     let fdmon = c.base.reactor.fdmon.name();
     let intro = format!(
-        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random (O_DIRECT), {} idle channel(s); fd monitor {fdmon}; reactor wait {}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",
+        "pollwise scenario idle-sources: {active} client(s) at QD{} reading {} B at random ({}), {} idle channel(s); fd monitor {fdmon}; reactor wait {}; idle sources pruned after {idle_ms} ms (QEMU: 7000); {} rounds of {:.1}s per variant, each after a {:.1}s ramp\n\n",
         c.base.iodepth,
         c.base.block_size,
+        if c.base.direct { "O_DIRECT" } else { "buffered" },
         sources - active,
         c.base.reactor.wait.name(),
         c.rounds,

@@ -61,9 +61,10 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         .collect();
     let rows = run_rounds("slow-handler", &variants, c.rounds)?;
     let intro = format!(
-        "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random (O_DIRECT); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; reactor wait {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
+        "pollwise scenario slow-handler: {sources} client(s) at QD{} reading {} B at random ({}); each request's handler spins {handler_us} us of CPU before submitting; fd monitor {}; reactor wait {}; window cap {} ns; {} rounds of {:.1}s per variant\n\n",
         c.base.iodepth,
         c.base.block_size,
+        if c.base.direct { "O_DIRECT" } else { "buffered" },
         c.base.reactor.fdmon.name(),
         c.base.reactor.wait.name(),
         c.base.reactor.poll_max_ns,
