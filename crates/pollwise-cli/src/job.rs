@@ -378,6 +378,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
         ));
     }
     crate::limits::check(&job_need(spec))?;
+    crate::limits::check(&verify_need(spec))?;
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -518,6 +519,31 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
 
 /// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
 pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
+
+/// Bytes a writing job that verifies keeps per block it wrote (the engine's map of written
+/// blocks, as fio keeps one entry per block), about.
+pub const VERIFY_BYTES_PER_BLOCK: u128 = 32;
+
+/// The memory a writing job that verifies keeps for the blocks it wrote: one entry per block
+/// of its size (or io_size, with no size), per thread; nothing for other jobs.
+pub fn verify_need(spec: &JobSpec) -> crate::limits::Need {
+    let mut need = crate::limits::Need::new(
+        0,
+        0,
+        "--verify's map of the blocks written (about 32 bytes per block of --size)",
+        "verify a smaller --size, or with a larger --bs",
+    );
+    if spec.verify && spec.rw.writes() {
+        let span = if spec.size != 0 {
+            spec.size
+        } else {
+            spec.io_size
+        };
+        let blocks = span / spec.extra.min_bs(spec.bs).max(1) as u64;
+        need.buffers = blocks as u128 * VERIFY_BYTES_PER_BLOCK * spec.numjobs as u128;
+    }
+    need
+}
 
 /// What `spec`'s threads allocate and start: `numjobs` threads, each with `iodepth` buffers of
 /// the larger block size.

@@ -309,3 +309,23 @@ fn io_size_that_fio_3_33_does_not_follow_with_verify_is_refused_naming_the_line(
         "{err}"
     );
 }
+
+#[test]
+fn a_verify_map_larger_than_the_memory_is_refused_before_anything_is_made() {
+    let d = tempdir();
+    let f = d.path().join("huge.dat");
+    let file = format!("--filename={}", f.display());
+    let (code, _, err) = common::pollwise(&[
+        "run",
+        "--name=big",
+        &file,
+        "--size=100T",
+        "--rw=write",
+        "--verify=crc32c",
+        "--runtime=1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("map of the blocks written"), "{err}");
+    assert!(!f.exists());
+}
