@@ -454,7 +454,7 @@ impl Opts {
         if let Some(v) = self.take_size("verify_interval")? {
             s.extra.verify_mode.interval = u32::try_from(v).ok();
         }
-        s.extra.verify_backlog = self.take_u64("verify_backlog")?.filter(|n| *n > 0);
+        s.extra.verify_backlog = self.take_size("verify_backlog")?.filter(|n| *n > 0);
         s.extra.verify_state_save = self.take_bool("verify_state_save")? == Some(true);
         s.extra.verify_state_load = self.take_bool("verify_state_load")? == Some(true);
         if let Some(p) = self.take_str("verify_pattern")? {
