@@ -687,12 +687,13 @@ impl Engine {
             issued_ns: None,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
-        let vmode = self.extra.verify.clone();
+        // Only a verified write fills its buffer from it (a pattern is shared, not copied).
+        let vmode = (dir == Dir::Write && verify).then(|| self.extra.verify.clone());
         let mut slab = self.slab_mut();
         let h = slab
             .alloc(meta)
             .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
-        if dir == Dir::Write && verify {
+        if let Some(vmode) = vmode {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
                 generation: h.generation(),
@@ -1197,7 +1198,8 @@ impl Engine {
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
-            if !keep_in_flight && !self.stopped(stop) {
+            // Checked first: no clock read on the hot path of a job without a backlog.
+            if self.backlog_due() && !keep_in_flight && !self.stopped(stop) {
                 self.verify_backlog(stop)?;
             }
             if !self.cfg.thinktime.is_zero() {
@@ -1355,14 +1357,17 @@ impl Engine {
         });
     }
 
-    /// With a backlog due: completes what is in flight and reads the pending blocks back.
-    fn verify_backlog(&mut self, stop: Stop) -> Result<()> {
-        let due = self
-            .extra
+    /// Whether `verify_backlog` writes completed since the last read back.
+    fn backlog_due(&self) -> bool {
+        self.extra
             .backlog
             .as_ref()
-            .is_some_and(|b| b.pending.len() as u64 >= b.every);
-        if !due {
+            .is_some_and(|b| b.pending.len() as u64 >= b.every)
+    }
+
+    /// With a backlog due: completes what is in flight and reads the pending blocks back.
+    fn verify_backlog(&mut self, stop: Stop) -> Result<()> {
+        if !self.backlog_due() {
             return Ok(());
         }
         self.drain()?;
