@@ -151,6 +151,41 @@ struct Ticker<'a> {
     f: &'a mut dyn FnMut(&Engine, u64),
 }
 
+/// A depth below `iodepth` that the run loop keeps to, which another part of the job (a
+/// completion hook) may change while the loop runs: fio's `latency_target` search for the depth
+/// that meets a latency. [`DepthLimit::quiesce`] holds every new request back until all in
+/// flight have completed (fio's `io_u_quiesce` on a change of depth).
+#[derive(Debug)]
+pub struct DepthLimit {
+    depth: std::sync::atomic::AtomicU32,
+    quiesce: std::sync::atomic::AtomicBool,
+}
+
+impl DepthLimit {
+    /// A limit of `depth` requests in flight (at least 1).
+    pub fn new(depth: u32) -> DepthLimit {
+        DepthLimit {
+            depth: std::sync::atomic::AtomicU32::new(depth.max(1)),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The limit now.
+    pub fn get(&self) -> u32 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit (at least 1; the engine's `iodepth` caps it).
+    pub fn set(&self, depth: u32) {
+        self.depth.store(depth.max(1), Ordering::Relaxed);
+    }
+
+    /// Holds new requests back until nothing is in flight.
+    pub fn quiesce(&self) {
+        self.quiesce.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The longest the run loop sleeps in one go while idle (pacing, think time): a stop check is
 /// answered within it.
 const IDLE_SLICE: Duration = Duration::from_millis(20);
@@ -324,6 +359,8 @@ pub struct Engine {
     gate: Option<Gate>,
     /// How long the gate asked to wait when it last held a request back.
     gate_wait: Option<Duration>,
+    /// A changing depth below `iodepth` (see [`Engine::set_depth_limit`]).
+    depth_limit: Option<Arc<DepthLimit>>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<deadline::StopCheck>,
     extra: Extras,
@@ -414,6 +451,7 @@ impl Engine {
             stop_check: None,
             gate: None,
             gate_wait: None,
+            depth_limit: None,
             extra: Extras::default(),
             errs: ErrorHandling::new(depth),
             cfg,
@@ -1065,6 +1103,28 @@ impl Engine {
         self.gate_wait = None;
     }
 
+    /// Keeps the run loop's requests in flight to `limit` (never more than `iodepth`), which may
+    /// change while it runs; `None`: `iodepth`.
+    pub fn set_depth_limit(&mut self, limit: Option<Arc<DepthLimit>>) {
+        self.depth_limit = limit;
+    }
+
+    /// The depth the run loop fills to now: `iodepth`, or the limit's (0 while it quiesces and
+    /// requests are in flight).
+    fn depth_now(&self) -> usize {
+        let depth = self.cfg.iodepth as usize;
+        let Some(l) = &self.depth_limit else {
+            return depth;
+        };
+        if l.quiesce.load(Ordering::Relaxed) {
+            if self.slab().live() > 0 {
+                return 0;
+            }
+            l.quiesce.store(false, Ordering::Relaxed);
+        }
+        (l.get() as usize).clamp(1, depth)
+    }
+
     /// Takes the pacing slot that is due, if any (always true without pacing), once the gate
     /// lets the request go.
     fn take_slot(&mut self) -> bool {
@@ -1150,11 +1210,11 @@ impl Engine {
         keep_in_flight: bool,
         ticker: &mut Option<Ticker<'_>>,
     ) -> Result<Ended> {
-        let depth = self.cfg.iodepth as usize;
         let batch = self.cfg.batch_submit as usize;
         loop {
             self.tick(ticker);
             let mut queued = 0;
+            let mut depth = self.depth_now();
             while self.slab().live() < depth
                 && !self.stopped(stop)
                 && !self.pass_full()
@@ -1174,6 +1234,9 @@ impl Engine {
                 if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
+                }
+                if self.depth_limit.is_some() {
+                    depth = self.depth_now();
                 }
             }
             if keep_in_flight {
@@ -2534,6 +2597,54 @@ mod tests {
             assert!(w[1].0 >= w[0].0 + every, "ticks too close: {w:?}");
             assert!(w[1].1 >= w[0].1, "completions go back: {w:?}");
         }
+    }
+
+    #[test]
+    fn a_depth_limit_caps_what_is_in_flight_and_may_change_while_running() {
+        // Most in flight at once, from (submitted, done) times: a slot freed at a time is free
+        // for a request pushed at that time.
+        fn most_in_flight(spans: &[(u64, u64)]) -> usize {
+            let mut ev: Vec<(u64, i32)> =
+                spans.iter().flat_map(|&(s, d)| [(s, 1), (d, -1)]).collect();
+            ev.sort();
+            let (mut now, mut most) = (0i32, 0i32);
+            for (_, e) in ev {
+                now += e;
+                most = most.max(now);
+            }
+            most as usize
+        }
+        let (mut e, _fake) = virtual_engine(8, 8);
+        let limit = Arc::new(DepthLimit::new(2));
+        e.set_depth_limit(Some(limit.clone()));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let (hook_spans, hook_limit) = (spans.clone(), limit.clone());
+        e.set_on_done(Box::new(move |d| {
+            let mut s = hook_spans.lock().unwrap();
+            s.push((d.submit_ns, d.done_ns));
+            if s.len() == 200 {
+                hook_limit.set(5);
+                hook_limit.quiesce();
+            }
+        }));
+        assert_eq!(e.run(Stop::Ios(600)).unwrap(), Ended::Ios);
+        let spans = spans.lock().unwrap();
+        assert_eq!(spans.len(), 600, "every request completes once");
+        assert_eq!(most_in_flight(&spans[..150]), 2, "limit 2");
+        let change = spans[199].1;
+        let after: Vec<(u64, u64)> = spans.iter().copied().filter(|s| s.0 >= change).collect();
+        assert_eq!(most_in_flight(&after), 5, "limit 5 after the change");
+        assert!(
+            spans.iter().all(|s| s.0 < change
+                || s.0
+                    >= spans
+                        .iter()
+                        .filter(|x| x.0 < change)
+                        .map(|x| x.1)
+                        .max()
+                        .unwrap()),
+            "quiesce: nothing new before what was in flight at the change completed"
+        );
     }
 
     #[test]

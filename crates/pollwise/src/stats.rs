@@ -46,7 +46,7 @@ pub struct LatSummary {
 }
 
 impl LatSummary {
-    /// Summarises `h`.
+    /// Summarises `h` to its resolution (2 significant digits: about 1%).
     pub fn of(h: &Histogram<u64>) -> LatSummary {
         if h.is_empty() {
             return LatSummary::default();
@@ -58,6 +58,79 @@ impl LatSummary {
             stddev: h.stdev(),
             n: h.len(),
         }
+    }
+
+    /// Summarises `h` exactly from `m`, the moments of the same samples, as fio reports min,
+    /// max, mean and stddev; from `h` alone when `m` did not see every sample of `h` (a
+    /// histogram filled another way).
+    pub fn exact(h: &Histogram<u64>, m: &Moments) -> LatSummary {
+        if m.n == 0 || m.n != h.len() {
+            return LatSummary::of(h);
+        }
+        let n = m.n as f64;
+        let mean = m.sum as f64 / n;
+        // The sample standard deviation, as fio's (n - 1).
+        let var = if m.n > 1 {
+            ((m.sum_sq as f64 - m.sum as f64 * mean) / (n - 1.0)).max(0.0)
+        } else {
+            0.0
+        };
+        LatSummary {
+            min: m.min,
+            max: m.max,
+            mean,
+            stddev: var.sqrt(),
+            n: m.n,
+        }
+    }
+}
+
+/// The exact count, min, max, sum and sum of squares of recorded values: fio reports min, max,
+/// mean and stddev exactly, where a histogram keeps each value to its resolution only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moments {
+    /// Values recorded.
+    pub n: u64,
+    /// Smallest (`u64::MAX` with none).
+    pub min: u64,
+    /// Largest.
+    pub max: u64,
+    /// Sum.
+    pub sum: u128,
+    /// Sum of squares.
+    pub sum_sq: u128,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            n: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+        }
+    }
+}
+
+impl Moments {
+    /// Records `v`.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.n += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += u128::from(v);
+        self.sum_sq += u128::from(v) * u128::from(v);
+    }
+
+    /// Adds `o`'s values.
+    pub fn add(&mut self, o: &Moments) {
+        self.n += o.n;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
     }
 }
 
@@ -149,6 +222,8 @@ pub struct DirStats {
     pub slat: Histogram<u64>,
     /// Completion latency (fio's `clat`), submitted to reaped, in nanoseconds.
     pub clat: Histogram<u64>,
+    /// The exact moments of `lat`, `slat` and `clat`, in that order (see [`Moments`]).
+    pub moments: [Moments; 3],
     /// Completed operations.
     pub ios: u64,
     /// Bytes transferred.
@@ -170,6 +245,7 @@ impl Default for DirStats {
             lat: new_histogram(),
             slat: new_histogram(),
             clat: new_histogram(),
+            moments: [Moments::default(); 3],
             ios: 0,
             bytes: 0,
             lat_sum_ns: 0,
@@ -186,8 +262,11 @@ impl DirStats {
     #[inline]
     pub fn record(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64) {
         // In range by construction (clamped), so these cannot fail or allocate.
-        let _ = self.slat.record(slat_ns.clamp(1, MAX_LAT_NS));
-        let _ = self.clat.record(clat_ns.clamp(1, MAX_LAT_NS));
+        let (slat_ns, clat_ns) = (slat_ns.clamp(1, MAX_LAT_NS), clat_ns.clamp(1, MAX_LAT_NS));
+        let _ = self.slat.record(slat_ns);
+        let _ = self.clat.record(clat_ns);
+        self.moments[1].record(slat_ns);
+        self.moments[2].record(clat_ns);
         self.record_lat(slat_ns.saturating_add(clat_ns), bytes);
     }
 
@@ -198,7 +277,24 @@ impl DirStats {
         self.ios += 1;
         self.bytes += bytes;
         self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns);
-        let _ = self.lat.record(lat_ns.clamp(1, MAX_LAT_NS));
+        let lat_ns = lat_ns.clamp(1, MAX_LAT_NS);
+        let _ = self.lat.record(lat_ns);
+        self.moments[0].record(lat_ns);
+    }
+
+    /// fio's min, max, mean, stddev and N of `lat`, exact.
+    pub fn lat_summary(&self) -> LatSummary {
+        LatSummary::exact(&self.lat, &self.moments[0])
+    }
+
+    /// The same of `slat`.
+    pub fn slat_summary(&self) -> LatSummary {
+        LatSummary::exact(&self.slat, &self.moments[1])
+    }
+
+    /// The same of `clat`.
+    pub fn clat_summary(&self) -> LatSummary {
+        LatSummary::exact(&self.clat, &self.moments[2])
     }
 
     /// Operations of the measured period (the verify read-back's left out).
@@ -225,6 +321,9 @@ impl DirStats {
         let _ = self.lat.add(&v.lat);
         let _ = self.slat.add(&v.slat);
         let _ = self.clat.add(&v.clat);
+        for (m, x) in self.moments.iter_mut().zip(&v.moments) {
+            m.add(x);
+        }
         self.verify_ios += v.ios;
         self.verify_ns += ns;
     }
@@ -246,6 +345,9 @@ impl DirStats {
         let _ = self.lat.add(&o.lat);
         let _ = self.slat.add(&o.slat);
         let _ = self.clat.add(&o.clat);
+        for (m, x) in self.moments.iter_mut().zip(&o.moments) {
+            m.add(x);
+        }
         for (i, s) in o.samples.iter().enumerate() {
             match self.samples.get_mut(i) {
                 Some(m) => {
@@ -286,6 +388,7 @@ impl DirStats {
         self.lat.reset();
         self.slat.reset();
         self.clat.reset();
+        self.moments = [Moments::default(); 3];
         self.samples.clear();
     }
 
@@ -528,6 +631,45 @@ fn ratio(a: f64, n: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn min_max_mean_and_stddev_are_exact_where_the_histogram_rounds() {
+        let mut d = DirStats::default();
+        // 1 234 567 ns is kept as 1 230 000-odd by a 2-digit histogram; fio reports it exactly.
+        for (slat, clat) in [(1_001, 1_234_567), (999, 7_654_321), (1_000, 2_000_003)] {
+            d.record(slat, clat, 4096);
+        }
+        let c = d.clat_summary();
+        assert_eq!((c.min, c.max, c.n), (1_234_567, 7_654_321, 3));
+        assert_ne!(d.clat.min(), 1_234_567, "the histogram alone rounds it");
+        assert_eq!(c.mean, (1_234_567.0 + 7_654_321.0 + 2_000_003.0) / 3.0);
+        let m = c.mean;
+        let var = [1_234_567.0f64, 7_654_321.0, 2_000_003.0]
+            .iter()
+            .map(|x| (x - m) * (x - m))
+            .sum::<f64>()
+            / 2.0;
+        assert!(
+            (c.stddev - var.sqrt()).abs() < 1e-6 * var.sqrt(),
+            "{} {}",
+            c.stddev,
+            var.sqrt()
+        );
+        assert_eq!((d.slat_summary().min, d.slat_summary().max), (999, 1_001));
+        assert_eq!(d.lat_summary().max, 7_654_321 + 999);
+        // Threads merged and a verify read-back added keep it exact.
+        let mut e = DirStats::default();
+        e.record(5, 9_999_999, 4096);
+        d.merge(&e);
+        assert_eq!((d.clat_summary().max, d.slat_summary().min), (9_999_999, 5));
+        d.add_verify(&e, 10);
+        assert_eq!(d.clat_summary().n, 5);
+        // A histogram filled another way falls back to its own figures.
+        let _ = d.clat.record(3);
+        assert_eq!(d.clat_summary(), LatSummary::of(&d.clat));
+        d.reset();
+        assert_eq!(d.clat_summary(), LatSummary::default());
+    }
     use super::*;
 
     #[test]

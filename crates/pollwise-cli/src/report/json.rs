@@ -5,7 +5,7 @@
 //! it has samples. Bins use fio's own bucketing (`plat_val_to_idx`: 64 buckets per power of two,
 //! keyed by the bucket's midpoint in ns), so fio's consumers (`fio_jsonplus_clat2csv`) read them.
 
-use pollwise::stats::{pct_of, DirStats, LatSummary, Stats};
+use pollwise::stats::{pct_of, DirStats, LatSummary, Moments, Stats};
 use serde_json::{json, Map, Value};
 
 use pollwise::stats::Histogram;
@@ -95,11 +95,12 @@ impl Default for PctOpts {
 /// medians over rounds).
 pub fn lat_json(
     h: &Histogram<u64>,
+    m: &Moments,
     with_pcts: bool,
     o: &PctOpts,
     pcts: Option<&[(f64, u64)]>,
 ) -> Value {
-    let s = LatSummary::of(h);
+    let s = LatSummary::exact(h, m);
     let mut m = Map::new();
     m.insert("min".into(), json!(s.min));
     m.insert("max".into(), json!(s.max));
@@ -143,7 +144,7 @@ pub fn pct_carriers(d: &DirStats, o: &PctOpts) -> (bool, bool, bool) {
 /// Latency summary of one direction in fio's `clat_ns` shape, from its total latency, as
 /// earlier versions printed it. Kept for callers outside `run`'s report; `run` uses [`dir_json`].
 pub fn clat_json(d: &DirStats, pcts: Option<&[(f64, u64)]>) -> Value {
-    lat_json(&d.lat, true, &PctOpts::default(), pcts)
+    lat_json(&d.lat, &d.moments[0], true, &PctOpts::default(), pcts)
 }
 
 /// One direction in fio's shape, over a measured period of `elapsed_ns`.
@@ -186,9 +187,9 @@ pub fn dir_json(
         "total_ios": d.ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": lat_json(&d.slat, ps, o, None),
-        "clat_ns": lat_json(&d.clat, pc, o, None),
-        "lat_ns": lat_json(&d.lat, pl, o, pcts),
+        "slat_ns": lat_json(&d.slat, &d.moments[1], ps, o, None),
+        "clat_ns": lat_json(&d.clat, &d.moments[2], pc, o, None),
+        "lat_ns": lat_json(&d.lat, &d.moments[0], pl, o, pcts),
         "bw_min": bws.min,
         "bw_max": bws.max,
         "bw_agg": bw_agg,

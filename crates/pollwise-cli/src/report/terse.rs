@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use pollwise::stats::{pct_of, DirStats, Histogram, LatSummary};
+use pollwise::stats::{pct_of, DirStats, Histogram, LatSummary, Moments};
 
 use super::json::{bucket_source, pct_carriers};
 use super::JobFigures;
@@ -16,8 +16,8 @@ use super::JobFigures;
 /// fio's `FIO_IO_U_LIST_MAX_LEN`: terse always prints this many percentile fields.
 const LIST_MAX: usize = 20;
 
-fn lat_fields(t: &mut String, h: &Histogram<u64>) {
-    let l = LatSummary::of(h);
+fn lat_fields(t: &mut String, h: &Histogram<u64>, m: &Moments) {
+    let l = LatSummary::exact(h, m);
     let _ = write!(
         t,
         ";{};{};{:.6};{:.6}",
@@ -37,8 +37,8 @@ fn dir_fields(t: &mut String, f: &JobFigures, d: &DirStats) {
     let bw = (d.bytes * 1000).checked_div(runtime_ms).unwrap_or(0) / 1024;
     let iops = (d.ios * 1000).checked_div(runtime_ms).unwrap_or(0);
     let _ = write!(t, ";{};{};{};{}", d.bytes >> 10, bw, iops, runtime_ms);
-    lat_fields(t, &d.slat);
-    lat_fields(t, &d.clat);
+    lat_fields(t, &d.slat, &d.moments[1]);
+    lat_fields(t, &d.clat, &d.moments[2]);
     let (_, pc, pl) = pct_carriers(d, &f.pct);
     let h = if pl {
         Some(&d.lat)
@@ -55,7 +55,7 @@ fn dir_fields(t: &mut String, f: &JobFigures, d: &DirStats) {
             _ => t.push_str(";0%=0"),
         }
     }
-    lat_fields(t, &d.lat);
+    lat_fields(t, &d.lat, &d.moments[0]);
     let bws = d.bw_summary();
     if bws.n > 0 {
         let agg = f.agg_kib(d);

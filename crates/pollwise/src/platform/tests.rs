@@ -12,9 +12,9 @@ const W: u64 = 400; // a blocking wait's CPU
 const K: u64 = 700; // wake-up latency
 const L: u64 = 1_000; // device latency
 
-/// Asserts that the histogram figure `got` is `want` to the histogram's resolution (two
-/// significant digits: the same bucket). The model's times themselves are checked to the
-/// nanosecond through elapsed and CPU time.
+/// Asserts that the histogram figure `got` (a percentile) is `want` to the histogram's
+/// resolution (two significant digits: the same bucket). Min and max are exact (`Moments`) and
+/// checked to the nanosecond, as are elapsed and CPU time.
 #[track_caller]
 fn same_bucket(h: &crate::stats::Histogram<u64>, got: u64, want: u64) {
     assert!(
@@ -68,9 +68,9 @@ fn poll_one_thread_to_the_nanosecond() {
     let clat = L.div_ceil(P) * P;
     let cycle = E + S + clat;
     assert_eq!(r.read.ios, n);
-    same_bucket(&r.read.clat, r.read.clat.min(), clat);
-    same_bucket(&r.read.clat, r.read.clat.max(), clat);
-    same_bucket(&r.read.slat, r.read.slat.max(), E + S);
+    assert_eq!(r.read.clat_summary().min, clat);
+    assert_eq!(r.read.clat_summary().max, clat);
+    assert_eq!(r.read.slat_summary().max, E + S);
     same_bucket(&r.read.lat, r.read.lat.value_at_quantile(0.5), cycle);
     assert_eq!(r.elapsed_ns, n * cycle);
     // A poller is on its core the whole time.
@@ -87,9 +87,9 @@ fn interrupt_one_thread_to_the_nanosecond() {
     // when the wait began); back in user space K after the completion; one poll reaps it.
     let clat = S + L + K + P;
     let cycle = E + clat;
-    same_bucket(&r.read.slat, r.read.slat.max(), E);
-    same_bucket(&r.read.clat, r.read.clat.min(), clat);
-    same_bucket(&r.read.clat, r.read.clat.max(), clat);
+    assert_eq!(r.read.slat_summary().max, E);
+    assert_eq!(r.read.clat_summary().min, clat);
+    assert_eq!(r.read.clat_summary().max, clat);
     same_bucket(&r.read.lat, r.read.lat.value_at_quantile(0.5), cycle);
     assert_eq!(r.elapsed_ns, n * cycle);
     // CPU: the engine, the submit call (which entered the kernel for the wait too), the rest
@@ -116,8 +116,8 @@ fn kernel_polled_io_waits_on_its_core_without_a_wake_up() {
     // completion queue (P) reaps it.
     let clat = S + L + P;
     assert_eq!(L % (I - Y), 0);
-    same_bucket(&r.read.clat, r.read.clat.min(), clat);
-    same_bucket(&r.read.clat, r.read.clat.max(), clat);
+    assert_eq!(r.read.clat_summary().min, clat);
+    assert_eq!(r.read.clat_summary().max, clat);
     assert_eq!(r.elapsed_ns, n * (E + clat));
     // The thread never leaves its core: all of it is CPU, and nothing is switched.
     assert_eq!(r.cpu_ns, r.elapsed_ns);
@@ -125,7 +125,7 @@ fn kernel_polled_io_waits_on_its_core_without_a_wake_up() {
     assert_eq!(r.queue.enters, n, "one enter submits and polls");
     // Against interrupts on a plain ring: the wake-up (K) more.
     let irq = one(&p, Mode::Interrupt, n);
-    same_bucket(&irq.read.clat, irq.read.clat.min(), S + L + K + P);
+    assert_eq!(irq.read.clat_summary().min, S + L + K + P);
     // A poller spins reaping enters (each one I) rather than checks of P.
     let mut j = job(Mode::Poll, n);
     j.cfg.hipri = true;
@@ -418,7 +418,7 @@ fn latency_by_depth_to_the_nanosecond() {
         .unwrap()
         .remove(0);
     same_bucket(&r1.read.clat, r1.read.clat.value_at_quantile(0.5), l1);
-    same_bucket(&r1.read.clat, r1.read.clat.max(), l1);
+    assert_eq!(r1.read.clat_summary().max, l1);
     assert_eq!((r1.elapsed_ns, r1.cpu_ns), (plain.elapsed_ns, plain.cpu_ns));
     // QD2: the engine pushes two (2E), submits both (S): the first starts alone (l1, due at
     // 2E+S+l1), the second with it (l2). From then on every request is issued E+S after a
@@ -430,8 +430,8 @@ fn latency_by_depth_to_the_nanosecond() {
         .remove(0);
     assert_eq!(r2.read.ios, n);
     same_bucket(&r2.read.clat, r2.read.clat.value_at_quantile(0.5), l2);
-    same_bucket(&r2.read.clat, r2.read.clat.min(), l1);
-    same_bucket(&r2.read.clat, r2.read.clat.max(), l2);
+    assert_eq!(r2.read.clat_summary().min, l1);
+    assert_eq!(r2.read.clat_summary().max, l2);
     // Without the curve, QD2's requests take L (reaped within a poll of it).
     let flat = run(&aligned(1, &[]), &[at_depth(job(Mode::Poll, n), 2)])
         .unwrap()
@@ -462,7 +462,7 @@ fn two_threads_at_qd1_are_depth_two_for_the_device() {
     for (i, t) in r.iter().enumerate() {
         assert_eq!(t.read.ios, n, "thread {i}");
         same_bucket(&t.read.clat, t.read.clat.value_at_quantile(0.5), l2);
-        same_bucket(&t.read.clat, t.read.clat.max(), l2);
+        assert_eq!(t.read.clat_summary().max, l2);
     }
     same_bucket(&r[0].read.clat, r[0].read.clat.min(), l1);
     same_bucket(&r[1].read.clat, r[1].read.clat.min(), l2);
