@@ -28,6 +28,7 @@ use crate::queue::deadline;
 
 use crate::clock::Clock;
 use crate::content::Content;
+use crate::error::{Limit, Reason};
 use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
@@ -403,25 +404,15 @@ impl Engine {
         slab: Slab,
     ) -> Result<Self> {
         check(&cfg)?;
-        // `field` asks for `want` but the slab has only `has` (`what` says of what).
-        let fits = |field: &'static str, want: u32, has: usize, what: String| {
-            if has < want as usize {
-                return Err(Error::config(
-                    field,
-                    format!("is {want} but the slab{what}"),
-                ));
-            }
-            Ok(())
-        };
-        fits(
-            "iodepth",
-            cfg.iodepth,
-            slab.capacity(),
-            format!(" has {} slots", slab.capacity()),
-        )?;
+        let (want, has) = (cfg.iodepth, slab.capacity());
+        if has < want as usize {
+            return Err(Error::config("iodepth", Reason::SlabSlots { want, has }));
+        }
         // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        let held = format!("'s buffers hold {} bytes", slab.buf_len());
-        fits("bs", cfg.bs, slab.buf_len(), held)?;
+        let (want, has) = (cfg.bs, slab.buf_len());
+        if has < want as usize {
+            return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
+        }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = BTreeMap::new();
         let depth = cfg.iodepth as usize;
@@ -453,7 +444,7 @@ impl Engine {
             gate_wait: None,
             depth_limit: None,
             extra: Extras::default(),
-            errs: ErrorHandling::new(depth),
+            errs: ErrorHandling::default(),
             cfg,
         })
     }
@@ -728,9 +719,9 @@ impl Engine {
         // Only a verified write fills its buffer from it (a pattern is shared, not copied).
         let vmode = (dir == Dir::Write && verify).then(|| self.extra.verify.clone());
         let mut slab = self.slab_mut();
-        let h = slab
-            .alloc(meta)
-            .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
+        let h = slab.alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
         if let Some(vmode) = vmode {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
@@ -890,6 +881,7 @@ impl Engine {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
+        let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
         let r = slab.complete(h, |meta, buf| {
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
@@ -922,14 +914,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify
-                        && (check_all_reads
-                            || errs
-                                .written_at_push
-                                .get(h.index())
-                                .copied()
-                                .unwrap_or(false))
-                    {
+                    if cfg.verify && (check_all_reads || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -1549,15 +1534,19 @@ impl Engine {
 /// The checks every engine configuration passes before anything is allocated.
 fn check(cfg: &EngineConfig) -> Result<()> {
     if cfg.iodepth == 0 {
-        return Err(Error::config("iodepth", "must be at least 1"));
+        return Err(Error::config("iodepth", Reason::Rule("must be at least 1")));
     }
     if cfg.bs == 0 {
-        return Err(Error::config("bs", "must be greater than 0"));
+        return Err(Error::config("bs", Reason::Rule("must be greater than 0")));
     }
     if !cfg.align.is_power_of_two() {
         return Err(Error::config(
             "align",
-            format!("is {}: use a power of two, e.g. 4096", cfg.align),
+            Reason::Is {
+                value: cfg.align as u64,
+                unit: "",
+                limit: Limit::PowerOfTwo,
+            },
         ));
     }
     Ok(())
@@ -1711,10 +1700,12 @@ impl Engine {
         if len < bs || end.map_or(true, |e| e > self.cfg.size) {
             return Err(Error::config(
                 "offset",
-                format!(
-                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
-                    self.cfg.size
-                ),
+                Reason::RangeDoesNotFit {
+                    offset,
+                    len,
+                    size: self.cfg.size,
+                    bs,
+                },
             ));
         }
         self.extra.region = Some((offset, len));
@@ -1731,12 +1722,11 @@ impl Engine {
             if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
                 return Err(Error::config(
                     "bs",
-                    format!(
-                        "sizes {} to {} do not fit the {}-byte buffers",
-                        s.min(),
-                        s.max(),
-                        self.slab().buf_len()
-                    ),
+                    Reason::SizesExceedBuffers {
+                        min: s.min() as u64,
+                        max: s.max() as u64,
+                        buf_len: self.slab().buf_len(),
+                    },
                 ));
             }
         }
@@ -1773,10 +1763,10 @@ impl Engine {
         if self.cfg.verify && (smallest as usize) < v.min_block() {
             return Err(Error::config(
                 "verify_interval",
-                format!(
-                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
-                    v.min_block()
-                ),
+                Reason::BlockTooSmallToVerify {
+                    block: smallest as u64,
+                    min_block: v.min_block() as u64,
+                },
             ));
         }
         self.extra.verify = v;
@@ -1791,7 +1781,10 @@ impl Engine {
             None => None,
             Some((range, size, skip)) => {
                 if range == 0 || size == 0 {
-                    return Err(Error::config("zonesize", "must be greater than 0"));
+                    return Err(Error::config(
+                        "zonesize",
+                        Reason::Rule("must be greater than 0"),
+                    ));
                 }
                 Some(Zones {
                     range,
@@ -1841,10 +1834,10 @@ impl Engine {
         if bs == 0 || bs as usize > self.slab().buf_len() {
             return Err(Error::config(
                 "bs",
-                format!(
-                    "write block size {bs} does not fit the {}-byte buffers",
-                    self.slab().buf_len()
-                ),
+                Reason::WriteExceedsBuffers {
+                    bs: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1860,7 +1853,10 @@ impl Engine {
             return Ok(());
         };
         if !(r.iops.is_finite() && r.iops > 0.0) {
-            return Err(Error::config("rate_iops", "must be greater than 0"));
+            return Err(Error::config(
+                "rate_iops",
+                Reason::Rule("must be greater than 0"),
+            ));
         }
         self.pace = Some(Pace {
             next_ns: self.clock.now_ns(),
@@ -1942,16 +1938,6 @@ impl ContinueOn {
     }
 }
 
-/// The part of a request a short transfer left, in flight again.
-#[derive(Debug, Clone, Copy)]
-struct Partial {
-    handle: Handle,
-    /// Bytes transferred so far.
-    done: u32,
-    /// When the first part's submission returned: the request's slat ends there.
-    first_issued: Option<u64>,
-}
-
 /// What the engine saw of errors, short transfers and refused submissions, and what it did.
 #[derive(Debug, Clone, Default)]
 struct ErrorHandling {
@@ -1961,24 +1947,11 @@ struct ErrorHandling {
     continued: u64,
     failed: u64,
     first_error: Option<i32>,
-    /// By slot index: the request's short transfer in progress.
-    partial: Vec<Option<Partial>>,
-    /// By slot index: the request reads a block that was written (with verify) before it was
-    /// queued, so its data must check.
-    written_at_push: Vec<bool>,
     /// Blocks that failed verification.
     bad_blocks: verify::BadBlocks,
 }
 
 impl ErrorHandling {
-    fn new(slots: usize) -> Self {
-        ErrorHandling {
-            partial: vec![None; slots],
-            written_at_push: vec![false; slots],
-            ..ErrorHandling::default()
-        }
-    }
-
     /// Counts a failed request (result `result`, direction `dir`, error `e`) and says whether
     /// the job goes on past it.
     fn go_on(&mut self, result: i32, dir: Option<Dir>, e: &Error) -> bool {
@@ -2075,8 +2048,8 @@ impl Engine {
                 || in_state
                 || self.written.get(&offset) == Some(&len)
                 || self.checked.get(&offset) == Some(&len));
-        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
-            *s = written;
+        if let Ok(p) = self.slab_mut().progress_mut(h) {
+            p.must_check = written;
         }
     }
 
@@ -2117,37 +2090,34 @@ impl Engine {
             _ => {}
         }
         let h = Handle::from_user_data(c.user_data);
-        let meta = *self.q.requests()?.meta(h).ok()?;
-        let slot = h.index();
-        let before = match self.errs.partial.get(slot).copied().flatten() {
-            Some(p) if p.handle == h => Some(p),
-            _ => None,
-        };
-        if let Some(p) = self.errs.partial.get_mut(slot) {
-            *p = None;
-        }
+        let requests = self.q.requests()?;
+        let meta = *requests.meta(h).ok()?;
+        let before = *requests.progress(h).ok()?;
+        // A request whose earlier part came back short: its first part's times are its own.
+        let resumed = before.done > 0;
         if c.result < 0 {
             return Some(c);
         }
-        let done = before.map_or(0, |p| p.done) + c.result as u32;
+        let done = before.done + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
-            let first_issued = before.map_or(meta.issued_ns, |p| p.first_issued);
+            let first_issued_ns = if resumed {
+                before.first_issued_ns
+            } else {
+                meta.issued_ns
+            };
             if self.push_rest(h, &meta, done) {
                 self.errs.resubmitted += 1;
-                if let Some(p) = self.errs.partial.get_mut(slot) {
-                    *p = Some(Partial {
-                        handle: h,
-                        done,
-                        first_issued,
-                    });
+                if let Ok(p) = self.slab_mut().progress_mut(h) {
+                    p.done = done;
+                    p.first_issued_ns = first_issued_ns;
                 }
                 return None;
             }
         }
-        if let Some(p) = before {
+        if resumed {
             if let Ok(m) = self.slab_mut().meta_mut(h) {
-                m.issued_ns = p.first_issued;
+                m.issued_ns = before.first_issued_ns;
             }
         }
         Some(Completion {
@@ -2223,9 +2193,11 @@ fn verify_error(m: verify::Mismatch) -> Error {
             read,
         } => Error::config(
             "bs",
-            format!(
-                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
-            ),
+            Reason::WrittenWithOtherSize {
+                read,
+                offset,
+                written,
+            },
         ),
         m => Error::Verify(m),
     }
@@ -2242,34 +2214,7 @@ pub fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
 
 /// `a - b`, counter by counter (the window is `a`'s).
 pub fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
-    PolicyCounters {
-        polls: a.polls - b.polls,
-        empty_polls: a.empty_polls - b.empty_polls,
-        blocks: a.blocks - b.blocks,
-        sleeps: a.sleeps - b.sleeps,
-        slept_ns: a.slept_ns - b.slept_ns,
-        oversleeps: a.oversleeps - b.oversleeps,
-        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
-        grows: a.grows - b.grows,
-        shrinks: a.shrinks - b.shrinks,
-        window_ns: a.window_ns,
-        slept_requests: a.slept_requests - b.slept_requests,
-        unslept_cost: a.unslept_cost - b.unslept_cost,
-        unslept_short: a.unslept_short - b.unslept_short,
-        unslept_unpredicted: a.unslept_unpredicted - b.unslept_unpredicted,
-        sleep_probes: a.sleep_probes - b.sleep_probes,
-        probed_requests: a.probed_requests - b.probed_requests,
-        auto_switches: a.auto_switches - b.auto_switches,
-        auto_epochs: a.auto_epochs - b.auto_epochs,
-        auto_poll_ns: a.auto_poll_ns - b.auto_poll_ns,
-        auto_hybrid_ns: a.auto_hybrid_ns - b.auto_hybrid_ns,
-        auto_interrupt_ns: a.auto_interrupt_ns - b.auto_interrupt_ns,
-        auto_adaptive_ns: a.auto_adaptive_ns - b.auto_adaptive_ns,
-        auto_poll_completions: a.auto_poll_completions - b.auto_poll_completions,
-        auto_hybrid_completions: a.auto_hybrid_completions - b.auto_hybrid_completions,
-        auto_interrupt_completions: a.auto_interrupt_completions - b.auto_interrupt_completions,
-        auto_adaptive_completions: a.auto_adaptive_completions - b.auto_adaptive_completions,
-    }
+    a.sub(&b)
 }
 
 #[cfg(test)]
