@@ -97,6 +97,16 @@ pub struct JobExtras {
     pub verify_mode: pollwise::digest::Verify,
     /// `do_verify=0`: write the verify headers, read nothing back.
     pub skip_verify: bool,
+    /// `verify_backlog`: read back every this many blocks written, while the job runs.
+    pub verify_backlog: Option<u64>,
+    /// `verify_state_save=1`: a writing job saves which blocks it wrote (see
+    /// [`crate::vstate`]).
+    pub verify_state_save: bool,
+    /// `verify_state_load=1`: a reading job loads the state saved by a writing job of its name.
+    pub verify_state_load: bool,
+    /// The number of this job's first thread among every job's threads (fio's
+    /// `thread_number - 1`), for the verify state's file name.
+    pub first_thread: u32,
     /// `number_ios`: at most this many requests per thread.
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
@@ -383,7 +393,8 @@ impl JobExtras {
         engine.set_random_every(self.random_every);
         engine.set_distribution(self.distribution.clone());
         engine.set_zones(self.zones)?;
-        engine.set_verify_mode(self.verify_mode)?;
+        engine.set_verify_mode(self.verify_mode.clone())?;
+        engine.set_verify_backlog(self.verify_backlog);
         let mut content = self.content.clone();
         if let Some(d) = content.dedupe.as_mut() {
             d.thread.0 += thread;

@@ -391,6 +391,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
         ));
     }
     crate::limits::check(&job_need(spec))?;
+    crate::limits::check(&verify_need(spec))?;
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -531,6 +532,31 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
 
 /// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
 pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
+
+/// Bytes a writing job that verifies keeps per block it wrote (the engine's map of written
+/// blocks, as fio keeps one entry per block), about.
+pub const VERIFY_BYTES_PER_BLOCK: u128 = 32;
+
+/// The memory a writing job that verifies keeps for the blocks it wrote: one entry per block
+/// of its size (or io_size, with no size), per thread; nothing for other jobs.
+pub fn verify_need(spec: &JobSpec) -> crate::limits::Need {
+    let mut need = crate::limits::Need::new(
+        0,
+        0,
+        "--verify's map of the blocks written (about 32 bytes per block of --size)",
+        "verify a smaller --size, or with a larger --bs",
+    );
+    if spec.verify && spec.rw.writes() {
+        let span = if spec.size != 0 {
+            spec.size
+        } else {
+            spec.io_size
+        };
+        let blocks = span / spec.extra.min_bs(spec.bs).max(1) as u64;
+        need.buffers = blocks as u128 * VERIFY_BYTES_PER_BLOCK * spec.numjobs as u128;
+    }
+    need
+}
 
 /// What `spec`'s threads allocate and start: `numjobs` threads, each with `iodepth` buffers of
 /// the larger block size.
@@ -1539,6 +1565,11 @@ fn job_thread(
                             + (io_size / bs as u64).max(1) * spec.rw.ios_per_block()
                     };
                     let n = n.min(cap.unwrap_or(u64::MAX));
+                    // fio verifies after each loop: a pass of io_size / loops, then its read back.
+                    let loops = spec.extra.loops.max(1) as u64;
+                    if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
+                        engine.set_verify_pass(Some(io_size / loops));
+                    }
                     match until {
                         Some(t) => Stop::Either(t, n),
                         None => Stop::Ios(n),
@@ -1690,7 +1721,13 @@ fn job_thread(
         stats.errors = errors_of(&engine);
     }
     name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
-    verified.map(|_| ThreadOut { stats })
+    // fio saves the state when the job ends, whether its blocks checked or not.
+    let saved = if spec.verify && spec.extra.verify_state_save && spec.rw.writes() {
+        crate::vstate::save(std::path::Path::new(""), spec, i, &engine.blocks_written())
+    } else {
+        Ok(())
+    };
+    verified.and(saved).map(|_| ThreadOut { stats })
 }
 
 /// The errors `engine` saw since it was made, and the blocks that failed verification.
@@ -1820,6 +1857,10 @@ fn setup_engine(
         // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
         engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
+        if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
+            let ranges = crate::vstate::load(std::path::Path::new(""), spec, i)?;
+            engine.set_verify_state(Some(ranges));
+        }
         Ok((ramp(engine)?, Some(file)))
     })()
 }

@@ -83,7 +83,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         None => full.saturating_sub(offset),
     };
     let ranged = offset != 0 || increment != 0 || x.size_percent.is_some();
-    let loops = x.loops.max(1) as u64;
+    // fio 3.33 reads a reading job's file once whatever loops says when it verifies.
+    let loops = if spec.verify && !spec.rw.writes() {
+        1
+    } else {
+        x.loops.max(1) as u64
+    };
     if ranged {
         let last = offset + increment * (clones - 1);
         if region == 0 {
@@ -133,6 +138,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     crate::extras::join_flows(&mut jobs);
+    // fio numbers every job's threads in one sequence (the verify state's file names).
+    let mut next = 0u32;
+    for j in &mut jobs {
+        j.extra.first_thread = next;
+        next = next.saturating_add(j.numjobs);
+    }
     check_run(&jobs)?;
     // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
     // run), through each job's halt flag.

@@ -30,5 +30,6 @@ pub mod scenario;
 pub mod signals;
 pub mod steady;
 pub mod target;
+pub mod vstate;
 
 pub use error::{Error, Result};

@@ -37,6 +37,7 @@ use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Op, Result};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The I/O pattern (fio's `rw`).
@@ -422,7 +423,12 @@ pub struct Engine {
     rng: Rng,
     submitted: u64,
     since_think: u32,
-    written: Vec<u64>,
+    /// With verify: every block written and not yet read back, by offset, with its length
+    /// (fio's io_hist: blocks of any size at any offset; a later write over part of one
+    /// replaces it).
+    written: BTreeMap<u64, u32>,
+    /// With verify: the blocks written and read back already (for the verify state).
+    checked: BTreeMap<u64, u32>,
     read: DirStats,
     write: DirStats,
     trim: DirStats,
@@ -488,11 +494,7 @@ impl Engine {
             return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
         }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
-        let written = if cfg.verify {
-            vec![0u64; blocks.div_ceil(64) as usize]
-        } else {
-            Vec::new()
-        };
+        let written = BTreeMap::new();
         let depth = cfg.iodepth as usize;
         let bound = Arc::new(deadline::Bound::default());
         let q: Box<dyn Queue + Send> =
@@ -511,6 +513,7 @@ impl Engine {
             submitted: 0,
             since_think: 0,
             written,
+            checked: BTreeMap::new(),
             read: DirStats::default(),
             write: DirStats::default(),
             trim: DirStats::default(),
@@ -691,6 +694,9 @@ impl Engine {
             next as u64
         };
         self.extra.bytes_pushed += n;
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed += n;
+        }
         if let Some(z) = self.extra.zones.as_mut() {
             z.done += n;
         }
@@ -812,12 +818,13 @@ impl Engine {
             ioprio,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
-        let vmode = self.extra.verify;
+        // Only a verified write fills its buffer from it (a pattern is shared, not copied).
+        let vmode = (dir == Dir::Write && verify).then(|| self.extra.verify.clone());
         let mut slab = self.slab_mut();
         let h = slab.alloc(meta).ok_or_else(|| {
             Error::config("iodepth", Reason::Rule("every request slot is in flight"))
         })?;
-        if dir == Dir::Write && verify {
+        if let Some(vmode) = vmode {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
                 generation: h.generation(),
@@ -829,7 +836,7 @@ impl Engine {
         if !verify {
             self.fill_content(h, dir, offset, len)?;
         }
-        self.note_verify_at_push(h, dir, offset);
+        self.note_verify_at_push(h, dir, offset, len);
         let spec = RequestOp {
             kind: op_kind(dir),
             file: 0,
@@ -973,6 +980,7 @@ impl Engine {
             q,
             cfg,
             written,
+            checked: read_back,
             read,
             write,
             trim,
@@ -984,7 +992,9 @@ impl Engine {
             extra,
             ..
         } = self;
-        let vmode = extra.verify;
+        let vmode = &extra.verify;
+        // A reading job checks every block it reads, unless a verify state says which.
+        let check_all_reads = !cfg.rw.writes() && extra.state.is_none();
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -1016,7 +1026,6 @@ impl Engine {
                 )
             });
             let lat = now.saturating_sub(meta.submit_ns);
-            let block = (meta.offset / cfg.bs as u64) as usize;
             // A read that fails its check still moved its bytes: it counts as a read, as fio
             // counts it, and then fails.
             let mut checked = Ok(());
@@ -1024,7 +1033,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify && (!cfg.rw.writes() || must_check) {
+                    if cfg.verify && (check_all_reads || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -1037,7 +1046,11 @@ impl Engine {
                 }
                 Dir::Write => {
                     if cfg.verify {
-                        written[block / 64] |= 1 << (block % 64);
+                        note_written(written, meta.offset, meta.len);
+                        forget_overlapped(read_back, meta.offset, meta.len);
+                        if let Some(b) = extra.backlog.as_mut() {
+                            b.pending.push((meta.offset, meta.len));
+                        }
                     }
                     &mut *write
                 }
@@ -1364,7 +1377,11 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             let mut depth = self.depth_now();
-            while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
+            while self.slab().live() < depth
+                && !self.stopped(stop)
+                && !self.pass_full()
+                && self.take_slot()
+            {
                 let (dir, off, len) = self.next_io();
                 self.push_io(dir, off, len)?;
                 queued += 1;
@@ -1396,12 +1413,20 @@ impl Engine {
                 if let Some(why) = self.ended(stop) {
                     return Ok(why);
                 }
+                if self.pass_full() {
+                    self.verify_pass(stop)?;
+                    continue;
+                }
                 // Nothing in flight and not stopped: only pacing holds the next request back.
                 self.idle_to_slot(stop, ticker);
                 continue;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
+            // Checked first: no clock read on the hot path of a job without a backlog.
+            if self.backlog_due() && !keep_in_flight && !self.stopped(stop) {
+                self.verify_backlog(stop)?;
+            }
             if !self.cfg.thinktime.is_zero() {
                 self.since_think += n as u32;
                 if self.since_think >= self.cfg.thinktime_blocks {
@@ -1500,31 +1525,154 @@ impl Engine {
         }
     }
 
-    /// Reads back every block this engine wrote and verifies it.
+    /// Reads back every block this engine wrote (and did not read back already with
+    /// [`set_verify_backlog`](Engine::set_verify_backlog)), in offset order, each with the
+    /// length it was written with, and verifies it. Returns how many were read.
     pub fn verify_written(&mut self) -> Result<u64> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
+        self.read_back(&blocks, None)
+    }
+
+    /// Reads back `blocks` (offset, length) and checks each; drains before returning. The
+    /// reads do not count toward a [`Stop::Ios`] limit. Within a run (`stop`), no read is
+    /// pushed once its stop time passed or a stop was requested: the run's time bounds them.
+    fn read_back(&mut self, blocks: &[(u64, u32)], stop: Option<Stop>) -> Result<u64> {
+        let submitted = self.submitted;
         let mut checked = 0u64;
-        let words = self.written.len();
-        let saved = self.cfg.rw;
-        // Reads of blocks in the bitmap are checked; see reap().
-        self.cfg.rw = Rw::RandRw;
-        for w in 0..words {
-            let mut bits = self.written[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                let block = w as u64 * 64 + b;
-                // A reap may free no slot (a short transfer resubmitted, a refused submit).
-                while self.slab().live() >= self.cfg.iodepth as usize {
-                    self.reap(1)?;
+        let mut r = Ok(());
+        for &(off, len) in blocks {
+            // A reap may free no slot (a short transfer resubmitted, a refused submit).
+            while self.slab().live() >= self.cfg.iodepth as usize {
+                if let Err(e) = self.reap(1) {
+                    r = Err(e);
+                    break;
                 }
-                self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
-                self.submit()?;
-                checked += 1;
             }
+            if r.is_err() {
+                break;
+            }
+            if let Some(stop) = stop {
+                let late = stop.time().is_some_and(|t| self.clock.now_ns() >= t);
+                if late || self.stop_requested() {
+                    break;
+                }
+            }
+            self.extra.reading_back = true;
+            let h = self.push_io(Dir::Read, off, len);
+            self.extra.reading_back = false;
+            if let Err(e) = h.and_then(|_| self.submit()) {
+                r = Err(e);
+                break;
+            }
+            checked += 1;
         }
-        let r = self.drain();
-        self.cfg.rw = saved;
-        r.map(|_| checked)
+        let d = self.drain();
+        self.submitted = submitted;
+        r.and(d).map(|_| checked)
+    }
+
+    /// fio's `verify_backlog`: once `n` writes completed since the last time (`None`: never),
+    /// the run loop lets what is in flight complete and reads those blocks back and checks
+    /// them, then goes on; [`verify_written`](Engine::verify_written) later reads only the
+    /// blocks not read back so.
+    pub fn set_verify_backlog(&mut self, n: Option<u64>) {
+        self.extra.backlog = n.filter(|&n| n > 0).map(|every| Backlog {
+            every,
+            pending: Vec::new(),
+        });
+    }
+
+    /// Whether `verify_backlog` writes completed since the last read back.
+    fn backlog_due(&self) -> bool {
+        self.extra
+            .backlog
+            .as_ref()
+            .is_some_and(|b| b.pending.len() as u64 >= b.every)
+    }
+
+    /// With a backlog due: completes what is in flight and reads the pending blocks back.
+    fn verify_backlog(&mut self, stop: Stop) -> Result<()> {
+        if !self.backlog_due() {
+            return Ok(());
+        }
+        self.drain()?;
+        let pending = match self.extra.backlog.as_mut() {
+            Some(b) => std::mem::take(&mut b.pending),
+            None => return Ok(()),
+        };
+        // Each block once, as written last (a later write over it replaced it).
+        let mut blocks: Vec<(u64, u32)> = pending
+            .into_iter()
+            .filter(|(off, len)| self.written.get(off) == Some(len))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        self.read_back_and_keep(&blocks, stop)
+    }
+
+    /// [`read_back`](Engine::read_back) within a run; the blocks read are no longer to be read
+    /// back (those the stop time cut off still are).
+    fn read_back_and_keep(&mut self, blocks: &[(u64, u32)], stop: Stop) -> Result<()> {
+        let r = self.read_back(blocks, Some(stop));
+        let n = match &r {
+            Ok(n) => *n as usize,
+            Err(_) => blocks.len(),
+        };
+        for &(off, len) in &blocks[..n.min(blocks.len())] {
+            self.written.remove(&off);
+            self.checked.insert(off, len);
+        }
+        r.map(|_| ())
+    }
+
+    /// fio's `loops` with verify: the run loop stops pushing once `bytes` were pushed since the
+    /// last pass ended, lets them complete, reads back every block written (fio's verify after
+    /// each loop), then starts the next pass (`None`: no passes). The last pass's blocks are
+    /// left to [`verify_written`](Engine::verify_written).
+    pub fn set_verify_pass(&mut self, bytes: Option<u64>) {
+        self.extra.pass = bytes
+            .filter(|&b| b > 0)
+            .map(|bytes| Pass { bytes, pushed: 0 });
+    }
+
+    /// Whether the current pass pushed its bytes.
+    fn pass_full(&self) -> bool {
+        self.extra
+            .pass
+            .as_ref()
+            .is_some_and(|p| p.pushed >= p.bytes)
+    }
+
+    /// Ends a pass: reads back every block written and not read back yet.
+    fn verify_pass(&mut self, stop: Stop) -> Result<()> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed -= p.bytes;
+        }
+        self.read_back_and_keep(&blocks, stop)
+    }
+
+    /// A verify state loaded from an earlier run (`None`: none): the byte ranges `(start,
+    /// end)` it names as written. A reading job then checks only the reads that fall wholly
+    /// inside one; the others are read unchecked (blocks the writer never completed).
+    pub fn set_verify_state(&mut self, ranges: Option<Vec<(u64, u64)>>) {
+        self.extra.state = ranges.map(|mut r| {
+            r.sort_unstable();
+            merge_ranges(r)
+        });
+    }
+
+    /// Every block written with verify (and not overwritten in part since), read back or not,
+    /// in offset order: what a verify state saves.
+    pub fn blocks_written(&self) -> Vec<(u64, u32)> {
+        let mut all: Vec<(u64, u32)> = self
+            .written
+            .iter()
+            .chain(self.checked.iter())
+            .map(|(&o, &l)| (o, l))
+            .collect();
+        all.sort_unstable();
+        all
     }
 
     /// Forgets the latency and I/O counts (after a ramp).
@@ -1606,6 +1754,55 @@ struct PrioState {
     order: [Vec<u16>; 2],
 }
 
+/// fio's loops with verify: `bytes` a pass, `pushed` so far in this one.
+#[derive(Debug, Clone)]
+struct Pass {
+    bytes: u64,
+    pushed: u64,
+}
+
+/// fio's `verify_backlog`: read back every `every` written blocks.
+#[derive(Debug, Clone)]
+struct Backlog {
+    every: u64,
+    /// Written blocks (offset, length) not read back yet, in completion order.
+    pending: Vec<(u64, u32)>,
+}
+
+/// Marks `len` bytes at `offset` as written with verify: a block written before over any part
+/// of them no longer holds what it was written with, so it is forgotten.
+fn note_written(written: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    forget_overlapped(written, offset, len);
+    written.insert(offset, len);
+}
+
+/// Sorted ranges with the ones that touch or overlap merged.
+pub fn merge_ranges(sorted: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+    for (s, e) in sorted {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Forgets the blocks of `map` that overlap `len` bytes at `offset`.
+fn forget_overlapped(map: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    let written = map;
+    let end = offset + len as u64;
+    if let Some((&o, &l)) = written.range(..offset).next_back() {
+        if o + l as u64 > offset {
+            written.remove(&o);
+        }
+    }
+    let inside: Vec<u64> = written.range(offset..end).map(|(&o, _)| o).collect();
+    for o in inside {
+        written.remove(&o);
+    }
+}
+
 /// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
 #[derive(Debug, Clone, Default)]
 struct Extras {
@@ -1644,6 +1841,15 @@ struct Extras {
     /// How verified requests are checked besides the crc32c header (fio's checksums and
     /// `verify_interval`).
     verify: crate::digest::Verify,
+    /// fio's `verify_backlog`: the writes completed since the last read back.
+    backlog: Option<Backlog>,
+    /// The request being pushed is a read back: its data must check.
+    reading_back: bool,
+    /// fio's loops with verify: a read back after each pass.
+    pass: Option<Pass>,
+    /// A loaded verify state: the byte ranges written (sorted, apart); only reads inside
+    /// them are checked.
+    state: Option<Vec<(u64, u64)>>,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
@@ -1732,12 +1938,6 @@ impl Engine {
                         max: s.max() as u64,
                         buf_len: self.slab().buf_len(),
                     },
-                ));
-            }
-            if self.cfg.verify {
-                return Err(Error::config(
-                    "bs",
-                    Reason::Rule("must be one size when verifying, not a range or split"),
                 ));
             }
         }
@@ -1905,12 +2105,6 @@ impl Engine {
                     bs: bs as u64,
                     buf_len: self.slab().buf_len(),
                 },
-            ));
-        }
-        if self.cfg.verify && bs != self.cfg.bs {
-            return Err(Error::config(
-                "bs",
-                Reason::Rule("must be one size for reads and writes when verifying"),
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -2105,17 +2299,22 @@ impl Engine {
         }
     }
 
-    /// Remembers whether the read `h` at `offset` is of a block already written (verify).
-    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64) {
+    /// Remembers whether the read `h` of `len` bytes at `offset` is of a block already written
+    /// (verify): a read back, or a read of a block written whole with that length.
+    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64, len: u32) {
         if !self.cfg.verify {
             return;
         }
-        let block = (offset / self.cfg.bs as u64) as usize;
+        let end = offset + len as u64;
+        let in_state = self.extra.state.as_deref().is_some_and(|r| {
+            let i = r.partition_point(|&(_, e)| e <= offset);
+            r.get(i).is_some_and(|&(s, e)| s <= offset && end <= e)
+        });
         let written = dir == Dir::Read
-            && self
-                .written
-                .get(block / 64)
-                .is_some_and(|w| w & (1 << (block % 64)) != 0);
+            && (self.extra.reading_back
+                || in_state
+                || self.written.get(&offset) == Some(&len)
+                || self.checked.get(&offset) == Some(&len));
         if let Ok(p) = self.slab_mut().progress_mut(h) {
             p.must_check = written;
         }
@@ -2296,6 +2495,22 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_write_over_part_of_a_block_forgets_it_and_ranges_merge() {
+        let mut w = BTreeMap::new();
+        note_written(&mut w, 0, 4096);
+        note_written(&mut w, 4096, 65536);
+        note_written(&mut w, 1 << 20, 512);
+        // Over the end of the first and the start of the second: both forgotten.
+        note_written(&mut w, 2048, 4096);
+        let got: Vec<(u64, u32)> = w.iter().map(|(&o, &l)| (o, l)).collect();
+        assert_eq!(got, [(2048, 4096), (1 << 20, 512)]);
+        assert_eq!(
+            merge_ranges(vec![(0, 10), (5, 20), (20, 30), (40, 50)]),
+            [(0, 30), (40, 50)]
+        );
+    }
     use crate::clock::FakeClock;
     use crate::policy::{Mode, PolicyConfig};
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};

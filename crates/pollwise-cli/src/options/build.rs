@@ -130,10 +130,11 @@ impl Opts {
             let files = split_filenames(&v);
             if files.len() > 1 {
                 return Err(usage(format!(
-                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name",
+                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name{}",
                     files.len(),
                     files[0],
-                    files[1]
+                    files[1],
+                    self.at("filename")
                 )));
             }
             s.filename = files.into_iter().next().unwrap_or_default().into();
@@ -417,6 +418,20 @@ impl Opts {
         if let Some(v) = self.take_u32("loops")? {
             s.extra.loops = v;
         }
+        if s.verify && s.rw.writes() && s.size != 0 && s.io_size > s.size {
+            return Err(usage(format!(
+                "--io_size={} larger than --size={} with --verify: fio 3.33 writes the size once (and reads it back) whatever io_size says, and pollwise would write io_size; drop io_size{}",
+                s.io_size,
+                s.size,
+                self.at("io_size")
+            )));
+        }
+        if s.extra.seq_add != 0 && self.has("io_size") && (s.extra.loops > 1 || s.verify) {
+            return Err(usage(format!(
+                "--io_size with holes (--rw=...:N) and with loops or verify: fio 3.33 does io_size once whatever loops says, and half of it with verify, which pollwise does not follow; drop io_size{}",
+                self.at("io_size")
+            )));
+        }
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
             None => None,
@@ -444,19 +459,25 @@ impl Opts {
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
         self.take_zones(s)?;
-        if s.verify && !s.rw.writes() && s.extra.loops > 1 {
-            return Err(usage(format!(
-                "--loops={} on a reading job with --verify: fio 3.33 reads such a job's file once whatever loops says, and pollwise would read it {} times; drop loops or verify{}",
-                s.extra.loops,
-                s.extra.loops,
-                self.at("loops")
-            )));
-        }
         if self.take_bool("do_verify")? == Some(false) {
             s.extra.skip_verify = true;
         }
         if let Some(v) = self.take_size("verify_interval")? {
             s.extra.verify_mode.interval = u32::try_from(v).ok();
+        }
+        s.extra.verify_backlog = self.take_size("verify_backlog")?.filter(|n| *n > 0);
+        s.extra.verify_state_save = self.take_bool("verify_state_save")? == Some(true);
+        s.extra.verify_state_load = self.take_bool("verify_state_load")? == Some(true);
+        if let Some(p) = self.take_str("verify_pattern")? {
+            let bytes = pollwise::content::parse_pattern(&p).map_err(|why| {
+                usage(format!(
+                    "--verify_pattern={p}: {why}{}",
+                    self.at("verify_pattern")
+                ))
+            })?;
+            if !bytes.is_empty() {
+                s.extra.verify_mode.pattern = Some(bytes.into());
+            }
         }
         // Stopping at the first bad block is pollwise's way already; it names bad blocks in its
         // report rather than dumping them; it reads back every block written either way.
@@ -464,7 +485,7 @@ impl Opts {
         self.take_bool("verify_dump")?;
         if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
             return Err(usage(format!(
-                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back each block once; drop experimental_verify{}",
+                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back the blocks of each; drop experimental_verify{}",
                 s.extra.loops,
                 self.at("experimental_verify")
             )));
@@ -658,17 +679,6 @@ impl Opts {
         let split = self.take_str("bssplit")?;
         if let Some(v) = self.take_sizes("blockalign")? {
             s.extra.align = v.into_iter().flatten().next();
-        }
-        if s.verify && (split.is_some() || range.is_some()) {
-            let which = if split.is_some() {
-                "bssplit"
-            } else {
-                "bsrange"
-            };
-            return Err(usage(format!(
-                "--{which} with --verify is not implemented by pollwise: it verifies blocks of one size; give one bs{}",
-                self.at(which)
-            )));
         }
         // As fio, bssplit wins over bsrange.
         let per_dir = match (&split, &range) {
