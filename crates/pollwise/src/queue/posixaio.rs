@@ -11,7 +11,7 @@
 //!   block's status in user space, no system call) and hands back the ones that are done.
 //!
 //! Dropping the queue cancels what is in flight (`aio_cancel`) and waits for it, bounded by
-//! [`DROP_BOUND`](super::DROP_BOUND); a control block whose operation outlives the bound is
+//! [`DROP_BOUND`]; a control block whose operation outlives the bound is
 //! leaked, never freed under the library's thread.
 
 use std::collections::VecDeque;
