@@ -15,7 +15,7 @@ _pollwise() {
   if [[ $cur == --*=* ]]; then
     local key=${cur%%=*} val=${cur#*=} words=
     case ${key//-/_} in
-      __rw|__readwrite) words="read write randread randwrite randrw rw readwrite" ;;
+      __rw|__readwrite) words="read write randread randwrite randrw rw readwrite trim randtrim trimwrite randtrimwrite" ;;
       __direct) words="0 1" ;;
       __allow_mounted_write) words="0 1" ;;
       __verify) words="0 none crc32c crc32c-intel meta md5 crc32 sha1 sha256 xxhash" ;;
@@ -29,24 +29,29 @@ _pollwise() {
       __zero_buffers) words="0 1" ;;
       __refill_buffers) words="0 1" ;;
       __scramble_buffers) words="0 1" ;;
+      __dedupe_mode) words="repeat working_set" ;;
+      __dedupe_global) words="0 1" ;;
       __exitall) words="0 1" ;;
       __exit_what) words="group stonewall all" ;;
       __exitall_on_error) words="0 1" ;;
       __latency_run) words="0 1" ;;
       __zonemode) words="none strided zbd" ;;
       __do_verify) words="0 1" ;;
+      __verify_state_save) words="0 1" ;;
+      __verify_state_load) words="0 1" ;;
       __verify_fatal) words="0 1" ;;
       __verify_dump) words="0 1" ;;
       __experimental_verify) words="0 1" ;;
       __norandommap) words="0 1" ;;
       __random_generator) words="tausworthe lfsr tausworthe64" ;;
       __randrepeat) words="0 1" ;;
+      __replay_no_stall) words="0 1" ;;
       __per_job_logs) words="0 1" ;;
       __gtod_reduce) words="0 1" ;;
       __parse_only) words="0 1" ;;
       __readonly) words="0 1" ;;
       __time_based) words="0 1" ;;
-      __ioengine) words="io_uring libaio sync psync vsync pvsync pvsync2 null sim" ;;
+      __ioengine) words="io_uring libaio posixaio sync psync vsync pvsync pvsync2 null sim" ;;
       __userspace_reap) words="0 1" ;;
       __registerfiles) words="0 1" ;;
       __fixedbufs) words="0 1" ;;
@@ -70,6 +75,7 @@ _pollwise() {
       __slat_percentiles) words="0 1" ;;
       __clat_percentiles) words="0 1" ;;
       __lat_percentiles) words="0 1" ;;
+      __log_prio) words="0 1" ;;
       __log_offset) words="0 1" ;;
       __eta) words="auto always never" ;;
       __showcmd) words="0 1" ;;
@@ -94,8 +100,8 @@ _pollwise() {
   esac
   local words
   case ${opts:-run} in
-    run) words="--allow_mounted_write --auto_latency_slack= --blockalign= --bs= --bsrange= --bssplit= --buffer_compress_percentage= --buffer_pattern= --buffered --clat_percentiles --cmdhelp --continue_on_error= --coop_taskrun --cpus_allowed= --defer_taskrun --description= --direct --directory= --do_verify --eta= --eta_newline= --exit_what= --exitall --exitall_on_error --experimental_verify --fault= --filename= --filename_format= --filesize= --fixedbufs --flow= --flow_id= --flow_sleep= --group_reporting --gtod_reduce --help --hipri --hybrid_fraction= --hybrid_iopoll --hybrid_stat= --io_size= --iodepth= --iodepth_batch_complete_min= --iodepth_batch_submit= --ioengine= --lat_percentiles --latency_percentile= --latency_run --latency_target= --latency_window= --log_avg_msec= --log_offset --loops= --minimal --mode= --name= --new_group --norandommap --nrfiles= --number_ios= --numjobs= --offset= --offset_increment= --output= --output_format= --parse_only --per_job_logs --percentile_list= --platform= --poll_grow= --poll_max_ns= --poll_shrink= --ramp_time= --random_distribution= --random_generator= --randrepeat --randseed= --rate= --rate_iops= --rate_process= --readonly --refill_buffers --registerfiles --runtime= --rw= --rwmixread= --rwmixwrite= --scramble_buffers --section= --showcmd --sim_latency= --single_issuer --size= --slat_percentiles --sqthread_idle= --sqthread_poll --sqthread_poll_cpu= --sqthread_share --startdelay= --status_interval= --steadystate= --steadystate_duration= --steadystate_ramp_time= --stonewall --submit_mode= --thinktime= --thinktime_blocks= --thinktime_spin= --thread --threads= --time_based --userspace_reap --verify= --verify_dump --verify_fatal --verify_interval= --version --wait_for= --write_auto_log --write_bw_log --write_iops_log --write_lat_log --zero_buffers --zonemode= --zonerange= --zonesize= --zoneskip=" ;;
-    compare) words="--allow_mounted_write --auto_latency_slack= --blockalign= --bs= --bsrange= --bssplit= --buffer_compress_percentage= --buffer_pattern= --buffered --cmdhelp --coop_taskrun --cpus_allowed= --defer_taskrun --description= --direct --directory= --do_verify --exit_what= --exitall --exitall_on_error --experimental_verify --filename= --filename_format= --filesize= --fixedbufs --flow= --flow_id= --flow_sleep= --group_reporting --gtod_reduce --help --hipri --hybrid_fraction= --hybrid_iopoll --hybrid_stat= --io_size= --iodepth= --iodepth_batch_complete_min= --iodepth_batch_submit= --ioengine= --loops= --modes= --name= --new_group --norandommap --nrfiles= --number_ios= --numjobs= --offset= --offset_increment= --output= --output_format= --parse_only --platform= --plot= --poll_grow= --poll_max_ns= --poll_shrink= --ramp_time= --random_distribution= --random_generator= --randrepeat --randseed= --rate= --rate_iops= --rate_process= --refill_buffers --registerfiles --rounds= --runtime= --rw= --rwmixread= --rwmixwrite= --scramble_buffers --sim_latency= --single_issuer --size= --sqthread_idle= --sqthread_poll --sqthread_poll_cpu= --sqthread_share --startdelay= --stonewall --submit_mode= --thinktime= --thinktime_blocks= --thinktime_spin= --thread --threads= --time_based --userspace_reap --verify= --verify_dump --verify_fatal --verify_interval= --version --wait_for= --warmup= --zero_buffers --zonemode= --zonerange= --zonesize= --zoneskip=" ;;
+    run) words="--allow_mounted_write --auto_latency_slack= --blockalign= --bs= --bsrange= --bssplit= --buffer_compress_percentage= --buffer_pattern= --buffered --clat_percentiles --cmdhelp --cmdprio= --cmdprio_bssplit= --cmdprio_class= --cmdprio_percentage= --continue_on_error= --coop_taskrun --cpus_allowed= --dedupe_global --dedupe_mode= --dedupe_percentage= --dedupe_working_set_percentage= --defer_taskrun --description= --direct --directory= --do_verify --eta= --eta_newline= --exit_what= --exitall --exitall_on_error --experimental_verify --fault= --filename= --filename_format= --filesize= --fixedbufs --flow= --flow_id= --flow_sleep= --group_reporting --gtod_reduce --help --hipri --hybrid_fraction= --hybrid_iopoll --hybrid_stat= --io_size= --iodepth= --iodepth_batch_complete_min= --iodepth_batch_submit= --ioengine= --lat_percentiles --latency_percentile= --latency_run --latency_target= --latency_window= --log_avg_msec= --log_offset --log_prio --loops= --minimal --mode= --name= --new_group --norandommap --nrfiles= --number_ios= --numjobs= --offset= --offset_increment= --output= --output_format= --parse_only --per_job_logs --percentile_list= --platform= --poll_grow= --poll_max_ns= --poll_shrink= --prio= --prioclass= --ramp_time= --random_distribution= --random_generator= --randrepeat --randseed= --rate= --rate_iops= --rate_iops_min= --rate_process= --ratecycle= --ratemin= --read_iolog= --readonly --refill_buffers --registerfiles --replay_no_stall --replay_redirect= --replay_time_scale= --runtime= --rw= --rwmixread= --rwmixwrite= --scramble_buffers --section= --showcmd --sim_latency= --single_issuer --size= --slat_percentiles --sqthread_idle= --sqthread_poll --sqthread_poll_cpu= --sqthread_share --startdelay= --status_interval= --steadystate= --steadystate_duration= --steadystate_ramp_time= --stonewall --submit_mode= --thinktime= --thinktime_blocks= --thinktime_spin= --thread --threads= --time_based --userspace_reap --verify= --verify_backlog= --verify_dump --verify_fatal --verify_interval= --verify_pattern= --verify_state_load --verify_state_save --version --wait_for= --write_auto_log --write_bw_log --write_iolog= --write_iops_log --write_lat_log --zero_buffers --zonemode= --zonerange= --zonesize= --zoneskip=" ;;
+    compare) words="--allow_mounted_write --auto_latency_slack= --blockalign= --bs= --bsrange= --bssplit= --buffer_compress_percentage= --buffer_pattern= --buffered --cmdhelp --cmdprio= --cmdprio_bssplit= --cmdprio_class= --cmdprio_percentage= --coop_taskrun --cpus_allowed= --dedupe_global --dedupe_mode= --dedupe_percentage= --dedupe_working_set_percentage= --defer_taskrun --description= --direct --directory= --do_verify --exit_what= --exitall --exitall_on_error --experimental_verify --filename= --filename_format= --filesize= --fixedbufs --flow= --flow_id= --flow_sleep= --group_reporting --gtod_reduce --help --hipri --hybrid_fraction= --hybrid_iopoll --hybrid_stat= --io_size= --iodepth= --iodepth_batch_complete_min= --iodepth_batch_submit= --ioengine= --loops= --modes= --name= --new_group --norandommap --nrfiles= --number_ios= --numjobs= --offset= --offset_increment= --output= --output_format= --parse_only --platform= --plot= --poll_grow= --poll_max_ns= --poll_shrink= --prio= --prioclass= --ramp_time= --random_distribution= --random_generator= --randrepeat --randseed= --rate= --rate_iops= --rate_iops_min= --rate_process= --ratecycle= --ratemin= --refill_buffers --registerfiles --rounds= --runtime= --rw= --rwmixread= --rwmixwrite= --scramble_buffers --sim_latency= --single_issuer --size= --sqthread_idle= --sqthread_poll --sqthread_poll_cpu= --sqthread_share --startdelay= --stonewall --submit_mode= --thinktime= --thinktime_blocks= --thinktime_spin= --thread --threads= --time_based --userspace_reap --verify= --verify_backlog= --verify_dump --verify_fatal --verify_interval= --verify_pattern= --verify_state_load --verify_state_save --version --wait_for= --warmup= --zero_buffers --zonemode= --zonerange= --zonesize= --zoneskip=" ;;
     plot) words="--cmdhelp --help --out= --version" ;;
     advise) words="--allow_mounted_write --bs= --cmdhelp --direct --filename= --help --ioengine= --latency_target= --output= --output_format= --platform= --plot= --randseed= --rw= --rwmixread= --sim_latency= --size= --time= --version" ;;
     hybrid-contention) words="--allow_mounted_write --auto_latency_slack= --batch= --bs= --cmdhelp --coop_taskrun --defer_taskrun --direct --filename= --fixedbufs --help --hipri --hybrid_fraction= --hybrid_iopoll --hybrid_stat= --ioengine= --modes= --name= --output= --output_format= --platform= --plot= --poll_grow= --poll_max_ns= --poll_shrink= --ramp_time= --randseed= --registerfiles --runtime= --rw= --rwmixread= --sim_latency= --single_issuer --size= --sqthread_idle= --sqthread_poll --sqthread_poll_cpu= --sqthread_share --thinktime= --threads= --userspace_reap --verify= --version" ;;
