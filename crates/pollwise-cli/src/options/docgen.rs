@@ -121,7 +121,7 @@ pub fn options_markdown() -> String {
         .count();
     let _ = writeln!(
         m,
-        "\n## fio's options\n\nEvery option name (and alias) of fio 3.33's `options.c` and engines (`crates/pollwise-cli/src/options/fio_options.txt`): {} in all; pollwise implements {} of them ({} of those accepted without effect, as their help says) and refuses the other {}, by name, before anything runs (exit 2). Values fio has and pollwise lacks (engines such as `rdma`, trims, other checksums) are refused the same way; [fio-compat.md](fio-compat.md) is what becomes of fio's own job files.\n",
+        "\n## fio's options\n\nEvery option name (and alias) of fio 3.33's `options.c` and engines (`crates/pollwise-cli/src/options/fio_options.txt`): {} in all; pollwise implements {} of them, accepts {} more without effect (their help says why) and refuses the other {}, by name, before anything runs (exit 2). Values fio has and pollwise lacks (engines such as `rdma`, trims, other checksums) are refused the same way; [fio-compat.md](fio-compat.md) is what becomes of fio's own job files.\n",
         names.len(),
         implemented - no_effect,
         no_effect,
