@@ -28,6 +28,13 @@ pub enum Op {
         /// The file or device written.
         target: PathBuf,
     },
+    /// A sync of the target (fio's `fsync`; `fdatasync` with `datasync`).
+    Sync {
+        /// `fdatasync` rather than `fsync`.
+        datasync: bool,
+        /// The file or device synced.
+        target: PathBuf,
+    },
     /// Setting up the shared poller's own io_uring (the usual cause of failure: locked-memory
     /// limits against a large ring).
     PollerRingSetup {
@@ -55,6 +62,12 @@ impl fmt::Display for Op {
             Op::Write { offset, target } => {
                 write!(f, "write at offset {offset} of {}", target.display())
             }
+            Op::Sync { datasync, target } => write!(
+                f,
+                "{} of {}",
+                if *datasync { "fdatasync" } else { "fsync" },
+                target.display()
+            ),
             Op::PollerRingSetup { entries } => write!(
                 f,
                 "setting up the shared poller's io_uring ({entries} entries)"

@@ -486,6 +486,40 @@ impl Sampler {
 
 pub use crate::sys::rusage::{thread_cpu_ns, Rusage};
 
+/// fio's `sync` statistics: the latencies of the syncs `fsync` and `fdatasync` issue.
+#[derive(Clone, Default)]
+pub struct SyncStats {
+    /// Every sync's latency, queued to reaped (`lat.ios` counts fsyncs and fdatasyncs).
+    pub lat: DirStats,
+    /// Of them, the fsyncs: fio's `total_ios` of its `sync` block counts only these.
+    pub fsyncs: u64,
+}
+
+impl std::fmt::Debug for SyncStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncStats")
+            .field("syncs", &self.lat.ios)
+            .field("fsyncs", &self.fsyncs)
+            .finish()
+    }
+}
+
+impl SyncStats {
+    /// Records one sync that took `lat_ns` (an fdatasync with `datasync`).
+    pub fn record(&mut self, lat_ns: u64, datasync: bool) {
+        self.lat.record_lat(lat_ns, 0);
+        if !datasync {
+            self.fsyncs += 1;
+        }
+    }
+
+    /// Adds another thread's.
+    pub fn merge(&mut self, o: &SyncStats) {
+        self.lat.merge(&o.lat);
+        self.fsyncs += o.fsyncs;
+    }
+}
+
 /// Everything one job (or one job thread) measured.
 #[derive(Clone, Default)]
 pub struct Stats {
@@ -493,6 +527,8 @@ pub struct Stats {
     pub read: DirStats,
     /// Writes.
     pub write: DirStats,
+    /// Syncs (fio's `fsync`, `fdatasync`).
+    pub sync: SyncStats,
     /// Wall time of the measured period, nanoseconds.
     pub elapsed_ns: u64,
     /// The process's CPU over the measured period (includes io_uring kernel threads).
@@ -585,6 +621,7 @@ impl Stats {
     pub fn merge_thread(&mut self, o: &Stats) {
         self.read.merge(&o.read);
         self.write.merge(&o.write);
+        self.sync.merge(&o.sync);
         self.elapsed_ns = self.elapsed_ns.max(o.elapsed_ns);
         self.threads.add(&o.threads);
         self.queue.enters += o.queue.enters;

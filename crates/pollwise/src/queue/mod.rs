@@ -65,6 +65,12 @@ pub enum OpKind {
     Write,
     /// Do nothing; completes with result 0.
     Nop,
+    /// Flush the file's written data to the device (fio's `fsync`, `DDIR_SYNC`): `fsync(2)`,
+    /// or with `datasync` `fdatasync(2)` (fio's `fdatasync`). No buffer; completes with 0.
+    Fsync {
+        /// Only the data and the metadata needed to read it (`fdatasync`).
+        datasync: bool,
+    },
 }
 
 /// One operation to submit. The buffer is a raw pointer: see [`Queue::push`]'s safety contract.
@@ -324,7 +330,7 @@ impl ReqClass {
     pub fn of(op: &Op) -> ReqClass {
         ReqClass {
             dir: match op.kind {
-                OpKind::Write => Dir::Write,
+                OpKind::Write | OpKind::Fsync { .. } => Dir::Write,
                 OpKind::Read | OpKind::Nop => Dir::Read,
             },
             len: op.len,

@@ -210,6 +210,14 @@ impl Ring {
                 .offset(o.offset)
                 .build(),
             OpKind::Nop => opcode::Nop::new().build(),
+            OpKind::Fsync { datasync } => {
+                let flags = if datasync {
+                    types::FsyncFlags::DATASYNC
+                } else {
+                    types::FsyncFlags::empty()
+                };
+                opcode::Fsync::new(fd).flags(flags).build()
+            }
         }
         .user_data(user_data);
         // SAFETY: the buffer (reads and writes) is valid for `len` bytes until the completion is

@@ -282,6 +282,14 @@ unsafe impl Queue for UringQueue {
                 target!(|t| opcode::WriteFixed::new(t, buf, len, i).offset(at).build())
             }
             (OpKind::Nop, _) => opcode::Nop::new().build(),
+            (OpKind::Fsync { datasync }, _) => target!(|t| {
+                let flags = if datasync {
+                    types::FsyncFlags::DATASYNC
+                } else {
+                    types::FsyncFlags::empty()
+                };
+                opcode::Fsync::new(t).flags(flags).build()
+            }),
         }
         .user_data(op.user_data);
         // SAFETY: the caller guarantees the buffer outlives the operation (Queue::push contract).
