@@ -38,13 +38,23 @@ fn fio_write_job(f: &Path, more: &[&str]) -> Option<Value> {
         return None;
     }
     let out = Command::new("fio")
-        .args(["--name=t", "--size=1M", "--bs=4k", "--rw=write", "--direct=0"])
+        .args([
+            "--name=t",
+            "--size=1M",
+            "--bs=4k",
+            "--rw=write",
+            "--direct=0",
+        ])
         .args(["--ioengine=io_uring", "--iodepth=1", "--output-format=json"])
         .arg(format!("--filename={}", f.display()))
         .args(more)
         .output()
         .expect("run fio");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("fio's JSON");
     Some(v["jobs"][0].clone())
 }
@@ -81,8 +91,14 @@ fn fsync_every_n_writes_is_a_sync_request_counted_as_fio_counts_it() {
             let ours = write_job(&f, &[opt, "--ioengine=io_uring", "--iodepth=1"]);
             assert_eq!(fio["sync"]["total_ios"], ios, "fio {opt}");
             assert_eq!(ours["sync"]["total_ios"], fio["sync"]["total_ios"], "{opt}");
-            assert_eq!(ours["sync"]["lat_ns"]["N"], fio["sync"]["lat_ns"]["N"], "{opt}");
-            assert_eq!(ours["write"]["total_ios"], fio["write"]["total_ios"], "{opt}");
+            assert_eq!(
+                ours["sync"]["lat_ns"]["N"], fio["sync"]["lat_ns"]["N"],
+                "{opt}"
+            );
+            assert_eq!(
+                ours["write"]["total_ios"], fio["write"]["total_ios"],
+                "{opt}"
+            );
         }
     }
 }
@@ -95,12 +111,23 @@ fn syscalls(f: &Path, more: &[&str]) -> (u64, u64) {
         .args(["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"])
         .arg(&log)
         .arg(env!("CARGO_BIN_EXE_pollwise"))
-        .args(["run", "--name=t", &file, "--size=256k", "--bs=4k", "--rw=write"])
+        .args([
+            "run",
+            "--name=t",
+            &file,
+            "--size=256k",
+            "--bs=4k",
+            "--rw=write",
+        ])
         .args(["--direct=0", "--ioengine=psync", "--output-format=json"])
         .args(more)
         .output()
         .expect("run strace");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     let count = |call: &str| {
         text.lines()
@@ -206,12 +233,23 @@ fn sync_opens_the_file_with_o_sync_or_o_dsync() {
             .args(["-f", "-qq", "-e", "trace=openat", "-o"])
             .arg(&log)
             .arg(env!("CARGO_BIN_EXE_pollwise"))
-            .args(["run", "--name=t", &file, "--size=64k", "--bs=4k", "--rw=write"])
+            .args([
+                "run",
+                "--name=t",
+                &file,
+                "--size=64k",
+                "--bs=4k",
+                "--rw=write",
+            ])
             .args(["--output-format=json"])
             .args(more)
             .output()
             .expect("run strace");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = std::fs::read_to_string(&log).unwrap();
         let name = f.display().to_string();
         // The job's open: the last open of the file for writing (layout comes first).
@@ -230,4 +268,33 @@ fn sync_opens_the_file_with_o_sync_or_o_dsync() {
     assert!(s.contains("O_DSYNC") && !s.contains("O_SYNC"), "{s}");
     let s = opened(&["--sync=0"]);
     assert!(!s.contains("O_SYNC") && !s.contains("O_DSYNC"), "{s}");
+}
+
+#[test]
+fn the_text_report_has_fios_sync_section_and_counts_syncs_in_issued_rwts() {
+    let (_d, f) = temp_file("t.dat");
+    let file = format!("--filename={}", f.display());
+    let (code, out, err) = pollwise(&[
+        "run",
+        "--name=t",
+        &file,
+        "--size=1M",
+        "--bs=4k",
+        "--rw=write",
+        "--direct=0",
+        "--fsync=4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    common::assert_contains(
+        &out,
+        &[
+            "  fsync/fdatasync/sync_file_range:\n    sync (",
+            "    sync percentiles (",
+            "issued rwts: total=0,256,0,63 ",
+        ],
+    );
+    // Without syncs, no sync section (as fio).
+    let (code, out, err) = pollwise(&["run", "--name=t", &file, "--size=1M", "--rw=write"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("fsync/fdatasync"), "{out}");
 }
