@@ -298,3 +298,86 @@ fn the_text_report_has_fios_sync_section_and_counts_syncs_in_issued_rwts() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("fsync/fdatasync"), "{out}");
 }
+
+/// A loop device over a fresh 8 MiB file of `d`, detached on drop.
+struct Loop(String);
+
+impl Loop {
+    fn attach(d: &Path) -> Option<Loop> {
+        let img = d.join("loop.img");
+        std::fs::write(&img, vec![3u8; 8 << 20]).unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&img)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "skipped: losetup: {} (needs root)",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(Loop(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ))
+    }
+
+    /// Reads the device completed (the first field of its `stat`).
+    fn reads(&self) -> u64 {
+        let name = self.0.rsplit('/').next().unwrap();
+        let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+        s.split_whitespace().next().unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+#[test]
+fn invalidate_flushes_a_block_devices_buffer_cache() {
+    if !have("losetup") {
+        return;
+    }
+    let d = common::tempdir();
+    let Some(dev) = Loop::attach(d.path()) else {
+        return;
+    };
+    use std::io::Read;
+    // Held open: a block device's cache is dropped at its last close anyway.
+    let mut held = std::fs::File::open(&dev.0).unwrap();
+    let file = format!("--filename={}", dev.0);
+    let mut device_reads = |more: &[&str]| -> u64 {
+        let mut sink = Vec::new();
+        (&mut held).read_to_end(&mut sink).unwrap();
+        std::io::Seek::rewind(&mut held).unwrap();
+        let before = dev.reads();
+        let mut args = vec![
+            "run",
+            "--name=r",
+            file.as_str(),
+            "--size=8M",
+            "--io_size=4k",
+            "--bs=4k",
+            "--rw=read",
+            "--direct=0",
+            "--output-format=json",
+        ];
+        args.extend_from_slice(more);
+        let (code, _out, err) = pollwise(&args);
+        assert_eq!(code, 0, "{err}");
+        dev.reads() - before
+    };
+    assert!(
+        device_reads(&[]) >= 1,
+        "the default invalidate=1 reads the device"
+    );
+    assert_eq!(
+        device_reads(&["--invalidate=0"]),
+        0,
+        "invalidate=0 reads the cache"
+    );
+}
