@@ -254,8 +254,7 @@ fn sync_opens_the_file_with_o_sync_or_o_dsync() {
         let name = f.display().to_string();
         // The job's open: the last open of the file for writing (layout comes first).
         text.lines()
-            .filter(|l| l.contains(&name) && l.contains("O_RDWR"))
-            .last()
+            .rfind(|l| l.contains(&name) && l.contains("O_RDWR"))
             .unwrap_or_else(|| panic!("no open of {name} for writing in {text}"))
             .to_string()
     };
@@ -352,7 +351,7 @@ fn invalidate_flushes_a_block_devices_buffer_cache() {
     let file = format!("--filename={}", dev.0);
     let mut device_reads = |more: &[&str]| -> u64 {
         let mut sink = Vec::new();
-        (&mut held).read_to_end(&mut sink).unwrap();
+        held.read_to_end(&mut sink).unwrap();
         std::io::Seek::rewind(&mut held).unwrap();
         let before = dev.reads();
         let mut args = vec![

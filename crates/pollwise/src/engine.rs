@@ -2314,6 +2314,44 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_every_n_writes_is_a_request_of_its_own_completed_once() {
+        for depth in [1, 3, 8] {
+            let (mut e, _clock) = virtual_engine(depth, depth as usize);
+            e.cfg.rw = Rw::Write;
+            e.set_sync_every(4, 0);
+            let seen = Arc::new(Mutex::new(0u64));
+            let s = seen.clone();
+            e.set_on_done(Box::new(move |_d: &Done| *s.lock().unwrap() += 1));
+            e.run(Stop::Ios(256)).unwrap();
+            // fio's rule: a sync when the writes issued are a multiple of 4 and the last request
+            // was a write; none after the last write.
+            let sync = e.sync_stats();
+            assert_eq!((sync.lat.ios, sync.fsyncs), (63, 63), "depth {depth}");
+            assert!(
+                sync.lat.moments[0].min >= 10_000,
+                "a sync waits for the device"
+            );
+            assert_eq!(e.stats().1.ios, 256, "syncs are not writes");
+            assert_eq!(*seen.lock().unwrap(), 256, "the done hook sees I/O only");
+            assert_eq!(e.in_flight(), 0);
+            assert!(
+                e.extra.sync_slot.iter().all(Option::is_none),
+                "every sync completed"
+            );
+        }
+        // fdatasync: counted in the latencies, not as fsyncs (fio's total_ios).
+        let (mut e, _clock) = virtual_engine(2, 2);
+        e.cfg.rw = Rw::Write;
+        e.set_sync_every(0, 3);
+        e.run(Stop::Ios(256)).unwrap();
+        assert_eq!((e.sync_stats().lat.ios, e.sync_stats().fsyncs), (85, 0));
+        // end_fsync's sync is done and not counted.
+        e.sync_now(false).unwrap();
+        assert_eq!(e.sync_stats().lat.ios, 85);
+        assert_eq!(e.in_flight(), 0);
+    }
+
+    #[test]
     fn push_extra_adds_a_burst_the_loop_does_not_replace() {
         let (mut e, _clock) = virtual_engine(2, 10);
         e.run_until(Stop::Ios(2)).unwrap();

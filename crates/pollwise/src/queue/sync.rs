@@ -204,6 +204,26 @@ unsafe impl Queue for SyncQueue {
     }
 }
 
+/// `fsync(2)` (or `fdatasync(2)` with `datasync`) of `fd`, as a completion's result: 0 or
+/// `-errno`.
+pub(crate) fn fsync_fd(fd: std::os::fd::RawFd, datasync: bool) -> i32 {
+    // SAFETY: fsync and fdatasync take only a descriptor; a bad one fails with EBADF.
+    let r = unsafe {
+        if datasync {
+            libc::fdatasync(fd)
+        } else {
+            libc::fsync(fd)
+        }
+    };
+    if r < 0 {
+        -std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,25 +288,5 @@ mod tests {
             assert_eq!(got[1].result, -libc::EBADF);
             assert_eq!(SyncCall::from_name(call.name()), Some(call));
         }
-    }
-}
-
-/// `fsync(2)` (or `fdatasync(2)` with `datasync`) of `fd`, as a completion's result: 0 or
-/// `-errno`.
-pub(crate) fn fsync_fd(fd: std::os::fd::RawFd, datasync: bool) -> i32 {
-    // SAFETY: fsync and fdatasync take only a descriptor; a bad one fails with EBADF.
-    let r = unsafe {
-        if datasync {
-            libc::fdatasync(fd)
-        } else {
-            libc::fsync(fd)
-        }
-    };
-    if r < 0 {
-        -std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    } else {
-        0
     }
 }

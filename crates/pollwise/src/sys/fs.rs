@@ -69,6 +69,17 @@ pub fn set_nonblocking(f: &impl std::os::fd::AsRawFd, on: bool) -> io::Result<()
     Ok(())
 }
 
+/// Drops the page cache of the whole file `f` (`posix_fadvise(POSIX_FADV_DONTNEED)`): dirty
+/// pages are written back first by the kernel only if it chooses; clean ones are dropped.
+pub fn drop_cache(f: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    // SAFETY: posix_fadvise takes a descriptor and plain integers; a bad descriptor fails with
+    // EBADF.
+    match unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,16 +117,5 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout);
         let size: u64 = text.lines().nth(1).unwrap().trim().parse().unwrap();
         assert_eq!(space(d.path()).unwrap().total, size);
-    }
-}
-
-/// Drops the page cache of the whole file `f` (`posix_fadvise(POSIX_FADV_DONTNEED)`): dirty
-/// pages are written back first by the kernel only if it chooses; clean ones are dropped.
-pub fn drop_cache(f: &impl std::os::fd::AsRawFd) -> io::Result<()> {
-    // SAFETY: posix_fadvise takes a descriptor and plain integers; a bad descriptor fails with
-    // EBADF.
-    match unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
     }
 }
