@@ -5,6 +5,8 @@
  * with a foreign NOP on each ring.
  *
  *   ring_modes capi MODE [READS]   waits through pollwise's C ABI (pollwise.h) in MODE
+ *                                  (made from its POLLWISE_MODE_* value, checked against
+ *                                  the waiters made by name and by options)
  *   ring_modes liburing [READS]    waits with liburing's own functions, unmodified: under
  *                                  LD_PRELOAD=libpollwise_preload.so they are pollwise's
  *
@@ -128,6 +130,47 @@ struct run {
 	pollwise_waiter *w;
 #endif
 };
+
+#ifdef USE_POLLWISE
+/* Every mode by name and by its POLLWISE_MODE_* value. */
+static const struct {
+	const char *name;
+	uint32_t value;
+} MODES[] = {
+	{ "interrupt", POLLWISE_MODE_INTERRUPT },
+	{ "poll", POLLWISE_MODE_POLL },
+	{ "hybrid", POLLWISE_MODE_HYBRID },
+	{ "adaptive", POLLWISE_MODE_ADAPTIVE },
+	{ "auto", POLLWISE_MODE_AUTO },
+	{ "khybrid", POLLWISE_MODE_KHYBRID },
+	{ "dpas", POLLWISE_MODE_DPAS },
+};
+
+/* The waiter for the mode named `mode`, made from its POLLWISE_MODE_* value, after checking
+ * that the name and the value make the same mode; NULL for an unknown name. */
+static pollwise_waiter *by_value(const char *mode)
+{
+	for (size_t i = 0; i < sizeof(MODES) / sizeof(MODES[0]); i++) {
+		if (strcmp(MODES[i].name, mode) != 0)
+			continue;
+		pollwise_waiter *named = pollwise_waiter_new_named(mode);
+		pollwise_options o = pollwise_options_default(MODES[i].value);
+		pollwise_waiter *with = pollwise_waiter_new_with(&o);
+		pollwise_waiter *w = pollwise_waiter_new(MODES[i].value);
+
+		if (!named || !with || !w)
+			fail(mode, "a waiter for a known mode is NULL", 0);
+		if (strcmp(pollwise_mode_name(named), mode) != 0 ||
+		    strcmp(pollwise_mode_name(with), mode) != 0 ||
+		    strcmp(pollwise_mode_name(w), mode) != 0)
+			fail(mode, "the mode's name and its POLLWISE_MODE_* value differ", 0);
+		pollwise_waiter_free(named);
+		pollwise_waiter_free(with);
+		return w;
+	}
+	return pollwise_waiter_new_named(mode);
+}
+#endif
 
 static void push_read(struct run *r, unsigned slot)
 {
@@ -295,7 +338,7 @@ static void run_kind(const struct kind *k, const char *mode, unsigned reads)
 		if (posix_memalign(&r.bufs[i], BS, BS))
 			fail(k->name, "posix_memalign", ENOMEM);
 #ifdef USE_POLLWISE
-	r.w = pollwise_waiter_new_named(mode);
+	r.w = by_value(mode);
 	if (!r.w)
 		fail(k->name, "pollwise_waiter_new_named: unknown mode", 0);
 #else

@@ -48,6 +48,15 @@
 // Choose among the others at run time from what is measured.
 #define POLLWISE_MODE_AUTO 4
 
+// The kernel's HYBRID_IOPOLL rule, in user space: each request sleeps half the least run time
+// seen, then spins (kept for comparison).
+#define POLLWISE_MODE_KHYBRID 5
+
+// DPAS's rule (FAST '26), in user space: a sleep before the spin tuned by whether each sleep
+// was too long or too short, switching between spinning, that sleep and blocking with the
+// load (kept for comparison).
+#define POLLWISE_MODE_DPAS 6
+
 // A waiter: policy state only. Opaque; made by `pollwise_waiter_new*`, freed by
 // `pollwise_waiter_free`.
 typedef struct pollwise_waiter pollwise_waiter;
@@ -148,8 +157,8 @@ struct pollwise_options pollwise_options_default(uint32_t mode);
 // mode. Free it with `pollwise_waiter_free`.
 struct pollwise_waiter *pollwise_waiter_new(uint32_t mode);
 
-// A waiter for the mode named `name` ("interrupt", "poll", "hybrid", "adaptive", "auto");
-// NULL for a null or unknown name.
+// A waiter for the mode named `name` ("interrupt", "poll", "hybrid", "adaptive", "auto",
+// "khybrid", "dpas"); NULL for a null or unknown name.
 //
 // # Safety
 //

@@ -32,6 +32,24 @@ pub const POLLWISE_MODE_HYBRID: u32 = 2;
 pub const POLLWISE_MODE_ADAPTIVE: u32 = 3;
 /// Choose among the others at run time from what is measured.
 pub const POLLWISE_MODE_AUTO: u32 = 4;
+/// The kernel's HYBRID_IOPOLL rule, in user space: each request sleeps half the least run time
+/// seen, then spins (kept for comparison).
+pub const POLLWISE_MODE_KHYBRID: u32 = 5;
+/// DPAS's rule (FAST '26), in user space: a sleep before the spin tuned by whether each sleep
+/// was too long or too short, switching between spinning, that sleep and blocking with the
+/// load (kept for comparison).
+pub const POLLWISE_MODE_DPAS: u32 = 6;
+
+/// Every mode by its `POLLWISE_MODE_*` value and its name.
+const MODES: [(u32, Mode, &CStr); 7] = [
+    (POLLWISE_MODE_INTERRUPT, Mode::Interrupt, c"interrupt"),
+    (POLLWISE_MODE_POLL, Mode::Poll, c"poll"),
+    (POLLWISE_MODE_HYBRID, Mode::Hybrid, c"hybrid"),
+    (POLLWISE_MODE_ADAPTIVE, Mode::Adaptive, c"adaptive"),
+    (POLLWISE_MODE_AUTO, Mode::Auto, c"auto"),
+    (POLLWISE_MODE_KHYBRID, Mode::KHybrid, c"khybrid"),
+    (POLLWISE_MODE_DPAS, Mode::Dpas, c"dpas"),
+];
 
 /// A waiter: policy state only. Opaque; made by `pollwise_waiter_new*`, freed by
 /// `pollwise_waiter_free`.
@@ -145,41 +163,26 @@ impl From<&WaiterStats> for pollwise_stats {
             submitted: s.submitted,
             cqes: s.cqes,
             enters: s.enters,
-            polls: p.polls,
-            empty_polls: p.empty_polls,
-            blocks: p.blocks,
-            sleeps: p.sleeps,
-            slept_ns: p.slept_ns,
-            auto_switches: p.auto_switches,
-            auto_poll_ns: p.auto_poll_ns,
-            auto_hybrid_ns: p.auto_hybrid_ns,
-            auto_interrupt_ns: p.auto_interrupt_ns,
-            auto_adaptive_ns: p.auto_adaptive_ns,
+            polls: p.wait.polls,
+            empty_polls: p.wait.empty_polls,
+            blocks: p.wait.blocks,
+            sleeps: p.wait.sleeps,
+            slept_ns: p.wait.slept_ns,
+            auto_switches: p.auto.switches,
+            auto_poll_ns: p.auto.poll_ns,
+            auto_hybrid_ns: p.auto.hybrid_ns,
+            auto_interrupt_ns: p.auto.interrupt_ns,
+            auto_adaptive_ns: p.auto.adaptive_ns,
         }
     }
 }
 
 fn mode_of(m: u32) -> Option<Mode> {
-    Some(match m {
-        POLLWISE_MODE_INTERRUPT => Mode::Interrupt,
-        POLLWISE_MODE_POLL => Mode::Poll,
-        POLLWISE_MODE_HYBRID => Mode::Hybrid,
-        POLLWISE_MODE_ADAPTIVE => Mode::Adaptive,
-        POLLWISE_MODE_AUTO => Mode::Auto,
-        _ => return None,
-    })
+    MODES.iter().find(|e| e.0 == m).map(|e| e.1)
 }
 
 fn name_of(m: Mode) -> &'static CStr {
-    match m {
-        Mode::Interrupt => c"interrupt",
-        Mode::Poll => c"poll",
-        Mode::Hybrid => c"hybrid",
-        Mode::Adaptive => c"adaptive",
-        Mode::Auto => c"auto",
-        Mode::KHybrid => c"khybrid",
-        Mode::Dpas => c"dpas",
-    }
+    MODES.iter().find(|e| e.1 == m).map_or(c"", |e| e.2)
 }
 
 /// The defaults for `mode` (the kernel's and QEMU's defaults).
@@ -214,8 +217,8 @@ pub extern "C" fn pollwise_waiter_new(mode: u32) -> *mut pollwise_waiter {
     }
 }
 
-/// A waiter for the mode named `name` ("interrupt", "poll", "hybrid", "adaptive", "auto");
-/// NULL for a null or unknown name.
+/// A waiter for the mode named `name` ("interrupt", "poll", "hybrid", "adaptive", "auto",
+/// "khybrid", "dpas"); NULL for a null or unknown name.
 ///
 /// # Safety
 ///
@@ -392,4 +395,30 @@ pub unsafe extern "C" fn pollwise_get_stats(
     // SAFETY: out is non-null and the caller says it points to a writable pollwise_stats.
     unsafe { out.write(s) };
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_has_a_value_and_its_own_name() {
+        for &m in Mode::ALL {
+            let (v, _, name) = MODES
+                .iter()
+                .find(|e| e.1 == m)
+                .unwrap_or_else(|| panic!("{m:?} has no POLLWISE_MODE_* value"));
+            assert_eq!(mode_of(*v), Some(m));
+            assert_eq!(name.to_str().unwrap().parse::<Mode>().ok(), Some(m));
+            let w = pollwise_waiter_new(*v);
+            assert!(!w.is_null(), "{m:?}");
+            // SAFETY: w is a live waiter made above, freed once below.
+            let got = unsafe { CStr::from_ptr(pollwise_mode_name(w)) };
+            assert_eq!(got, *name);
+            // SAFETY: w is a live waiter, used by this thread only, freed once.
+            unsafe { pollwise_waiter_free(w) };
+        }
+        assert!(mode_of(MODES.len() as u32).is_none());
+        assert!(pollwise_waiter_new(MODES.len() as u32).is_null());
+    }
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const MODES: [&str; 5] = ["interrupt", "poll", "hybrid", "adaptive", "auto"];
+use pollwise::policy::Mode;
+
 const KINDS: [&str; 5] = [
     "plain",
     "defer_taskrun",
@@ -96,7 +97,7 @@ fn the_c_program_waits_through_the_c_abi_in_every_mode() {
     let mut flags = vec!["-DUSE_POLLWISE".to_string()];
     flags.extend(pkg_config(&["--cflags", "--libs"]));
     cc(&exe, &flags);
-    for mode in MODES {
+    for mode in Mode::ALL.iter().map(|m| m.name()) {
         let out = run(Command::new(&exe)
             .args(["capi", mode, READS])
             .env("LD_LIBRARY_PATH", prefix().join("lib")));
@@ -129,7 +130,7 @@ fn the_unmodified_c_program_waits_through_the_preload_library_in_every_mode() {
     // Plain liburing: nothing of pollwise at build time.
     cc(&exe, &["-luring".to_string()]);
     let preload = prefix().join("lib/libpollwise_preload.so");
-    for mode in MODES {
+    for mode in Mode::ALL.iter().map(|m| m.name()) {
         let summary = dir.path().join(format!("summary-{mode}.json"));
         let out = run(Command::new(&exe)
             .args(["liburing", READS])

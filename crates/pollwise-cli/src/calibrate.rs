@@ -346,6 +346,12 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
             path.display()
         ))
     })?;
+    if crate::filekind::is_null_sink(&meta) {
+        return Err(Error::Usage(format!(
+            "--filename={} is a character device that stores nothing: calibrate measures a file or block device; name one",
+            path.display()
+        )));
+    }
     crate::filekind::check_target("--filename", path)?;
     // Non-blocking, so a FIFO put in its place since cannot hang the open (see `filekind`).
     let open = |direct: bool| {

@@ -202,7 +202,7 @@ impl From<LibError> for Error {
             )),
             LibError::Config { field, reason } => {
                 // A reason may begin with the value: "=4095 names no CPU ...".
-                let sep = if reason.starts_with('=') { "" } else { " " };
+                let sep = if reason.names_value() { "" } else { " " };
                 Error::Usage(format!("--{}{sep}{reason}", option_for_field(field)))
             }
             LibError::Unsupported {
@@ -263,6 +263,7 @@ impl From<LibError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pollwise::Reason;
 
     fn usage(e: LibError) -> String {
         match Error::from(e) {
@@ -275,12 +276,24 @@ mod tests {
     fn config_errors_name_the_flag() {
         let m = usage(LibError::config(
             "cpu",
-            "=4095 names no CPU: use one of 0-1",
+            Reason::NoSuchCpu {
+                cpu: 4095,
+                allowed: vec![0, 1],
+            },
         ));
-        assert_eq!(m, "--poller_cpu=4095 names no CPU: use one of 0-1");
-        let m = usage(LibError::config("batch", "must be at least 1"));
+        assert_eq!(
+            m,
+            "--poller_cpu=4095 names no CPU this process may run on: use one of 0-1"
+        );
+        let m = usage(LibError::config(
+            "batch",
+            Reason::Rule("must be at least 1"),
+        ));
         assert_eq!(m, "--poller_batch must be at least 1");
-        let m = usage(LibError::config("verify", "found no verify header"));
+        let m = usage(LibError::config(
+            "verify",
+            Reason::Rule("found no verify header"),
+        ));
         assert!(
             m.starts_with("--verify=crc32c found no verify header"),
             "{m}"
@@ -326,7 +339,7 @@ mod tests {
 
     #[test]
     fn buffer_allocation_names_real_options() {
-        let m = usage(LibError::config("buf_len", "out of memory"));
+        let m = usage(LibError::config("buf_len", Reason::Rule("out of memory")));
         assert!(m.contains("--bs") && m.contains("--iodepth"), "{m}");
         assert!(!m.contains("--buf_len"), "{m}");
     }

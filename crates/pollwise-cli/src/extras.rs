@@ -43,6 +43,10 @@ pub struct JobExtras {
     pub reap_each: bool,
     /// `group_reporting`.
     pub group_reporting: bool,
+    /// fio's steady-state detection (`ss`, `ss_dur`, `ss_ramp`).
+    pub steady: Option<crate::steady::SteadySpec>,
+    /// fio's latency-target depth search (`latency_target` and its options).
+    pub latency: Option<crate::latency::LatSpec>,
     /// `stonewall` / `wait_for_previous`.
     pub stonewall: bool,
     /// `new_group`: the job starts a new reporting group (fio's `groupid`), without waiting.

@@ -36,6 +36,17 @@ fn odd_kind(t: &FileType, block_ok: bool) -> Option<&'static str> {
     }
 }
 
+/// Whether `m` is `/dev/null` or `/dev/zero` (character device 1:3 or 1:5, whatever its path):
+/// fio's sinks, which take any write and give zeros (or nothing) to reads, and which a job file
+/// names to measure the overhead of a path without storage. A target may be one of them.
+pub fn is_null_sink(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let dev = m.rdev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    m.file_type().is_char_device() && major == 1 && (minor == 3 || minor == 5)
+}
+
 fn target_error(option: &str, path: &Path, kind: &str) -> Error {
     if kind == "a directory" {
         return Error::Usage(format!(
@@ -55,6 +66,7 @@ fn target_error(option: &str, path: &Path, kind: &str) -> Error {
 /// path that does not exist yet passes (it will be created as a regular file).
 pub fn check_target(option: &str, path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
+        Ok(m) if is_null_sink(&m) => Ok(()),
         Ok(m) => match odd_kind(&m.file_type(), true) {
             Some(kind) => Err(target_error(option, path, kind)),
             None => Ok(()),
@@ -78,13 +90,18 @@ pub fn open_target(
         .open(path)
         .map_err(|e| {
             // A FIFO with no reader refuses a write-only non-blocking open with ENXIO.
-            match std::fs::metadata(path).map(|m| odd_kind(&m.file_type(), true)) {
+            // A null sink's own error (O_DIRECT on /dev/null: EINVAL) is the system's.
+            match std::fs::metadata(path).map(|m| {
+                (!is_null_sink(&m))
+                    .then(|| odd_kind(&m.file_type(), true))
+                    .flatten()
+            }) {
                 Ok(Some(kind)) => OpenError::Kind(target_error(option, path, kind)),
                 _ => OpenError::Open(e),
             }
         })?;
-    let kind = f.metadata().map_err(OpenError::Open)?.file_type();
-    if let Some(kind) = odd_kind(&kind, true) {
+    let meta = f.metadata().map_err(OpenError::Open)?;
+    if let (false, Some(kind)) = (is_null_sink(&meta), odd_kind(&meta.file_type(), true)) {
         return Err(OpenError::Kind(target_error(option, path, kind)));
     }
     pollwise::sys::fs::set_nonblocking(&f, false).map_err(OpenError::Open)?;
@@ -124,10 +141,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("a directory: name a file inside it"), "{e}");
-        let e = check_target("--filename", Path::new("/dev/null"))
+        let e = check_target("--filename", Path::new("/dev/urandom"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("character device"), "{e}");
+        // fio's sinks are targets.
+        check_target("--filename", Path::new("/dev/null")).unwrap();
+        check_target("--filename", Path::new("/dev/zero")).unwrap();
         let f = d.path().join("f");
         std::fs::write(&f, b"x").unwrap();
         check_target("--filename", &f).unwrap();

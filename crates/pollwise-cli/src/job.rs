@@ -188,6 +188,12 @@ pub struct JobSpec {
     /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
     /// several jobs.
     pub halt: Option<Arc<AtomicBool>>,
+    /// The job's steady-state detection while it runs (`extra.steady`), shared by its threads;
+    /// `None` outside `pollwise run` or without `ss`.
+    pub steady: Option<Arc<crate::steady::SteadyRun>>,
+    /// The job's latency-target searches as reported (`extra.latency`): each thread's depth at
+    /// its end; `None` outside `pollwise run` or without `latency_target`.
+    pub latency: Option<Arc<crate::latency::LatencyRun>>,
     /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
     /// when its virtual time is done.
     pub model_wall: Option<std::time::Instant>,
@@ -239,6 +245,8 @@ impl Default for JobSpec {
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
             halt: None,
+            steady: None,
+            latency: None,
             model_wall: None,
         }
     }
@@ -406,7 +414,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
     }
     if let Ok(m) = std::fs::metadata(path) {
         let t = m.file_type();
-        if !t.is_file() && !t.is_block_device() {
+        if !t.is_file() && !t.is_block_device() && !crate::filekind::is_null_sink(&m) {
             return u(format!(
                 "--filename={} is neither a regular file nor a block device, so it cannot be opened for I/O: name a file or a block device",
                 path.display()
@@ -668,6 +676,22 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     let is_blockdev = meta
         .as_ref()
         .is_some_and(|m| m.file_type().is_block_device());
+    // /dev/null or /dev/zero: nothing to lay out; the job's size is its extent.
+    if meta.as_ref().is_some_and(crate::filekind::is_null_sink) {
+        if spec.size < spec.bs as u64 {
+            return Err(Error::Usage(format!(
+                "{} has no size of its own: give a --size of at least one block (--bs={})",
+                path.display(),
+                spec.bs
+            )));
+        }
+        open_target(path, spec.direct, false)?;
+        return Ok(Target {
+            size: spec.size,
+            block_size: 1,
+            is_blockdev: false,
+        });
+    }
     let existing = if is_blockdev {
         let f = open_target(path, false, false)?;
         blockdev_size(&f)?
@@ -944,6 +968,9 @@ fn setup_fix(e: &pollwise::queue::uring::SetupError) -> &str {
     }
 }
 
+/// How often a job with steady-state detection ticks (its check is once a second).
+const STEADY_TICK_NS: u64 = 50_000_000;
+
 struct ThreadOut {
     stats: Stats,
 }
@@ -1186,6 +1213,9 @@ struct Seen {
     failed: u64,
     /// The errno of the first failure.
     first_error: Option<i32>,
+    /// Its latency target ended the job: settled (a normal end), or a request slower than the
+    /// target at depth 1 with `latency_percentile=100` (its latency, ns).
+    lat_end: Option<(bool, Option<u64>)>,
 }
 
 /// Whether thread `i` of `spec` ran as asked: to the end of its `--runtime` (time-based) or of
@@ -1205,8 +1235,22 @@ fn ran_as_asked(
     if crate::signals::interrupted() || failed.load(Ordering::SeqCst) {
         return Ok(());
     }
-    // Stopped by another job's end (fio's exitall): what it did is what it was asked to do.
-    if ended == Ended::Stopped && spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)) {
+    if let Some((_, Some(lat))) = seen.lat_end {
+        let target = spec.extra.latency.map_or(0, |l| l.target_ns);
+        return Err(Error::Io(format!(
+            "job {}: a request took {lat} ns, more than latency_target={target} ns, at depth 1 (with latency_percentile=100 fio ends the job there too: lower latency_percentile or raise latency_target)",
+            spec.name
+        )));
+    }
+    // Stopped by another job's end (fio's exitall), at steady state (fio's ss) or by its
+    // latency target's settled search: what it did is what it was asked to do.
+    if ended == Ended::Stopped && seen.lat_end.is_some_and(|(done, _)| done) {
+        return Ok(());
+    }
+    if ended == Ended::Stopped
+        && (spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
+            || spec.steady.as_ref().is_some_and(|s| s.stop(i)))
+    {
         return Ok(());
     }
     let who = if spec.numjobs > 1 {
@@ -1262,6 +1306,22 @@ struct Start {
     policy: pollwise::policy::PolicyCounters,
 }
 
+impl Start {
+    /// The figures now, for a period starting at `t0`.
+    fn now(engine: &Engine, t0: u64) -> Start {
+        let cpu_ns = thread_cpu_ns();
+        let rusage = Rusage::thread();
+        let (queue, policy) = engine.counters();
+        Start {
+            t0,
+            cpu_ns,
+            rusage,
+            queue,
+            policy,
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn job_thread(
     i: usize,
@@ -1279,16 +1339,33 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
+    // fio's latency_target: this thread's search for its depth (it starts at 1).
+    let lat = spec
+        .extra
+        .latency
+        .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
     // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
         // Stop early on a signal or when another thread of the job failed.
         let failed = failed.clone();
         let halt = spec.halt.clone();
+        let steady = spec.steady.clone();
+        let stop_lat = lat.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
+                || steady.as_ref().is_some_and(|s| s.stop(i))
+                || stop_lat.as_ref().is_some_and(|l| l.stop())
         });
+        if let Some(l) = &lat {
+            // fio's ramp runs at depth 1 too, and a slow request there counts as a miss.
+            engine.set_depth_limit(Some(l.limit()));
+            let (hook, now) = (l.clone(), clock.now_ns());
+            l.start(now);
+            l.set_ramp(true);
+            engine.set_on_done(Box::new(move |d| hook.on_done(d)));
+        }
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
                 t.set(State::Ramp);
@@ -1318,26 +1395,31 @@ fn job_thread(
     // One measured window for every thread of the job: from the moment the last one was ready.
     let t0 = phases[0].arrive_and_wait();
     let measured = setup.and_then(|(mut engine, file, log)| {
-        let m0 = {
-            let cpu_ns = thread_cpu_ns();
-            let rusage = Rusage::thread();
-            let (queue, policy) = engine.counters();
-            Start {
-                t0,
-                cpu_ns,
-                rusage,
-                queue,
-                policy,
-            }
-        };
+        let mut t0 = t0;
+        let mut m0 = Start::now(&engine, t0);
         let log = log.map(|mut l| {
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
         });
         let counters = spec.live.as_ref().zip(live);
-        if log.is_some() || counters.is_some() {
+        let steady = spec.steady.clone();
+        if let Some(s) = &steady {
+            s.start(t0);
+        }
+        if let Some(l) = &lat {
+            l.set_ramp(false);
+            l.start(t0);
+        }
+        if log.is_some() || counters.is_some() || steady.is_some() || lat.is_some() {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
+            let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
             engine.set_on_done(Box::new(move |d| {
+                if let Some(s) = &hook_steady {
+                    s.add(i, u64::from(d.len));
+                }
+                if let Some(l) = &hook_lat {
+                    l.on_done(d);
+                }
                 if let Some(l) = &hook_log {
                     if let Ok(mut l) = l.lock() {
                         l.record(d);
@@ -1352,77 +1434,118 @@ fn job_thread(
             l.measuring(t);
         }
         let publish = counters.filter(|((l, _), _)| l.snapshots).map(|(_, t)| t);
-        // No --runtime (0): no time limit; a job that is not time-based ends when its size is
-        // done, as fio's.
-        let until = runtime_ns(spec).map(|r| t0.saturating_add(r));
-        // fio's number_ios: at most this many requests, whatever else the job says.
-        let cap = spec
-            .extra
-            .number_ios
-            .map(|k| engine.submitted().saturating_add(k));
-        let stop = match (spec.time_based, until) {
-            (true, Some(t)) => match cap {
-                Some(k) => Stop::Either(t, k),
-                None => Stop::At(t),
-            },
-            (true, None) => {
-                return Err(Error::Usage(
-                    "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
-                ))
-            }
-            (false, until) => {
-                let io_size = if spec.io_size == 0 {
-                    target.size
-                } else {
-                    spec.io_size
-                };
-                // Counted from now: the ramp's requests do not count (fio resets them too).
-                // Requests of several sizes stop on their bytes.
-                let n = if spec.extra.varies() || spec.extra.zones.is_some() {
-                    engine.set_byte_limit(Some(io_size));
-                    u64::MAX
-                } else {
-                    engine.submitted() + (io_size / spec.bs as u64).max(1)
-                };
-                let n = n.min(cap.unwrap_or(u64::MAX));
-                match until {
-                    Some(t) => Stop::Either(t, n),
-                    None => Stop::Ios(n),
-                }
-            }
-        };
-        // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
-        engine.set_deadline(until);
-        // A rate counts from the window's start: its first request goes at once.
-        engine.pace_from(t0);
         let cancelled0 = engine.cancelled();
         let interval_ns = crate::report::sample::AVG_MSEC * 1_000_000;
-        let mut sampler = Sampler::new(t0, interval_ns);
         let mut alog = crate::report::autolog::AutoLog::open(&spec.logs, i as u32, t0, &engine)?;
-        // Samples, the auto log and interim reports, from inside the engine's loop.
-        let mut on_tick = |engine: &Engine, now: u64| {
-            let (read, write) = engine.dir_stats();
-            sampler.tick(now, read, write);
-            if let Some(a) = alog.as_mut() {
-                a.tick(now, engine);
-            }
-            if let Some(t) = publish {
-                t.publish(measure(
-                    engine,
-                    sampler.clone(),
-                    &m0,
-                    &*clock,
-                    faults.borrow().as_ref(),
-                ));
-            }
+        // Steady state is checked once a second: ticks come often enough to be on time, and
+        // the samples below keep their own interval.
+        let tick_ns = match &steady {
+            Some(_) => interval_ns.min(STEADY_TICK_NS),
+            None => interval_ns,
         };
-        let tick = pollwise::engine::Tick {
-            first_ns: t0.saturating_add(interval_ns),
-            every: Duration::from_nanos(interval_ns),
-            f: &mut on_tick,
+        let mut sampler;
+        let mut until;
+        // Once, or again from the start for the final run at the depth a latency target found.
+        let r = loop {
+            // No --runtime (0): no time limit; a job that is not time-based ends when its size is
+            // done, as fio's.
+            until = runtime_ns(spec).map(|r| t0.saturating_add(r));
+            // fio's number_ios: at most this many requests, whatever else the job says.
+            let cap = spec
+                .extra
+                .number_ios
+                .map(|k| engine.submitted().saturating_add(k));
+            let stop = match (spec.time_based, until) {
+                (true, Some(t)) => match cap {
+                    Some(k) => Stop::Either(t, k),
+                    None => Stop::At(t),
+                },
+                (true, None) => {
+                    return Err(Error::Usage(
+                        "--time_based needs a --runtime: give one, e.g. --runtime=10s".into(),
+                    ))
+                }
+                (false, until) => {
+                    let io_size = if spec.io_size == 0 {
+                        target.size
+                    } else {
+                        spec.io_size
+                    };
+                    // Counted from now: the ramp's requests do not count (fio resets them too).
+                    // Requests of several sizes stop on their bytes.
+                    let n = if spec.extra.varies() || spec.extra.zones.is_some() {
+                        engine.set_byte_limit(Some(io_size));
+                        u64::MAX
+                    } else {
+                        engine.submitted() + (io_size / spec.bs as u64).max(1)
+                    };
+                    let n = n.min(cap.unwrap_or(u64::MAX));
+                    match until {
+                        Some(t) => Stop::Either(t, n),
+                        None => Stop::Ios(n),
+                    }
+                }
+            };
+            // --runtime bounds the drain too: what is still in flight a moment after it is cancelled.
+            engine.set_deadline(until);
+            // A rate counts from the window's start: its first request goes at once.
+            engine.pace_from(t0);
+            sampler = Sampler::new(t0, interval_ns);
+            let mut next_sample = t0.saturating_add(interval_ns);
+            // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
+            let mut on_tick = |engine: &Engine, now: u64| {
+                if let Some(s) = &steady {
+                    s.tick(now);
+                }
+                // A tick a little early (timer granularity) still takes the sample, as the sampler.
+                if now.saturating_add(interval_ns / 100) < next_sample {
+                    return;
+                }
+                next_sample = now.saturating_add(interval_ns);
+                let (read, write) = engine.dir_stats();
+                sampler.tick(now, read, write);
+                if let Some(a) = alog.as_mut() {
+                    a.tick(now, engine);
+                }
+                if let Some(t) = publish {
+                    t.publish(measure(
+                        engine,
+                        sampler.clone(),
+                        &m0,
+                        &*clock,
+                        faults.borrow().as_ref(),
+                    ));
+                }
+            };
+            let tick = pollwise::engine::Tick {
+                first_ns: t0.saturating_add(tick_ns),
+                every: Duration::from_nanos(tick_ns),
+                f: &mut on_tick,
+            };
+            let r = engine.run_ticking(stop, tick).map_err(Error::from);
+            // fio's final run at the depth its latency target settled on: what was in flight has
+            // completed (the run drained it); figures, runtime and size start afresh.
+            if let (Ok(Ended::Stopped), Some(l)) = (&r, &lat) {
+                if l.take_restart() && !crate::signals::interrupted() && !failed.load(Ordering::SeqCst) {
+                    engine.reset_stats();
+                    t0 = clock.now_ns();
+                    m0 = Start::now(&engine, t0);
+                    l.start(t0);
+                    continue;
+                }
+            }
+            break r;
         };
-        let mut r = engine.run_ticking(stop, tick).map_err(Error::from);
+        if let Some(l) = &lat {
+            if let Some(run) = &spec.latency {
+                run.set_depth(i, l.depth());
+            }
+        }
+        if let Some(s) = &steady {
+            s.finish(i);
+        }
         // fio's end_fsync: inside the runtime, after the last write completed.
+        let mut r = r;
         if spec.extra.sync.end_fsync && file.is_some() && !crate::signals::interrupted() {
             if let Ok(ended) = r {
                 r = engine.sync_now(false).map(|_| ended).map_err(Error::from);
@@ -1464,6 +1587,7 @@ fn job_thread(
                 cancelled,
                 failed: errors.failed,
                 first_error: errors.first_error,
+                lat_end: lat.as_ref().map(|l| (l.done(), l.fatal())),
             };
             ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
         });

@@ -239,6 +239,7 @@ pub fn groups(jobs: &[JobSpec]) -> Vec<&[JobSpec]> {
 pub fn check_run(jobs: &[JobSpec]) -> Result<()> {
     let threads: u64 = jobs.iter().map(|j| j.numjobs as u64).sum();
     crate::limits::check_job_count(threads, jobs.len())?;
+    check_steady(jobs)?;
     for g in groups(jobs) {
         let mut need = match g {
             [one] => crate::job::job_need(one),
@@ -261,6 +262,34 @@ pub fn check_run(jobs: &[JobSpec]) -> Result<()> {
         need.threads += g.len() as u64;
         crate::limits::check(&need)?;
         check_shared_blocks(g)?;
+    }
+    Ok(())
+}
+
+/// fio's rule for steady state: every job of a reporting group (fio's `groupid`) has the same
+/// `ss`, `ss_dur` and `ss_ramp` (fio rejects the job otherwise). fio judges the jobs of a group
+/// with `group_reporting` as one; pollwise judges each job (all its threads) alone, so it
+/// refuses that case rather than judge it otherwise.
+fn check_steady(jobs: &[JobSpec]) -> Result<()> {
+    let gids = crate::extras::group_ids(jobs.iter().map(|j| &j.extra));
+    for (k, j) in jobs.iter().enumerate() {
+        for (m, o) in jobs[..k].iter().enumerate() {
+            if gids[m] != gids[k] || (j.extra.steady.is_none() && o.extra.steady.is_none()) {
+                continue;
+            }
+            if j.extra.steady != o.extra.steady {
+                return Err(Error::Usage(format!(
+                    "job {}: steady-state options must be the same for every job of a reporting group (fio rejects the job too): give job {} the same ss, ss_dur and ss_ramp, or start a group with new_group or stonewall",
+                    j.name, o.name
+                )));
+            }
+            if j.extra.group_reporting || o.extra.group_reporting {
+                return Err(Error::Usage(format!(
+                    "jobs {} and {}: fio judges steady state over every job of a group with group_reporting, pollwise over each job's threads: start a group for each with new_group or stonewall",
+                    o.name, j.name
+                )));
+            }
+        }
     }
     Ok(())
 }

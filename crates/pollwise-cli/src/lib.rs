@@ -19,6 +19,7 @@ pub mod extras;
 pub mod filekind;
 pub mod job;
 pub mod jobs;
+pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod outfile;
@@ -26,6 +27,7 @@ pub mod platform;
 pub mod report;
 pub mod scenario;
 pub mod signals;
+pub mod steady;
 pub mod target;
 
 pub use error::{Error, Result};

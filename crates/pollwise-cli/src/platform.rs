@@ -164,7 +164,7 @@ pub fn parse(origin: &str, text: &str) -> Result<Platform> {
         },
     };
     p.check().map_err(|e| match e {
-        pollwise::Error::Config { field, reason } => bad(origin, field, reason),
+        pollwise::Error::Config { field, reason } => bad(origin, field, reason.to_string()),
         other => Error::from(other),
     })?;
     Ok(p)

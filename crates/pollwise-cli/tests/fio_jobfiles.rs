@@ -53,7 +53,7 @@ const ENV: &[(&str, &str)] = &[
 ];
 
 /// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
-const RUN_AT_LEAST: usize = 39;
+const RUN_AT_LEAST: usize = 43;
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs")
@@ -363,7 +363,10 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- Engines: io_uring, libaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync); posixaio is not implemented (the test maps it to io_uring).\n");
     t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
     t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Verification with several block sizes, `verify_backlog`, `verify_pattern` and verify state are refused.\n");
-    t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n\n");
+    t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n");
+    t.push_str("- `ss`, `ss_dur` and `ss_ramp` are fio's steady-state detection, with fio's arithmetic, checked once a second from the job threads' ticks: a steady job (a thread, or the job's threads together with `group_reporting`) ends, and the JSON carries fio's `steadystate` block. Jobs of one reporting group must agree on them, as fio requires; pollwise judges each job's threads, so several jobs of one group with `group_reporting` are refused. `/dev/null` and `/dev/zero` are targets.\n");
+    t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
+    t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *DIFFERS* and *FAILS* are bugs.\n\n");
     t.push_str(&format!(

@@ -63,6 +63,6 @@ fn hybrid_learns_a_prediction_and_reports_it() {
         .find(|(n, _)| n == "predict.read.4k.mean_ns")
         .map(|b| b.1);
     assert!(mean.is_some_and(|m| m > 0.0), "{:?}", s.beliefs);
-    assert!(s.policy.sleeps >= 1, "{:?}", s.policy);
-    assert!(s.policy.sleeps <= s.read.ios, "{:?}", s.policy);
+    assert!(s.policy.wait.sleeps >= 1, "{:?}", s.policy);
+    assert!(s.policy.wait.sleeps <= s.read.ios, "{:?}", s.policy);
 }

@@ -60,8 +60,8 @@ fn engine_on_a_fake_clock_is_exact_and_loses_nothing() {
         assert_eq!((qc.submitted, qc.completed), (5_000, 5_000), "{mode:?}");
         assert_eq!(e.in_flight(), 0);
         match mode {
-            Mode::Hybrid => assert!(pc.sleeps > 0 && pc.sleeps <= 5_000, "{pc:?}"),
-            Mode::Adaptive => assert!(pc.grows > 0, "{pc:?}"),
+            Mode::Hybrid => assert!(pc.wait.sleeps > 0 && pc.wait.sleeps <= 5_000, "{pc:?}"),
+            Mode::Adaptive => assert!(pc.adaptive.grows > 0, "{pc:?}"),
             _ => {}
         }
     }

@@ -6,10 +6,10 @@
 //! when the CQ is short), `io_uring_wait_cqes`, `io_uring_wait_cqe_timeout`,
 //! `io_uring_submit_and_wait`, `io_uring_submit_and_wait_timeout` and `io_uring_get_events`.
 //! This library defines them first: each waits through a [`Waiter`] (one per ring) in the mode
-//! `POLLWISE_MODE` names (`auto` when unset: `auto|poll|hybrid|adaptive|interrupt`), and
-//! returns what liburing 2.3 would: the same return values (`-ETIME` only when no CQE came in
-//! time, `-EINTR`, the count of SQEs submitted), the same `*cqe_ptr` (the first CQE, left on
-//! the ring).
+//! `POLLWISE_MODE` names (`auto` when unset:
+//! `auto|poll|hybrid|adaptive|interrupt|khybrid|dpas`), and returns what liburing 2.3 would:
+//! the same return values (`-ETIME` only when no CQE came in time, `-EINTR`, the count of SQEs
+//! submitted), the same `*cqe_ptr` (the first CQE, left on the ring).
 //!
 //! It falls back to liburing's own function (`dlsym(RTLD_NEXT)`) for anything it cannot do
 //! exactly: a signal mask given (the wait would have to swap it atomically), a ring with setup
@@ -725,7 +725,7 @@ fn summary() -> String {
     let mode_ns = match st.mode {
         Some(Mode::Auto) => format!(
             "{{\"poll\":{},\"hybrid\":{},\"interrupt\":{},\"adaptive\":{}}}",
-            p.auto_poll_ns, p.auto_hybrid_ns, p.auto_interrupt_ns, p.auto_adaptive_ns
+            p.auto.poll_ns, p.auto.hybrid_ns, p.auto.interrupt_ns, p.auto.adaptive_ns
         ),
         Some(m) => format!("{{\"{}\":{}}}", m.name(), s.wait_ns),
         None => "{}".into(),
@@ -773,12 +773,12 @@ fn summary() -> String {
         s.submitted,
         s.cqes,
         s.enters,
-        p.polls,
-        p.empty_polls,
-        p.blocks,
-        p.sleeps,
-        p.slept_ns,
-        p.auto_switches,
+        p.wait.polls,
+        p.wait.empty_polls,
+        p.wait.blocks,
+        p.wait.sleeps,
+        p.wait.slept_ns,
+        p.auto.switches,
         mode_ns,
         pairs(&FUNCS, &COUNTS.calls),
         pairs(&FUNCS, &COUNTS.taken),

@@ -28,6 +28,7 @@ use crate::queue::deadline;
 
 use crate::clock::Clock;
 use crate::content::Content;
+use crate::error::{Limit, Reason};
 use crate::pattern::{BlockOrder, BlockSizes, Distribution, Skewed, UnitMap};
 use crate::policy::{PolicyCounters, WaitPolicy};
 use crate::queue::fault::FaultCounts;
@@ -148,6 +149,41 @@ struct Ticker<'a> {
     next_ns: u64,
     every_ns: u64,
     f: &'a mut dyn FnMut(&Engine, u64),
+}
+
+/// A depth below `iodepth` that the run loop keeps to, which another part of the job (a
+/// completion hook) may change while the loop runs: fio's `latency_target` search for the depth
+/// that meets a latency. [`DepthLimit::quiesce`] holds every new request back until all in
+/// flight have completed (fio's `io_u_quiesce` on a change of depth).
+#[derive(Debug)]
+pub struct DepthLimit {
+    depth: std::sync::atomic::AtomicU32,
+    quiesce: std::sync::atomic::AtomicBool,
+}
+
+impl DepthLimit {
+    /// A limit of `depth` requests in flight (at least 1).
+    pub fn new(depth: u32) -> DepthLimit {
+        DepthLimit {
+            depth: std::sync::atomic::AtomicU32::new(depth.max(1)),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The limit now.
+    pub fn get(&self) -> u32 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Sets the limit (at least 1; the engine's `iodepth` caps it).
+    pub fn set(&self, depth: u32) {
+        self.depth.store(depth.max(1), Ordering::Relaxed);
+    }
+
+    /// Holds new requests back until nothing is in flight.
+    pub fn quiesce(&self) {
+        self.quiesce.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The longest the run loop sleeps in one go while idle (pacing, think time): a stop check is
@@ -318,6 +354,8 @@ pub struct Engine {
     gate: Option<Gate>,
     /// How long the gate asked to wait when it last held a request back.
     gate_wait: Option<Duration>,
+    /// A changing depth below `iodepth` (see [`Engine::set_depth_limit`]).
+    depth_limit: Option<Arc<DepthLimit>>,
     /// Asked before every submission and during think time: `true` stops the run early.
     stop_check: Option<deadline::StopCheck>,
     extra: Extras,
@@ -360,25 +398,15 @@ impl Engine {
         slab: Slab,
     ) -> Result<Self> {
         check(&cfg)?;
-        // `field` asks for `want` but the slab has only `has` (`what` says of what).
-        let fits = |field: &'static str, want: u32, has: usize, what: String| {
-            if has < want as usize {
-                return Err(Error::config(
-                    field,
-                    format!("is {want} but the slab{what}"),
-                ));
-            }
-            Ok(())
-        };
-        fits(
-            "iodepth",
-            cfg.iodepth,
-            slab.capacity(),
-            format!(" has {} slots", slab.capacity()),
-        )?;
+        let (want, has) = (cfg.iodepth, slab.capacity());
+        if has < want as usize {
+            return Err(Error::config("iodepth", Reason::SlabSlots { want, has }));
+        }
         // The kernel writes `bs` bytes into a slot's buffer: a shorter one would be overrun.
-        let held = format!("'s buffers hold {} bytes", slab.buf_len());
-        fits("bs", cfg.bs, slab.buf_len(), held)?;
+        let (want, has) = (cfg.bs, slab.buf_len());
+        if has < want as usize {
+            return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
+        }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
         let written = if cfg.verify {
             vec![0u64; blocks.div_ceil(64) as usize]
@@ -411,8 +439,9 @@ impl Engine {
             stop_check: None,
             gate: None,
             gate_wait: None,
+            depth_limit: None,
             extra: Extras::default(),
-            errs: ErrorHandling::new(depth),
+            errs: ErrorHandling::default(),
             cfg,
         })
     }
@@ -683,9 +712,9 @@ impl Engine {
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
         let vmode = self.extra.verify;
         let mut slab = self.slab_mut();
-        let h = slab
-            .alloc(meta)
-            .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
+        let h = slab.alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
         if dir == Dir::Write && verify {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
@@ -778,10 +807,9 @@ impl Engine {
             submit_ns: self.clock.now_ns(),
             issued_ns: None,
         };
-        let h = self
-            .slab_mut()
-            .alloc(meta)
-            .ok_or_else(|| Error::config("iodepth", "every request slot is in flight"))?;
+        let h = self.slab_mut().alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
         let i = h.index();
         if self.extra.sync_slot.len() <= i {
             self.extra.sync_slot.resize(i + 1, None);
@@ -944,6 +972,7 @@ impl Engine {
         };
         let h = Handle::from_user_data(c.user_data);
         let sync = extra.sync_slot.get_mut(h.index()).and_then(Option::take);
+        let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
         let r = slab.complete(h, |meta, buf| {
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
@@ -994,14 +1023,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify
-                        && (!cfg.rw.writes()
-                            || errs
-                                .written_at_push
-                                .get(h.index())
-                                .copied()
-                                .unwrap_or(false))
-                    {
+                    if cfg.verify && (!cfg.rw.writes() || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -1171,6 +1193,28 @@ impl Engine {
         self.gate_wait = None;
     }
 
+    /// Keeps the run loop's requests in flight to `limit` (never more than `iodepth`), which may
+    /// change while it runs; `None`: `iodepth`.
+    pub fn set_depth_limit(&mut self, limit: Option<Arc<DepthLimit>>) {
+        self.depth_limit = limit;
+    }
+
+    /// The depth the run loop fills to now: `iodepth`, or the limit's (0 while it quiesces and
+    /// requests are in flight).
+    fn depth_now(&self) -> usize {
+        let depth = self.cfg.iodepth as usize;
+        let Some(l) = &self.depth_limit else {
+            return depth;
+        };
+        if l.quiesce.load(Ordering::Relaxed) {
+            if self.slab().live() > 0 {
+                return 0;
+            }
+            l.quiesce.store(false, Ordering::Relaxed);
+        }
+        (l.get() as usize).clamp(1, depth)
+    }
+
     /// Takes the pacing slot that is due, if any (always true without pacing), once the gate
     /// lets the request go.
     fn take_slot(&mut self) -> bool {
@@ -1256,11 +1300,11 @@ impl Engine {
         keep_in_flight: bool,
         ticker: &mut Option<Ticker<'_>>,
     ) -> Result<Ended> {
-        let depth = self.cfg.iodepth as usize;
         let batch = self.cfg.batch_submit as usize;
         loop {
             self.tick(ticker);
             let mut queued = 0;
+            let mut depth = self.depth_now();
             while self.slab().live() < depth && !self.stopped(stop) && self.take_slot() {
                 match self.sync_due() {
                     Some(datasync) => {
@@ -1283,6 +1327,9 @@ impl Engine {
                 if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
+                }
+                if self.depth_limit.is_some() {
+                    depth = self.depth_now();
                 }
             }
             if keep_in_flight {
@@ -1465,15 +1512,19 @@ impl Engine {
 /// The checks every engine configuration passes before anything is allocated.
 fn check(cfg: &EngineConfig) -> Result<()> {
     if cfg.iodepth == 0 {
-        return Err(Error::config("iodepth", "must be at least 1"));
+        return Err(Error::config("iodepth", Reason::Rule("must be at least 1")));
     }
     if cfg.bs == 0 {
-        return Err(Error::config("bs", "must be greater than 0"));
+        return Err(Error::config("bs", Reason::Rule("must be greater than 0")));
     }
     if !cfg.align.is_power_of_two() {
         return Err(Error::config(
             "align",
-            format!("is {}: use a power of two, e.g. 4096", cfg.align),
+            Reason::Is {
+                value: cfg.align as u64,
+                unit: "",
+                limit: Limit::PowerOfTwo,
+            },
         ));
     }
     Ok(())
@@ -1581,10 +1632,12 @@ impl Engine {
         if len < bs || end.map_or(true, |e| e > self.cfg.size) {
             return Err(Error::config(
                 "offset",
-                format!(
-                    "range {offset}+{len} does not fit {} bytes with blocks of {bs}",
-                    self.cfg.size
-                ),
+                Reason::RangeDoesNotFit {
+                    offset,
+                    len,
+                    size: self.cfg.size,
+                    bs,
+                },
             ));
         }
         self.extra.region = Some((offset, len));
@@ -1601,18 +1654,17 @@ impl Engine {
             if s.min() == 0 || s.max() as usize > self.slab().buf_len() {
                 return Err(Error::config(
                     "bs",
-                    format!(
-                        "sizes {} to {} do not fit the {}-byte buffers",
-                        s.min(),
-                        s.max(),
-                        self.slab().buf_len()
-                    ),
+                    Reason::SizesExceedBuffers {
+                        min: s.min() as u64,
+                        max: s.max() as u64,
+                        buf_len: self.slab().buf_len(),
+                    },
                 ));
             }
             if self.cfg.verify {
                 return Err(Error::config(
                     "bs",
-                    "must be one size when verifying, not a range or split",
+                    Reason::Rule("must be one size when verifying, not a range or split"),
                 ));
             }
         }
@@ -1649,10 +1701,10 @@ impl Engine {
         if self.cfg.verify && (smallest as usize) < v.min_block() {
             return Err(Error::config(
                 "verify_interval",
-                format!(
-                    "blocks of {smallest} bytes cannot hold a verify header and its checksum ({} bytes)",
-                    v.min_block()
-                ),
+                Reason::BlockTooSmallToVerify {
+                    block: smallest as u64,
+                    min_block: v.min_block() as u64,
+                },
             ));
         }
         self.extra.verify = v;
@@ -1667,7 +1719,10 @@ impl Engine {
             None => None,
             Some((range, size, skip)) => {
                 if range == 0 || size == 0 {
-                    return Err(Error::config("zonesize", "must be greater than 0"));
+                    return Err(Error::config(
+                        "zonesize",
+                        Reason::Rule("must be greater than 0"),
+                    ));
                 }
                 Some(Zones {
                     range,
@@ -1717,16 +1772,16 @@ impl Engine {
         if bs == 0 || bs as usize > self.slab().buf_len() {
             return Err(Error::config(
                 "bs",
-                format!(
-                    "write block size {bs} does not fit the {}-byte buffers",
-                    self.slab().buf_len()
-                ),
+                Reason::WriteExceedsBuffers {
+                    bs: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
             ));
         }
         if self.cfg.verify && bs != self.cfg.bs {
             return Err(Error::config(
                 "bs",
-                "must be one size for reads and writes when verifying",
+                Reason::Rule("must be one size for reads and writes when verifying"),
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1742,7 +1797,10 @@ impl Engine {
             return Ok(());
         };
         if !(r.iops.is_finite() && r.iops > 0.0) {
-            return Err(Error::config("rate_iops", "must be greater than 0"));
+            return Err(Error::config(
+                "rate_iops",
+                Reason::Rule("must be greater than 0"),
+            ));
         }
         self.pace = Some(Pace {
             next_ns: self.clock.now_ns(),
@@ -1824,16 +1882,6 @@ impl ContinueOn {
     }
 }
 
-/// The part of a request a short transfer left, in flight again.
-#[derive(Debug, Clone, Copy)]
-struct Partial {
-    handle: Handle,
-    /// Bytes transferred so far.
-    done: u32,
-    /// When the first part's submission returned: the request's slat ends there.
-    first_issued: Option<u64>,
-}
-
 /// What the engine saw of errors, short transfers and refused submissions, and what it did.
 #[derive(Debug, Clone, Default)]
 struct ErrorHandling {
@@ -1843,24 +1891,11 @@ struct ErrorHandling {
     continued: u64,
     failed: u64,
     first_error: Option<i32>,
-    /// By slot index: the request's short transfer in progress.
-    partial: Vec<Option<Partial>>,
-    /// By slot index: the request reads a block that was written (with verify) before it was
-    /// queued, so its data must check.
-    written_at_push: Vec<bool>,
     /// Blocks that failed verification.
     bad_blocks: verify::BadBlocks,
 }
 
 impl ErrorHandling {
-    fn new(slots: usize) -> Self {
-        ErrorHandling {
-            partial: vec![None; slots],
-            written_at_push: vec![false; slots],
-            ..ErrorHandling::default()
-        }
-    }
-
     /// Counts a failed request (result `result`, direction `dir`, error `e`) and says whether
     /// the job goes on past it.
     fn go_on(&mut self, result: i32, dir: Option<Dir>, e: &Error) -> bool {
@@ -1952,8 +1987,8 @@ impl Engine {
                 .written
                 .get(block / 64)
                 .is_some_and(|w| w & (1 << (block % 64)) != 0);
-        if let Some(s) = self.errs.written_at_push.get_mut(h.index()) {
-            *s = written;
+        if let Ok(p) = self.slab_mut().progress_mut(h) {
+            p.must_check = written;
         }
     }
 
@@ -1994,37 +2029,34 @@ impl Engine {
             _ => {}
         }
         let h = Handle::from_user_data(c.user_data);
-        let meta = *self.q.requests()?.meta(h).ok()?;
-        let slot = h.index();
-        let before = match self.errs.partial.get(slot).copied().flatten() {
-            Some(p) if p.handle == h => Some(p),
-            _ => None,
-        };
-        if let Some(p) = self.errs.partial.get_mut(slot) {
-            *p = None;
-        }
+        let requests = self.q.requests()?;
+        let meta = *requests.meta(h).ok()?;
+        let before = *requests.progress(h).ok()?;
+        // A request whose earlier part came back short: its first part's times are its own.
+        let resumed = before.done > 0;
         if c.result < 0 {
             return Some(c);
         }
-        let done = before.map_or(0, |p| p.done) + c.result as u32;
+        let done = before.done + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
-            let first_issued = before.map_or(meta.issued_ns, |p| p.first_issued);
+            let first_issued_ns = if resumed {
+                before.first_issued_ns
+            } else {
+                meta.issued_ns
+            };
             if self.push_rest(h, &meta, done) {
                 self.errs.resubmitted += 1;
-                if let Some(p) = self.errs.partial.get_mut(slot) {
-                    *p = Some(Partial {
-                        handle: h,
-                        done,
-                        first_issued,
-                    });
+                if let Ok(p) = self.slab_mut().progress_mut(h) {
+                    p.done = done;
+                    p.first_issued_ns = first_issued_ns;
                 }
                 return None;
             }
         }
-        if let Some(p) = before {
+        if resumed {
             if let Ok(m) = self.slab_mut().meta_mut(h) {
-                m.issued_ns = p.first_issued;
+                m.issued_ns = before.first_issued_ns;
             }
         }
         Some(Completion {
@@ -2100,9 +2132,11 @@ fn verify_error(m: verify::Mismatch) -> Error {
             read,
         } => Error::config(
             "bs",
-            format!(
-                "is {read} but the block at offset {offset} was written {written} bytes long: read back with the block size it was written with"
-            ),
+            Reason::WrittenWithOtherSize {
+                read,
+                offset,
+                written,
+            },
         ),
         m => Error::Verify(m),
     }
@@ -2119,34 +2153,7 @@ pub fn sub_queue(a: QueueCounters, b: QueueCounters) -> QueueCounters {
 
 /// `a - b`, counter by counter (the window is `a`'s).
 pub fn sub_policy(a: PolicyCounters, b: PolicyCounters) -> PolicyCounters {
-    PolicyCounters {
-        polls: a.polls - b.polls,
-        empty_polls: a.empty_polls - b.empty_polls,
-        blocks: a.blocks - b.blocks,
-        sleeps: a.sleeps - b.sleeps,
-        slept_ns: a.slept_ns - b.slept_ns,
-        oversleeps: a.oversleeps - b.oversleeps,
-        spin_after_wake_ns: a.spin_after_wake_ns - b.spin_after_wake_ns,
-        grows: a.grows - b.grows,
-        shrinks: a.shrinks - b.shrinks,
-        window_ns: a.window_ns,
-        slept_requests: a.slept_requests - b.slept_requests,
-        unslept_cost: a.unslept_cost - b.unslept_cost,
-        unslept_short: a.unslept_short - b.unslept_short,
-        unslept_unpredicted: a.unslept_unpredicted - b.unslept_unpredicted,
-        sleep_probes: a.sleep_probes - b.sleep_probes,
-        probed_requests: a.probed_requests - b.probed_requests,
-        auto_switches: a.auto_switches - b.auto_switches,
-        auto_epochs: a.auto_epochs - b.auto_epochs,
-        auto_poll_ns: a.auto_poll_ns - b.auto_poll_ns,
-        auto_hybrid_ns: a.auto_hybrid_ns - b.auto_hybrid_ns,
-        auto_interrupt_ns: a.auto_interrupt_ns - b.auto_interrupt_ns,
-        auto_adaptive_ns: a.auto_adaptive_ns - b.auto_adaptive_ns,
-        auto_poll_completions: a.auto_poll_completions - b.auto_poll_completions,
-        auto_hybrid_completions: a.auto_hybrid_completions - b.auto_hybrid_completions,
-        auto_interrupt_completions: a.auto_interrupt_completions - b.auto_interrupt_completions,
-        auto_adaptive_completions: a.auto_adaptive_completions - b.auto_adaptive_completions,
-    }
+    a.sub(&b)
 }
 
 #[cfg(test)]
@@ -2496,6 +2503,54 @@ mod tests {
             assert!(w[1].0 >= w[0].0 + every, "ticks too close: {w:?}");
             assert!(w[1].1 >= w[0].1, "completions go back: {w:?}");
         }
+    }
+
+    #[test]
+    fn a_depth_limit_caps_what_is_in_flight_and_may_change_while_running() {
+        // Most in flight at once, from (submitted, done) times: a slot freed at a time is free
+        // for a request pushed at that time.
+        fn most_in_flight(spans: &[(u64, u64)]) -> usize {
+            let mut ev: Vec<(u64, i32)> =
+                spans.iter().flat_map(|&(s, d)| [(s, 1), (d, -1)]).collect();
+            ev.sort();
+            let (mut now, mut most) = (0i32, 0i32);
+            for (_, e) in ev {
+                now += e;
+                most = most.max(now);
+            }
+            most as usize
+        }
+        let (mut e, _fake) = virtual_engine(8, 8);
+        let limit = Arc::new(DepthLimit::new(2));
+        e.set_depth_limit(Some(limit.clone()));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let (hook_spans, hook_limit) = (spans.clone(), limit.clone());
+        e.set_on_done(Box::new(move |d| {
+            let mut s = hook_spans.lock().unwrap();
+            s.push((d.submit_ns, d.done_ns));
+            if s.len() == 200 {
+                hook_limit.set(5);
+                hook_limit.quiesce();
+            }
+        }));
+        assert_eq!(e.run(Stop::Ios(600)).unwrap(), Ended::Ios);
+        let spans = spans.lock().unwrap();
+        assert_eq!(spans.len(), 600, "every request completes once");
+        assert_eq!(most_in_flight(&spans[..150]), 2, "limit 2");
+        let change = spans[199].1;
+        let after: Vec<(u64, u64)> = spans.iter().copied().filter(|s| s.0 >= change).collect();
+        assert_eq!(most_in_flight(&after), 5, "limit 5 after the change");
+        assert!(
+            spans.iter().all(|s| s.0 < change
+                || s.0
+                    >= spans
+                        .iter()
+                        .filter(|x| x.0 < change)
+                        .map(|x| x.1)
+                        .max()
+                        .unwrap()),
+            "quiesce: nothing new before what was in flight at the change completed"
+        );
     }
 
     #[test]

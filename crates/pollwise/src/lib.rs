@@ -60,7 +60,7 @@
 //!     reads.ios,
 //!     reads.pct(50.0) as f64 / 1e3,
 //!     queue.enters,
-//!     waits.sleeps,
+//!     waits.wait.sleeps,
 //! );
 //! # Ok(())
 //! # }
@@ -118,4 +118,4 @@ pub mod units;
 pub mod verify;
 pub mod waiter;
 
-pub use error::{Error, Op, Result};
+pub use error::{Bug, Error, Limit, Op, Reason, Result};

@@ -95,11 +95,11 @@ fn drive(
     assert_eq!(qc.submitted, qc.completed);
     let pc = p.counters();
     // Contention came at least twice in the run: to interrupt and away again, between waits.
-    assert!(pc.auto_switches >= 2, "{pc:?}");
-    let by_mode = pc.auto_poll_completions
-        + pc.auto_hybrid_completions
-        + pc.auto_interrupt_completions
-        + pc.auto_adaptive_completions;
+    assert!(pc.auto.switches >= 2, "{pc:?}");
+    let by_mode = pc.auto.poll_completions
+        + pc.auto.hybrid_completions
+        + pc.auto.interrupt_completions
+        + pc.auto.adaptive_completions;
     assert_eq!(by_mode, done, "each completion counted in one mode");
     let beliefs = p.beliefs();
     let in_modes: f64 = CANDIDATES
@@ -292,13 +292,13 @@ fn auto_in_the_shared_pollers_own_wait() {
     let c = st.counters;
     // The contention of 100-130 ms sent it to interrupt and it came back: two switches at
     // least, every one between rounds, and every routed completion counted in one mode.
-    assert!(c.auto_switches >= 2, "{st:?}");
+    assert!(c.switches >= 2, "{st:?}");
     assert!(st.reasons[Reason::Contention as usize] >= 1, "{st:?}");
-    let by_mode = c.auto_poll_completions
-        + c.auto_hybrid_completions
-        + c.auto_interrupt_completions
-        + c.auto_adaptive_completions;
-    assert_eq!(c.auto_hybrid_completions, 0, "no hybrid in a loop's choice");
+    let by_mode = c.poll_completions
+        + c.hybrid_completions
+        + c.interrupt_completions
+        + c.adaptive_completions;
+    assert_eq!(c.hybrid_completions, 0, "no hybrid in a loop's choice");
     assert_eq!(by_mode, poller.counters().completed, "{st:?}");
 }
 
@@ -384,11 +384,10 @@ fn auto_in_the_reactors_wait() {
     notifier.notify();
     let (st, rc) = reactor.join().unwrap();
     let d = st.counters;
-    assert!(d.auto_switches >= 2, "{st:?}");
+    assert!(d.switches >= 2, "{st:?}");
     assert!(st.reasons[Reason::Contention as usize] >= 1, "{st:?}");
-    assert_eq!(d.auto_hybrid_completions, 0, "no hybrid in a loop's choice");
-    let by_mode =
-        d.auto_poll_completions + d.auto_interrupt_completions + d.auto_adaptive_completions;
+    assert_eq!(d.hybrid_completions, 0, "no hybrid in a loop's choice");
+    let by_mode = d.poll_completions + d.interrupt_completions + d.adaptive_completions;
     assert_eq!(by_mode, rc.fd_dispatches + rc.poll_dispatches, "{st:?}");
     // auto counts one completion per handler call; a call that found requests answers every
     // one waiting (the next can arrive while it runs), so there are at most as many such calls

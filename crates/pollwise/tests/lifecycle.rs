@@ -247,8 +247,8 @@ fn a_caller_who_never_mentions_submissions_still_gets_hybrids_sleeps() {
     e.run(Stop::Ios(200)).unwrap();
     let (read, _, _, p) = e.stats();
     assert_eq!(read.ios, 200);
-    assert!(p.sleeps > 0, "hybrid never slept: {p:?}");
+    assert!(p.wait.sleeps > 0, "hybrid never slept: {p:?}");
     // Half of the 200 µs prediction, once per request after the predictor's bootstrap.
-    assert!(p.slept_ns >= p.sleeps * 90_000, "{p:?}");
+    assert!(p.wait.slept_ns >= p.wait.sleeps * 90_000, "{p:?}");
     assert!(clock.now_ns() > 200 * 200_000);
 }

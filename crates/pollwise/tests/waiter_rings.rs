@@ -128,13 +128,13 @@ fn run_reads<R: Ring>(
     // Each mode waited its own way.
     let p = s.policy;
     match mode {
-        Mode::Poll => assert!(p.polls > 0 && p.blocks == 0, "{p:?}"),
-        Mode::Interrupt => assert!(p.blocks > 0 && p.sleeps == 0, "{p:?}"),
-        Mode::Hybrid | Mode::Adaptive => assert!(p.polls > 0, "{p:?}"),
-        Mode::Auto => assert!(p.polls + p.blocks > 0, "{p:?}"),
+        Mode::Poll => assert!(p.wait.polls > 0 && p.wait.blocks == 0, "{p:?}"),
+        Mode::Interrupt => assert!(p.wait.blocks > 0 && p.wait.sleeps == 0, "{p:?}"),
+        Mode::Hybrid | Mode::Adaptive => assert!(p.wait.polls > 0, "{p:?}"),
+        Mode::Auto => assert!(p.wait.polls + p.wait.blocks > 0, "{p:?}"),
         // Both sleep before they poll, DPAS may go to interrupts by the load.
-        Mode::KHybrid => assert!(p.polls > 0, "{p:?}"),
-        Mode::Dpas => assert!(p.polls + p.blocks > 0, "{p:?}"),
+        Mode::KHybrid => assert!(p.wait.polls > 0, "{p:?}"),
+        Mode::Dpas => assert!(p.wait.polls + p.wait.blocks > 0, "{p:?}"),
     }
     s
 }

@@ -492,6 +492,20 @@ impl Opts {
             });
         }
         s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
+        if self.command().name == "run" {
+            self.take_latency_target(s)?;
+        }
+        let ss = self.take_str("steadystate")?;
+        let ss_dur = self.take_duration("steadystate_duration")?;
+        let ss_ramp = self.take_duration("steadystate_ramp_time")?;
+        if ss.is_some() || ss_dur.is_some() || ss_ramp.is_some() {
+            s.extra.steady = crate::steady::SteadySpec::parse(
+                ss.as_deref(),
+                ss_dur.unwrap_or_default(),
+                ss_ramp.unwrap_or_default(),
+            )
+            .map_err(|e| usage(format!("{e}{}", self.at("steadystate"))))?;
+        }
         if let Some(v) = self.take_str("random_distribution")? {
             s.extra.distribution = parse_distribution(&v)?;
         }
@@ -534,6 +548,36 @@ impl Opts {
             s.seed = clock_seed();
         }
         self.take_files(s)
+    }
+
+    /// fio's `latency_target` and its window, percentile and `latency_run` (`run` only: for
+    /// `advise`, `latency_target` is the recommendation's).
+    fn take_latency_target(&mut self, s: &mut JobSpec) -> Result<()> {
+        let target = self.take_str("latency_target")?;
+        let window = self.take_duration("latency_window")?;
+        let percentile = self.take_f64("latency_percentile")?;
+        let run = self.take_bool("latency_run")?;
+        let Some(t) = target else {
+            return Ok(());
+        };
+        let at = self.at("latency_target");
+        let target = pollwise::units::parse_duration(&t, Some(pollwise::units::TimeUnit::Micros))
+            .map_err(|_| {
+                usage(format!(
+                    "--latency_target={t} is not a time: give the latency requests must meet, e.g. 500us or 2ms (a bare number is us){at}"
+                ))
+            })?;
+        // fio's latency_target=0: no target.
+        if target.is_zero() {
+            return Ok(());
+        }
+        s.extra.latency = Some(crate::latency::LatSpec {
+            target_ns: target.as_nanos().min(u64::MAX as u128) as u64,
+            window: window.unwrap_or_default(),
+            percentile: percentile.unwrap_or(100.0),
+            run: run.unwrap_or(false),
+        });
+        Ok(())
     }
 
     /// fio's `zonemode=strided` and its sizes.

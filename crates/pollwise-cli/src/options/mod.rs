@@ -116,13 +116,11 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
 fn why_not(key: &str) -> Option<&'static str> {
     const WHY: &[(&[&str], &str)] = &[
         (&["max_open_zones", "read_beyond_wp", "zone_reset_threshold", "zone_reset_frequency", "job_max_open_zones", "ignore_zone_limits"], "pollwise has fio's strided zones but not a zoned block device's (zonemode=zbd); drop the zbd options"),
-        (&["io_submit_mode"], "pollwise submits from the job's own thread, which is what it measures (fio's offload moves submission to a helper thread); drop it"),
+        (&["io_submit_mode"], "pollwise measures each wait mode in the thread that submits and reaps, and fio's offload hands submission to a pool of worker threads (which fio's docs say async engines cannot use reliably), so no wait mode would be measured as the job's; drop it to submit inline, fio's default"),
         (&["read_iolog", "write_iolog", "replay_no_stall", "replay_redirect", "iolog", "log_issue_time"], "pollwise neither writes nor replays fio's I/O logs; describe the workload with rw, bs and size instead"),
         (&["verify_state_save", "verify_state_load"], "pollwise verifies what a job wrote in the same run; it keeps no verify state between runs"),
         (&["verify_backlog", "verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only", "verify_pattern"], "pollwise reads back and checks every block a job wrote once the job is done (do_verify), not while it runs; verify_backlog, verify_async, verify_offset, verify_only and verify_pattern are not implemented"),
         (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),
-        (&["ss", "steadystate", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"], "pollwise runs for the time or size asked, without fio's steady-state detection; give a runtime"),
-        (&["latency_target", "latency_window", "latency_percentile", "latency_run"], "pollwise runs at the depth asked; fio's search for the depth that meets a latency target is not implemented (pollwise advise recommends a wait mode for a latency target)"),
         (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
         (&["ratemin", "rate_min", "rate_iops_min", "ratecycle", "rate_cycle"], "pollwise caps a job's rate (rate, rate_iops) but does not fail a job that falls below a minimum; drop it"),
         (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),

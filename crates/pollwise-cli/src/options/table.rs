@@ -453,6 +453,21 @@ pub const OPTIONS: &[Opt] = &[
     opt("exit_what", Kind::Enum { choices: &["group", "stonewall", "all"], noun: None }, val("group"), C::Jobs, Only(RUN_LIKE), "what --exitall stops: the jobs running (group, stonewall: pollwise runs one stonewall group at a time) or every job still to come too (all)"),
     opt("exitall_on_error", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job fails, stop the jobs running with it"),
     opt("number_ios", int(0, u64::MAX), val("0"), C::Jobs, Only(RUN_LIKE), "stop each thread after this many requests (0: no such limit)"),
+    opt("latency_window", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(&["run"]), "with --latency_target: the window over which the share of requests within the target is judged before the depth changes (bare number: us)"),
+    opt("latency_percentile", Kind::Float { min: 0.0, min_open: false, max: 100.0 }, val("100"), C::Jobs, Only(&["run"]), "with --latency_target: the percentage of requests that must complete within it (100: one slow request lowers the depth at once, and at depth 1 ends the job with an error)"),
+    opt("latency_run", BOOL, val("0"), C::Jobs, Only(&["run"]), "with --latency_target: keep adjusting the depth for the whole run (0: once the depth settles, start the figures afresh and end after one more window, as fio)"),
+    with_aliases(
+        opt("steadystate", STR, val("iops_slope:0.01%"), C::Jobs, Only(&["run"]), "with --steadystate_duration: end the job once its IOPS or bandwidth is steady, CRITERION:LIMIT as fio's (iops:10%: largest deviation from the mean, iops_slope:0.01%: slope of a line through the window; bw, bw_slope; a bare LIMIT is IOPS or bytes/s)"),
+        &["ss"],
+    ),
+    with_aliases(
+        opt("steadystate_duration", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: the window of one-second samples the criterion is judged over (0: no detection)"),
+        &["ss_dur"],
+    ),
+    with_aliases(
+        opt("steadystate_ramp_time", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: how long after the job's start samples begin (a second after it, as fio)"),
+        &["ss_ramp"],
+    ),
     opt("zonemode", Kind::Enum { choices: &["none", "strided", "zbd"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "strided: I/O in zones of --zonerange, --zonesize bytes in each, --zoneskip bytes between (zbd, a zoned block device's zones, is not implemented)"),
     opt("zonerange", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--zonesize"), C::Jobs, Only(RUN_LIKE), "strided zones: the size of a zone"),
     opt("zonesize", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "strided zones: the bytes of I/O in each zone before the next"),
@@ -518,7 +533,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
     opt("rings", int(2, 256), val("16"), C::Scenario, Only(&["shared-poller"]), "rings (clients) on the polling CPU: one heavy, the rest sparse"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
-    opt("latency_target", STR, val("p99:100us"), C::Scenario, Only(&["advise"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us)"),
+    opt("latency_target", STR, Default::Text("advise: p99:100us; run: none"), C::Scenario, Only(&["advise", "run"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us); run (fio's): find the depth, up to --iodepth, at which requests complete within this time (bare number: us), see --latency_window"),
     opt("time", dur(TimeUnit::Secs), val("60s"), C::Scenario, Only(&["advise"]), "advise: the whole command's time (calibrate, model, real checks); the model's sweep is cut to fit"),
     // shared poller
     opt("poller_cpu", int(0, u64::MAX), Default::Text("the last CPU this process may use"), C::Poller, Only(POLLER), "the CPU the shared poller is pinned to"),

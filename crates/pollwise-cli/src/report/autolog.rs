@@ -140,25 +140,20 @@ fn line_text(since_t0_ns: u64, mode: &str, a: &Seen, b: &Seen) -> String {
         })
         .collect();
     let ms = |f: fn(&PolicyCounters) -> u64| f(y).saturating_sub(f(x)) / 1_000_000;
-    let done = |c: &PolicyCounters| {
-        c.auto_poll_completions
-            + c.auto_hybrid_completions
-            + c.auto_interrupt_completions
-            + c.auto_adaptive_completions
-    };
+    let done = |c: &PolicyCounters| c.auto.completions();
     format!(
         "{}, {mode}, {}, {}, {}, {}, {}, {}, {}\n",
         since_t0_ns / 1_000_000,
-        y.auto_switches.saturating_sub(x.auto_switches),
+        y.auto.switches.saturating_sub(x.auto.switches),
         if reasons.is_empty() {
             "-".to_string()
         } else {
             reasons.join(" ")
         },
-        ms(|c| c.auto_poll_ns),
-        ms(|c| c.auto_hybrid_ns),
-        ms(|c| c.auto_interrupt_ns),
-        ms(|c| c.auto_adaptive_ns),
+        ms(|c| c.auto.poll_ns),
+        ms(|c| c.auto.hybrid_ns),
+        ms(|c| c.auto.interrupt_ns),
+        ms(|c| c.auto.adaptive_ns),
         done(y).saturating_sub(done(x)),
     )
 }
@@ -170,15 +165,15 @@ mod tests {
     #[test]
     fn a_line_counts_the_periods_switches_reasons_and_time() {
         let mut a = Seen::default();
-        a.counters.auto_switches = 1;
-        a.counters.auto_poll_ns = 5_000_000;
-        a.counters.auto_poll_completions = 10;
+        a.counters.auto.switches = 1;
+        a.counters.auto.poll_ns = 5_000_000;
+        a.counters.auto.poll_completions = 10;
         a.reasons[Reason::Start as usize] = 1;
         let mut b = a;
-        b.counters.auto_switches = 4;
-        b.counters.auto_poll_ns = 25_000_000;
-        b.counters.auto_interrupt_ns = 980_000_000;
-        b.counters.auto_interrupt_completions = 500;
+        b.counters.auto.switches = 4;
+        b.counters.auto.poll_ns = 25_000_000;
+        b.counters.auto.interrupt_ns = 980_000_000;
+        b.counters.auto.interrupt_completions = 500;
         b.reasons[Reason::Explore as usize] = 2;
         b.reasons[Reason::Best as usize] = 1;
         assert_eq!(

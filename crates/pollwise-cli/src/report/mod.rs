@@ -329,6 +329,9 @@ pub struct JobFigures<'a> {
     pub groupid: u32,
     /// Requests kept in flight per thread (fio's `iodepth`).
     pub iodepth: u32,
+    /// fio's `latency_target` (ns), `latency_percentile` and `latency_window` (us), when the
+    /// job searched for its depth.
+    pub latency_target: Option<(u64, f64, u64)>,
     /// Requests per submission (fio's `iodepth_batch_submit`).
     pub batch_submit: u32,
     /// Wall seconds of the whole job, setup included (fio's `elapsed`).
@@ -374,6 +377,7 @@ impl<'a> JobFigures<'a> {
             groupid: 0,
             iodepth: 1,
             batch_submit: 1,
+            latency_target: None,
             elapsed_s: s.elapsed_ns.div_ceil(1_000_000_000),
             disk_util: None,
             group_agg_kib: None,
@@ -486,9 +490,9 @@ impl<'a> JobFigures<'a> {
             "total_err": s.errors.total,
             "first_error": s.errors.first.unwrap_or(0),
             "latency_depth": self.iodepth,
-            "latency_target": 0,
-            "latency_percentile": 100.0,
-            "latency_window": 0,
+            "latency_target": self.latency_target.map_or(0, |l| l.0),
+            "latency_percentile": self.latency_target.map_or(100.0, |l| l.1),
+            "latency_window": self.latency_target.map_or(0, |l| l.2),
             "pollwise": Value::Object(pw),
         })
     }
@@ -705,6 +709,22 @@ pub fn run_and_report(
             s.logs.first_index = next_index;
             next_index = next_index.saturating_add(s.numjobs.max(1));
             s.live = live.clone().map(|l| (l, k));
+            // fio judges each thread alone unless group_reporting joins them.
+            s.latency = s.extra.latency.map(|l| {
+                Arc::new(crate::latency::LatencyRun::new(
+                    l,
+                    s.numjobs.max(1) as usize,
+                    s.iodepth,
+                ))
+            });
+            s.steady = s.extra.steady.map(|p| {
+                let n = s.numjobs.max(1) as usize;
+                Arc::new(crate::steady::SteadyRun::new(
+                    p,
+                    n,
+                    s.extra.group_reporting || n == 1,
+                ))
+            });
             s
         })
         .collect();
@@ -882,8 +902,12 @@ fn render_jobs(
     let mut figs = Vec::new();
     let mut jobs = Vec::new();
     let entries = merge_groups(specs, stats, &groups);
+    // Each job's entries in order: its threads, one each unless merged.
+    let mut nth = vec![0usize; specs.len()];
     for (i, (k, st, members)) in entries.iter().enumerate() {
         let (k, spec) = (*k, &specs[*k]);
+        let thread = nth[k];
+        nth[k] += 1;
         let mut f = JobFigures::from_stats(&spec.name, spec.policy.mode.name(), st);
         f.pct = ro.pct.clone();
         f.job_options = given
@@ -894,6 +918,21 @@ fn render_jobs(
             .cloned()
             .collect();
         f.iodepth = spec.iodepth;
+        // fio's latency_depth: the depth the search ended at (a group's: its last thread's).
+        if let Some(l) = &spec.latency {
+            let last = if *members > 1 {
+                *members as usize - 1
+            } else {
+                thread
+            };
+            f.iodepth = l.depth(last);
+            let spec = l.spec();
+            f.latency_target = Some((
+                spec.target_ns,
+                spec.percentile,
+                spec.window.as_micros() as u64,
+            ));
+        }
         f.batch_submit = spec.iodepth_batch_submit.max(1);
         f.groupid = groups.get(k).copied().unwrap_or(0);
         f.extra
@@ -907,6 +946,9 @@ fn render_jobs(
         let mut job = f.json();
         job["jobnum"] = json!(i);
         job["eta"] = json!(fio_eta(f.elapsed_s, left_s));
+        if let Some(ss) = &spec.steady {
+            job["steadystate"] = ss.window(thread).json(ss.spec());
+        }
         jobs.push(job);
         // fio's `jobs=`: the threads merged into this entry.
         figs.push((f, *members, spec.extra.description.as_deref()));

@@ -510,7 +510,34 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
             u(j, "latency_depth")
         );
     }
+    if let Some(ss) = j.get("steadystate").filter(|v| v.is_object()) {
+        t.push_str(&steady_line(ss));
+    }
     t
+}
+
+/// fio's `show_ss_normal`, from the JSON `steadystate` block.
+fn steady_line(ss: &Value) -> String {
+    let name = ss["ss"].as_str().unwrap_or("");
+    let kind = name.split(':').next().unwrap_or("");
+    let crit = ss["criterion"].as_str().unwrap_or("0");
+    let pct = crit.ends_with('%');
+    let crit: f64 = crit.trim_end_matches('%').parse().unwrap_or(0.0);
+    let bw = u(&ss["data"], "bw_mean") / 1024;
+    format!(
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={crit:.3}{}\n",
+        if u(ss, "attained") > 0 { "yes" } else { "no" },
+        num2str(bw, SIG_FIGS, 1024, true, Unit::BytePerSec),
+        num2str(bw, SIG_FIGS, 1024, false, Unit::BytePerSec),
+        num2str(u(&ss["data"], "iops_mean"), SIG_FIGS, 1, false, Unit::None),
+        if kind.starts_with("bw") { "bw" } else { "iops" },
+        if kind.ends_with("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        if pct { "%" } else { "" }
+    )
 }
 
 /// fio's `show_group_stats`: `Run status group N (all jobs):` and one line a direction.

@@ -84,12 +84,7 @@ pub fn joined<T>(r: std::thread::Result<Result<T>>) -> Result<T> {
 /// its share of time in each mode.
 pub fn auto_line(st: &ChoiceStatus) -> String {
     let c = &st.counters;
-    let times = [
-        c.auto_poll_ns,
-        c.auto_hybrid_ns,
-        c.auto_interrupt_ns,
-        c.auto_adaptive_ns,
-    ];
+    let times = [c.poll_ns, c.hybrid_ns, c.interrupt_ns, c.adaptive_ns];
     let all = times.iter().sum::<u64>().max(1) as f64;
     let shares: Vec<String> = CANDIDATES
         .iter()
@@ -106,8 +101,8 @@ pub fn auto_line(st: &ChoiceStatus) -> String {
         "auto: {} at the end (last reason {}), {} switches, {} epochs; decisions: {}; time: {}",
         CANDIDATES[st.current],
         st.last_reason.name(),
-        c.auto_switches,
-        c.auto_epochs,
+        c.switches,
+        c.epochs,
         reasons.join(", "),
         shares.join(", ")
     )
@@ -125,10 +120,10 @@ pub fn auto_json(st: &ChoiceStatus) -> Value {
         "current": CANDIDATES[st.current],
         "last_reason": st.last_reason.name(),
         "reasons": reasons,
-        "switches": c.auto_switches,
-        "epochs": c.auto_epochs,
-        "time_ns": {"poll": c.auto_poll_ns, "interrupt": c.auto_interrupt_ns, "adaptive": c.auto_adaptive_ns},
-        "completions": {"poll": c.auto_poll_completions, "interrupt": c.auto_interrupt_completions, "adaptive": c.auto_adaptive_completions},
+        "switches": c.switches,
+        "epochs": c.epochs,
+        "time_ns": {"poll": c.poll_ns, "interrupt": c.interrupt_ns, "adaptive": c.adaptive_ns},
+        "completions": {"poll": c.poll_completions, "interrupt": c.interrupt_completions, "adaptive": c.adaptive_completions},
     })
 }
 

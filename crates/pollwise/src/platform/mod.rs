@@ -47,6 +47,7 @@ use std::time::Instant;
 use crate::engine::{Engine, EngineConfig, Stop};
 use crate::policy::{PolicyConfig, PolicyCounters};
 
+use crate::error::Reason;
 use crate::queue::deadline::{StopCheck, NONE};
 use crate::queue::QueueCounters;
 use crate::stats::DirStats;
@@ -145,10 +146,9 @@ pub fn run_with(
     if platform.iopoll_ns == 0 && jobs.iter().any(|j| j.cfg.hipri) {
         return Err(Error::config(
             "iopoll_ns",
-            format!(
-                "is 0 on platform '{}': it has no cost for kernel polled I/O (hipri); calibrate a device with poll queues, or give the field",
-                platform.name
-            ),
+            Reason::NoIopollCost {
+                platform: platform.name.clone(),
+            },
         ));
     }
     if jobs.is_empty() {

@@ -76,7 +76,7 @@ fn poll_one_thread_to_the_nanosecond() {
     // A poller is on its core the whole time.
     assert_eq!(r.cpu_ns, n * cycle);
     assert_eq!(r.switches, 0);
-    assert_eq!(r.policy.polls, n * L.div_ceil(P));
+    assert_eq!(r.policy.wait.polls, n * L.div_ceil(P));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn interrupt_one_thread_to_the_nanosecond() {
     // of the wait's CPU on waking, one poll.
     assert_eq!(r.cpu_ns, n * (E + S + (W - Y) + P));
     assert_eq!(r.switches, n);
-    assert_eq!(r.policy.blocks, n);
+    assert_eq!(r.policy.wait.blocks, n);
     assert_eq!(r.queue.enters, n);
 }
 
@@ -214,7 +214,7 @@ fn same_inputs_same_figures_bit_for_bit() {
                         t.switches,
                         t.read.clat.value_at_quantile(0.5),
                         t.read.clat.value_at_quantile(0.99),
-                        t.policy.polls,
+                        t.policy.wait.polls,
                     )
                 })
                 .collect()
@@ -279,7 +279,7 @@ fn hybrid_sleeps_and_spends_less_cpu_than_poll() {
     p.device = LatencyModel::Fixed(20_000);
     let poll = one(&p, Mode::Poll, 400);
     let hybrid = one(&p, Mode::Hybrid, 400);
-    assert!(hybrid.policy.sleeps > 300, "{:?}", hybrid.policy);
+    assert!(hybrid.policy.wait.sleeps > 300, "{:?}", hybrid.policy);
     assert!(hybrid.cpu_ns < poll.cpu_ns);
 }
 

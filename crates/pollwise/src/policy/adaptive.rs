@@ -19,7 +19,7 @@
 use std::io;
 use std::sync::Arc;
 
-use super::{DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{AdaptiveCounters, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy};
 use crate::clock::Clock;
 use crate::queue::{Completion, OpInfo};
 
@@ -110,7 +110,8 @@ impl AdaptiveWindow {
 pub struct Adaptive {
     clock: Arc<dyn Clock>,
     w: AdaptiveWindow,
-    c: PolicyCounters,
+    c: WaitCounters,
+    a: AdaptiveCounters,
 }
 
 impl Adaptive {
@@ -120,7 +121,8 @@ impl Adaptive {
         Adaptive {
             clock,
             w: AdaptiveWindow::new(max_ns, grow, shrink),
-            c: PolicyCounters::default(),
+            c: WaitCounters::default(),
+            a: AdaptiveCounters::default(),
         }
     }
 
@@ -191,8 +193,8 @@ impl WaitPolicy for Adaptive {
             .saturating_sub(t0)
             .saturating_sub(handler_ns);
         match self.w.update(block_ns) {
-            WindowChange::Grew => self.c.grows += 1,
-            WindowChange::Shrank => self.c.shrinks += 1,
+            WindowChange::Grew => self.a.grows += 1,
+            WindowChange::Shrank => self.a.shrinks += 1,
             WindowChange::Kept => {}
         }
         Ok(got)
@@ -200,8 +202,12 @@ impl WaitPolicy for Adaptive {
 
     fn counters(&self) -> PolicyCounters {
         PolicyCounters {
-            window_ns: self.w.window_ns(),
-            ..self.c
+            wait: self.c,
+            adaptive: AdaptiveCounters {
+                window_ns: self.w.window_ns(),
+                ..self.a
+            },
+            ..PolicyCounters::default()
         }
     }
 
@@ -280,12 +286,15 @@ mod tests {
         );
         let c = r.p.counters();
         // Five waits blocked (the window was short), then polling caught the completions.
-        assert_eq!((c.grows, c.shrinks, c.blocks), (5, 0, 5));
-        assert_eq!(c.window_ns, 50_000);
+        assert_eq!(
+            (c.adaptive.grows, c.adaptive.shrinks, c.wait.blocks),
+            (5, 0, 5)
+        );
+        assert_eq!(c.adaptive.window_ns, 50_000);
         // The device stalls for 1 ms: polling could not have paid; the window resets.
         r.q.inner_mut().set_model(LatencyModel::Fixed(1_000_000));
         assert_eq!(r.one(0), 0);
-        assert_eq!(r.p.counters().shrinks, 1);
+        assert_eq!(r.p.counters().adaptive.shrinks, 1);
         // And grows again from 4 µs.
         r.q.inner_mut().set_model(LatencyModel::Fixed(40_000));
         assert_eq!(r.one(0), 4_000);
@@ -299,7 +308,7 @@ mod tests {
         // Straight into the wait (the clock jumps to the completion), then one poll reaps it.
         assert_eq!(r.clock.now_ns(), t + 40_000 + 100);
         let c = r.p.counters();
-        assert_eq!((c.polls, c.blocks), (1, 1));
+        assert_eq!((c.wait.polls, c.wait.blocks), (1, 1));
     }
 
     #[test]
@@ -311,7 +320,7 @@ mod tests {
             r.one(20_000);
         }
         assert_eq!(r.p.window().window_ns(), 4_000);
-        assert_eq!(r.p.counters().grows, 1);
+        assert_eq!(r.p.counters().adaptive.grows, 1);
     }
 
     #[test]

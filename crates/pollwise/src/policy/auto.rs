@@ -83,8 +83,8 @@
 //! hybrid variant.
 //!
 //! Every switch and its reason is counted, as are the time and completions in each mode: the
-//! switches, epochs, time and completions per mode in [`PolicyCounters`] (the JSON's policy
-//! counters), the reasons and each epoch's latest measurements in the
+//! switches, epochs, time and completions per mode in [`AutoCounters`](super::AutoCounters) (the JSON's `auto_*`
+//! policy counters), the reasons and each epoch's latest measurements in the
 //! [`beliefs`](WaitPolicy::beliefs).
 
 use std::io;
@@ -118,7 +118,7 @@ impl HybridProbe for Box<dyn WaitPolicy> {
         self.timer_lead_ns()
     }
     fn hybrid_sleeps(&self) -> u64 {
-        self.counters().sleeps
+        self.counters().wait.sleeps
     }
 }
 
@@ -226,7 +226,7 @@ impl WaitPolicy for Auto {
         for p in &self.cands {
             c.add(&p.counters());
         }
-        self.ch.add_counters(&mut c, self.clock.now_ns());
+        c.auto = self.ch.counters(self.clock.now_ns());
         c
     }
 

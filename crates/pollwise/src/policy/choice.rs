@@ -11,7 +11,7 @@
 //! [`auto`](super::auto)'s module docs.
 
 use super::contention::{ContentionSampler, CpuSignals};
-use super::PolicyCounters;
+use super::AutoCounters;
 
 /// Completions at the start of an epoch left out of its measurements.
 pub const SETTLE_IOS: u64 = 64;
@@ -170,7 +170,7 @@ pub struct Switch {
 }
 
 /// A chooser's state for a report: the mode now, every reason's count, and the switches,
-/// epochs, time and completions per mode (the `auto_*` fields of [`PolicyCounters`]).
+/// epochs, time and completions per mode ([`AutoCounters`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChoiceStatus {
     /// The mode now, a [`CANDIDATES`] index.
@@ -179,8 +179,8 @@ pub struct ChoiceStatus {
     pub last_reason: Reason,
     /// How often each of [`Reason::ALL`] was the reason of a decision.
     pub reasons: [u64; 7],
-    /// The `auto_*` counters.
-    pub counters: PolicyCounters,
+    /// The switches, epochs, time and completions per mode.
+    pub counters: AutoCounters,
 }
 
 /// What the chooser may ask of the candidate that sleeps on a timer (hybrid). Waits without
@@ -697,29 +697,29 @@ impl Chooser {
 
     /// What a report shows of the chooser at `now`.
     pub fn status(&self, now: u64) -> ChoiceStatus {
-        let mut counters = PolicyCounters::default();
-        self.add_counters(&mut counters, now);
         ChoiceStatus {
             current: self.cur,
             last_reason: self.last_reason,
             reasons: self.reasons,
-            counters,
+            counters: self.counters(now),
         }
     }
 
-    /// Adds the switches, epochs, time and completions per mode up to `now` to `c`.
-    pub fn add_counters(&self, c: &mut PolicyCounters, now: u64) {
+    /// The switches, epochs, time and completions per mode up to `now`.
+    pub fn counters(&self, now: u64) -> AutoCounters {
         let t = self.mode_times(now);
-        c.auto_switches += self.switches;
-        c.auto_epochs += self.epochs;
-        c.auto_poll_ns += t[POLL];
-        c.auto_hybrid_ns += t[HYBRID];
-        c.auto_interrupt_ns += t[INTERRUPT];
-        c.auto_adaptive_ns += t[ADAPTIVE];
-        c.auto_poll_completions += self.mode_ios[POLL];
-        c.auto_hybrid_completions += self.mode_ios[HYBRID];
-        c.auto_interrupt_completions += self.mode_ios[INTERRUPT];
-        c.auto_adaptive_completions += self.mode_ios[ADAPTIVE];
+        AutoCounters {
+            switches: self.switches,
+            epochs: self.epochs,
+            poll_ns: t[POLL],
+            hybrid_ns: t[HYBRID],
+            interrupt_ns: t[INTERRUPT],
+            adaptive_ns: t[ADAPTIVE],
+            poll_completions: self.mode_ios[POLL],
+            hybrid_completions: self.mode_ios[HYBRID],
+            interrupt_completions: self.mode_ios[INTERRUPT],
+            adaptive_completions: self.mode_ios[ADAPTIVE],
+        }
     }
 
     /// What the chooser believes at `now`, its keys starting with `auto.` (the contention
@@ -840,7 +840,11 @@ impl std::str::FromStr for LoopWait {
             .ok_or_else(|| {
                 crate::Error::config(
                     "wait",
-                    format!("={s} is not a way to wait: use adaptive, poll, interrupt or auto"),
+                    crate::error::Reason::NotOneOf {
+                        given: s.to_string(),
+                        what: "a way to wait",
+                        choices: "adaptive, poll, interrupt or auto",
+                    },
                 )
             })
     }

@@ -40,7 +40,9 @@
 use std::io;
 use std::sync::Arc;
 
-use super::{sleep_on, spin_step, DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{
+    sleep_on, spin_step, DpasCounters, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy,
+};
 use crate::clock::Clock;
 use crate::queue::{Completion, OpInfo, WaitOutcome};
 use crate::request::{Dir, ReqClass};
@@ -248,7 +250,8 @@ pub struct Dpas {
     buckets: Vec<((Dir, u32), Bucket)>,
     sw: Switch,
     slots: Vec<Slot>,
-    c: PolicyCounters,
+    c: WaitCounters,
+    d: DpasCounters,
 }
 
 impl Dpas {
@@ -267,7 +270,8 @@ impl Dpas {
                 ios_by_mode: [0; 4],
             },
             slots: Vec::new(),
-            c: PolicyCounters::default(),
+            c: WaitCounters::default(),
+            d: DpasCounters::default(),
         }
     }
 
@@ -409,7 +413,7 @@ impl Dpas {
         let Dpas {
             slots,
             sw,
-            c: counters,
+            d: counters,
             ..
         } = self;
         let n = q.poll_with(&mut |op: &OpInfo, comp: Completion| {
@@ -457,7 +461,7 @@ impl WaitPolicy for Dpas {
             }
             if n > 0 {
                 if let Some(w) = woke_at.take() {
-                    self.c.spin_after_wake_ns += self.clock.now_ns().saturating_sub(w);
+                    self.d.spin_after_wake_ns += self.clock.now_ns().saturating_sub(w);
                 }
                 continue;
             }
@@ -490,7 +494,7 @@ impl WaitPolicy for Dpas {
                     self.c.slept_ns += ns;
                     self.c.blocks += 1;
                     if sleep_on(q, min - got, ns)? == WaitOutcome::Ready {
-                        self.c.oversleeps += 1;
+                        self.d.oversleeps += 1;
                     }
                     after = Some((bucket, generation));
                     woke_at = Some(self.clock.now_ns());
@@ -502,7 +506,11 @@ impl WaitPolicy for Dpas {
     }
 
     fn counters(&self) -> PolicyCounters {
-        self.c
+        PolicyCounters {
+            wait: self.c,
+            dpas: self.d,
+            ..PolicyCounters::default()
+        }
     }
 
     fn prepare(&mut self, capacity: usize) {
@@ -704,9 +712,9 @@ mod tests {
         let mut r = rig(10_000, |q, _| q);
         let mut sleeps = Vec::new();
         for _ in 0..PAS_IOS {
-            let before = r.p.counters().slept_ns;
+            let before = r.p.counters().wait.slept_ns;
             r.one();
-            sleeps.push(r.p.counters().slept_ns - before);
+            sleeps.push(r.p.counters().wait.slept_ns - before);
         }
         assert_eq!(r.p.mode(), DpasMode::Pas);
         // From 100 ns, short sleeps grow the next ones until one is too long.
@@ -725,16 +733,16 @@ mod tests {
         );
         // Every request was alone and no sleep hit the floor: the next one is polled, for
         // 1,000 I/Os, then adaptive sleep again.
-        let s = r.p.counters().sleeps;
+        let s = r.p.counters().wait.sleeps;
         for _ in 0..CP_IOS {
             r.one();
         }
-        assert_eq!(r.p.counters().sleeps, s, "no sleep in classic polling");
+        assert_eq!(r.p.counters().wait.sleeps, s, "no sleep in classic polling");
         assert_eq!(r.p.ios_in(DpasMode::Cp), CP_IOS);
         assert_eq!(r.p.mode(), DpasMode::Cp);
         r.one();
         assert_eq!(r.p.mode(), DpasMode::Pas);
-        assert_eq!(r.p.counters().sleeps, s + 1);
+        assert_eq!(r.p.counters().wait.sleeps, s + 1);
         let b = r.p.beliefs();
         assert!(b.contains(&("dpas.mode.PAS".into(), 1.0)), "{b:?}");
         assert!(b.contains(&("dpas.switches".into(), 2.0)), "{b:?}");
@@ -771,14 +779,14 @@ mod tests {
         let mut r = late_timers();
         r.deep(4, 2 * PAS_IOS + 10);
         assert_eq!(r.p.mode(), DpasMode::Int);
-        let sleeps = r.p.counters().sleeps;
+        let sleeps = r.p.counters().wait.sleeps;
         r.deep(4, INT_IOS - 200);
         assert_eq!(r.p.mode(), DpasMode::Int);
-        assert_eq!(r.p.counters().sleeps, sleeps, "interrupts: no sleep");
+        assert_eq!(r.p.counters().wait.sleeps, sleeps, "interrupts: no sleep");
         // 10,000 I/Os of interrupts (judged between batches of 4), then PAS sleeps again.
         r.deep(4, 250);
         assert_eq!(r.p.mode(), DpasMode::Pas);
-        assert!(r.p.counters().sleeps > sleeps);
+        assert!(r.p.counters().wait.sleeps > sleeps);
         let int = r.p.ios_in(DpasMode::Int);
         assert!((INT_IOS..INT_IOS + 8).contains(&int), "{int}");
     }

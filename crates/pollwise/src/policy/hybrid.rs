@@ -107,7 +107,9 @@
 use std::io;
 use std::sync::Arc;
 
-use super::{sleep_on, spin_step, DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{
+    sleep_on, spin_step, DynQueue, HybridCounters, PolicyCounters, Sink, WaitCounters, WaitPolicy,
+};
 use crate::clock::Clock;
 use crate::predict::{Predictor, Statistic};
 use crate::queue::{Completion, OpInfo, WaitOutcome};
@@ -232,7 +234,8 @@ pub struct Hybrid {
     late_min_ns: u64,
     late_n: u32,
     cost: SleepCost,
-    c: PolicyCounters,
+    c: WaitCounters,
+    h: HybridCounters,
 }
 
 /// Why a sleep is taken.
@@ -283,7 +286,8 @@ impl Hybrid {
             late_min_ns: u64::MAX,
             late_n: 0,
             cost: SleepCost::default(),
-            c: PolicyCounters::default(),
+            c: WaitCounters::default(),
+            h: HybridCounters::default(),
         }
     }
 
@@ -527,7 +531,7 @@ impl Hybrid {
             pred,
             slots,
             stat,
-            c: counters,
+            h: counters,
             ..
         } = self;
         let mut first = 0;
@@ -582,10 +586,10 @@ impl WaitPolicy for Hybrid {
             if n > 0 {
                 if std::mem::take(&mut fresh_wake) && self.polled {
                     // No completion could end the sleep: found at once, it came during it.
-                    self.c.oversleeps += 1;
+                    self.h.oversleeps += 1;
                 }
                 if let Some(w) = woke_at.take() {
-                    self.c.spin_after_wake_ns += first.saturating_sub(w);
+                    self.h.spin_after_wake_ns += first.saturating_sub(w);
                 }
                 continue;
             }
@@ -608,7 +612,7 @@ impl WaitPolicy for Hybrid {
                     self.cost.since_probe = 0;
                     let probe = why == Why::Probe;
                     if probe {
-                        self.c.sleep_probes += 1;
+                        self.h.sleep_probes += 1;
                     }
                     // Measure the sleep's CPU cost while learning, on probes, and one in
                     // SAMPLE_EVERY after.
@@ -641,7 +645,7 @@ impl WaitPolicy for Hybrid {
                     let woke = self.clock.now_ns();
                     match out {
                         WaitOutcome::Ready => {
-                            self.c.oversleeps += 1;
+                            self.h.oversleeps += 1;
                             if woke > until_ns && self.late_n == 0 {
                                 // Woke past the deadline and no lateness seen yet: lead more,
                                 // but leave a sleep of at least MIN_SLEEP_NS to take. A wake-up
@@ -668,7 +672,11 @@ impl WaitPolicy for Hybrid {
     }
 
     fn counters(&self) -> PolicyCounters {
-        self.c
+        PolicyCounters {
+            wait: self.c,
+            hybrid: self.h,
+            ..PolicyCounters::default()
+        }
     }
 
     fn prepare(&mut self, capacity: usize) {
@@ -851,20 +859,20 @@ mod tests {
         let mut r = Rig::primed(0.5, Statistic::Mean);
         // No prediction yet: it only polled.
         let c = r.p.counters();
-        assert_eq!((c.sleeps, c.blocks), (0, 0));
-        assert_eq!(c.polls, BOOTSTRAP_SAMPLES * 10_000 / POLL_COST);
+        assert_eq!((c.wait.sleeps, c.wait.blocks), (0, 0));
+        assert_eq!(c.wait.polls, BOOTSTRAP_SAMPLES * 10_000 / POLL_COST);
         // Polls every 100 ns of a fixed 10 µs device see each completion exactly at 10 µs.
         let pred = r.p.predictor().predict(CLASS, Statistic::Mean).unwrap();
         assert_eq!(pred, 10_000);
         for i in 1..=20u64 {
             let t = r.one();
             let c = r.p.counters();
-            assert_eq!(c.sleeps, i, "exactly one sleep per request");
+            assert_eq!(c.wait.sleeps, i, "exactly one sleep per request");
             // The first poll (100 ns) found nothing; the sleep runs to submit + 0.5 x 10 µs.
-            assert_eq!(c.slept_ns, i * (pred / 2 - POLL_COST));
+            assert_eq!(c.wait.slept_ns, i * (pred / 2 - POLL_COST));
             // Then it polled from the wake-up to the completion.
-            assert_eq!(c.spin_after_wake_ns, i * (pred / 2));
-            assert_eq!(c.oversleeps, 0);
+            assert_eq!(c.hybrid.spin_after_wake_ns, i * (pred / 2));
+            assert_eq!(c.hybrid.oversleeps, 0);
             assert_eq!(r.clock.now_ns(), t + 10_000);
         }
     }
@@ -876,7 +884,7 @@ mod tests {
             let pred = r.p.predictor().predict(CLASS, stat).unwrap();
             r.one();
             let want = (pred as f64 * fraction).round() as u64 - POLL_COST;
-            assert_eq!(r.p.counters().slept_ns, want, "{fraction} of {stat:?}");
+            assert_eq!(r.p.counters().wait.slept_ns, want, "{fraction} of {stat:?}");
         }
     }
 
@@ -885,20 +893,20 @@ mod tests {
         let mut r = Rig::primed(0.5, Statistic::Mean);
         // The device slows to 50 µs: the sleep ends at 5 µs and must not be taken again.
         let (t, c) = r.one_at(50_000);
-        assert_eq!(c.sleeps, 1);
-        assert_eq!(c.spin_after_wake_ns, 45_000);
+        assert_eq!(c.wait.sleeps, 1);
+        assert_eq!(c.hybrid.spin_after_wake_ns, 45_000);
         assert_eq!(r.clock.now_ns(), t + 50_000);
-        assert_eq!(c.oversleeps, 0);
+        assert_eq!(c.hybrid.oversleeps, 0);
     }
 
     #[test]
     fn a_fast_completion_ends_the_sleep_early_and_counts_as_oversleep() {
         let mut r = Rig::primed(0.5, Statistic::Mean);
         let (t, c) = r.one_at(2_000);
-        assert_eq!((c.sleeps, c.oversleeps), (1, 1));
+        assert_eq!((c.wait.sleeps, c.hybrid.oversleeps), (1, 1));
         // The wait ended at the completion (2 µs), not at the 5 µs deadline; one poll reaped it.
         assert_eq!(r.clock.now_ns(), t + 2_000 + POLL_COST);
-        assert_eq!(c.spin_after_wake_ns, 0);
+        assert_eq!(c.hybrid.spin_after_wake_ns, 0);
     }
 
     #[test]
@@ -919,7 +927,7 @@ mod tests {
         }
         let c = r.p.counters();
         // Submitted together, the eight share one deadline: one sleep per batch, then polls.
-        assert_eq!(c.sleeps, 50, "{c:?}");
+        assert_eq!(c.wait.sleeps, 50, "{c:?}");
         assert_eq!(r.q.ops().count(), 0);
     }
 
@@ -938,10 +946,10 @@ mod tests {
         // Requests now take 50 µs, so every 5 µs sleep times out, and wakes 2 µs late.
         r.q.inner_mut().inner.set_model(LatencyModel::Fixed(50_000));
         let run = |r: &mut Rig<ScriptedSim>| {
-            let before = r.p.counters().spin_after_wake_ns;
+            let before = r.p.counters().hybrid.spin_after_wake_ns;
             r.submit(0);
             assert_eq!(r.p.wait(&mut r.q, 1, &mut |_| {}).unwrap(), 1);
-            r.p.counters().spin_after_wake_ns - before
+            r.p.counters().hybrid.spin_after_wake_ns - before
         };
         for _ in 0..LATE_WINDOW {
             // No lead yet: the wake-up lands 2 µs after the 5 µs deadline.
@@ -1002,7 +1010,7 @@ mod tests {
             r.one();
         }
         let learnt = r.p.counters();
-        assert_eq!(learnt.sleeps, LEARN_SLEEPS);
+        assert_eq!(learnt.wait.sleeps, LEARN_SLEEPS);
         assert_eq!(r.p.sleep_cost_ns(), Some(wake_cpu as f64));
         // From then on the rule declines: every request polls, and says why.
         let n = PROBE_EVERY;
@@ -1010,10 +1018,10 @@ mod tests {
             r.one();
         }
         let c = r.p.counters();
-        assert_eq!(c.sleeps, learnt.sleeps, "no sleep taken: {c:?}");
-        assert_eq!(c.unslept_cost - learnt.unslept_cost, n);
-        assert_eq!(c.slept_requests, LEARN_SLEEPS);
-        assert_eq!(c.unslept_unpredicted, BOOTSTRAP_SAMPLES);
+        assert_eq!(c.wait.sleeps, learnt.wait.sleeps, "no sleep taken: {c:?}");
+        assert_eq!(c.hybrid.unslept_cost - learnt.hybrid.unslept_cost, n);
+        assert_eq!(c.hybrid.slept_requests, LEARN_SLEEPS);
+        assert_eq!(c.hybrid.unslept_unpredicted, BOOTSTRAP_SAMPLES);
         let b = r.p.beliefs();
         assert!(b.contains(&("hybrid.sleep_cost_ns".into(), wake_cpu as f64)));
         assert!(b.contains(&("hybrid.sleeps_pay".into(), 0.0)), "{b:?}");
@@ -1021,7 +1029,10 @@ mod tests {
         // After PROBE_EVERY declined requests, one probe sleep keeps the cost measured.
         r.one();
         let c = r.p.counters();
-        assert_eq!((c.sleeps, c.sleep_probes), (learnt.sleeps + 1, 1));
+        assert_eq!(
+            (c.wait.sleeps, c.hybrid.sleep_probes),
+            (learnt.wait.sleeps + 1, 1)
+        );
         assert_eq!(r.p.sleep_cost_ns(), Some(wake_cpu as f64));
     }
 
@@ -1036,13 +1047,16 @@ mod tests {
             r.one();
         }
         let c = r.p.counters();
-        let slept = c.slept_requests - before.slept_requests;
+        let slept = c.hybrid.slept_requests - before.hybrid.slept_requests;
         assert!(slept * 10 >= n * 9, "slept on {slept} of {n}: {c:?}");
-        assert_eq!(c.unslept_cost, 0);
-        assert_eq!(c.sleep_probes, 0);
+        assert_eq!(c.hybrid.unslept_cost, 0);
+        assert_eq!(c.hybrid.sleep_probes, 0);
         // Every reaped request is counted once, slept or not.
         assert_eq!(
-            c.slept_requests + c.unslept_cost + c.unslept_short + c.unslept_unpredicted,
+            c.hybrid.slept_requests
+                + c.hybrid.unslept_cost
+                + c.hybrid.unslept_short
+                + c.hybrid.unslept_unpredicted,
             n + BOOTSTRAP_SAMPLES
         );
         assert_eq!(r.p.sleep_cost_ns(), Some(wake_cpu as f64));
@@ -1064,11 +1078,11 @@ mod tests {
             for _ in 0..LEARN_SLEEPS {
                 r.one();
             }
-            let before = r.p.counters().sleeps;
+            let before = r.p.counters().wait.sleeps;
             for _ in 0..50 {
                 r.one();
             }
-            let slept = r.p.counters().sleeps - before;
+            let slept = r.p.counters().wait.sleeps - before;
             assert_eq!(slept, if sleeps { 50 } else { 0 }, "cost {wake_cpu}");
         }
     }
@@ -1103,12 +1117,12 @@ mod tests {
         }
         let c = r.p.counters();
         // After the learning sleeps, one probe per PROBE_EVERY declined requests, no more.
-        assert_eq!(c.sleep_probes, 3, "{c:?}");
-        assert_eq!(c.sleeps, LEARN_SLEEPS + c.sleep_probes);
+        assert_eq!(c.hybrid.sleep_probes, 3, "{c:?}");
+        assert_eq!(c.wait.sleeps, LEARN_SLEEPS + c.hybrid.sleep_probes);
         // Every request that slept slept to measure, none because the rule said so.
-        assert_eq!(c.probed_requests, c.slept_requests, "{c:?}");
-        assert_eq!(c.probed_requests, LEARN_SLEEPS + 3);
-        assert_eq!(c.unslept_cost, n - c.probed_requests);
+        assert_eq!(c.hybrid.probed_requests, c.hybrid.slept_requests, "{c:?}");
+        assert_eq!(c.hybrid.probed_requests, LEARN_SLEEPS + 3);
+        assert_eq!(c.hybrid.unslept_cost, n - c.hybrid.probed_requests);
         assert!(r.p.beliefs().contains(&("hybrid.sleeps_pay".into(), 0.0)));
     }
 
@@ -1119,9 +1133,9 @@ mod tests {
             r.one();
         }
         let c = r.p.counters();
-        assert_eq!(c.probed_requests, LEARN_SLEEPS, "{c:?}");
-        assert_eq!(c.slept_requests - c.probed_requests, 100);
-        assert_eq!(c.sleep_probes, 0);
+        assert_eq!(c.hybrid.probed_requests, LEARN_SLEEPS, "{c:?}");
+        assert_eq!(c.hybrid.slept_requests - c.hybrid.probed_requests, 100);
+        assert_eq!(c.hybrid.sleep_probes, 0);
     }
 
     #[test]
@@ -1152,10 +1166,10 @@ mod tests {
         assert!(inflated, "the stall must inflate a window's mean");
         let c = r.p.counters();
         assert_eq!(
-            c.sleeps - before.sleeps,
-            c.sleep_probes - before.sleep_probes
+            c.wait.sleeps - before.wait.sleeps,
+            c.hybrid.sleep_probes - before.hybrid.sleep_probes
         );
-        assert_eq!(c.slept_requests, c.probed_requests, "{c:?}");
+        assert_eq!(c.hybrid.slept_requests, c.hybrid.probed_requests, "{c:?}");
     }
 
     #[test]
@@ -1167,7 +1181,7 @@ mod tests {
         for _ in 0..LEARN_SLEEPS + 10 {
             r.one();
         }
-        assert_eq!(r.p.counters().unslept_cost, 0);
+        assert_eq!(r.p.counters().hybrid.unslept_cost, 0);
         // The cost rises 5% past the line, inside the band: the verdict holds, every request
         // still sleeps (the cost is re-measured on one sleep in SAMPLE_EVERY).
         r.q.inner_mut().wake_cpu = (edge * 1.05) as u64;
@@ -1175,7 +1189,7 @@ mod tests {
             r.one();
         }
         assert!(r.p.sleep_cost_ns().unwrap() > edge * 1.04);
-        assert_eq!(r.p.counters().unslept_cost, 0);
+        assert_eq!(r.p.counters().hybrid.unslept_cost, 0);
         // 20% past the line, outside the band: the rule turns and stays turned.
         r.q.inner_mut().wake_cpu = (edge * 1.2) as u64;
         for _ in 0..400 {
@@ -1186,7 +1200,11 @@ mod tests {
             r.one();
         }
         let c = r.p.counters();
-        assert_eq!(c.unslept_cost - before.unslept_cost, 100, "{c:?}");
+        assert_eq!(
+            c.hybrid.unslept_cost - before.hybrid.unslept_cost,
+            100,
+            "{c:?}"
+        );
         // Back to 5% under the line, inside the band: a probe measures it, the rule still
         // declines (it needs 10% under to turn back).
         r.q.inner_mut().wake_cpu = (edge * 0.95) as u64;
@@ -1196,8 +1214,8 @@ mod tests {
         }
         let c = r.p.counters();
         assert_eq!(
-            c.slept_requests - before.slept_requests,
-            c.probed_requests - before.probed_requests
+            c.hybrid.slept_requests - before.hybrid.slept_requests,
+            c.hybrid.probed_requests - before.hybrid.probed_requests
         );
     }
 
@@ -1224,9 +1242,9 @@ mod tests {
 
     /// The time the next request's timer is set for, after its first (empty) poll.
     fn next_sleep_ns(r: &mut Rig<ScriptedSim>) -> u64 {
-        let before = r.p.counters().slept_ns;
+        let before = r.p.counters().wait.slept_ns;
         r.one();
-        r.p.counters().slept_ns - before
+        r.p.counters().wait.slept_ns - before
     }
 
     #[test]
@@ -1281,9 +1299,9 @@ mod tests {
         // A 3 µs read completes during the sleep: found at the first poll after it, counted as
         // an oversleep though no completion ended the wait.
         r.q.inner_mut().inner.set_model(LatencyModel::Fixed(3_000));
-        let before = r.p.counters().oversleeps;
+        let before = r.p.counters().hybrid.oversleeps;
         r.one();
-        assert_eq!(r.p.counters().oversleeps, before + 1);
+        assert_eq!(r.p.counters().hybrid.oversleeps, before + 1);
     }
 
     #[test]

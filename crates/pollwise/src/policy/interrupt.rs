@@ -7,12 +7,12 @@
 
 use std::io;
 
-use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy};
 
 /// The interrupt policy. See the module docs.
 #[derive(Debug, Default)]
 pub struct Interrupt {
-    c: PolicyCounters,
+    c: WaitCounters,
 }
 
 impl WaitPolicy for Interrupt {
@@ -32,6 +32,9 @@ impl WaitPolicy for Interrupt {
     }
 
     fn counters(&self) -> PolicyCounters {
-        self.c
+        PolicyCounters {
+            wait: self.c,
+            ..PolicyCounters::default()
+        }
     }
 }

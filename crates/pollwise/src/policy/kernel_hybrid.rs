@@ -34,7 +34,9 @@
 use std::io;
 use std::sync::Arc;
 
-use super::{sleep_on, spin_step, DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{
+    sleep_on, spin_step, DynQueue, KHybridCounters, PolicyCounters, Sink, WaitCounters, WaitPolicy,
+};
 use crate::clock::Clock;
 use crate::queue::{Completion, OpInfo, WaitOutcome};
 
@@ -67,7 +69,8 @@ pub struct KernelHybrid {
     /// Times the estimate went down.
     shrinks: u64,
     slots: Vec<Slot>,
-    c: PolicyCounters,
+    c: WaitCounters,
+    k: KHybridCounters,
 }
 
 impl KernelHybrid {
@@ -79,7 +82,8 @@ impl KernelHybrid {
             samples: 0,
             shrinks: 0,
             slots: Vec::new(),
-            c: PolicyCounters::default(),
+            c: WaitCounters::default(),
+            k: KHybridCounters::default(),
         }
     }
 
@@ -130,7 +134,7 @@ impl KernelHybrid {
         let KernelHybrid {
             clock,
             slots,
-            c: counters,
+            k: counters,
             ..
         } = self;
         let mut least: Option<u64> = None;
@@ -202,7 +206,7 @@ impl WaitPolicy for KernelHybrid {
             got += n;
             if n > 0 {
                 if let Some(w) = woke_at.take() {
-                    self.c.spin_after_wake_ns += self.clock.now_ns().saturating_sub(w);
+                    self.k.spin_after_wake_ns += self.clock.now_ns().saturating_sub(w);
                 }
                 continue;
             }
@@ -232,7 +236,7 @@ impl WaitPolicy for KernelHybrid {
             self.c.slept_ns += ns;
             self.c.blocks += 1;
             if sleep_on(q, min - got, ns)? == WaitOutcome::Ready {
-                self.c.oversleeps += 1;
+                self.k.oversleeps += 1;
             }
             woke_at = Some(self.clock.now_ns());
         }
@@ -240,7 +244,11 @@ impl WaitPolicy for KernelHybrid {
     }
 
     fn counters(&self) -> PolicyCounters {
-        self.c
+        PolicyCounters {
+            wait: self.c,
+            khybrid: self.k,
+            ..PolicyCounters::default()
+        }
     }
 
     fn prepare(&mut self, capacity: usize) {
@@ -313,11 +321,14 @@ mod tests {
             self.q
                 .inner_mut()
                 .set_model(LatencyModel::Fixed(latency_ns));
-            let slept = self.p.counters().slept_ns;
+            let slept = self.p.counters().wait.slept_ns;
             let t = self.clock.now_ns();
             self.submit(0);
             assert_eq!(self.p.wait(&mut self.q, 1, &mut |_| {}).unwrap(), 1);
-            (self.p.counters().slept_ns - slept, self.clock.now_ns() - t)
+            (
+                self.p.counters().wait.slept_ns - slept,
+                self.clock.now_ns() - t,
+            )
         }
     }
 
@@ -328,7 +339,7 @@ mod tests {
         // time (its whole latency: it did not sleep) is the estimate.
         assert_eq!(r.one(10_000), (0, 10_000));
         assert_eq!(r.p.estimate_ns(), Some(10_000));
-        assert_eq!(r.p.counters().unslept_unpredicted, 1);
+        assert_eq!(r.p.counters().khybrid.unslept_unpredicted, 1);
         // The second sleeps half of it, from its first poll (100 ns after the submission),
         // and reports its latency less the sleep: 10 - 5 = 5 µs, the new estimate.
         assert_eq!(r.one(10_000), (5_000, 10_000));
@@ -339,10 +350,10 @@ mod tests {
         }
         assert_eq!(r.p.estimate_ns(), Some(5_000));
         let c = r.p.counters();
-        assert_eq!((c.sleeps, c.slept_requests), (11, 11));
+        assert_eq!((c.wait.sleeps, c.khybrid.slept_requests), (11, 11));
         // The sleeps ended 5.1 and then 2.6 µs after the submission; the polls after them
         // spun to 10 µs.
-        assert_eq!(c.spin_after_wake_ns, 4_900 + 10 * 7_400);
+        assert_eq!(c.khybrid.spin_after_wake_ns, 4_900 + 10 * 7_400);
     }
 
     #[test]
@@ -388,13 +399,13 @@ mod tests {
             if polled {
                 // The sleep runs its time (to 2.625 µs); the next poll (100 ns) reaps it.
                 assert_eq!(lat, 2_725, "polled");
-                assert_eq!(c.oversleeps, 0);
+                assert_eq!(c.khybrid.oversleeps, 0);
                 // Its run time, 2.725 - 2.525 µs, is the estimate now.
                 assert_eq!(r.p.estimate_ns(), Some(200));
             } else {
                 // The completion ends the wait at 2 µs; one poll reaps it.
                 assert_eq!(lat, 2_100, "interrupts");
-                assert_eq!(c.oversleeps, 1);
+                assert_eq!(c.khybrid.oversleeps, 1);
                 assert_eq!(r.p.estimate_ns(), Some(0));
             }
         }
@@ -413,9 +424,9 @@ mod tests {
         assert_eq!(r.p.estimate_ns(), Some(5_050));
         assert_eq!(r.one(10_000), (2_525, 10_100));
         let c = r.p.counters();
-        assert_eq!(c.polls - before.polls, 3);
+        assert_eq!(c.wait.polls - before.wait.polls, 3);
         assert_eq!(
-            c.blocks - before.blocks,
+            c.wait.blocks - before.wait.blocks,
             2,
             "the sleep and the kernel's poll"
         );
@@ -428,9 +439,9 @@ mod tests {
         r.one(10_000);
         r.one(10_000);
         // A slow request: one sleep, then polls to its completion.
-        let s = r.p.counters().sleeps;
+        let s = r.p.counters().wait.sleeps;
         assert_eq!(r.one(50_000), (2_500, 50_000));
-        assert_eq!(r.p.counters().sleeps, s + 1);
+        assert_eq!(r.p.counters().wait.sleeps, s + 1);
         // Four submitted together, all done at 10 µs: the kernel sleeps at the first request
         // not slept, then polls, and the poll finds all four.
         let before = r.p.counters();
@@ -439,8 +450,8 @@ mod tests {
         }
         assert_eq!(r.p.wait(&mut r.q, 4, &mut |_| {}).unwrap(), 4);
         let c = r.p.counters();
-        assert_eq!(c.sleeps - before.sleeps, 1);
-        assert_eq!(c.slept_requests - before.slept_requests, 1);
-        assert_eq!(c.unslept_short - before.unslept_short, 3);
+        assert_eq!(c.wait.sleeps - before.wait.sleeps, 1);
+        assert_eq!(c.khybrid.slept_requests - before.khybrid.slept_requests, 1);
+        assert_eq!(c.khybrid.unslept_short - before.khybrid.unslept_short, 3);
     }
 }

@@ -4,9 +4,10 @@
 //! knows nothing of the queue's kind, and the queue knows nothing of the policy. The queue tells
 //! the policy of every operation it holds (slot, class, when it was submitted: [`Tracked::ops`],
 //! [`Tracked::poll_with`]), and submits whatever was pushed before any policy polls or waits, so a
-//! policy never misses a submission and never spins on one that was never made. Each policy counts what it did in [`PolicyCounters`], so
-//! a report can say not only how fast a policy was but why: how often it polled in vain, how often
-//! it blocked, how long it slept.
+//! policy never misses a submission and never spins on one that was never made. Each policy
+//! counts what it did ([`PolicyCounters`]: a common part, [`WaitCounters`], and its own struct),
+//! so a report can say not only how fast a policy was but why: how often it polled in vain, how
+//! often it blocked, how long it slept.
 //!
 //! - [`interrupt`]: block in the kernel until the wanted completions arrive.
 //! - [`poll`]: spin on the completion queue and never sleep.
@@ -31,6 +32,7 @@ pub mod adaptive;
 pub mod auto;
 pub mod choice;
 pub mod contention;
+mod counters;
 pub mod dpas;
 pub mod hybrid;
 pub mod interrupt;
@@ -47,6 +49,10 @@ use crate::predict::Statistic;
 use crate::queue::{Completion, OpInfo, Queue, Tracked, WaitOutcome};
 
 pub use crate::request::ReqClass;
+pub use counters::{
+    AdaptiveCounters, AutoCounters, DpasCounters, HybridCounters, KHybridCounters, PolicyCounters,
+    WaitCounters,
+};
 
 /// The queue a policy waits on: any [`Queue`] behind its records.
 pub type DynQueue<'q> = Tracked<dyn Queue + 'q>;
@@ -90,7 +96,7 @@ pub(crate) fn sleep_on(q: &mut DynQueue, min: usize, ns: u64) -> io::Result<Wait
 /// on a queue whose completions appear by themselves (the next poll reads them), or, where
 /// completions are found only by polling the device in the kernel (an IOPOLL ring), one
 /// blocking enter in which the kernel polls until they came. Counts the enter as a block.
-pub(crate) fn spin_step(q: &mut DynQueue, need: usize, c: &mut PolicyCounters) -> io::Result<()> {
+pub(crate) fn spin_step(q: &mut DynQueue, need: usize, c: &mut WaitCounters) -> io::Result<()> {
     if q.completions_wake() {
         std::hint::spin_loop();
     } else {
@@ -100,69 +106,7 @@ pub(crate) fn spin_step(q: &mut DynQueue, need: usize, c: &mut PolicyCounters) -
     Ok(())
 }
 
-/// What a policy did, counted by the policy. Fields a policy has no use for stay zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PolicyCounters {
-    /// Calls to [`Queue::poll`].
-    pub polls: u64,
-    /// Polls that found nothing.
-    pub empty_polls: u64,
-    /// Calls to [`Queue::wait`] (blocking in the kernel or on a doorbell).
-    pub blocks: u64,
-    /// Timed sleeps taken (hybrid).
-    pub sleeps: u64,
-    /// Nanoseconds asked to sleep, in all.
-    pub slept_ns: u64,
-    /// Sleeps during which the completion arrived (the sleep was too long).
-    pub oversleeps: u64,
-    /// Nanoseconds spun after waking before the completion came.
-    pub spin_after_wake_ns: u64,
-    /// Times the adaptive window grew.
-    pub grows: u64,
-    /// Times the adaptive window shrank.
-    pub shrinks: u64,
-    /// The adaptive window at the end, in nanoseconds.
-    pub window_ns: u64,
-    /// hybrid: requests reaped that had slept.
-    pub slept_requests: u64,
-    /// hybrid: requests reaped that did not sleep because the sleep would not have paid for
-    /// itself (its expected saving below the margin times the learnt cost of a sleep).
-    pub unslept_cost: u64,
-    /// hybrid: requests reaped that did not sleep because their sleep would have been too short
-    /// (under the least sleep, or their completion was due before a sleep could start).
-    pub unslept_short: u64,
-    /// hybrid: requests reaped that did not sleep because their class had no prediction yet.
-    pub unslept_unpredicted: u64,
-    /// hybrid: sleeps taken although the cost rule said no, to keep measuring what a sleep
-    /// costs (counted in `sleeps` too).
-    pub sleep_probes: u64,
-    /// hybrid: requests reaped that slept in a sleep taken to measure what a sleep costs (the
-    /// first sleeps, before the rule decides, and the probes), not because the rule said it
-    /// pays (counted in `slept_requests` too).
-    pub probed_requests: u64,
-    /// auto: times it changed mode.
-    pub auto_switches: u64,
-    /// auto: measurement epochs completed.
-    pub auto_epochs: u64,
-    /// auto: nanoseconds spent in poll.
-    pub auto_poll_ns: u64,
-    /// auto: nanoseconds spent in hybrid.
-    pub auto_hybrid_ns: u64,
-    /// auto: nanoseconds spent in interrupt.
-    pub auto_interrupt_ns: u64,
-    /// auto: nanoseconds spent in adaptive.
-    pub auto_adaptive_ns: u64,
-    /// auto: completions reaped in poll.
-    pub auto_poll_completions: u64,
-    /// auto: completions reaped in hybrid.
-    pub auto_hybrid_completions: u64,
-    /// auto: completions reaped in interrupt.
-    pub auto_interrupt_completions: u64,
-    /// auto: completions reaped in adaptive.
-    pub auto_adaptive_completions: u64,
-}
-
-impl PolicyCounters {
+impl WaitCounters {
     /// One counted poll of `q`: hands what is there to `sink`, counts the poll (and an empty
     /// one) and returns how many were reaped.
     pub(crate) fn poll(&mut self, q: &mut DynQueue, sink: Sink) -> io::Result<usize> {
@@ -177,71 +121,6 @@ impl PolicyCounters {
             self.empty_polls += 1;
         }
         n
-    }
-
-    /// Adds `o` to `self` (the window is kept as the maximum).
-    pub fn add(&mut self, o: &PolicyCounters) {
-        self.polls += o.polls;
-        self.empty_polls += o.empty_polls;
-        self.blocks += o.blocks;
-        self.sleeps += o.sleeps;
-        self.slept_ns += o.slept_ns;
-        self.oversleeps += o.oversleeps;
-        self.spin_after_wake_ns += o.spin_after_wake_ns;
-        self.grows += o.grows;
-        self.shrinks += o.shrinks;
-        self.window_ns = self.window_ns.max(o.window_ns);
-        self.slept_requests += o.slept_requests;
-        self.unslept_cost += o.unslept_cost;
-        self.unslept_short += o.unslept_short;
-        self.unslept_unpredicted += o.unslept_unpredicted;
-        self.sleep_probes += o.sleep_probes;
-        self.probed_requests += o.probed_requests;
-        self.auto_switches += o.auto_switches;
-        self.auto_epochs += o.auto_epochs;
-        self.auto_poll_ns += o.auto_poll_ns;
-        self.auto_hybrid_ns += o.auto_hybrid_ns;
-        self.auto_interrupt_ns += o.auto_interrupt_ns;
-        self.auto_adaptive_ns += o.auto_adaptive_ns;
-        self.auto_poll_completions += o.auto_poll_completions;
-        self.auto_hybrid_completions += o.auto_hybrid_completions;
-        self.auto_interrupt_completions += o.auto_interrupt_completions;
-        self.auto_adaptive_completions += o.auto_adaptive_completions;
-    }
-
-    /// The counters as (name, value) pairs, in a fixed order, for reports.
-    pub fn fields(&self) -> [(&'static str, u64); 26] {
-        [
-            ("polls", self.polls),
-            ("empty_polls", self.empty_polls),
-            ("blocks", self.blocks),
-            ("sleeps", self.sleeps),
-            ("slept_ns", self.slept_ns),
-            ("oversleeps", self.oversleeps),
-            ("spin_after_wake_ns", self.spin_after_wake_ns),
-            ("grows", self.grows),
-            ("shrinks", self.shrinks),
-            ("window_ns", self.window_ns),
-            ("slept_requests", self.slept_requests),
-            ("unslept_cost", self.unslept_cost),
-            ("unslept_short", self.unslept_short),
-            ("unslept_unpredicted", self.unslept_unpredicted),
-            ("sleep_probes", self.sleep_probes),
-            ("probed_requests", self.probed_requests),
-            ("auto_switches", self.auto_switches),
-            ("auto_epochs", self.auto_epochs),
-            ("auto_poll_ns", self.auto_poll_ns),
-            ("auto_hybrid_ns", self.auto_hybrid_ns),
-            ("auto_interrupt_ns", self.auto_interrupt_ns),
-            ("auto_adaptive_ns", self.auto_adaptive_ns),
-            ("auto_poll_completions", self.auto_poll_completions),
-            ("auto_hybrid_completions", self.auto_hybrid_completions),
-            (
-                "auto_interrupt_completions",
-                self.auto_interrupt_completions,
-            ),
-            ("auto_adaptive_completions", self.auto_adaptive_completions),
-        ]
     }
 }
 

@@ -8,12 +8,12 @@
 use std::hint;
 use std::io;
 
-use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitPolicy};
+use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy};
 
 /// The polling policy. See the module docs.
 #[derive(Debug, Default)]
 pub struct Poll {
-    c: PolicyCounters,
+    c: WaitCounters,
 }
 
 impl WaitPolicy for Poll {
@@ -33,6 +33,9 @@ impl WaitPolicy for Poll {
     }
 
     fn counters(&self) -> PolicyCounters {
-        self.c
+        PolicyCounters {
+            wait: self.c,
+            ..PolicyCounters::default()
+        }
     }
 }

@@ -55,6 +55,7 @@ pub use worker::SharedPoller;
 
 use std::time::Duration;
 
+use crate::error::Reason;
 use crate::policy::choice::LoopWait;
 use crate::{Error, Result};
 
@@ -114,40 +115,35 @@ impl PollerConfig {
         if self.batch == 0 {
             return Err(Error::config(
                 "batch",
-                "must be at least 1: it is how many requests the poller takes from each client per turn (default 8)",
+                Reason::Rule("must be at least 1: it is how many requests the poller takes from each client per turn (default 8)"),
             ));
         }
         if self.pass_limit == 0 {
             return Err(Error::config(
                 "pass_limit",
-                "must be at least 1: it is how many requests of heavy clients the poller submits per pass (default 4)",
+                Reason::Rule("must be at least 1: it is how many requests of heavy clients the poller submits per pass (default 4)"),
             ));
         }
         if self.quantum == 0 {
             return Err(Error::config(
                 "quantum",
-                "must be at least 1 byte: use e.g. 32k",
+                Reason::Rule("must be at least 1 byte: use e.g. 32k"),
             ));
         }
         if self.depth == 0 || self.depth > MAX_POLLER_DEPTH {
             return Err(Error::config(
                 "depth",
-                format!(
-                    "={} is out of range: use 1 to {MAX_POLLER_DEPTH}",
-                    self.depth
-                ),
+                Reason::OutOfRange {
+                    value: self.depth as u64,
+                    min: 1,
+                    max: MAX_POLLER_DEPTH as u64,
+                },
             ));
         }
         if let Some(cpu) = self.cpu {
             let allowed = allowed_cpus();
             if !allowed.contains(&cpu) {
-                return Err(Error::config(
-                    "cpu",
-                    format!(
-                        "={cpu} names no CPU this process may run on: use one of {}",
-                        cpu_list(&allowed)
-                    ),
-                ));
+                return Err(Error::config("cpu", Reason::NoSuchCpu { cpu, allowed }));
             }
         }
         Ok(())
@@ -270,7 +266,11 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(f, "cpu");
-        assert!(m.starts_with("=100000"), "{m}");
+        assert!(
+            matches!(m, Reason::NoSuchCpu { cpu: 100_000, .. }) && m.names_value(),
+            "{m}"
+        );
+        assert!(m.to_string().starts_with("=100000"), "{m}");
         let (f, _) = bad(PollerConfig {
             depth: 0,
             ..Default::default()

@@ -27,6 +27,7 @@ use super::idle::IdleTimer;
 use super::POLL_IDLE_NS;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
 use crate::clock::{self, Clock};
+use crate::error::Reason;
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;
 use crate::queue::poller_client::{
@@ -361,14 +362,8 @@ impl Worker {
         auto: Option<(Chooser, Arc<Mutex<ChoiceStatus>>)>,
     ) -> Result<Self> {
         if let Some(cpu) = cfg.cpu {
-            pin_to_cpu(cpu).map_err(|e| {
-                Error::config(
-                    "cpu",
-                    format!(
-                        "={cpu}: cannot pin the poller there: {e}; name a CPU this process may use"
-                    ),
-                )
-            })?;
+            pin_to_cpu(cpu)
+                .map_err(|e| Error::config("cpu", Reason::CannotPin { cpu, source: e }))?;
         }
         timerslack::set_timer_slack_1ns()
             .map_err(|e| Error::os("setting the poller thread's timer slack to 1 ns", e))?;
@@ -377,7 +372,7 @@ impl Worker {
         let ring = build_ring(entries)
             .map_err(|e| Error::os(Op::PollerRingSetup { entries }, e.source))?;
         let cap = cfg.depth as usize;
-        let reqs = Slots::new(cap).map_err(|e| Error::config("depth", e.to_string()))?;
+        let reqs = Slots::new(cap).map_err(|e| Error::config("depth", Reason::Capacity(e)))?;
         Ok(Worker {
             shared,
             clock,

@@ -30,6 +30,7 @@ use std::time::Duration;
 use super::sim::SimTime;
 use super::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
+use crate::error::Reason;
 use crate::rng::Rng;
 use crate::{Error, Result};
 
@@ -63,23 +64,17 @@ impl FaultSpec {
             ("spike", self.spike),
         ] {
             if !(0.0..=1.0).contains(&r) {
-                return Err(Error::config(
-                    field,
-                    format!("rate {r} is not a probability: use 0 to 1"),
-                ));
+                return Err(Error::config(field, Reason::NotAProbability(r)));
             }
         }
         let shared = self.eio + self.canceled + self.short;
         if shared > 1.0 + 1e-9 {
-            return Err(Error::config(
-                "eio",
-                format!("the eio, canceled and short rates add up to {shared}: they share each completion, so their sum is at most 1"),
-            ));
+            return Err(Error::config("eio", Reason::SharedRates(shared)));
         }
         if self.spike > 0.0 && self.spike_ns == 0 {
             return Err(Error::config(
                 "spike_ns",
-                "a spike needs a duration above 0",
+                Reason::Rule("a spike needs a duration above 0"),
             ));
         }
         Ok(())

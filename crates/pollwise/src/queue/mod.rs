@@ -46,7 +46,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::request::{Dir, Handle, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle};
+use crate::request::{
+    Dir, Handle, Progress, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle,
+};
 use crate::{Error, Result};
 
 /// A `user_data` no operation may carry: queues keep it for their own operations (a ring's
@@ -459,6 +461,11 @@ impl RequestsMut<'_> {
         self.slab.alloc(meta)
     }
 
+    /// [`Slab::progress_mut`].
+    pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
+        self.slab.progress_mut(h)
+    }
+
     /// [`Slab::meta_mut`].
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slab.meta_mut(h)
@@ -516,7 +523,8 @@ impl<Q: Queue> Tracked<Q> {
     /// Tracks up to `capacity` operations in flight on `inner`, reading time from `clock`.
     /// A capacity of 0 is an [`Error::Config`] naming `capacity`.
     pub fn new(inner: Q, clock: Arc<dyn Clock>, capacity: usize) -> Result<Self> {
-        let ops = Slots::new(capacity).map_err(|e| Error::config("capacity", e.to_string()))?;
+        let ops = Slots::new(capacity)
+            .map_err(|e| Error::config("capacity", crate::error::Reason::Capacity(e)))?;
         let seen_submitted = inner.counters().submitted;
         Ok(Tracked {
             clock,

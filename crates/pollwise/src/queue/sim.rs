@@ -20,6 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::fmt;
 use std::io;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
+use crate::error::Reason;
 use crate::rng::Rng;
 use crate::units::{self, DurationError};
 use crate::{Error, Result};
@@ -128,56 +130,157 @@ pub const LATENCY_FIELD: &str = "latency";
 /// [`units::parse_duration`]). A latency has no natural unit, so a bare number is refused rather
 /// than guessed. Errors are [`Error::Config`] naming `field`.
 pub fn parse_duration_ns(s: &str, field: &'static str) -> Result<u64> {
-    duration_ns(s).map_err(|reason| Error::config(field, reason))
+    let s = s.trim();
+    duration_ns(s).map_err(|error| {
+        Error::config(
+            field,
+            Reason::Duration {
+                given: s.to_string(),
+                error,
+            },
+        )
+    })
 }
 
-/// [`parse_duration_ns`], with the reason of a refusal.
-fn duration_ns(s: &str) -> std::result::Result<u64, String> {
-    let s = s.trim();
-    let d = units::parse_duration(s, None).map_err(|e| match e {
-        DurationError::Negative => {
-            format!("'{s}' is negative: durations are at least 0, e.g. 10us")
-        }
-        DurationError::NoUnit => format!("'{s}' has no unit: write e.g. 10us (ns, us, ms or s)"),
-        DurationError::UnknownUnit(unit) => {
-            format!("'{s}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us")
-        }
-        DurationError::NoNumber => format!("'{s}' is not a duration: write e.g. 10us"),
-        DurationError::TooLong => format!("'{s}' is too long: use at most a few seconds"),
-    })?;
-    let ns = d.as_nanos();
+/// [`parse_duration_ns`] of a trimmed `s`, with the reason of a refusal.
+fn duration_ns(s: &str) -> std::result::Result<u64, DurationError> {
+    let ns = units::parse_duration(s, None)?.as_nanos();
     if ns > MAX_LATENCY_NS as u128 {
-        return Err(format!("'{s}' is too long: use at most a few seconds"));
+        return Err(DurationError::TooLong);
     }
     Ok(ns as u64)
 }
 
-fn parse_fraction(s: &str) -> std::result::Result<f64, String> {
+/// How a refused duration `given` reads (the words of [`Reason::Duration`]).
+pub(crate) fn write_duration_error(
+    f: &mut fmt::Formatter<'_>,
+    given: &str,
+    error: &DurationError,
+) -> fmt::Result {
+    match error {
+        DurationError::Negative => {
+            write!(
+                f,
+                "'{given}' is negative: durations are at least 0, e.g. 10us"
+            )
+        }
+        DurationError::NoUnit => {
+            write!(
+                f,
+                "'{given}' has no unit: write e.g. 10us (ns, us, ms or s)"
+            )
+        }
+        DurationError::UnknownUnit(unit) => write!(
+            f,
+            "'{given}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
+        ),
+        DurationError::NoNumber => write!(f, "'{given}' is not a duration: write e.g. 10us"),
+        DurationError::TooLong => {
+            write!(f, "'{given}' is too long: use at most a few seconds")
+        }
+    }
+}
+
+/// Why a latency model did not parse ([`Reason::Latency`]); its words follow the model as
+/// written (`"fixed:10"` then `": '10' has no unit ..."`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LatencyError {
+    /// No `name:` part.
+    NoModel,
+    /// The wrong number of values for the model.
+    Arity {
+        /// The model.
+        name: &'static str,
+        /// How many values it takes.
+        n: usize,
+        /// An example.
+        form: &'static str,
+    },
+    /// A duration that does not parse.
+    Duration {
+        /// The value given.
+        given: String,
+        /// Why it does not parse.
+        error: DurationError,
+    },
+    /// A uniform model whose lower bound is above its upper.
+    BoundsReversed,
+    /// A lognormal sigma that is not a number.
+    SigmaNotANumber(String),
+    /// A lognormal sigma outside 0 to 10.
+    SigmaRange,
+    /// A bimodal share that is not a number.
+    FractionNotANumber(String),
+    /// A bimodal share outside 0 to 1.
+    NotAProbability(f64),
+    /// A model name not known.
+    Unknown(String),
+}
+
+impl fmt::Display for LatencyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LatencyError::NoModel => write!(f, " names no model: use one of {MODEL_FORMS}"),
+            LatencyError::Arity { name, n, form } => {
+                write!(f, ": {name} takes {n} value(s), e.g. {form}")
+            }
+            LatencyError::Duration { given, error } => {
+                f.write_str(": ")?;
+                write_duration_error(f, given, error)
+            }
+            LatencyError::BoundsReversed => {
+                f.write_str(": the lower bound is above the upper: write uniform:LOW,HIGH")
+            }
+            LatencyError::SigmaNotANumber(s) => write!(
+                f,
+                ": sigma '{s}' is not a number: write e.g. lognormal:10us,0.5"
+            ),
+            LatencyError::SigmaRange => f.write_str(": sigma must be between 0 and 10, e.g. 0.5"),
+            LatencyError::FractionNotANumber(s) => {
+                write!(f, ": '{s}' is not a number: write e.g. 0.1")
+            }
+            LatencyError::NotAProbability(p) => {
+                write!(f, ": {p} is not a probability: use 0 to 1, e.g. 0.1")
+            }
+            LatencyError::Unknown(name) => write!(
+                f,
+                ": unknown latency model '{name}': use one of {MODEL_FORMS}"
+            ),
+        }
+    }
+}
+
+fn parse_fraction(s: &str) -> std::result::Result<f64, LatencyError> {
     let p: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a number: write e.g. 0.1"))?;
+        .map_err(|_| LatencyError::FractionNotANumber(s.to_string()))?;
     if !(0.0..=1.0).contains(&p) {
-        return Err(format!("{p} is not a probability: use 0 to 1, e.g. 0.1"));
+        return Err(LatencyError::NotAProbability(p));
     }
     Ok(p)
 }
 
-/// Parses a model; a refusal's reason follows the model as written (`"fixed:10"` then
-/// `": '10' has no unit ..."`).
-fn parse_model(s: &str) -> std::result::Result<LatencyModel, String> {
-    let (name, args) = s
-        .split_once(':')
-        .ok_or_else(|| format!(" names no model: use one of {MODEL_FORMS}"))?;
+/// Parses a model.
+fn parse_model(s: &str) -> std::result::Result<LatencyModel, LatencyError> {
+    let (name, args) = s.split_once(':').ok_or(LatencyError::NoModel)?;
     let args: Vec<&str> = args.split(',').collect();
-    let want = |n: usize, form: &str| {
+    let want = |n: usize, form: &'static str| {
         if args.len() == n {
             Ok(())
         } else {
-            Err(format!(": {name} takes {n} value(s), e.g. {form}"))
+            let name = form.split(':').next().unwrap_or(form);
+            Err(LatencyError::Arity { name, n, form })
         }
     };
-    let d = |i: usize| duration_ns(args[i]).map_err(|r| format!(": {r}"));
+    let d = |i: usize| {
+        let given = args[i].trim();
+        duration_ns(given).map_err(|error| LatencyError::Duration {
+            given: given.to_string(),
+            error,
+        })
+    };
     let m = match name {
         "fixed" => {
             want(1, "fixed:10us")?;
@@ -187,9 +290,7 @@ fn parse_model(s: &str) -> std::result::Result<LatencyModel, String> {
             want(2, "uniform:8us,12us")?;
             let (a, b) = (d(0)?, d(1)?);
             if a > b {
-                return Err(
-                    ": the lower bound is above the upper: write uniform:LOW,HIGH".to_string(),
-                );
+                return Err(LatencyError::BoundsReversed);
             }
             LatencyModel::Uniform(a, b)
         }
@@ -202,14 +303,12 @@ fn parse_model(s: &str) -> std::result::Result<LatencyModel, String> {
         }
         "lognormal" => {
             want(2, "lognormal:10us,0.5")?;
-            let sigma: f64 = args[1].trim().parse().map_err(|_| {
-                format!(
-                    ": sigma '{}' is not a number: write e.g. lognormal:10us,0.5",
-                    args[1]
-                )
-            })?;
+            let sigma: f64 = args[1]
+                .trim()
+                .parse()
+                .map_err(|_| LatencyError::SigmaNotANumber(args[1].to_string()))?;
             if !(0.0..=10.0).contains(&sigma) {
-                return Err(": sigma must be between 0 and 10, e.g. 0.5".to_string());
+                return Err(LatencyError::SigmaRange);
             }
             LatencyModel::LogNormal {
                 mean_ns: d(0)?,
@@ -221,14 +320,10 @@ fn parse_model(s: &str) -> std::result::Result<LatencyModel, String> {
             LatencyModel::Bimodal {
                 fast_ns: d(0)?,
                 slow_ns: d(1)?,
-                p_slow: parse_fraction(args[2]).map_err(|r| format!(": {r}"))?,
+                p_slow: parse_fraction(args[2])?,
             }
         }
-        _ => {
-            return Err(format!(
-                ": unknown latency model '{name}': use one of {MODEL_FORMS}"
-            ))
-        }
+        _ => return Err(LatencyError::Unknown(name.to_string())),
     };
     Ok(m)
 }
@@ -239,7 +334,15 @@ impl FromStr for LatencyModel {
     /// Parses the forms of [`MODEL_FORMS`]. A refusal is an [`Error::Config`] naming
     /// [`LATENCY_FIELD`], whose reason begins with `=` and the model as written.
     fn from_str(s: &str) -> Result<Self> {
-        parse_model(s).map_err(|r| Error::config(LATENCY_FIELD, format!("={s}{r}")))
+        parse_model(s).map_err(|error| {
+            Error::config(
+                LATENCY_FIELD,
+                Reason::Latency {
+                    given: s.to_string(),
+                    error,
+                },
+            )
+        })
     }
 }
 
@@ -632,8 +735,14 @@ mod tests {
             match s.parse::<LatencyModel>() {
                 Err(Error::Config { field, reason }) => {
                     assert_eq!(field, LATENCY_FIELD, "{s}");
-                    assert!(reason.starts_with(&format!("={s}")), "{s}: {reason}");
-                    assert!(reason.contains(needle), "{s}: {reason}");
+                    assert!(
+                        matches!(&reason, Reason::Latency { given, .. } if given == s),
+                        "{s}: {reason:?}"
+                    );
+                    assert!(reason.names_value(), "{s}");
+                    let text = reason.to_string();
+                    assert!(text.starts_with(&format!("={s}")), "{s}: {text}");
+                    assert!(text.contains(needle), "{s}: {text}");
                 }
                 other => panic!("{s}: expected a usage error, got {other:?}"),
             }

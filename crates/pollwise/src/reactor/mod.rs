@@ -48,6 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Clock;
+use crate::error::Reason;
 use crate::policy::adaptive::AdaptiveWindow;
 use crate::policy::choice::{Chooser, LoopWait, NoHybrid};
 use crate::policy::contention::CpuSignals;
@@ -169,12 +170,7 @@ impl FdMonKind {
         match self {
             FdMonKind::IoUring => fdmon_uring::UringFdMonitor::new(256)
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
-                .map_err(|e| {
-                    Error::config(
-                        "fdmon",
-                        format!("=io_uring: cannot set up the io_uring fd monitor: {e}; use epoll instead"),
-                    )
-                }),
+                .map_err(|e| Error::config("fdmon", Reason::FdMonSetup(e))),
             FdMonKind::Epoll => fdmon_epoll::EpollFdMonitor::new()
                 .map(|m| Box::new(m) as Box<dyn FdMonitor>)
                 .map_err(|e| Error::os("creating an epoll instance", e)),
@@ -190,7 +186,11 @@ impl FromStr for FdMonKind {
             "epoll" => Ok(FdMonKind::Epoll),
             _ => Err(Error::config(
                 "fdmon",
-                format!("={s} is not an fd monitor: use io_uring or epoll"),
+                Reason::NotOneOf {
+                    given: s.to_string(),
+                    what: "an fd monitor",
+                    choices: "io_uring or epoll",
+                },
             )),
         }
     }
@@ -442,7 +442,7 @@ impl Reactor {
             .checked_add(1)
             .ok_or(CapacityError::TooLarge(cfg.max_sources))
             .and_then(Slots::new)
-            .map_err(|e| Error::config("max_sources", e.to_string()))?;
+            .map_err(|e| Error::config("max_sources", Reason::Capacity(e)))?;
         let mut r = Reactor {
             core: Core {
                 clock,

@@ -30,6 +30,7 @@ pub mod slots;
 pub use buffers::{AlignedBuf, BufError};
 pub use slots::{Handle, Slots, StaleHandle};
 
+use crate::error::{Limit, Reason};
 use crate::{Error, Result};
 
 /// The direction of a request.
@@ -66,6 +67,21 @@ pub struct ReqMeta {
     /// completion came back: fio's slat ends and clat starts here. `None` until then, or if the
     /// queue cannot say.
     pub issued_ns: Option<u64>,
+}
+
+/// How far a live request got beyond its description: what a short transfer moved so far and
+/// whether its data must check. It lives in the request's record, so it starts afresh with
+/// every request a slot holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes the parts completed so far moved (a short transfer resubmits the rest).
+    pub done: u32,
+    /// When the first part's submission returned, once a part came back short: the request's
+    /// slat ends there.
+    pub first_issued_ns: Option<u64>,
+    /// A read of a block written (and verified) before the read was queued: its data must
+    /// check.
+    pub must_check: bool,
 }
 
 /// Where a live request is in its life. A free slot has no state: its handles are stale.
@@ -140,6 +156,7 @@ pub fn leaked_bytes() -> u64 {
 struct Req {
     meta: ReqMeta,
     state: State,
+    progress: Progress,
 }
 
 /// Fixed request slots with their buffers; see the module docs.
@@ -170,16 +187,23 @@ impl Slab {
     /// two). Zero slots, zero-byte buffers and bad alignments are [`Error::Config`] errors naming
     /// `slots`, `buf_len` or `align`.
     pub fn new(n: usize, buf_len: usize, align: usize) -> Result<Self> {
-        let slots = Slots::new(n).map_err(|e| Error::config("slots", e.to_string()))?;
+        let slots = Slots::new(n).map_err(|e| Error::config("slots", Reason::Capacity(e)))?;
         let bufs = (0..n)
             .map(|_| {
                 AlignedBuf::try_new(buf_len, align)
                     .map(Some)
                     .map_err(|e| match e {
-                        BufError::Empty => Error::config("buf_len", "must be at least 1 byte"),
-                        BufError::Align(a) => {
-                            Error::config("align", format!("is {a}: use a power of two, e.g. 4096"))
+                        BufError::Empty => {
+                            Error::config("buf_len", Reason::Rule("must be at least 1 byte"))
                         }
+                        BufError::Align(a) => Error::config(
+                            "align",
+                            Reason::Is {
+                                value: a as u64,
+                                unit: "",
+                                limit: Limit::PowerOfTwo,
+                            },
+                        ),
                         BufError::NoMemory(_) => Error::os(
                             crate::error::Op::AllocBuffers {
                                 count: n,
@@ -187,7 +211,7 @@ impl Slab {
                             },
                             std::io::Error::from_raw_os_error(libc::ENOMEM),
                         ),
-                        e => Error::config("buf_len", e.to_string()),
+                        e => Error::config("buf_len", Reason::Buffer(e)),
                     })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -225,6 +249,7 @@ impl Slab {
         self.slots.insert(Req {
             meta,
             state: State::Prepared,
+            progress: Progress::default(),
         })
     }
 
@@ -251,6 +276,16 @@ impl Slab {
     /// The request's metadata, mutably (the kernel never reads it).
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.meta)
+    }
+
+    /// How far the request got ([`Progress`]).
+    pub fn progress(&self, h: Handle) -> Result<&Progress, StaleHandle> {
+        self.slots.get(h).map(|r| &r.progress)
+    }
+
+    /// How far the request got, mutably (the kernel never reads it).
+    pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
+        self.slots.get_mut(h).map(|r| &mut r.progress)
     }
 
     fn in_state(
@@ -469,6 +504,23 @@ impl Drop for Slab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_lives_in_the_request_and_starts_afresh_in_a_reused_slot() {
+        let mut s = Slab::new(1, 4096, 4096).unwrap();
+        let h = s.alloc(ReqMeta::default()).unwrap();
+        *s.progress_mut(h).unwrap() = Progress {
+            done: 512,
+            first_issued_ns: Some(7),
+            must_check: true,
+        };
+        assert_eq!(s.progress(h).unwrap().done, 512);
+        s.complete(h, |_, _| ()).unwrap();
+        assert!(s.progress(h).is_err(), "a stale handle has no progress");
+        let next = s.alloc(ReqMeta::default()).unwrap();
+        assert_eq!(next.index(), h.index(), "the one slot, reused");
+        assert_eq!(*s.progress(next).unwrap(), Progress::default());
+    }
 
     #[test]
     fn stale_handle_is_an_error() {

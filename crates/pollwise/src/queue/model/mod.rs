@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::{Completion, Op, Queue, QueueCounters, WaitOutcome};
 use crate::clock::Clock;
+use crate::error::{Limit, Reason};
 use crate::queue::sim::{Device, LatencyModel};
 use crate::{Error, Result};
 use sched::Shared;
@@ -117,19 +118,29 @@ impl Platform {
         if self.cores == 0 || self.cores > MAX_CORES {
             return Err(Error::config(
                 "cores",
-                format!("is {}: use 1 to {MAX_CORES}", self.cores),
+                Reason::Is {
+                    value: self.cores as u64,
+                    unit: "",
+                    limit: Limit::Between(1, MAX_CORES as u64),
+                },
             ));
         }
         if self.poll_ns == 0 {
             return Err(Error::config(
                 "poll_ns",
-                "is 0: a poll that costs nothing would spin for ever in virtual time; use at least 1",
+                Reason::Rule(
+                    "is 0: a poll that costs nothing would spin for ever in virtual time; use at least 1",
+                ),
             ));
         }
         if self.time_slice_ns < 1_000 {
             return Err(Error::config(
                 "time_slice_ns",
-                format!("is {}: use at least 1000 (1 us)", self.time_slice_ns),
+                Reason::Is {
+                    value: self.time_slice_ns,
+                    unit: "",
+                    limit: Limit::AtLeast(1_000, " (1 us)"),
+                },
             ));
         }
         for (field, v) in [
@@ -148,17 +159,22 @@ impl Platform {
             if v > MAX_COST_NS {
                 return Err(Error::config(
                     field,
-                    format!("is {v} ns: use at most {MAX_COST_NS} (10 s)"),
+                    Reason::Is {
+                        value: v,
+                        unit: " ns",
+                        limit: Limit::AtMost(MAX_COST_NS, " (10 s)"),
+                    },
                 ));
             }
         }
         if self.device_iops > 1_000_000_000 {
             return Err(Error::config(
                 "device_iops",
-                format!(
-                    "is {}: use at most 1000000000 (one request per ns), or 0 for no limit",
-                    self.device_iops
-                ),
+                Reason::Is {
+                    value: self.device_iops,
+                    unit: "",
+                    limit: Limit::AtMost(1_000_000_000, " (one request per ns), or 0 for no limit"),
+                },
             ));
         }
         self.check_depth_curve()?;
@@ -166,12 +182,15 @@ impl Platform {
             if a > b {
                 return Err(Error::config(
                     "device",
-                    "a uniform latency's lower bound is above its upper bound",
+                    Reason::Rule("a uniform latency's lower bound is above its upper bound"),
                 ));
             }
         }
         if self.device.mean_ns() > MAX_COST_NS as f64 {
-            return Err(Error::config("device", "mean latency above 10 s"));
+            return Err(Error::config(
+                "device",
+                Reason::Rule("mean latency above 10 s"),
+            ));
         }
         Ok(())
     }
@@ -182,21 +201,25 @@ impl Platform {
         if c.len() > MAX_DEPTH_POINTS {
             return Err(Error::config(
                 FIELD,
-                format!("has {} points: use at most {MAX_DEPTH_POINTS}", c.len()),
+                Reason::CurvePoints {
+                    points: c.len(),
+                    max: MAX_DEPTH_POINTS,
+                },
             ));
         }
         if let Some(&(d, _)) = c.first() {
             if d != 1 {
-                return Err(Error::config(
-                    FIELD,
-                    format!("starts at depth {d}: the first point is depth 1 (one request on the device)"),
-                ));
+                return Err(Error::config(FIELD, Reason::CurveStart { depth: d }));
             }
         }
         if let Some(&(d, p)) = c.iter().find(|&&(_, p)| p > MAX_COST_NS) {
             return Err(Error::config(
                 FIELD,
-                format!("is {p} ns at depth {d}: use at most {MAX_COST_NS} (10 s)"),
+                Reason::CurveCost {
+                    ns: p,
+                    depth: d,
+                    max: MAX_COST_NS,
+                },
             ));
         }
         for w in c.windows(2) {
@@ -204,16 +227,14 @@ impl Platform {
             if d1 <= d0 {
                 return Err(Error::config(
                     FIELD,
-                    format!("has depth {d1} after depth {d0}: list the depths rising"),
+                    Reason::CurveOrder {
+                        before: d0,
+                        after: d1,
+                    },
                 ));
             }
             if p1 < p0 {
-                return Err(Error::config(
-                    FIELD,
-                    format!(
-                        "falls from {p0} ns at depth {d0} to {p1} ns at depth {d1}: a device is not faster with more requests on it (use the running maximum)"
-                    ),
-                ));
+                return Err(Error::config(FIELD, Reason::CurveFalls { d0, p0, d1, p1 }));
             }
         }
         Ok(())
