@@ -486,11 +486,13 @@ impl Sampler {
 
 pub use crate::sys::rusage::{thread_cpu_ns, Rusage};
 
-/// fio's `sync` statistics: the latencies of the syncs `fsync` and `fdatasync` issue.
+/// fio's `sync` statistics: the latencies of the syncs `fsync` and `fdatasync` issue. Its
+/// histograms are made at the first sync: a job that never syncs (most) pays nothing for them.
 #[derive(Clone, Default)]
 pub struct SyncStats {
-    /// Every sync's latency, queued to reaped (`lat.ios` counts fsyncs and fdatasyncs).
-    pub lat: DirStats,
+    /// Every sync's latency, queued to reaped (`ios` counts fsyncs and fdatasyncs); `None`
+    /// until the first sync.
+    pub lat: Option<Box<DirStats>>,
     /// Of them, the fsyncs: fio's `total_ios` of its `sync` block counts only these.
     pub fsyncs: u64,
 }
@@ -498,7 +500,7 @@ pub struct SyncStats {
 impl std::fmt::Debug for SyncStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SyncStats")
-            .field("syncs", &self.lat.ios)
+            .field("syncs", &self.syncs())
             .field("fsyncs", &self.fsyncs)
             .finish()
     }
@@ -507,15 +509,24 @@ impl std::fmt::Debug for SyncStats {
 impl SyncStats {
     /// Records one sync that took `lat_ns` (an fdatasync with `datasync`).
     pub fn record(&mut self, lat_ns: u64, datasync: bool) {
-        self.lat.record_lat(lat_ns, 0);
+        self.lat
+            .get_or_insert_with(Default::default)
+            .record_lat(lat_ns, 0);
         if !datasync {
             self.fsyncs += 1;
         }
     }
 
+    /// Syncs recorded, fsyncs and fdatasyncs.
+    pub fn syncs(&self) -> u64 {
+        self.lat.as_ref().map_or(0, |l| l.ios)
+    }
+
     /// Adds another thread's.
     pub fn merge(&mut self, o: &SyncStats) {
-        self.lat.merge(&o.lat);
+        if let Some(l) = &o.lat {
+            self.lat.get_or_insert_with(Default::default).merge(l);
+        }
         self.fsyncs += o.fsyncs;
     }
 }
