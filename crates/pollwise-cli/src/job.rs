@@ -20,6 +20,7 @@ use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
 use pollwise::queue::null::NullQueue;
+use pollwise::queue::posixaio::PosixaioQueue;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
@@ -62,6 +63,9 @@ pub enum IoEngine {
         /// fio's `userspace_reap`.
         userspace_reap: bool,
     },
+    /// POSIX AIO through the C library (fio's `posixaio`): interrupt waits in `aio_suspend`;
+    /// poll asks `aio_error` of each request in flight.
+    Posixaio,
 }
 
 impl IoEngine {
@@ -73,6 +77,7 @@ impl IoEngine {
             IoEngine::Null => "null",
             IoEngine::Sync(c) => c.name(),
             IoEngine::Libaio { .. } => "libaio",
+            IoEngine::Posixaio => "posixaio",
         }
     }
 
@@ -386,6 +391,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
         ));
     }
     crate::limits::check(&job_need(spec))?;
+    crate::limits::check(&verify_need(spec))?;
     if spec.thinktime_spin > spec.thinktime {
         return u("--thinktime_spin is longer than --thinktime: it is the part of the think time spent spinning".into());
     }
@@ -527,6 +533,31 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
 /// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
 pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
 
+/// Bytes a writing job that verifies keeps per block it wrote (the engine's map of written
+/// blocks, as fio keeps one entry per block), about.
+pub const VERIFY_BYTES_PER_BLOCK: u128 = 32;
+
+/// The memory a writing job that verifies keeps for the blocks it wrote: one entry per block
+/// of its size (or io_size, with no size), per thread; nothing for other jobs.
+pub fn verify_need(spec: &JobSpec) -> crate::limits::Need {
+    let mut need = crate::limits::Need::new(
+        0,
+        0,
+        "--verify's map of the blocks written (about 32 bytes per block of --size)",
+        "verify a smaller --size, or with a larger --bs",
+    );
+    if spec.verify && spec.rw.writes() {
+        let span = if spec.size != 0 {
+            spec.size
+        } else {
+            spec.io_size
+        };
+        let blocks = span / spec.extra.min_bs(spec.bs).max(1) as u64;
+        need.buffers = blocks as u128 * VERIFY_BYTES_PER_BLOCK * spec.numjobs as u128;
+    }
+    need
+}
+
 /// What `spec`'s threads allocate and start: `numjobs` threads, each with `iodepth` buffers of
 /// the larger block size.
 pub fn job_need(spec: &JobSpec) -> crate::limits::Need {
@@ -637,7 +668,7 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
 /// marked with a filesystem signature, or a file that backs such a loop device
 /// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
 pub fn check_in_use(spec: &JobSpec) -> Result<()> {
-    let writes = spec.rw.writes();
+    let writes = spec.rw.modifies();
     if !writes || spec.extra.allow_mounted_write || !spec.ioengine.has_file() {
         return Ok(());
     }
@@ -1173,6 +1204,7 @@ fn measure(
         read,
         write,
         sync: engine.sync_stats().clone(),
+        trim: engine.trim_stats().clone(),
         elapsed_ns: t1 - m0.t0,
         process: Rusage::default(),
         threads: Rusage {
@@ -1339,6 +1371,8 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
+    // Set when this thread fell below its minimum rate (fio's ratemin): it stops, failed.
+    let too_slow = Arc::new(AtomicBool::new(false));
     // fio's latency_target: this thread's search for its depth (it starts at 1).
     let lat = spec
         .extra
@@ -1346,14 +1380,16 @@ fn job_thread(
         .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
     // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
-        // Stop early on a signal or when another thread of the job failed.
+        // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
         let halt = spec.halt.clone();
+        let too_slow = too_slow.clone();
         let steady = spec.steady.clone();
         let stop_lat = lat.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
+                || too_slow.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
                 || steady.as_ref().is_some_and(|s| s.stop(i))
                 || stop_lat.as_ref().is_some_and(|l| l.stop())
@@ -1380,9 +1416,9 @@ fn job_thread(
         }
         Ok(engine)
     };
-    let reads = !matches!(spec.rw, Rw::Write | Rw::RandWrite);
     let log = if spec.logs.any() {
-        ThreadLog::open(&spec.logs, i as u32, [reads, spec.rw.writes()]).map(Some)
+        let dirs = [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()];
+        ThreadLog::open(&spec.logs, i as u32, dirs).map(Some)
     } else {
         Ok(None)
     };
@@ -1401,7 +1437,32 @@ fn job_thread(
             l.start(t0);
             Arc::new(std::sync::Mutex::new(l))
         });
+        // fio's write_iolog: every request the job issues, in order, from the window's start.
+        let iolog = match spec.extra.write_iolog.as_deref() {
+            Some(p) => {
+                let w = crate::iolog::Writer::create(p, &spec.filename, t0)?;
+                let hook = Arc::clone(&w);
+                engine.set_on_issue(Some(Box::new(move |dir, off, len, now| {
+                    if let Ok(mut w) = hook.lock() {
+                        w.request(dir, off, len, now);
+                    }
+                })));
+                Some(w)
+            }
+            None => None,
+        };
         let counters = spec.live.as_ref().zip(live);
+        // fio's minimum-rate check, at each completion as fio checks it after each I/O: a job
+        // with no I/O for a while is only looked at when its next request completes.
+        let slow_line = Arc::new(std::sync::Mutex::new(None::<String>));
+        let mut min_rate = spec.extra.min_rate.map(|m| {
+            (
+                crate::extras::MinRateCheck::new(m, t0),
+                [(0u64, 0u64); 2],
+                Arc::clone(&too_slow),
+                Arc::clone(&slow_line),
+            )
+        });
         let steady = spec.steady.clone();
         if let Some(s) = &steady {
             s.start(t0);
@@ -1410,7 +1471,12 @@ fn job_thread(
             l.set_ramp(false);
             l.start(t0);
         }
-        if log.is_some() || counters.is_some() || steady.is_some() || lat.is_some() {
+        if log.is_some()
+            || counters.is_some()
+            || steady.is_some()
+            || lat.is_some()
+            || min_rate.is_some()
+        {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
             let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
             engine.set_on_done(Box::new(move |d| {
@@ -1427,6 +1493,22 @@ fn job_thread(
                 }
                 if let Some(t) = &hook_live {
                     t.add(d.dir, d.len);
+                }
+                if let Some((check, done, slow, line)) = min_rate
+                    .as_mut()
+                    .filter(|_| matches!(d.dir, pollwise::request::Dir::Read | pollwise::request::Dir::Write))
+                {
+                    let k = usize::from(d.dir == pollwise::request::Dir::Write);
+                    done[k].0 += u64::from(d.len);
+                    done[k].1 += 1;
+                    if !slow.load(Ordering::Relaxed) {
+                        if let Some(l) = check.look(d.done_ns, *done) {
+                            if let Ok(mut slot) = line.lock() {
+                                *slot = Some(l);
+                            }
+                            slow.store(true, Ordering::SeqCst);
+                        }
+                    }
                 }
             }));
         }
@@ -1473,13 +1555,27 @@ fn job_thread(
                     };
                     // Counted from now: the ramp's requests do not count (fio resets them too).
                     // Requests of several sizes stop on their bytes.
-                    let n = if spec.extra.varies() || spec.extra.zones.is_some() {
+                    let n = if spec.extra.replay.is_some() {
+                        // A replay ends with its log.
+                        u64::MAX
+                    } else if spec.extra.varies() || spec.extra.zones.is_some() {
                         engine.set_byte_limit(Some(io_size));
                         u64::MAX
                     } else {
-                        engine.submitted() + (io_size / spec.bs as u64).max(1)
+                        // A trimwrite's block is two requests: its trim and its write.
+                        let bs = match spec.extra.trim_bs {
+                            Some(t) if spec.rw.trims() => t,
+                            _ => spec.bs,
+                        };
+                        engine.submitted()
+                            + (io_size / bs as u64).max(1) * spec.rw.ios_per_block()
                     };
                     let n = n.min(cap.unwrap_or(u64::MAX));
+                    // fio verifies after each loop: a pass of io_size / loops, then its read back.
+                    let loops = spec.extra.loops.max(1) as u64;
+                    if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
+                        engine.set_verify_pass(Some(io_size / loops));
+                    }
                     match until {
                         Some(t) => Stop::Either(t, n),
                         None => Stop::Ios(n),
@@ -1572,6 +1668,14 @@ fn job_thread(
         }
         // Verify reads and later phases are not the measured period's: out of the logs.
         engine.set_on_done(Box::new(|_| {}));
+        engine.set_on_issue(None);
+        let iologged = match &iolog {
+            Some(w) => w
+                .lock()
+                .map_err(|_| Error::Io("a job thread's I/O log was poisoned".into()))
+                .and_then(|mut w| w.finish(t1)),
+            None => Ok(()),
+        };
         let logged = match &log {
             Some(l) => l
                 .lock()
@@ -1582,6 +1686,18 @@ fn job_thread(
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
         *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         let errors = engine.errors();
+        let slow = slow_line.lock().ok().and_then(|mut l| l.take());
+        let r = match slow {
+            // fio fails the job with EIO ("check_min_rate").
+            Some(line) => {
+                failed.store(true, Ordering::SeqCst);
+                Err(Error::Io(format!(
+                    "job {}: {line} over the last --ratecycle: the job is failed, as fio fails it",
+                    spec.name
+                )))
+            }
+            None => r,
+        };
         let ran = r.and_then(|ended| {
             let seen = Seen {
                 cancelled,
@@ -1591,7 +1707,7 @@ fn job_thread(
             };
             ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
         });
-        ran.and(logged).map(|_| (engine, file, stats))
+        ran.and(logged).and(iologged).map(|_| (engine, file, stats))
     });
     phases[1].arrive_and_wait();
     let (mut engine, file, mut stats) = match measured {
@@ -1628,7 +1744,13 @@ fn job_thread(
         stats.errors = errors_of(&engine);
     }
     name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
-    verified.map(|_| ThreadOut { stats })
+    // fio saves the state when the job ends, whether its blocks checked or not.
+    let saved = if spec.verify && spec.extra.verify_state_save && spec.rw.writes() {
+        crate::vstate::save(std::path::Path::new(""), spec, i, &engine.blocks_written())
+    } else {
+        Ok(())
+    };
+    verified.and(saved).map(|_| ThreadOut { stats })
 }
 
 /// The errors `engine` saw since it was made, and the blocks that failed verification.
@@ -1703,7 +1825,8 @@ fn setup_engine(
             spec.extra.apply(&mut engine, i as u32, spec.bs)?;
             return Ok((ramp(engine)?, None));
         }
-        let writable = spec.rw.writes();
+        // A trim needs the file open for writing (fallocate, a discard).
+        let writable = spec.rw.modifies();
         let file = open_target_with(
             &spec.filename,
             spec.direct,
@@ -1731,6 +1854,7 @@ fn setup_engine(
                 LibaioQueue::new(&[file.as_raw_fd()], depth, userspace_reap)
                     .map_err(libaio_setup_error)?,
             ),
+            IoEngine::Posixaio => Box::new(PosixaioQueue::new(&[file.as_raw_fd()], depth)),
             _ => {
                 let q = uring_for(spec, &file, attach);
                 if spec.sqthread_share && i == 0 {
@@ -1764,6 +1888,10 @@ fn setup_engine(
         // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
         engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
+        if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
+            let ranges = crate::vstate::load(std::path::Path::new(""), spec, i)?;
+            engine.set_verify_state(Some(ranges));
+        }
         Ok((ramp(engine)?, Some(file)))
     })()
 }
@@ -1944,6 +2072,7 @@ fn run_model_threads(
                 read: r.read,
                 write: r.write,
                 sync: Default::default(),
+                trim: Default::default(),
                 elapsed_ns: r.elapsed_ns,
                 process: cpu,
                 threads: cpu,

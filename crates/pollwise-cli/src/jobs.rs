@@ -53,7 +53,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.size
         }),
         IoEngine::Null => Some(spec.size),
-        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } => {
+        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } | IoEngine::Posixaio => {
             // A FIFO would block, a character device never end: refused before any open.
             crate::filekind::check_target("--filename", &spec.filename)?;
             existing_size(&spec.filename)
@@ -83,7 +83,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         None => full.saturating_sub(offset),
     };
     let ranged = offset != 0 || increment != 0 || x.size_percent.is_some();
-    let loops = x.loops.max(1) as u64;
+    // fio 3.33 reads a reading job's file once whatever loops says when it verifies.
+    let loops = if spec.verify && !spec.rw.writes() {
+        1
+    } else {
+        x.loops.max(1) as u64
+    };
     if ranged {
         let last = offset + increment * (clones - 1);
         if region == 0 {
@@ -133,6 +138,12 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     crate::extras::join_flows(&mut jobs);
+    // fio numbers every job's threads in one sequence (the verify state's file names).
+    let mut next = 0u32;
+    for j in &mut jobs {
+        j.extra.first_thread = next;
+        next = next.saturating_add(j.numjobs);
+    }
     check_run(&jobs)?;
     // fio's exitall: a job's end stops the jobs running with it (and with exit_what=all, the
     // run), through each job's halt flag.
@@ -323,7 +334,7 @@ fn check_shared_blocks(group: &[JobSpec]) -> Result<()> {
             };
             let overlap = fa == fb && sa < eb && sb < ea;
             let verifying = a.verify || b.verify;
-            let writing = a.rw.writes() || b.rw.writes();
+            let writing = a.rw.modifies() || b.rw.modifies();
             let same_bytes = a.verify
                 && b.verify
                 && a.bs == b.bs
@@ -458,7 +469,7 @@ pub fn plan(planned: Vec<Planned>) -> Result<(Vec<JobSpec>, Vec<Vec<(String, Str
 /// fio's `--readonly`: refuses, before anything runs, a job that writes (whatever its engine,
 /// as fio) or whose file would be created or extended to its size.
 pub fn check_readonly(specs: &[JobSpec]) -> Result<()> {
-    if let Some(s) = specs.iter().find(|s| s.rw.writes()) {
+    if let Some(s) = specs.iter().find(|s| s.rw.modifies()) {
         return Err(Error::Usage(format!(
             "--readonly: job {} writes (rw={}): drop --readonly or use --rw=read or --rw=randread",
             crate::error::shown(&s.name),

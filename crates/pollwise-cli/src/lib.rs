@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod extras;
 pub mod filekind;
+pub mod iolog;
 pub mod job;
 pub mod jobs;
 pub mod latency;
@@ -29,5 +30,6 @@ pub mod scenario;
 pub mod signals;
 pub mod steady;
 pub mod target;
+pub mod vstate;
 
 pub use error::{Error, Result};

@@ -78,12 +78,16 @@ impl Digest {
 }
 
 /// How a request's bytes are verified: the checksum besides the header, and the interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Verify {
     /// The checksum besides the crc32c header (`None`: the header alone, fio's crc32c).
     pub digest: Option<Digest>,
     /// Bytes of each verified block within a request (`None`: the request's length).
     pub interval: Option<u32>,
+    /// fio's `verify_pattern`: each verified block's body repeats these bytes (laid from the
+    /// block's start, the header over its first bytes, as fio lays them) and a read back
+    /// checks them (`None`: a random body from the seed).
+    pub pattern: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Verify {
@@ -106,7 +110,15 @@ impl Verify {
             }
             let keep = block.len() - self.digest.map_or(0, Digest::len);
             let (head, tail) = block.split_at_mut(keep);
-            crate::verify::fill(head, offset + r.start as u64, seed);
+            match self.pattern.as_deref() {
+                Some(p) => {
+                    for (i, b) in head.iter_mut().enumerate() {
+                        *b = p[i % p.len()];
+                    }
+                    crate::verify::fill_header(head, offset + r.start as u64);
+                }
+                None => crate::verify::fill(head, offset + r.start as u64, seed),
+            }
             if let Some(d) = self.digest {
                 d.compute(head, tail);
             }
@@ -124,6 +136,17 @@ impl Verify {
             let (head, tail) = block.split_at(keep);
             let at = offset + r.start as u64;
             crate::verify::check(head, at)?;
+            if let Some(p) = self.pattern.as_deref() {
+                let body = crate::verify::HEADER;
+                if let Some(i) = (body..head.len()).find(|&i| head[i] != p[i % p.len()]) {
+                    return Err(crate::verify::Mismatch::Pattern {
+                        offset: at,
+                        at: i as u32,
+                        found: head[i],
+                        wanted: p[i % p.len()],
+                    });
+                }
+            }
             if let Some(d) = self.digest {
                 let mut sum = [0u8; 32];
                 d.compute(head, &mut sum[..d.len()]);
@@ -173,6 +196,7 @@ mod tests {
             let v = Verify {
                 digest,
                 interval: Some(512),
+                pattern: None,
             };
             let mut b = vec![0u8; 4096];
             v.fill(&mut b, 8192, 3);
@@ -180,22 +204,46 @@ mod tests {
             // A flipped bit in the 7th interval's body is found there.
             b[6 * 512 + 100] ^= 1;
             let e = v.check(&b, 8192).unwrap_err();
-            let at = match e {
-                crate::verify::Mismatch::NoHeader { offset }
-                | crate::verify::Mismatch::OtherLength { offset, .. }
-                | crate::verify::Mismatch::Misplaced { offset, .. }
-                | crate::verify::Mismatch::Corrupt { offset, .. } => offset,
-            };
+            let at = e.offset();
             assert_eq!(at, 8192 + 6 * 512, "{digest:?}");
         }
         // Only the digest sees a change the header's crc32c covers too: flip the digest itself.
         let v = Verify {
             digest: Some(Digest::Md5),
             interval: None,
+            pattern: None,
         };
         let mut b = vec![0u8; 4096];
         v.fill(&mut b, 0, 1);
         b[4095] ^= 1;
         assert!(v.check(&b, 0).is_err());
+    }
+
+    #[test]
+    fn a_pattern_body_is_checked() {
+        let v = Verify {
+            digest: None,
+            interval: Some(512),
+            pattern: Some(vec![0xaa, 0x55, 0x5a, 0xa5].into()),
+        };
+        let mut b = vec![0u8; 4096];
+        v.fill(&mut b, 0, 1);
+        assert_eq!(b[600], 0xaa); // 600 % 512 = 88, 88 % 4 = 0
+        v.check(&b, 0).unwrap();
+        // The same headers over another pattern's body: the checksums hold, the pattern not.
+        let other = Verify {
+            pattern: Some(vec![0x11].into()),
+            ..v.clone()
+        };
+        let e = other.check(&b, 0).unwrap_err();
+        assert!(matches!(
+            e,
+            crate::verify::Mismatch::Pattern {
+                offset: 0,
+                at: 24,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("pattern mismatch"), "{e}");
     }
 }

@@ -37,6 +37,7 @@ use crate::request::{Dir, Handle, ReqMeta, Slab, State};
 use crate::rng::Rng;
 use crate::stats::DirStats;
 use crate::{verify, Error, Op, Result};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The I/O pattern (fio's `rw`).
@@ -55,6 +56,14 @@ pub enum Rw {
     /// Sequential mixed reads and writes (fio's `rw` or `readwrite`), each direction with its
     /// own sequential position, as fio keeps one per direction.
     ReadWrite,
+    /// Sequential trims (fio's `trim`).
+    Trim,
+    /// Random trims (`randtrim`).
+    RandTrim,
+    /// Sequential trims, each followed by a write of the same range (`trimwrite`).
+    TrimWrite,
+    /// Random trims, each followed by a write of the same range (`randtrimwrite`).
+    RandTrimWrite,
 }
 
 impl Rw {
@@ -66,6 +75,10 @@ impl Rw {
         Rw::RandWrite,
         Rw::RandRw,
         Rw::ReadWrite,
+        Rw::Trim,
+        Rw::RandTrim,
+        Rw::TrimWrite,
+        Rw::RandTrimWrite,
     ];
 
     /// The pattern fio calls `s`, if any.
@@ -84,16 +97,76 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::RandRw => "randrw",
             Rw::ReadWrite => "rw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
     /// Whether offsets are random.
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::ReadWrite)
+        matches!(
+            self,
+            Rw::Write
+                | Rw::RandWrite
+                | Rw::RandRw
+                | Rw::ReadWrite
+                | Rw::TrimWrite
+                | Rw::RandTrimWrite
+        )
     }
+    /// Whether the pattern reads.
+    pub fn reads(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::ReadWrite)
+    }
+    /// Whether the pattern trims.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+    /// Whether the pattern changes the target (writes or trims).
+    pub fn modifies(self) -> bool {
+        self.writes() || self.trims()
+    }
+    /// Requests per block of the job's size: two with a trim and its write, else one.
+    pub fn ios_per_block(self) -> u64 {
+        if matches!(self, Rw::TrimWrite | Rw::RandTrimWrite) {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// One request of a replayed I/O log (see [`Engine::set_replay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replayed {
+    /// When it is due, nanoseconds after the replay starts (`None`: at once).
+    pub at_ns: Option<u64>,
+    /// Read, write or trim.
+    pub dir: Dir,
+    /// File offset in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A replay under way: the requests and the next one's index.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    items: Arc<[Replayed]>,
+    next: usize,
+    /// Clock time the replay started (set at its first request).
+    start_ns: Option<u64>,
 }
 
 /// When an [`Engine::run`] stops submitting.
@@ -209,6 +282,8 @@ pub struct Done {
     pub issued_ns: Option<u64>,
     /// Clock time its completion was handled (nanoseconds).
     pub done_ns: u64,
+    /// Its I/O priority (`ioprio`; 0: none), see [`Engine::set_cmdprio`].
+    pub ioprio: u16,
 }
 
 /// A gate every request the run loop pushes passes first (see [`Engine::set_gate`]): `None`
@@ -220,6 +295,10 @@ pub const GATE_MIN_WAIT: Duration = Duration::from_micros(10);
 
 /// A hook called for every request the engine handles (see [`Engine::set_on_done`]).
 pub type OnDone = Box<dyn FnMut(&Done) + Send>;
+
+/// A hook called for every request the engine queues, in order (see [`Engine::set_on_issue`]):
+/// its direction, offset, length and the clock time.
+pub type OnIssue = Box<dyn FnMut(Dir, u64, u32, u64) + Send>;
 
 /// Submission pacing: one request per `interval_ns`, the first at `next_ns` (see
 /// [`Engine::set_pace`]).
@@ -344,11 +423,18 @@ pub struct Engine {
     rng: Rng,
     submitted: u64,
     since_think: u32,
-    written: Vec<u64>,
+    /// With verify: every block written and not yet read back, by offset, with its length
+    /// (fio's io_hist: blocks of any size at any offset; a later write over part of one
+    /// replaces it).
+    written: BTreeMap<u64, u32>,
+    /// With verify: the blocks written and read back already (for the verify state).
+    checked: BTreeMap<u64, u32>,
     read: DirStats,
     write: DirStats,
+    trim: DirStats,
     error: Option<Error>,
     on_done: Option<OnDone>,
+    on_issue: Option<OnIssue>,
     pace: Option<Pace>,
     /// Asked before every request the run loop pushes (see [`Engine::set_gate`]).
     gate: Option<Gate>,
@@ -408,11 +494,7 @@ impl Engine {
             return Err(Error::config("bs", Reason::SlabBuffers { want, has }));
         }
         let blocks = (cfg.size / cfg.bs as u64).max(1);
-        let written = if cfg.verify {
-            vec![0u64; blocks.div_ceil(64) as usize]
-        } else {
-            Vec::new()
-        };
+        let written = BTreeMap::new();
         let depth = cfg.iodepth as usize;
         let bound = Arc::new(deadline::Bound::default());
         let q: Box<dyn Queue + Send> =
@@ -431,10 +513,13 @@ impl Engine {
             submitted: 0,
             since_think: 0,
             written,
+            checked: BTreeMap::new(),
             read: DirStats::default(),
             write: DirStats::default(),
+            trim: DirStats::default(),
             error: None,
             on_done: None,
+            on_issue: None,
             pace: None,
             stop_check: None,
             gate: None,
@@ -537,9 +622,21 @@ impl Engine {
     }
 
     fn next_io(&mut self) -> (Dir, u64, u32) {
+        if let Some(r) = self.extra.replay.as_mut() {
+            // `ended` stops the run before the log runs out; past it, nothing is asked.
+            let it = r.items[r.next.min(r.items.len() - 1)];
+            r.next += 1;
+            self.extra.bytes_pushed += it.len as u64;
+            return (it.dir, it.offset, it.len);
+        }
+        // fio's trimwrite: each trim is followed by a write of the same range.
+        if let Some((off, len)) = self.extra.write_after_trim.take() {
+            return (Dir::Write, off, len);
+        }
         let dir = match self.cfg.rw {
             Rw::Read | Rw::RandRead => Dir::Read,
             Rw::Write | Rw::RandWrite => Dir::Write,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => Dir::Trim,
             Rw::RandRw | Rw::ReadWrite => {
                 if self.rng.below(100) < self.cfg.rwmixread as u64 {
                     Dir::Read
@@ -597,8 +694,14 @@ impl Engine {
             next as u64
         };
         self.extra.bytes_pushed += n;
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed += n;
+        }
         if let Some(z) = self.extra.zones.as_mut() {
             z.done += n;
+        }
+        if matches!(self.cfg.rw, Rw::TrimWrite | Rw::RandTrimWrite) {
+            self.extra.write_after_trim = Some((base + off, n as u32));
         }
         (dir, base + off, n as u32)
     }
@@ -618,7 +721,7 @@ impl Engine {
             if z.start >= len {
                 z.start = 0;
             }
-            self.extra.seq_pos = [0; 2];
+            self.extra.seq_pos = [0; 3];
         }
         let zone_len = z.range.min(len - z.start);
         (base + z.start, zone_len)
@@ -702,20 +805,26 @@ impl Engine {
 
     fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
         let now = self.clock.now_ns();
+        let ioprio = match self.extra.cmdprio.as_mut() {
+            Some(p) => p.prio.pick(dir, len, &mut p.rng),
+            None => 0,
+        };
         let meta = ReqMeta {
             dir,
             offset,
             len,
             submit_ns: now,
             issued_ns: None,
+            ioprio,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
-        let vmode = self.extra.verify;
+        // Only a verified write fills its buffer from it (a pattern is shared, not copied).
+        let vmode = (dir == Dir::Write && verify).then(|| self.extra.verify.clone());
         let mut slab = self.slab_mut();
         let h = slab.alloc(meta).ok_or_else(|| {
             Error::config("iodepth", Reason::Rule("every request slot is in flight"))
         })?;
-        if dir == Dir::Write && verify {
+        if let Some(vmode) = vmode {
             let buf = slab.buf_mut(h).map_err(|_| Error::StaleHandle {
                 index: h.index(),
                 generation: h.generation(),
@@ -727,12 +836,9 @@ impl Engine {
         if !verify {
             self.fill_content(h, dir, offset, len)?;
         }
-        self.note_verify_at_push(h, dir, offset);
+        self.note_verify_at_push(h, dir, offset, len);
         let spec = RequestOp {
-            kind: match dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(dir),
             file: 0,
             offset,
             len,
@@ -778,6 +884,9 @@ impl Engine {
             self.extra.writes_issued += 1;
         }
         self.extra.last_was_write = dir == Dir::Write;
+        if let Some(f) = self.on_issue.as_mut() {
+            f(dir, offset, len, now);
+        }
         Ok(h)
     }
 
@@ -806,6 +915,7 @@ impl Engine {
             len: 0,
             submit_ns: self.clock.now_ns(),
             issued_ns: None,
+            ioprio: 0,
         };
         let h = self.slab_mut().alloc(meta).ok_or_else(|| {
             Error::config("iodepth", Reason::Rule("every request slot is in flight"))
@@ -881,6 +991,10 @@ impl Engine {
         let Some(c) = extra.content.as_ref() else {
             return Ok(());
         };
+        if dir == Dir::Trim {
+            // A trim carries no data.
+            return Ok(());
+        }
         let i = h.index();
         if extra.content_held.len() <= i {
             extra.content_held.resize(i + 1, false);
@@ -900,6 +1014,18 @@ impl Engine {
         })?;
         let n = (len as usize).min(buf.len());
         extra.writes_filled += 1;
+        if let Some(d) = c.dedupe.as_ref().filter(|_| c.dedupes()) {
+            let bytes = extra.region.map_or(self.cfg.size, |r| r.1);
+            let bs = extra.write_bs.unwrap_or(self.cfg.bs);
+            let warmup = self.cfg.iodepth;
+            let st = extra
+                .dedupe_state
+                .get_or_insert_with(|| d.state(bytes, bs, warmup));
+            let seed = d.next_seed(st);
+            c.fill_seeded(&mut buf[..n], seed);
+            extra.content_held[i] = true;
+            return Ok(());
+        }
         let rng = extra
             .content_rng
             .get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
@@ -955,8 +1081,10 @@ impl Engine {
             q,
             cfg,
             written,
+            checked: read_back,
             read,
             write,
+            trim,
             error,
             on_done,
             errs,
@@ -965,7 +1093,9 @@ impl Engine {
             extra,
             ..
         } = self;
-        let vmode = extra.verify;
+        let vmode = &extra.verify;
+        // A reading job checks every block it reads, unless a verify state says which.
+        let check_all_reads = !cfg.rw.writes() && extra.state.is_none();
         let deadline_passed = bound.cancelled.load(Ordering::Relaxed) != 0;
         let Some(mut slab) = q.requests_mut() else {
             return;
@@ -999,7 +1129,7 @@ impl Engine {
                 }
                 return Ok(());
             }
-            if c.result as u32 != meta.len {
+            if meta.dir != Dir::Trim && c.result as u32 != meta.len {
                 return Err(Error::Short {
                     op: op_name(cfg, meta),
                     done: c.result as u32,
@@ -1015,7 +1145,6 @@ impl Engine {
                 )
             });
             let lat = now.saturating_sub(meta.submit_ns);
-            let block = (meta.offset / cfg.bs as u64) as usize;
             // A read that fails its check still moved its bytes: it counts as a read, as fio
             // counts it, and then fails.
             let mut checked = Ok(());
@@ -1023,7 +1152,7 @@ impl Engine {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
-                    if cfg.verify && (!cfg.rw.writes() || must_check) {
+                    if cfg.verify && (check_all_reads || must_check) {
                         let n = (meta.len as usize).min(buf.len());
                         if let Err(m) = vmode.check(&buf[..n], meta.offset) {
                             if !matches!(m, verify::Mismatch::OtherLength { .. }) {
@@ -1036,14 +1165,32 @@ impl Engine {
                 }
                 Dir::Write => {
                     if cfg.verify {
-                        written[block / 64] |= 1 << (block % 64);
+                        note_written(written, meta.offset, meta.len);
+                        forget_overlapped(read_back, meta.offset, meta.len);
+                        if let Some(b) = extra.backlog.as_mut() {
+                            b.pending.push((meta.offset, meta.len));
+                        }
                     }
                     &mut *write
                 }
+                Dir::Trim => &mut *trim,
             };
             match split {
                 Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
                 None => stats.record_lat(lat, meta.len as u64),
+            }
+            if let (Some(p), Some(k)) = (
+                &extra.cmdprio,
+                match meta.dir {
+                    Dir::Read => Some(0),
+                    Dir::Write => Some(1),
+                    Dir::Trim => None,
+                },
+            ) {
+                if !p.order[k].is_empty() {
+                    let ns = split.map_or(lat, |(_, clat)| clat);
+                    stats.record_prio(&p.order[k], meta.ioprio, ns);
+                }
             }
             if let Some(f) = on_done {
                 f(&Done {
@@ -1054,6 +1201,7 @@ impl Engine {
                     submit_ns: meta.submit_ns,
                     issued_ns: meta.issued_ns,
                     done_ns: now,
+                    ioprio: meta.ioprio,
                 });
             }
             checked
@@ -1115,14 +1263,22 @@ impl Engine {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
+        // A trimwrite's trim is not left without its write.
+        let pair_open = self.extra.write_after_trim.is_some();
         let by_count = match stop {
             Stop::Ios(n) | Stop::Either(_, n) => self.submitted >= n,
             Stop::At(_) => false,
-        } || self
+        } || (!pair_open
+            && self
+                .extra
+                .byte_limit
+                .is_some_and(|b| self.extra.bytes_pushed >= b));
+        let replayed = self
             .extra
-            .byte_limit
-            .is_some_and(|b| self.extra.bytes_pushed >= b);
-        if by_count {
+            .replay
+            .as_ref()
+            .is_some_and(|r| r.next >= r.items.len());
+        if by_count || replayed {
             return Some(Ended::Ios);
         }
         match stop.time() {
@@ -1157,10 +1313,29 @@ impl Engine {
         self.run_inner(stop, true, &mut None)
     }
 
+    /// Gives requests I/O priorities (fio's `prio`/`prioclass` and cmdprio options): each
+    /// request pushed from now on carries the priority `p` picks for it, and each direction
+    /// with priorities of its own keeps its completion latencies per priority too.
+    pub fn set_cmdprio(&mut self, p: crate::prio::CmdPrio) {
+        let order =
+            [Dir::Read, Dir::Write].map(|d| if p.splits(d) { p.order(d) } else { Vec::new() });
+        self.extra.cmdprio = Some(PrioState {
+            rng: Rng::new(self.cfg.seed ^ 0x7F4A_7C15_9E37_79B9),
+            prio: p,
+            order,
+        });
+    }
+
     /// Calls `f` for every request handled from now on, after its stats are recorded (for
     /// callers that split latency by their own phases or count completions in a window).
     pub fn set_on_done(&mut self, f: OnDone) {
         self.on_done = Some(f);
+    }
+
+    /// Calls `f` for every request queued from now on, in the order queued (fio's
+    /// `write_iolog`); `None` stops it.
+    pub fn set_on_issue(&mut self, f: Option<OnIssue>) {
+        self.on_issue = f;
     }
 
     /// Paces submissions: the run loop submits one request per `interval`, the first at clock
@@ -1225,6 +1400,11 @@ impl Engine {
             }
         }
         let now = self.clock.now_ns();
+        if let Some(due) = self.replay_due(now) {
+            if now < due {
+                return false;
+            }
+        }
         match &mut self.pace {
             None => true,
             Some(p) if now >= p.next_ns => {
@@ -1254,11 +1434,22 @@ impl Engine {
             self.idle_until(until, ticker);
             return;
         }
-        let Some(next_ns) = self.pace.as_ref().map(|p| p.next_ns) else {
+        let now = self.clock.now_ns();
+        let replay = self.replay_due(now).filter(|d| *d > now);
+        let Some(next_ns) = replay.or(self.pace.as_ref().map(|p| p.next_ns)) else {
             return;
         };
         let until = next_ns.min(stop.time().unwrap_or(u64::MAX));
         self.idle_until(until, ticker);
+    }
+
+    /// With a replay: the clock time its next request is due (starting the replay's clock at
+    /// `now` if it has not started), `None` when it is due at once or there is no replay.
+    fn replay_due(&mut self, now: u64) -> Option<u64> {
+        let r = self.extra.replay.as_mut()?;
+        let at = r.items.get(r.next)?.at_ns?;
+        let start = *r.start_ns.get_or_insert(now);
+        Some(start.saturating_add(at))
     }
 
     /// Sleeps until clock time `until`, in slices of at most [`IDLE_SLICE`] so a stop check
@@ -1305,7 +1496,7 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             let mut depth = self.depth_now();
-            while self.slab().live() < depth && !self.stopped(stop) {
+            while self.slab().live() < depth && !self.stopped(stop) && !self.pass_full() {
                 // A sync due goes first and takes no pacing slot: a rate paces reads and writes,
                 // as fio's.
                 if let Some(datasync) = self.sync_due() {
@@ -1345,12 +1536,20 @@ impl Engine {
                 if let Some(why) = self.ended(stop) {
                     return Ok(why);
                 }
+                if self.pass_full() {
+                    self.verify_pass(stop)?;
+                    continue;
+                }
                 // Nothing in flight and not stopped: only pacing holds the next request back.
                 self.idle_to_slot(stop, ticker);
                 continue;
             }
             let min = (self.cfg.batch_complete_min as usize).min(self.slab().live());
             let n = self.reap(min)?;
+            // Checked first: no clock read on the hot path of a job without a backlog.
+            if self.backlog_due() && !keep_in_flight && !self.stopped(stop) {
+                self.verify_backlog(stop)?;
+            }
             if !self.cfg.thinktime.is_zero() {
                 self.since_think += n as u32;
                 if self.since_think >= self.cfg.thinktime_blocks {
@@ -1449,31 +1648,154 @@ impl Engine {
         }
     }
 
-    /// Reads back every block this engine wrote and verifies it.
+    /// Reads back every block this engine wrote (and did not read back already with
+    /// [`set_verify_backlog`](Engine::set_verify_backlog)), in offset order, each with the
+    /// length it was written with, and verifies it. Returns how many were read.
     pub fn verify_written(&mut self) -> Result<u64> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
+        self.read_back(&blocks, None)
+    }
+
+    /// Reads back `blocks` (offset, length) and checks each; drains before returning. The
+    /// reads do not count toward a [`Stop::Ios`] limit. Within a run (`stop`), no read is
+    /// pushed once its stop time passed or a stop was requested: the run's time bounds them.
+    fn read_back(&mut self, blocks: &[(u64, u32)], stop: Option<Stop>) -> Result<u64> {
+        let submitted = self.submitted;
         let mut checked = 0u64;
-        let words = self.written.len();
-        let saved = self.cfg.rw;
-        // Reads of blocks in the bitmap are checked; see reap().
-        self.cfg.rw = Rw::RandRw;
-        for w in 0..words {
-            let mut bits = self.written[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as u64;
-                bits &= bits - 1;
-                let block = w as u64 * 64 + b;
-                // A reap may free no slot (a short transfer resubmitted, a refused submit).
-                while self.slab().live() >= self.cfg.iodepth as usize {
-                    self.reap(1)?;
+        let mut r = Ok(());
+        for &(off, len) in blocks {
+            // A reap may free no slot (a short transfer resubmitted, a refused submit).
+            while self.slab().live() >= self.cfg.iodepth as usize {
+                if let Err(e) = self.reap(1) {
+                    r = Err(e);
+                    break;
                 }
-                self.push_one(Dir::Read, block * self.cfg.bs as u64)?;
-                self.submit()?;
-                checked += 1;
             }
+            if r.is_err() {
+                break;
+            }
+            if let Some(stop) = stop {
+                let late = stop.time().is_some_and(|t| self.clock.now_ns() >= t);
+                if late || self.stop_requested() {
+                    break;
+                }
+            }
+            self.extra.reading_back = true;
+            let h = self.push_io(Dir::Read, off, len);
+            self.extra.reading_back = false;
+            if let Err(e) = h.and_then(|_| self.submit()) {
+                r = Err(e);
+                break;
+            }
+            checked += 1;
         }
-        let r = self.drain();
-        self.cfg.rw = saved;
-        r.map(|_| checked)
+        let d = self.drain();
+        self.submitted = submitted;
+        r.and(d).map(|_| checked)
+    }
+
+    /// fio's `verify_backlog`: once `n` writes completed since the last time (`None`: never),
+    /// the run loop lets what is in flight complete and reads those blocks back and checks
+    /// them, then goes on; [`verify_written`](Engine::verify_written) later reads only the
+    /// blocks not read back so.
+    pub fn set_verify_backlog(&mut self, n: Option<u64>) {
+        self.extra.backlog = n.filter(|&n| n > 0).map(|every| Backlog {
+            every,
+            pending: Vec::new(),
+        });
+    }
+
+    /// Whether `verify_backlog` writes completed since the last read back.
+    fn backlog_due(&self) -> bool {
+        self.extra
+            .backlog
+            .as_ref()
+            .is_some_and(|b| b.pending.len() as u64 >= b.every)
+    }
+
+    /// With a backlog due: completes what is in flight and reads the pending blocks back.
+    fn verify_backlog(&mut self, stop: Stop) -> Result<()> {
+        if !self.backlog_due() {
+            return Ok(());
+        }
+        self.drain()?;
+        let pending = match self.extra.backlog.as_mut() {
+            Some(b) => std::mem::take(&mut b.pending),
+            None => return Ok(()),
+        };
+        // Each block once, as written last (a later write over it replaced it).
+        let mut blocks: Vec<(u64, u32)> = pending
+            .into_iter()
+            .filter(|(off, len)| self.written.get(off) == Some(len))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        self.read_back_and_keep(&blocks, stop)
+    }
+
+    /// [`read_back`](Engine::read_back) within a run; the blocks read are no longer to be read
+    /// back (those the stop time cut off still are).
+    fn read_back_and_keep(&mut self, blocks: &[(u64, u32)], stop: Stop) -> Result<()> {
+        let r = self.read_back(blocks, Some(stop));
+        let n = match &r {
+            Ok(n) => *n as usize,
+            Err(_) => blocks.len(),
+        };
+        for &(off, len) in &blocks[..n.min(blocks.len())] {
+            self.written.remove(&off);
+            self.checked.insert(off, len);
+        }
+        r.map(|_| ())
+    }
+
+    /// fio's `loops` with verify: the run loop stops pushing once `bytes` were pushed since the
+    /// last pass ended, lets them complete, reads back every block written (fio's verify after
+    /// each loop), then starts the next pass (`None`: no passes). The last pass's blocks are
+    /// left to [`verify_written`](Engine::verify_written).
+    pub fn set_verify_pass(&mut self, bytes: Option<u64>) {
+        self.extra.pass = bytes
+            .filter(|&b| b > 0)
+            .map(|bytes| Pass { bytes, pushed: 0 });
+    }
+
+    /// Whether the current pass pushed its bytes.
+    fn pass_full(&self) -> bool {
+        self.extra
+            .pass
+            .as_ref()
+            .is_some_and(|p| p.pushed >= p.bytes)
+    }
+
+    /// Ends a pass: reads back every block written and not read back yet.
+    fn verify_pass(&mut self, stop: Stop) -> Result<()> {
+        let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.pushed -= p.bytes;
+        }
+        self.read_back_and_keep(&blocks, stop)
+    }
+
+    /// A verify state loaded from an earlier run (`None`: none): the byte ranges `(start,
+    /// end)` it names as written. A reading job then checks only the reads that fall wholly
+    /// inside one; the others are read unchecked (blocks the writer never completed).
+    pub fn set_verify_state(&mut self, ranges: Option<Vec<(u64, u64)>>) {
+        self.extra.state = ranges.map(|mut r| {
+            r.sort_unstable();
+            merge_ranges(r)
+        });
+    }
+
+    /// Every block written with verify (and not overwritten in part since), read back or not,
+    /// in offset order: what a verify state saves.
+    pub fn blocks_written(&self) -> Vec<(u64, u32)> {
+        let mut all: Vec<(u64, u32)> = self
+            .written
+            .iter()
+            .chain(self.checked.iter())
+            .map(|(&o, &l)| (o, l))
+            .collect();
+        all.sort_unstable();
+        all
     }
 
     /// Forgets the latency and I/O counts (after a ramp).
@@ -1481,6 +1803,12 @@ impl Engine {
         self.read.reset();
         self.write.reset();
         self.extra.sync = Default::default();
+        self.trim.reset();
+    }
+
+    /// Trims so far (fio's third direction), borrowed.
+    pub fn trim_stats(&self) -> &DirStats {
+        &self.trim
     }
 
     /// Reads, writes, and what the queue and policy counted.
@@ -1541,9 +1869,69 @@ pub struct RateLimit {
     pub poisson: bool,
 }
 
+/// A job's request priorities, its draw, and the per-direction order latencies are kept in
+/// (empty: not split).
+#[derive(Debug, Clone)]
+struct PrioState {
+    prio: crate::prio::CmdPrio,
+    rng: Rng,
+    order: [Vec<u16>; 2],
+}
+
+/// fio's loops with verify: `bytes` a pass, `pushed` so far in this one.
+#[derive(Debug, Clone)]
+struct Pass {
+    bytes: u64,
+    pushed: u64,
+}
+
+/// fio's `verify_backlog`: read back every `every` written blocks.
+#[derive(Debug, Clone)]
+struct Backlog {
+    every: u64,
+    /// Written blocks (offset, length) not read back yet, in completion order.
+    pending: Vec<(u64, u32)>,
+}
+
+/// Marks `len` bytes at `offset` as written with verify: a block written before over any part
+/// of them no longer holds what it was written with, so it is forgotten.
+fn note_written(written: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    forget_overlapped(written, offset, len);
+    written.insert(offset, len);
+}
+
+/// Sorted ranges with the ones that touch or overlap merged.
+pub fn merge_ranges(sorted: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+    for (s, e) in sorted {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Forgets the blocks of `map` that overlap `len` bytes at `offset`.
+fn forget_overlapped(map: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
+    let written = map;
+    let end = offset + len as u64;
+    if let Some((&o, &l)) = written.range(..offset).next_back() {
+        if o + l as u64 > offset {
+            written.remove(&o);
+        }
+    }
+    let inside: Vec<u64> = written.range(offset..end).map(|(&o, _)| o).collect();
+    for o in inside {
+        written.remove(&o);
+    }
+}
+
 /// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
 #[derive(Debug, Clone, Default)]
 struct Extras {
+    /// Request priorities (fio's cmdprio options and prio/prioclass), if any.
+    cmdprio: Option<PrioState>,
     /// The byte range requests fall in: (start, length); `None` is `0..cfg.size`.
     region: Option<(u64, u64)>,
     /// Block size of writes when it differs from reads' `cfg.bs`.
@@ -1551,13 +1939,19 @@ struct Extras {
     /// Reap (waiting for one) after every request queued.
     reap_each: bool,
     /// Sequential position per direction (bytes into the region).
-    seq_pos: [u64; 2],
+    seq_pos: [u64; 3],
     /// Random offsets follow a random map: every block once per pass (fio's default).
     random_map: bool,
     /// Block sizes per direction when they vary (`bsrange`, `bssplit`).
-    sizes: [Option<BlockSizes>; 2],
+    sizes: [Option<BlockSizes>; 3],
     /// The random map in units of the smallest size, for requests of several sizes.
     units: Option<UnitMap>,
+    /// A replayed I/O log: its requests replace the pattern's.
+    replay: Option<Replay>,
+    /// fio's trimwrite: the write that follows the trim just pushed (its offset and length).
+    write_after_trim: Option<(u64, u32)>,
+    /// Block size of trims when it differs from reads' `cfg.bs` (fio's `bs=R,W,T`).
+    trim_bs: Option<u32>,
     /// fio's `rw=read:N`: bytes between a sequential request's end and the next one's start.
     seq_add: i64,
     /// fio's `rw=randread:N`: a new random offset every this many requests (0 and 1: each).
@@ -1571,12 +1965,23 @@ struct Extras {
     /// How verified requests are checked besides the crc32c header (fio's checksums and
     /// `verify_interval`).
     verify: crate::digest::Verify,
+    /// fio's `verify_backlog`: the writes completed since the last read back.
+    backlog: Option<Backlog>,
+    /// The request being pushed is a read back: its data must check.
+    reading_back: bool,
+    /// fio's loops with verify: a read back after each pass.
+    pass: Option<Pass>,
+    /// A loaded verify state: the byte ranges written (sorted, apart); only reads inside
+    /// them are checked.
+    state: Option<Vec<(u64, u64)>>,
     /// What writes write (`None`: whatever the buffer holds).
     content: Option<Content>,
     /// By slot index: the buffer holds the content (no read landed in it since it was filled).
     content_held: Vec<bool>,
     /// The random bytes of the content.
     content_rng: Option<Rng>,
+    /// Where this thread is in its deduplicable buffers' streams.
+    dedupe_state: Option<crate::content::DedupeState>,
     /// Writes filled so far (the scramble's counter).
     writes_filled: u64,
     /// fio's `random_distribution` other than uniform (no random map, as fio).
@@ -1619,6 +2024,15 @@ fn dir_index(d: Dir) -> usize {
     match d {
         Dir::Read => 0,
         Dir::Write => 1,
+        Dir::Trim => 2,
+    }
+}
+
+fn op_kind(d: Dir) -> OpKind {
+    match d {
+        Dir::Read => OpKind::Read,
+        Dir::Write => OpKind::Write,
+        Dir::Trim => OpKind::Trim,
     }
 }
 
@@ -1642,7 +2056,7 @@ impl Engine {
             ));
         }
         self.extra.region = Some((offset, len));
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         self.extra.order = None;
         self.extra.units = None;
         Ok(())
@@ -1660,12 +2074,6 @@ impl Engine {
                         max: s.max() as u64,
                         buf_len: self.slab().buf_len(),
                     },
-                ));
-            }
-            if self.cfg.verify {
-                return Err(Error::config(
-                    "bs",
-                    Reason::Rule("must be one size when verifying, not a range or split"),
                 ));
             }
         }
@@ -1734,7 +2142,7 @@ impl Engine {
                 })
             }
         };
-        self.extra.seq_pos = [0; 2];
+        self.extra.seq_pos = [0; 3];
         Ok(())
     }
 
@@ -1767,6 +2175,62 @@ impl Engine {
         self.extra.order = None;
     }
 
+    /// Replays `items` in order instead of the job's pattern (fio's `read_iolog`): each is
+    /// pushed once it is due (see [`Replayed::at_ns`], counted from the first request), and the
+    /// run ends with [`Ended::Ios`] once the last is pushed. The slab's buffers must hold every
+    /// read and write (a trim needs none); `None` goes back to the pattern.
+    pub fn set_replay(&mut self, items: Option<Arc<[Replayed]>>) -> Result<()> {
+        let Some(items) = items else {
+            self.extra.replay = None;
+            return Ok(());
+        };
+        let buf = self.slab().buf_len();
+        if let Some(big) = items
+            .iter()
+            .find(|i| i.dir != Dir::Trim && i.len as usize > buf)
+        {
+            return Err(Error::config(
+                "bs",
+                Reason::SizesExceedBuffers {
+                    min: big.len as u64,
+                    max: big.len as u64,
+                    buf_len: buf,
+                },
+            ));
+        }
+        if items.is_empty() {
+            return Err(Error::config(
+                "read_iolog",
+                Reason::Rule("holds no request to replay"),
+            ));
+        }
+        self.extra.replay = Some(Replay {
+            items,
+            next: 0,
+            start_ns: None,
+        });
+        Ok(())
+    }
+
+    /// Trims use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE,TRIM`. A trim
+    /// needs no buffer, but the write that follows it in `trimwrite` does: there the slab's
+    /// buffers must hold `bs` bytes.
+    pub fn set_trim_bs(&mut self, bs: u32) -> Result<()> {
+        let writes = self.cfg.rw.writes();
+        if bs == 0 || (writes && bs as usize > self.slab().buf_len()) {
+            return Err(Error::config(
+                "bs",
+                Reason::SizesExceedBuffers {
+                    min: bs as u64,
+                    max: bs as u64,
+                    buf_len: self.slab().buf_len(),
+                },
+            ));
+        }
+        self.extra.trim_bs = Some(bs);
+        Ok(())
+    }
+
     /// Writes use blocks of `bs` bytes (reads keep `cfg.bs`): fio's `bs=READ,WRITE`. The
     /// slab's buffers must hold `bs` bytes.
     pub fn set_write_bs(&mut self, bs: u32) -> Result<()> {
@@ -1777,12 +2241,6 @@ impl Engine {
                     bs: bs as u64,
                     buf_len: self.slab().buf_len(),
                 },
-            ));
-        }
-        if self.cfg.verify && bs != self.cfg.bs {
-            return Err(Error::config(
-                "bs",
-                Reason::Rule("must be one size for reads and writes when verifying"),
             ));
         }
         self.extra.write_bs = Some(bs);
@@ -1820,8 +2278,8 @@ impl Engine {
     }
 
     fn bs_of(&self, dir: Dir) -> u32 {
-        match (dir, self.extra.write_bs) {
-            (Dir::Write, Some(bs)) => bs,
+        match (dir, self.extra.write_bs, self.extra.trim_bs) {
+            (Dir::Write, Some(bs), _) | (Dir::Trim, _, Some(bs)) => bs,
             _ => self.cfg.bs,
         }
     }
@@ -1977,17 +2435,22 @@ impl Engine {
         }
     }
 
-    /// Remembers whether the read `h` at `offset` is of a block already written (verify).
-    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64) {
+    /// Remembers whether the read `h` of `len` bytes at `offset` is of a block already written
+    /// (verify): a read back, or a read of a block written whole with that length.
+    fn note_verify_at_push(&mut self, h: Handle, dir: Dir, offset: u64, len: u32) {
         if !self.cfg.verify {
             return;
         }
-        let block = (offset / self.cfg.bs as u64) as usize;
+        let end = offset + len as u64;
+        let in_state = self.extra.state.as_deref().is_some_and(|r| {
+            let i = r.partition_point(|&(_, e)| e <= offset);
+            r.get(i).is_some_and(|&(s, e)| s <= offset && end <= e)
+        });
         let written = dir == Dir::Read
-            && self
-                .written
-                .get(block / 64)
-                .is_some_and(|w| w & (1 << (block % 64)) != 0);
+            && (self.extra.reading_back
+                || in_state
+                || self.written.get(&offset) == Some(&len)
+                || self.checked.get(&offset) == Some(&len));
         if let Ok(p) = self.slab_mut().progress_mut(h) {
             p.must_check = written;
         }
@@ -2038,6 +2501,10 @@ impl Engine {
         if c.result < 0 {
             return Some(c);
         }
+        if meta.dir == Dir::Trim {
+            // A trim moves no bytes: any result but an error is its whole range done.
+            return Some(c);
+        }
         let done = before.done + c.result as u32;
         if c.result > 0 && done < meta.len {
             self.errs.seen.short += 1;
@@ -2072,10 +2539,7 @@ impl Engine {
             return false;
         }
         let spec = RequestOp {
-            kind: match meta.dir {
-                Dir::Read => OpKind::Read,
-                Dir::Write => OpKind::Write,
-            },
+            kind: op_kind(meta.dir),
             file: 0,
             offset: meta.offset + done as u64,
             len: meta.len - done,
@@ -2104,6 +2568,10 @@ fn op_name(cfg: &EngineConfig, meta: &ReqMeta) -> Op {
             target,
         },
         Dir::Write => Op::Write {
+            offset: meta.offset,
+            target,
+        },
+        Dir::Trim => Op::Trim {
             offset: meta.offset,
             target,
         },
@@ -2163,6 +2631,22 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_write_over_part_of_a_block_forgets_it_and_ranges_merge() {
+        let mut w = BTreeMap::new();
+        note_written(&mut w, 0, 4096);
+        note_written(&mut w, 4096, 65536);
+        note_written(&mut w, 1 << 20, 512);
+        // Over the end of the first and the start of the second: both forgotten.
+        note_written(&mut w, 2048, 4096);
+        let got: Vec<(u64, u32)> = w.iter().map(|(&o, &l)| (o, l)).collect();
+        assert_eq!(got, [(2048, 4096), (1 << 20, 512)]);
+        assert_eq!(
+            merge_ranges(vec![(0, 10), (5, 20), (20, 30), (40, 50)]),
+            [(0, 30), (40, 50)]
+        );
+    }
     use crate::clock::FakeClock;
     use crate::policy::{Mode, PolicyConfig};
     use crate::queue::sim::{LatencyModel, SimQueue, SimTime};
@@ -2223,6 +2707,112 @@ mod tests {
         e.run(Stop::Ios(ios)).unwrap();
         let calls = calls.lock().unwrap().clone();
         (e.stats().0, calls)
+    }
+
+    /// A request as the issue hook saw it: (direction, offset, length, clock time).
+    type Issued = (Dir, u64, u32, u64);
+
+    /// Every request the engine issues.
+    fn issued(e: &mut Engine) -> Arc<Mutex<Vec<Issued>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        e.set_on_issue(Some(Box::new(move |d, o, l, t| {
+            s.lock().unwrap().push((d, o, l, t))
+        })));
+        seen
+    }
+
+    #[test]
+    fn a_replay_issues_the_logs_requests_at_their_times_then_ends() {
+        // Real time: the replay sleeps to its requests' times (a lower bound is checked).
+        let q = SimQueue::new(
+            "fixed:10us".parse::<LatencyModel>().unwrap(),
+            1,
+            4,
+            SimTime::Real,
+        );
+        let clock = crate::clock::monotonic();
+        let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
+        let mut e = Engine::new(Box::new(q), policy, clock, cfg(4)).unwrap();
+        let item = |at_ms: Option<u64>, dir, offset| Replayed {
+            at_ns: at_ms.map(|m| m * 1_000_000),
+            dir,
+            offset,
+            len: 4096,
+        };
+        let items: Arc<[Replayed]> = vec![
+            item(Some(0), Dir::Write, 8192),
+            item(Some(5), Dir::Trim, 0),
+            item(Some(5), Dir::Read, 4096),
+            item(Some(20), Dir::Read, 0),
+        ]
+        .into();
+        e.set_replay(Some(items.clone())).unwrap();
+        let seen = issued(&mut e);
+        assert_eq!(e.run(Stop::Ios(u64::MAX)).unwrap(), Ended::Ios);
+        let seen = seen.lock().unwrap().clone();
+        let what: Vec<_> = seen.iter().map(|(d, o, l, _)| (*d, *o, *l)).collect();
+        let want: Vec<_> = items.iter().map(|i| (i.dir, i.offset, i.len)).collect();
+        assert_eq!(what, want, "the log's requests, in its order, once each");
+        let t0 = seen[0].3;
+        for (i, (.., t)) in seen.iter().enumerate() {
+            let due = items[i].at_ns.unwrap();
+            assert!(
+                t - t0 >= due,
+                "request {i} went at {} ns, due at {due}",
+                t - t0
+            );
+        }
+        let (r, w, ..) = e.stats();
+        assert_eq!((r.ios, w.ios, e.trim_stats().ios), (2, 1, 1));
+        // A read or write longer than the buffers is refused; a trim's range needs none.
+        let big = |dir| -> Arc<[Replayed]> {
+            vec![Replayed {
+                at_ns: None,
+                dir,
+                offset: 0,
+                len: 1 << 20,
+            }]
+            .into()
+        };
+        assert!(e.set_replay(Some(big(Dir::Read))).is_err());
+        e.set_replay(Some(big(Dir::Trim))).unwrap();
+    }
+
+    #[test]
+    fn trimwrite_writes_each_range_right_after_trimming_it() {
+        for rw in [Rw::TrimWrite, Rw::RandTrimWrite] {
+            let fake = FakeClock::new(0);
+            let q = SimQueue::new(
+                "fixed:10us".parse::<LatencyModel>().unwrap(),
+                1,
+                4,
+                SimTime::virtual_on(&fake, 100),
+            );
+            let clock: Arc<dyn Clock> = Arc::new(fake.clone());
+            let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());
+            let cfg = EngineConfig {
+                rw,
+                size: 64 * 4096,
+                ..cfg(2)
+            };
+            let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
+            e.set_random_map(true);
+            let seen = issued(&mut e);
+            // 64 blocks: a trim and a write each.
+            e.run(Stop::Ios(128)).unwrap();
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 128);
+            let mut blocks = std::collections::BTreeSet::new();
+            for pair in seen.chunks(2) {
+                assert_eq!((pair[0].0, pair[1].0), (Dir::Trim, Dir::Write), "{rw:?}");
+                assert_eq!((pair[0].1, pair[0].2), (pair[1].1, pair[1].2), "{rw:?}");
+                blocks.insert(pair[0].1);
+            }
+            assert_eq!(blocks.len(), 64, "{rw:?}: every block once");
+            let (r, w, ..) = e.stats();
+            assert_eq!((r.ios, w.ios, e.trim_stats().ios), (0, 64, 64), "{rw:?}");
+        }
     }
 
     #[test]

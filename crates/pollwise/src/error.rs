@@ -37,6 +37,13 @@ pub enum Op {
         /// The file or device synced.
         target: PathBuf,
     },
+    /// A trim (discard, or a punched hole in a file) of the target at a byte offset.
+    Trim {
+        /// Byte offset of the request.
+        offset: u64,
+        /// The file or device trimmed.
+        target: PathBuf,
+    },
     /// Setting up the shared poller's own io_uring (the usual cause of failure: locked-memory
     /// limits against a large ring).
     PollerRingSetup {
@@ -60,6 +67,9 @@ impl fmt::Display for Op {
         match self {
             Op::Read { offset, target } => {
                 write!(f, "read at offset {offset} of {}", target.display())
+            }
+            Op::Trim { offset, target } => {
+                write!(f, "trim at offset {offset} of {}", target.display())
             }
             Op::Write { offset, target } => {
                 write!(f, "write at offset {offset} of {}", target.display())

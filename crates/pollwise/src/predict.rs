@@ -179,7 +179,8 @@ impl Predictor {
         let bucket = log.saturating_sub(9).min(SIZE_BUCKETS - 1);
         let dir = match class.dir {
             Dir::Read => 0,
-            Dir::Write => 1,
+            // Trims share the writes' classes (a release, costed as a write).
+            Dir::Write | Dir::Trim => 1,
         };
         dir * SIZE_BUCKETS + bucket
     }

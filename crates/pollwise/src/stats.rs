@@ -237,6 +237,9 @@ pub struct DirStats {
     pub verify_ios: u64,
     /// Wall time of that read-back, ns.
     pub verify_ns: u64,
+    /// Completion latencies per request priority (`ioprio`), in fio's order (see
+    /// [`prio`](crate::prio)); empty unless the job gives requests priorities of their own.
+    pub prios: Vec<(u16, Histogram<u64>, Moments)>,
 }
 
 impl Default for DirStats {
@@ -252,6 +255,7 @@ impl Default for DirStats {
             samples: Vec::new(),
             verify_ios: 0,
             verify_ns: 0,
+            prios: Vec::new(),
         }
     }
 }
@@ -295,6 +299,27 @@ impl DirStats {
     /// The same of `clat`.
     pub fn clat_summary(&self) -> LatSummary {
         LatSummary::exact(&self.clat, &self.moments[2])
+    }
+
+    /// Records the completion latency `ns` of a request of priority `ioprio` among the
+    /// priorities `order` (the first call lays them out, in that order).
+    pub fn record_prio(&mut self, order: &[u16], ioprio: u16, ns: u64) {
+        if self.prios.is_empty() {
+            self.prios = order
+                .iter()
+                .map(|&p| (p, new_histogram(), Moments::default()))
+                .collect();
+        }
+        let i = match self.prios.iter().position(|(p, ..)| *p == ioprio) {
+            Some(i) => i,
+            None => {
+                self.prios
+                    .push((ioprio, new_histogram(), Moments::default()));
+                self.prios.len() - 1
+            }
+        };
+        let _ = self.prios[i].1.record(ns.clamp(1, MAX_LAT_NS));
+        self.prios[i].2.record(ns);
     }
 
     /// Operations of the measured period (the verify read-back's left out).
@@ -345,6 +370,15 @@ impl DirStats {
         let _ = self.lat.add(&o.lat);
         let _ = self.slat.add(&o.slat);
         let _ = self.clat.add(&o.clat);
+        for (p, h, m) in &o.prios {
+            match self.prios.iter_mut().find(|(q, ..)| q == p) {
+                Some((_, mine, mm)) => {
+                    let _ = mine.add(h);
+                    mm.add(m);
+                }
+                None => self.prios.push((*p, h.clone(), *m)),
+            }
+        }
         for (m, x) in self.moments.iter_mut().zip(&o.moments) {
             m.add(x);
         }
@@ -540,6 +574,8 @@ pub struct Stats {
     pub write: DirStats,
     /// Syncs (fio's `fsync`, `fdatasync`).
     pub sync: SyncStats,
+    /// Trims (fio's third direction).
+    pub trim: DirStats,
     /// Wall time of the measured period, nanoseconds.
     pub elapsed_ns: u64,
     /// The process's CPU over the measured period (includes io_uring kernel threads).
@@ -585,15 +621,15 @@ impl Errors {
 }
 
 impl Stats {
-    /// Completed operations in both directions.
+    /// Completed operations in every direction.
     pub fn total_ios(&self) -> u64 {
-        self.read.ios + self.write.ios
+        self.read.ios + self.write.ios + self.trim.ios
     }
 
     /// Completed operations of the measured period (a verify read-back's left out): what the
     /// CPU, the kernel entries and the wall time were measured over.
     pub fn measured_ios(&self) -> u64 {
-        self.read.measured_ios() + self.write.measured_ios()
+        self.read.measured_ios() + self.write.measured_ios() + self.trim.measured_ios()
     }
 
     /// Operations per second (of the measured period).
@@ -625,6 +661,7 @@ impl Stats {
     pub fn all_lat(&self) -> DirStats {
         let mut d = self.read.clone();
         d.merge(&self.write);
+        d.merge(&self.trim);
         d
     }
 
@@ -633,6 +670,7 @@ impl Stats {
         self.read.merge(&o.read);
         self.write.merge(&o.write);
         self.sync.merge(&o.sync);
+        self.trim.merge(&o.trim);
         self.elapsed_ns = self.elapsed_ns.max(o.elapsed_ns);
         self.threads.add(&o.threads);
         self.queue.enters += o.queue.enters;
@@ -651,12 +689,14 @@ impl Stats {
     /// Adds a later run of the same job (a `compare` round): counts and CPU add up, samples
     /// follow one another. The caller sets `elapsed_ns` as it sees fit.
     pub fn append_run(&mut self, o: &Stats) {
-        let (r, w) = (self.read.clone(), self.write.clone());
+        let (r, w, t) = (self.read.clone(), self.write.clone(), self.trim.clone());
         self.merge_thread(o);
         self.read = r;
         self.read.append(&o.read);
         self.write = w;
         self.write.append(&o.write);
+        self.trim = t;
+        self.trim.append(&o.trim);
         self.process.add(&o.process);
     }
 }

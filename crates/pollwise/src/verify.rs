@@ -22,6 +22,13 @@ const MAGIC: &[u8; 4] = b"PWV2";
 pub fn fill(block: &mut [u8], offset: u64, seed: u64) {
     debug_assert!(block.len() >= HEADER);
     crate::rng::Rng::new(offset ^ seed.rotate_left(32)).fill(&mut block[HEADER..]);
+    fill_header(block, offset);
+}
+
+/// Writes the header of `block`, for file offset `offset`, over its first [`HEADER`] bytes:
+/// the checksum covers the body already there.
+pub fn fill_header(block: &mut [u8], offset: u64) {
+    debug_assert!(block.len() >= HEADER);
     block[0..4].copy_from_slice(MAGIC);
     block[8..16].copy_from_slice(&offset.to_le_bytes());
     let len = u32::try_from(block.len()).unwrap_or(u32::MAX);
@@ -58,6 +65,18 @@ pub enum Mismatch {
         /// The offset its header names.
         found: u64,
     },
+    /// The block's checksums hold but its body is not the `verify_pattern` (written by a job
+    /// with another pattern, or none).
+    Pattern {
+        /// Where it was read.
+        offset: u64,
+        /// The first byte of the block that differs.
+        at: u32,
+        /// What it holds.
+        found: u8,
+        /// What the pattern has there.
+        wanted: u8,
+    },
     /// The checksum does not match: the data is corrupt.
     Corrupt {
         /// Where it was read.
@@ -87,6 +106,15 @@ impl std::fmt::Display for Mismatch {
             Mismatch::Misplaced { offset, found } => write!(
                 f,
                 "verify: block at offset {offset} holds the block written for offset {found} (misplaced write or read)"
+            ),
+            Mismatch::Pattern {
+                offset,
+                at,
+                found,
+                wanted,
+            } => write!(
+                f,
+                "verify: pattern mismatch in block at offset {offset}: byte {at} is {found:#04x}, the verify_pattern has {wanted:#04x}"
             ),
             Mismatch::Corrupt {
                 offset,
@@ -145,6 +173,7 @@ impl Mismatch {
             Mismatch::NoHeader { offset }
             | Mismatch::OtherLength { offset, .. }
             | Mismatch::Misplaced { offset, .. }
+            | Mismatch::Pattern { offset, .. }
             | Mismatch::Corrupt { offset, .. } => offset,
         }
     }

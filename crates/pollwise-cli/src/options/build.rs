@@ -130,10 +130,11 @@ impl Opts {
             let files = split_filenames(&v);
             if files.len() > 1 {
                 return Err(usage(format!(
-                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name",
+                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name{}",
                     files.len(),
                     files[0],
-                    files[1]
+                    files[1],
+                    self.at("filename")
                 )));
             }
             s.filename = files.into_iter().next().unwrap_or_default().into();
@@ -171,11 +172,12 @@ impl Opts {
             (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
                 userspace_reap: false,
             },
+            (Some("posixaio"), _) => s.ioengine = IoEngine::Posixaio,
             (Some(e), _) => match SyncCall::from_name(e) {
                 Some(call) => s.ioengine = IoEngine::Sync(call),
                 None => {
                     return Err(usage(format!(
-                        "--ioengine={e} is not supported: use io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
+                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
                     )))
                 }
             },
@@ -218,9 +220,16 @@ impl Opts {
                 |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));
             match v.as_slice() {
                 [Some(one)] => s.bs = fit(*one)?,
-                [r, w, ..] => {
+                [r, w, rest @ ..] => {
                     if let Some(r) = r {
                         s.bs = fit(*r)?;
+                    }
+                    // Trims take the third size, else the writes' (as fio).
+                    if let Some(t) = rest.first().copied().flatten().or(*w) {
+                        let t = fit(t)?;
+                        if t != s.bs {
+                            s.extra.trim_bs = Some(t);
+                        }
                     }
                     if let Some(w) = w {
                         let w = fit(*w)?;
@@ -327,6 +336,7 @@ impl Opts {
             take_u64("randseed") => s.seed;
         }
         self.take_job_file_options(&mut s)?;
+        self.take_iolog(&mut s)?;
         self.take_log_options(&mut s)?;
         self.take_fault_options(&mut s)?;
         let mode = match self.take_str("mode")? {
@@ -430,6 +440,20 @@ impl Opts {
         if let Some(v) = self.take_u32("loops")? {
             s.extra.loops = v;
         }
+        if s.verify && s.rw.writes() && s.size != 0 && s.io_size > s.size {
+            return Err(usage(format!(
+                "--io_size={} larger than --size={} with --verify: fio 3.33 writes the size once (and reads it back) whatever io_size says, and pollwise would write io_size; drop io_size{}",
+                s.io_size,
+                s.size,
+                self.at("io_size")
+            )));
+        }
+        if s.extra.seq_add != 0 && self.has("io_size") && (s.extra.loops > 1 || s.verify) {
+            return Err(usage(format!(
+                "--io_size with holes (--rw=...:N) and with loops or verify: fio 3.33 does io_size once whatever loops says, and half of it with verify, which pollwise does not follow; drop io_size{}",
+                self.at("io_size")
+            )));
+        }
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
             None => None,
@@ -448,6 +472,8 @@ impl Opts {
                     .into(),
             ));
         }
+        self.take_min_rate(s, iops, bytes)?;
+        self.take_prio(s)?;
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
@@ -455,19 +481,25 @@ impl Opts {
         s.extra.wait_for = self.take_str("wait_for")?;
         self.take_content(s)?;
         self.take_zones(s)?;
-        if s.verify && !s.rw.writes() && s.extra.loops > 1 {
-            return Err(usage(format!(
-                "--loops={} on a reading job with --verify: fio 3.33 reads such a job's file once whatever loops says, and pollwise would read it {} times; drop loops or verify{}",
-                s.extra.loops,
-                s.extra.loops,
-                self.at("loops")
-            )));
-        }
         if self.take_bool("do_verify")? == Some(false) {
             s.extra.skip_verify = true;
         }
         if let Some(v) = self.take_size("verify_interval")? {
             s.extra.verify_mode.interval = u32::try_from(v).ok();
+        }
+        s.extra.verify_backlog = self.take_size("verify_backlog")?.filter(|n| *n > 0);
+        s.extra.verify_state_save = self.take_bool("verify_state_save")? == Some(true);
+        s.extra.verify_state_load = self.take_bool("verify_state_load")? == Some(true);
+        if let Some(p) = self.take_str("verify_pattern")? {
+            let bytes = pollwise::content::parse_pattern(&p).map_err(|why| {
+                usage(format!(
+                    "--verify_pattern={p}: {why}{}",
+                    self.at("verify_pattern")
+                ))
+            })?;
+            if !bytes.is_empty() {
+                s.extra.verify_mode.pattern = Some(bytes.into());
+            }
         }
         // Stopping at the first bad block is pollwise's way already; it names bad blocks in its
         // report rather than dumping them; it reads back every block written either way.
@@ -475,7 +507,7 @@ impl Opts {
         self.take_bool("verify_dump")?;
         if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
             return Err(usage(format!(
-                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back each block once; drop experimental_verify{}",
+                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back the blocks of each; drop experimental_verify{}",
                 s.extra.loops,
                 self.at("experimental_verify")
             )));
@@ -540,6 +572,27 @@ impl Opts {
         self.take_bool("gtod_reduce")?;
         if let Some(v) = self.take_bool("norandommap")? {
             s.extra.norandommap = v;
+        }
+        let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let varies = s.extra.sizes.iter().any(Option::is_some);
+        let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
+        if s.rw.random()
+            && reads
+            && s.rw.writes()
+            && varies
+            && differ
+            && !s.extra.norandommap
+            && s.extra.distribution.is_none()
+        {
+            let which = if self.has("bssplit") {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
+            return Err(usage(format!(
+                "--{which} with other sizes for writes than for reads, on a mixed random job with fio's random map: fio 3.33 ends such a job before its size is done (examples/cmdprio-bssplit.fio's first job: 5.2 of 8 MiB) by a rule pollwise does not follow; add norandommap (both then end it by its size) or give reads and writes the same sizes{}",
+                self.at(which)
+            )));
         }
         // Every generator visits each block once per pass (the random map); pollwise draws
         // from its one generator.
@@ -624,6 +677,21 @@ impl Opts {
         if let Some(v) = self.take_bool("scramble_buffers")? {
             c.scramble = v;
         }
+        let pct = self.take_u32("dedupe_percentage")?.unwrap_or(0);
+        let mode = self.take_str("dedupe_mode")?;
+        let ws = self.take_u32("dedupe_working_set_percentage")?.unwrap_or(5);
+        let global = self.take_bool("dedupe_global")?.unwrap_or(false);
+        if pct > 0 {
+            let working = mode.as_deref() == Some("working_set");
+            c.dedupe = Some(pollwise::content::Dedupe {
+                percentage: pct as u8,
+                working_set: working.then_some(ws as u8),
+                global: working && global,
+                // The run's thread numbers are set when the jobs start.
+                thread: (0, 1),
+                seed: 0x5EED_DED0_u64,
+            });
+        }
         Ok(())
     }
 
@@ -633,17 +701,6 @@ impl Opts {
         let split = self.take_str("bssplit")?;
         if let Some(v) = self.take_sizes("blockalign")? {
             s.extra.align = v.into_iter().flatten().next();
-        }
-        if s.verify && (split.is_some() || range.is_some()) {
-            let which = if split.is_some() {
-                "bssplit"
-            } else {
-                "bsrange"
-            };
-            return Err(usage(format!(
-                "--{which} with --verify is not implemented by pollwise: it verifies blocks of one size; give one bs{}",
-                self.at(which)
-            )));
         }
         // As fio, bssplit wins over bsrange.
         let per_dir = match (&split, &range) {
@@ -657,13 +714,68 @@ impl Opts {
                 Some(b) if b.min() == b.max() => {
                     if d == 0 {
                         s.bs = b.min();
-                    } else if b.min() != s.bs {
+                    } else if b.min() != s.bs && d == 1 {
                         s.extra.write_bs = Some(b.min());
+                    } else if b.min() != s.bs {
+                        s.extra.trim_bs = Some(b.min());
                     }
                 }
                 other => s.extra.sizes[d] = other,
             }
         }
+        Ok(())
+    }
+
+    /// fio's I/O logs: `write_iolog`, and `read_iolog` with its `replay_*` options. A replay
+    /// takes its file, directions, block sizes and size from the log.
+    fn take_iolog(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(w) = self.take_str("write_iolog")? {
+            if s.numjobs > 1 {
+                return Err(usage(format!(
+                    "--write_iolog with --numjobs={}: fio's clones would each write the one log over the others'; give the clones jobs of their own, each with its log{}",
+                    s.numjobs,
+                    self.at("write_iolog")
+                )));
+            }
+            s.extra.write_iolog = Some(w.into());
+        }
+        let o = crate::iolog::ReplayOpts {
+            no_stall: self.take_bool("replay_no_stall")?.unwrap_or(false),
+            redirect: self.take_str("replay_redirect")?.map(Into::into),
+            time_scale: self.take_u32("replay_time_scale")?.unwrap_or(100),
+        };
+        let Some(path) = self.take_str("read_iolog")? else {
+            return Ok(());
+        };
+        let what = format!("--read_iolog={path}{}", self.at("read_iolog"));
+        if s.time_based {
+            return Err(usage(format!(
+                "{what}: --time_based with a replayed log is not implemented by pollwise: a replay ends with its log; drop time_based (a runtime still bounds the replay)"
+            )));
+        }
+        if s.verify {
+            return Err(usage(format!(
+                "{what}: --verify with a replayed log is not implemented by pollwise: it verifies the blocks of its own pattern; drop verify"
+            )));
+        }
+        let log = crate::iolog::read(std::path::Path::new(&path), &o, &what)?;
+        // As fio: the log's directions make the job's.
+        s.rw = match log.dirs() {
+            [true, false, false] => crate::job::Rw::Read,
+            [false, false, true] => crate::job::Rw::Trim,
+            [false, true, true] => crate::job::Rw::TrimWrite,
+            [true, true, _] | [true, _, true] => crate::job::Rw::ReadWrite,
+            _ => crate::job::Rw::Write,
+        };
+        s.bs = log.max_len();
+        s.extra.write_bs = None;
+        s.extra.trim_bs = None;
+        s.extra.sizes = Default::default();
+        if s.ioengine.has_file() {
+            s.filename = log.file.clone();
+        }
+        s.size = s.size.max(log.extent()).max(s.bs as u64);
+        s.extra.replay = Some(std::sync::Arc::new(log));
         Ok(())
     }
 
@@ -749,6 +861,7 @@ impl Opts {
         store! { self:
             take_u64("log_avg_msec") => s.logs.avg_msec;
             take_bool("log_offset") => s.logs.offset;
+            take_bool("log_prio") => s.logs.prio;
         }
         Ok(())
     }
@@ -809,11 +922,217 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
 /// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
 /// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
 /// refused (pollwise paces all a job's requests as one stream).
+impl Opts {
+    /// fio's `ratemin`, `rate_iops_min` and `ratecycle`, checked against the job's `rate` and
+    /// `rate_iops` as fio checks them.
+    fn take_min_rate(
+        &mut self,
+        s: &mut JobSpec,
+        rate_iops: Option<u64>,
+        rate_bytes: Option<u64>,
+    ) -> Result<()> {
+        let per_dir = |v: Option<Vec<Option<u64>>>| -> [u64; 2] {
+            match v.as_deref() {
+                None => [0, 0],
+                // One value is every direction's, as fio's.
+                Some([one]) => [one.unwrap_or(0); 2],
+                Some(l) => [
+                    l.first().copied().flatten().unwrap_or(0),
+                    l.get(1).copied().flatten().unwrap_or(0),
+                ],
+            }
+        };
+        let bytes = per_dir(self.take_sizes("ratemin")?);
+        let iops = self.take_u64("rate_iops_min")?.map_or([0, 0], |v| [v, v]);
+        let cycle_ms = self.take_u64("ratecycle")?.unwrap_or(1000);
+        if bytes == [0, 0] && iops == [0, 0] {
+            return Ok(());
+        }
+        let at = match self.at("ratemin") {
+            a if a.is_empty() => self.at("rate_iops_min"),
+            a => a,
+        };
+        let over =
+            |cap: Option<u64>, min: [u64; 2]| cap.is_some_and(|c| min.iter().any(|&m| m > c));
+        if over(rate_bytes, bytes) || over(rate_iops, iops) {
+            return Err(usage(format!(
+                "the minimum rate exceeds the rate (fio: minimum rate exceeds rate): lower ratemin or rate_iops_min, or raise rate or rate_iops{at}"
+            )));
+        }
+        s.extra.min_rate = Some(crate::extras::MinRate {
+            bytes,
+            iops,
+            cycle_ms,
+        });
+        Ok(())
+    }
+}
+
+impl Opts {
+    /// fio's `prio`, `prioclass` and its cmdprio options (engines/cmdprio.c in fio 3.33).
+    fn take_prio(&mut self, s: &mut JobSpec) -> Result<()> {
+        use pollwise::prio::{ioprio_value, CmdPrio, DirPrio, CLASS_RT};
+        let level = self.take_u64("prio")?;
+        let class = self.take_u64("prioclass")?;
+        let perc = self.take_str("cmdprio_percentage")?;
+        let classes = self.take_str("cmdprio_class")?;
+        let levels = self.take_str("cmdprio")?;
+        let bssplit = self.take_str("cmdprio_bssplit")?;
+        let default = (level.is_some() || class.is_some())
+            .then(|| ioprio_value(class.unwrap_or(0) as u8, level.unwrap_or(0) as u8));
+        s.extra.ioprio = default;
+        let cmd = perc.is_some() || bssplit.is_some();
+        // Without a percentage or a split, fio takes cmdprio_class and cmdprio and uses them for
+        // nothing: so does pollwise.
+        if !cmd {
+            if let Some(d) = default {
+                if matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
+                    s.extra.cmdprio = Some(CmdPrio {
+                        default: d,
+                        dirs: Default::default(),
+                    });
+                }
+            }
+            return Ok(());
+        }
+        let at = ["cmdprio_percentage", "cmdprio_bssplit"]
+            .iter()
+            .map(|n| self.at(n))
+            .find(|a| !a.is_empty())
+            .unwrap_or_default();
+        if !matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
+            return Err(usage(format!(
+                "the cmdprio options are io_uring's and libaio's (fio's too): --ioengine={} has no per-request priority; use io_uring or libaio, or prio/prioclass for the job's own{at}",
+                s.ioengine.name()
+            )));
+        }
+        if perc.is_some() && bssplit.is_some() {
+            return Err(usage(format!(
+                "cmdprio_percentage and cmdprio_bssplit options are mutually exclusive (fio): give one{at}"
+            )));
+        }
+        let pair = |name: &str, v: Option<&str>, lo: u64, hi: u64| -> Result<[Option<u64>; 2]> {
+            let Some(v) = v else {
+                return Ok([None, None]);
+            };
+            let one = |x: &str| -> Result<Option<u64>> {
+                let x = x.trim();
+                if x.is_empty() {
+                    return Ok(None);
+                }
+                match x.parse::<u64>() {
+                    Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+                    _ => Err(usage(format!(
+                        "--{name}={v}: each value is a whole number from {lo} to {hi} (READ,WRITE, as fio)"
+                    ))),
+                }
+            };
+            let parts: Vec<&str> = v.split(',').collect();
+            match parts.as_slice() {
+                [a] => {
+                    let a = one(a)?;
+                    Ok([a, a])
+                }
+                [a, b] | [a, b, _] => Ok([one(a)?, one(b)?]),
+                _ => Err(usage(format!(
+                    "--{name}={v}: give READ,WRITE at most, as fio"
+                ))),
+            }
+        };
+        let classes = pair("cmdprio_class", classes.as_deref(), 1, 3)?;
+        let levels = pair("cmdprio", levels.as_deref(), 0, 7)?;
+        // Without cmdprio_class, real-time (fio).
+        let implicit = |d: usize| {
+            ioprio_value(
+                classes[d].unwrap_or(CLASS_RT as u64) as u8,
+                levels[d].unwrap_or(0) as u8,
+            )
+        };
+        let mut dirs: [DirPrio; 2] = Default::default();
+        if let Some(p) = perc {
+            let percs = pair("cmdprio_percentage", Some(&p), 0, 100)?;
+            for (d, slot) in dirs.iter_mut().enumerate() {
+                if let Some(n) = percs[d].filter(|&n| n > 0) {
+                    *slot = DirPrio::Percent {
+                        perc: n as u32,
+                        ioprio: implicit(d),
+                    };
+                }
+            }
+        }
+        if let Some(b) = bssplit {
+            let per_dir: Vec<&str> = b.split(',').collect();
+            if per_dir.len() > 3 {
+                return Err(usage(format!(
+                    "--cmdprio_bssplit={b}: give READS,WRITES at most, as fio"
+                )));
+            }
+            for (d, slot) in dirs.iter_mut().enumerate() {
+                // One list is every direction's, as fio.
+                let Some(list) = per_dir
+                    .get(d)
+                    .or(per_dir.first())
+                    .filter(|l| !l.trim().is_empty())
+                else {
+                    continue;
+                };
+                let mut sizes: Vec<(u32, Vec<(u32, u16)>)> = Vec::new();
+                for e in list.split(':') {
+                    let f: Vec<&str> = e.trim().split('/').collect();
+                    let bad = || {
+                        usage(format!(
+                            "--cmdprio_bssplit={b}: '{e}' is not BS/PERC or BS/PERC/CLASS/LEVEL (fio's form, e.g. 64k/40:1m/60/1/0)"
+                        ))
+                    };
+                    let (bs, pc) = match f.as_slice() {
+                        [bs, pc] | [bs, pc, _, _] => (*bs, *pc),
+                        _ => return Err(bad()),
+                    };
+                    let bs = pollwise::units::parse_size(bs)
+                        .ok()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(bad)?;
+                    let pc: u32 = pc.parse().ok().filter(|&n| n <= 100).ok_or_else(bad)?;
+                    let prio = match f.as_slice() {
+                        [_, _, c, l] => {
+                            let c: u8 = c
+                                .parse()
+                                .ok()
+                                .filter(|&n| (1..=3).contains(&n))
+                                .ok_or_else(bad)?;
+                            let l: u8 = l.parse().ok().filter(|&n| n <= 7).ok_or_else(bad)?;
+                            ioprio_value(c, l)
+                        }
+                        _ => implicit(d),
+                    };
+                    match sizes.iter_mut().find(|(s, _)| *s == bs) {
+                        Some((_, v)) => v.push((pc, prio)),
+                        None => sizes.push((bs, vec![(pc, prio)])),
+                    }
+                }
+                for (bs, v) in &sizes {
+                    if v.iter().map(|x| x.0).sum::<u32>() > 100 {
+                        return Err(usage(format!(
+                            "fio: cmdprio_bssplit total percentage for bs: {bs} exceeds 100{at}"
+                        )));
+                    }
+                }
+                *slot = DirPrio::BsSplit(sizes);
+            }
+        }
+        s.extra.cmdprio = Some(CmdPrio {
+            default: default.unwrap_or(0),
+            dirs,
+        });
+        Ok(())
+    }
+}
+
 fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
     if let [one] = per_dir {
         return Ok(*one);
     }
-    let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+    let reads = s.rw.reads();
     let writes = s.rw.writes();
     let r = per_dir.first().copied().flatten();
     let w = per_dir.get(1).copied().flatten();
@@ -862,18 +1181,14 @@ fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
 }
 
 /// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
-/// entry keeps the default, and a single entry applies to reads and writes (as fio).
+/// entry keeps the default, a single entry applies to every direction, and trims take the
+/// writes' entry when none is given (as fio).
 fn parse_per_dir(
     v: &str,
     what: &str,
     one: fn(&str, &str) -> Result<BlockSizes>,
-) -> Result<[Option<BlockSizes>; 2]> {
+) -> Result<[Option<BlockSizes>; 3]> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    if parts.len() > 2 && !parts[2].is_empty() && parts[2] != parts[1] {
-        return Err(usage(format!(
-            "--{what}={v}: a trim entry is not used: pollwise does no trims"
-        )));
-    }
     let r = match parts.first() {
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         _ => None,
@@ -883,7 +1198,12 @@ fn parse_per_dir(
         Some(p) if !p.is_empty() => Some(one(p, what)?),
         Some(_) => None,
     };
-    Ok([r, w])
+    let t = match parts.get(2) {
+        None => w.clone(),
+        Some(p) if !p.is_empty() => Some(one(p, what)?),
+        Some(_) => None,
+    };
+    Ok([r, w, t])
 }
 
 fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {

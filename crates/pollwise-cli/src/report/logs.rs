@@ -12,8 +12,9 @@
 //!   was handled (as fio stamps them);
 //! - `value`: nanoseconds for lat, clat, slat; KiB/s for bw (per I/O, as fio: bytes x 10^6 /
 //!   clat in ns, so bytes per millisecond); I/Os for iops (1 per I/O, or per second averaged);
-//! - `ddir`: 0 read, 1 write; `bs`: bytes of the I/O (0 in averaged lines); `prio`: 0
-//!   (pollwise sets no I/O priority).
+//! - `ddir`: 0 read, 1 write; `bs`: bytes of the I/O (0 in averaged lines); `prio`: 1 for a
+//!   real-time request, else 0; with `log_prio=1` the request's `ioprio` as `0x%04x` (0 in
+//!   averaged lines), as fio 3.33.
 //!
 //! With `log_avg_msec=0` every I/O is one line; otherwise one line per direction per window of
 //! `log_avg_msec`, stamped at the window's end, with the mean latency over the I/Os that
@@ -55,6 +56,9 @@ pub struct LogSpec {
     pub auto: Option<String>,
     /// `per_job_logs=0`: the files are named without the thread number (`NAME_bw.log`).
     pub unnumbered: bool,
+    /// `log_prio`: the last column is the I/O's priority (`0x%04x`), not whether it was
+    /// real-time.
+    pub prio: bool,
 }
 
 impl LogSpec {
@@ -139,12 +143,14 @@ const CHUNK: usize = 1 << 16;
 /// One I/O, as the completion hook saw it.
 #[derive(Debug, Clone, Copy)]
 struct Rec {
-    write: bool,
+    /// fio's ddir: 0 read, 1 write, 2 trim.
+    ddir: u8,
     len: u32,
     offset: u64,
     submit_ns: u64,
     issued_ns: Option<u64>,
     done_ns: u64,
+    ioprio: u16,
 }
 
 /// Sums over one window for one direction.
@@ -164,20 +170,22 @@ pub struct ThreadLog {
     files: [Option<(PathBuf, BufWriter<File>)>; 5],
     avg_ns: u64,
     offset: bool,
-    /// Which directions the job does (read, write): averaged bw and iops lines for each.
-    dirs: [bool; 2],
+    /// `log_prio`.
+    log_prio: bool,
+    /// Which directions the job does (read, write, trim): averaged bw and iops lines for each.
+    dirs: [bool; 3],
     t0: u64,
     recs: Vec<Rec>,
     /// Averaged mode: the current window's index (from `t0`) and its sums per direction.
     window: u64,
-    sums: [Window; 2],
+    sums: [Window; 3],
     error: Option<Error>,
 }
 
 impl ThreadLog {
     /// Creates (truncating, as fio) thread `thread`'s log files for `spec`; `dirs` says whether
-    /// the job reads and whether it writes.
-    pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 2]) -> Result<ThreadLog> {
+    /// the job reads, writes and trims.
+    pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 3]) -> Result<ThreadLog> {
         let mut files: [Option<(PathBuf, BufWriter<File>)>; 5] = Default::default();
         for (k, path) in spec.paths(thread) {
             let f = crate::outfile::create_stream(k.what(), &path)?;
@@ -187,11 +195,12 @@ impl ThreadLog {
             files,
             avg_ns: spec.avg_msec.saturating_mul(1_000_000),
             offset: spec.offset,
+            log_prio: spec.prio,
             dirs,
             t0: 0,
             recs: Vec::new(),
             window: 0,
-            sums: [Window::default(); 2],
+            sums: [Window::default(); 3],
             error: None,
         })
     }
@@ -200,7 +209,7 @@ impl ThreadLog {
     pub fn start(&mut self, t0_ns: u64) {
         self.t0 = t0_ns;
         self.window = 0;
-        self.sums = [Window::default(); 2];
+        self.sums = [Window::default(); 3];
         if self.avg_ns == 0 {
             self.recs.reserve(CHUNK);
         }
@@ -209,12 +218,17 @@ impl ThreadLog {
     /// Records one handled I/O (the engine's completion hook calls this).
     pub fn record(&mut self, d: &Done) {
         let r = Rec {
-            write: d.dir == Dir::Write,
+            ddir: match d.dir {
+                Dir::Read => 0,
+                Dir::Write => 1,
+                Dir::Trim => 2,
+            },
             len: d.len,
             offset: d.offset,
             submit_ns: d.submit_ns,
             issued_ns: d.issued_ns,
             done_ns: d.done_ns,
+            ioprio: d.ioprio,
         };
         if self.avg_ns == 0 {
             self.recs.push(r);
@@ -231,7 +245,7 @@ impl ThreadLog {
             self.close_window(end, self.avg_ns, true);
             self.window += 1;
         }
-        let s = &mut self.sums[usize::from(r.write)];
+        let s = &mut self.sums[r.ddir as usize];
         s.ios += 1;
         s.bytes += r.len as u64;
         s.lat += r.done_ns.saturating_sub(r.submit_ns);
@@ -275,15 +289,23 @@ impl ThreadLog {
         }
     }
 
-    fn line(&mut self, k: Kind, ms: u64, value: u64, ddir: u8, bs: u32, offset: u64) {
+    #[allow(clippy::too_many_arguments)]
+    fn line(&mut self, k: Kind, ms: u64, value: u64, ddir: u8, bs: u32, offset: u64, prio: u16) {
         let with_offset = self.offset;
+        let log_prio = self.log_prio;
         let Some((path, f)) = self.files[k.index()].as_mut() else {
             return;
         };
-        let r = if with_offset {
-            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, 0")
+        // fio 3.33: the priority itself with log_prio, else whether it was real-time.
+        let prio = if log_prio {
+            format!("0x{prio:04x}")
         } else {
-            writeln!(f, "{ms}, {value}, {ddir}, {bs}, 0")
+            u8::from(pollwise::prio::class_of(prio) == pollwise::prio::CLASS_RT).to_string()
+        };
+        let r = if with_offset {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, {prio}")
+        } else {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {prio}")
         };
         if let Err(e) = r {
             let msg = write_error(path, &e);
@@ -295,23 +317,23 @@ impl ThreadLog {
     /// its bw and iops lines only if `rates` (a whole window).
     fn close_window(&mut self, end_ns: u64, len_ns: u64, rates: bool) {
         let ms = end_ns / 1_000_000;
-        for dir in 0..2 {
+        for dir in 0..3 {
             let s = std::mem::take(&mut self.sums[dir]);
             let ddir = dir as u8;
             if let Some(lat) = s.lat.checked_div(s.ios) {
-                self.line(Kind::Lat, ms, lat, ddir, 0, 0);
+                self.line(Kind::Lat, ms, lat, ddir, 0, 0, 0);
             }
             if let (Some(clat), Some(slat)) =
                 (s.clat.checked_div(s.split), s.slat.checked_div(s.split))
             {
-                self.line(Kind::Clat, ms, clat, ddir, 0, 0);
-                self.line(Kind::Slat, ms, slat, ddir, 0, 0);
+                self.line(Kind::Clat, ms, clat, ddir, 0, 0, 0);
+                self.line(Kind::Slat, ms, slat, ddir, 0, 0, 0);
             }
             if rates && self.dirs[dir] && len_ns > 0 {
                 let bw = (s.bytes as u128 * 1_000_000_000 / len_ns as u128 / 1024) as u64;
                 let iops = (s.ios as u128 * 1_000_000_000 / len_ns as u128) as u64;
-                self.line(Kind::Bw, ms, bw, ddir, 0, 0);
-                self.line(Kind::Iops, ms, iops, ddir, 0, 0);
+                self.line(Kind::Bw, ms, bw, ddir, 0, 0, 0);
+                self.line(Kind::Iops, ms, iops, ddir, 0, 0, 0);
             }
         }
     }
@@ -323,13 +345,13 @@ impl ThreadLog {
         let t0 = self.t0;
         let ms = |t: u64| t.saturating_sub(t0) / 1_000_000;
         for r in &recs {
-            let ddir = u8::from(r.write);
+            let ddir = r.ddir;
             let done = ms(r.done_ns);
             let lat = r.done_ns.saturating_sub(r.submit_ns);
             let clat = r.issued_ns.map(|i| r.done_ns.saturating_sub(i));
-            self.line(Kind::Lat, done, lat, ddir, r.len, r.offset);
+            self.line(Kind::Lat, done, lat, ddir, r.len, r.offset, r.ioprio);
             if let Some(c) = clat {
-                self.line(Kind::Clat, done, c, ddir, r.len, r.offset);
+                self.line(Kind::Clat, done, c, ddir, r.len, r.offset, r.ioprio);
             }
             // fio: bytes x 10^6 / clat in ns (bytes per ms, about KiB/s); total latency where
             // the queue did not say when it submitted.
@@ -338,15 +360,15 @@ impl ThreadLog {
                 .saturating_mul(1_000_000)
                 .checked_div(spent)
                 .unwrap_or(0);
-            self.line(Kind::Bw, done, bw, ddir, r.len, r.offset);
-            self.line(Kind::Iops, done, 1, ddir, r.len, r.offset);
+            self.line(Kind::Bw, done, bw, ddir, r.len, r.offset, r.ioprio);
+            self.line(Kind::Iops, done, 1, ddir, r.len, r.offset, r.ioprio);
         }
         if self.files[Kind::Slat.index()].is_some() {
             recs.sort_by_key(|r| r.issued_ns.unwrap_or(u64::MAX));
             for r in &recs {
                 if let Some(i) = r.issued_ns {
                     let slat = i.saturating_sub(r.submit_ns);
-                    self.line(Kind::Slat, ms(i), slat, u8::from(r.write), r.len, r.offset);
+                    self.line(Kind::Slat, ms(i), slat, r.ddir, r.len, r.offset, r.ioprio);
                 }
             }
         }
@@ -378,6 +400,7 @@ mod tests {
             submit_ns: submit,
             issued_ns: Some(issued),
             done_ns: done,
+            ioprio: 0,
         }
     }
 
@@ -407,7 +430,7 @@ mod tests {
             first_index: 3,
             ..every_log(d.path(), "j")
         };
-        let mut l = ThreadLog::open(&spec, 1, [true, true]).unwrap();
+        let mut l = ThreadLog::open(&spec, 1, [true, true, false]).unwrap();
         let t0 = 1_000_000_000;
         l.start(t0);
         // Completes second but was submitted first: slat lines are in submission order.
@@ -454,7 +477,7 @@ mod tests {
             first_index: 1,
             ..every_log(d.path(), "a")
         };
-        let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+        let mut l = ThreadLog::open(&spec, 0, [true, false, false]).unwrap();
         let ms = 1_000_000;
         l.start(0);
         // Window 0: two reads of 10 and 30 us; window 1 empty; window 2: one read; the run
@@ -517,7 +540,7 @@ mod tests {
                 first_index: 1,
                 ..every_log(d.path(), "a")
             };
-            let mut l = ThreadLog::open(&spec, 0, [true, false]).unwrap();
+            let mut l = ThreadLog::open(&spec, 0, [true, false, false]).unwrap();
             l.start(0);
             let mut t = 5 * ms;
             while t <= last_ms * ms {
@@ -552,7 +575,9 @@ mod tests {
             bw: Some("/nonexistent-pollwise-dir/x".into()),
             ..LogSpec::default()
         };
-        let e = ThreadLog::open(&spec, 0, [true, false]).err().unwrap();
+        let e = ThreadLog::open(&spec, 0, [true, false, false])
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--write_bw_log"), "{e}");
         assert_eq!(e.exit_code(), 2);
     }

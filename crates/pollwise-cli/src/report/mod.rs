@@ -387,7 +387,8 @@ impl<'a> JobFigures<'a> {
     /// The aggregate bandwidth of the job's group in the direction of `d` (one of this job's
     /// directions), KiB/s (fio's group `agg`); the job's own when the group's is not known.
     pub fn agg_kib(&self, d: &DirStats) -> f64 {
-        if let Some(g) = self.group_agg_kib {
+        // The group's sums are kept for reads and writes; trims are the job's own.
+        if let (Some(g), false) = (self.group_agg_kib, std::ptr::eq(d, &self.stats.trim)) {
             return g[usize::from(std::ptr::eq(d, &self.stats.write))];
         }
         let secs = d.runtime_ns(self.stats.elapsed_ns) as f64 / 1e9;
@@ -396,6 +397,25 @@ impl<'a> JobFigures<'a> {
         } else {
             0.0
         }
+    }
+
+    /// The job's trims in fio's JSON shape, each over its own runtime as reads and writes.
+    fn trim_json(&self) -> Value {
+        let s = self.stats;
+        let secs = s.trim.runtime_ns(s.elapsed_ns) as f64 / 1e9;
+        let iops = if secs > 0.0 {
+            s.trim.ios as f64 / secs
+        } else {
+            0.0
+        };
+        json::dir_json(
+            &s.trim,
+            s.elapsed_ns,
+            iops,
+            &self.pct,
+            None,
+            self.agg_kib(&s.trim),
+        )
     }
 
     /// The job in fio's JSON shape.
@@ -473,7 +493,7 @@ impl<'a> JobFigures<'a> {
             "job options": opts,
             "read": json::dir_json(&s.read, s.elapsed_ns, self.iops.0, &self.pct, self.pcts.0.as_deref(), self.agg_kib(&s.read)),
             "write": json::dir_json(&s.write, s.elapsed_ns, self.iops.1, &self.pct, self.pcts.1.as_deref(), self.agg_kib(&s.write)),
-            "trim": json::empty_dir_json(&self.pct),
+            "trim": if s.trim.ios > 0 { self.trim_json() } else { json::empty_dir_json(&self.pct) },
             "sync": json::sync_json(&s.sync, &self.pct),
             "job_runtime": s.elapsed_ns / 1_000_000,
             "usr_cpu": self.cpu.0,
@@ -545,6 +565,9 @@ fn check_outputs(specs: &[JobSpec], ro: &ReportOpts) -> Result<()> {
         for t in 0..s.numjobs.max(1) {
             for (k, p) in s.logs.paths(t) {
                 outs.push((k.what().to_string(), p));
+            }
+            if let Some(p) = &s.extra.write_iolog {
+                outs.push(("the write_iolog file".to_string(), p.clone()));
             }
             if let Some(name) = &s.logs.auto {
                 outs.push((
@@ -725,6 +748,17 @@ pub fn run_and_report(
                     s.extra.group_reporting || n == 1,
                 ))
             });
+            s
+        })
+        .collect();
+    // fio's dedupe_global spreads a working set over every thread of the run.
+    let threads = next_index - 1;
+    let specs: Vec<JobSpec> = specs
+        .into_iter()
+        .map(|mut s| {
+            if let Some(d) = s.extra.content.dedupe.as_mut() {
+                d.thread = (s.logs.first_index.saturating_sub(1), threads);
+            }
             s
         })
         .collect();

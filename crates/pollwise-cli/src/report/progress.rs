@@ -102,7 +102,8 @@ impl std::fmt::Debug for ThreadLive {
 impl ThreadLive {
     /// Counts one completed I/O (from the completion hook).
     pub fn add(&self, dir: Dir, len: u32) {
-        let d = usize::from(dir == Dir::Write);
+        // The ETA line counts reads and writes (a trim as a write: bytes released).
+        let d = usize::from(dir != Dir::Read);
         self.ios[d].fetch_add(1, Ordering::Relaxed);
         self.bytes[d].fetch_add(len as u64, Ordering::Relaxed);
     }
@@ -255,11 +256,8 @@ impl Live {
         let iops = [rate(cur.ios[0], prev.ios[0]), rate(cur.ios[1], prev.ios[1])];
         let eta = self.eta(&threads, now);
         let done = now.as_secs_f64() / (now + eta).as_secs_f64().max(1e-9) * 100.0;
-        let reads = self
-            .jobs
-            .iter()
-            .any(|j| j.rw != Rw::Write && j.rw != Rw::RandWrite);
-        let writes = self.jobs.iter().any(|j| j.rw.writes());
+        let reads = self.jobs.iter().any(|j| j.rw.reads());
+        let writes = self.jobs.iter().any(|j| j.rw.modifies());
         let both = |f: &dyn Fn(usize) -> String| match (reads, writes) {
             (true, true) => format!("r={},w={}", f(0), f(1)),
             (false, true) => format!("w={}", f(1)),
@@ -362,6 +360,10 @@ fn letter(s: State, rw: Rw) -> char {
             Rw::RandWrite => 'w',
             Rw::ReadWrite => 'M',
             Rw::RandRw => 'm',
+            Rw::TrimWrite => 'W',
+            Rw::RandTrimWrite => 'w',
+            Rw::Trim => 'D',
+            Rw::RandTrim => 'd',
         },
     }
 }

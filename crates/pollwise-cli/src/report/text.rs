@@ -92,26 +92,26 @@ fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(0.0)
 }
 
-/// One reporting group's sums (fio's `group_run_stats`), per direction (read, write).
+/// One reporting group's sums (fio's `group_run_stats`), per direction (read, write, trim).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupRun {
     /// fio's `groupid`.
     pub groupid: u64,
     /// Shortest and longest runtime of a job that did I/O in the direction, ms.
-    pub min_run: [u64; 2],
+    pub min_run: [u64; 3],
     /// See `min_run`.
-    pub max_run: [u64; 2],
+    pub max_run: [u64; 3],
     /// Smallest and largest job bandwidth, bytes/s.
-    pub min_bw: [u64; 2],
+    pub min_bw: [u64; 3],
     /// See `min_bw`.
-    pub max_bw: [u64; 2],
+    pub max_bw: [u64; 3],
     /// Bytes moved by the group's jobs.
-    pub iobytes: [u64; 2],
+    pub iobytes: [u64; 3],
     /// The group's bandwidth: its bytes over its longest runtime, bytes/s.
-    pub agg: [u64; 2],
+    pub agg: [u64; 3],
 }
 
-const DIRS: [&str; 2] = ["read", "write"];
+const DIRS: [&str; 3] = ["read", "write", "trim"];
 
 /// The groups of `jobs` (fio's JSON job objects), in groupid order, as fio's
 /// `__show_run_stats` sums them.
@@ -124,7 +124,7 @@ pub fn group_runs(jobs: &[Value]) -> Vec<GroupRun> {
             None => {
                 groups.push(GroupRun {
                     groupid: gid,
-                    min_bw: [u64::MAX; 2],
+                    min_bw: [u64::MAX; 3],
                     ..GroupRun::default()
                 });
                 groups.last_mut().expect("just pushed")
@@ -148,7 +148,7 @@ pub fn group_runs(jobs: &[Value]) -> Vec<GroupRun> {
         }
     }
     for g in &mut groups {
-        for i in 0..2 {
+        for i in 0..3 {
             match g.iobytes[i].saturating_mul(1000).checked_div(g.max_run[i]) {
                 Some(agg) => g.agg[i] = agg,
                 None => g.min_bw[i] = 0,
@@ -302,10 +302,40 @@ fn ddir_status(t: &mut String, j: &Value, dir: usize, g: &GroupRun) {
             display_lat(t, name, &d[key]);
         }
     }
+    // fio's per-priority lines (the JSON has `prios` only with two or more priorities).
+    let prios = d["prios"].as_array().cloned().unwrap_or_default();
+    let prio_of = |p: &Value| -> Option<(String, &'static str)> {
+        let key = if p.get("lat_ns").is_some() {
+            "lat_ns"
+        } else {
+            "clat_ns"
+        };
+        let name = if key == "lat_ns" { "lat" } else { "clat" };
+        Some((
+            format!("{name} prio {}/{}", u(p, "prioclass"), u(p, "prio")),
+            key,
+        ))
+    };
+    for p in &prios {
+        if let Some((name, key)) = prio_of(p) {
+            if u(&p[key], "N") > 0 {
+                display_lat(t, &name, &p[key]);
+            }
+        }
+    }
     for (key, name) in [("slat_ns", "slat"), ("clat_ns", "clat"), ("lat_ns", "lat")] {
         if let Some(p) = d[key]["percentile"].as_object() {
             if u(&d[key], "N") > 0 {
                 show_percentiles(t, name, p);
+            }
+        }
+    }
+    for p in &prios {
+        if let Some((name, key)) = prio_of(p) {
+            let (n, all) = (u(&p[key], "N"), u(&d[key], "N"));
+            if let (Some(pc), true) = (p[key]["percentile"].as_object(), n > 0 && all > 0) {
+                let share = 100.0 * n as f64 / all as f64;
+                show_percentiles(t, &format!("{name} ({share:.2}% of IOs)"), pc);
             }
         }
     }
@@ -416,7 +446,7 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
     if let Some(d) = head.description.filter(|d| !d.is_empty()) {
         let _ = writeln!(t, "  Description  : [{d}]");
     }
-    for dir in 0..2 {
+    for dir in 0..3 {
         if u(&j[DIRS[dir]], "io_bytes") > 0 {
             ddir_status(&mut t, j, dir, g);
         }
@@ -543,7 +573,7 @@ fn steady_line(ss: &Value) -> String {
 /// fio's `show_group_stats`: `Run status group N (all jobs):` and one line a direction.
 pub fn group_block(g: &GroupRun) -> String {
     let mut t = format!("\nRun status group {} (all jobs):\n", g.groupid);
-    for (i, label) in ["   READ", "  WRITE"].iter().enumerate() {
+    for (i, label) in ["   READ", "  WRITE", "   TRIM"].iter().enumerate() {
         if g.max_run[i] == 0 {
             continue;
         }

@@ -537,6 +537,7 @@ impl WaitPolicy for Dpas {
             let d = match dir {
                 Dir::Read => "read",
                 Dir::Write => "write",
+                Dir::Trim => "trim",
             };
             let k = format!("dpas.{d}.{}k", (512u64 << log2) / 1024);
             b.push((format!("{k}.sleep_ns"), s.dur_ns as f64));

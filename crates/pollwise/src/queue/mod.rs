@@ -6,7 +6,7 @@
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
 //! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device), [`channel`]
 //! (requests to a server thread over shared-memory rings) and the shared poller's client
-//! ([`poller_client`]). [`ring`] is the safe owned ring the drivers that keep one of their own use.
+//! ([`poller_client`]); fio's engines [`libaio`], [`posixaio`], [`sync`] and [`null`]. [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
 //! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
@@ -33,6 +33,7 @@ pub mod model;
 pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
+pub mod posixaio;
 pub mod ring;
 pub mod sim;
 pub mod sync;
@@ -73,6 +74,9 @@ pub enum OpKind {
         /// Only the data and the metadata needed to read it (`fdatasync`).
         datasync: bool,
     },
+    /// Release `len` bytes at `offset` (no buffer): on a regular file a punched hole
+    /// (`fallocate(PUNCH_HOLE | KEEP_SIZE)`), on a block device a discard. Completes with 0.
+    Trim,
 }
 
 /// One operation to submit. The buffer is a raw pointer: see [`Queue::push`]'s safety contract.
@@ -92,6 +96,10 @@ pub struct Op {
     pub buf_index: Option<u16>,
     /// Returned untouched in the completion (the caller's own; never [`RESERVED_USER_DATA`]).
     pub user_data: u64,
+    /// The request's I/O priority (`ioprio`: class << 13 | level), 0 for none (the
+    /// submitter's own); devices that carry one per request (io_uring's SQE, libaio's iocb)
+    /// set it, the others ignore it.
+    pub ioprio: u16,
 }
 
 impl Op {
@@ -107,6 +115,7 @@ impl Op {
             offset,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 
@@ -120,6 +129,7 @@ impl Op {
             offset: 0,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 }
@@ -333,6 +343,7 @@ impl ReqClass {
         ReqClass {
             dir: match op.kind {
                 OpKind::Write | OpKind::Fsync { .. } => Dir::Write,
+                OpKind::Trim => Dir::Trim,
                 OpKind::Read | OpKind::Nop => Dir::Read,
             },
             len: op.len,
@@ -754,6 +765,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             .requests
             .as_mut()
             .ok_or_else(|| invalid("this queue owns no requests"))?;
+        let ioprio = slab.meta(h).map_or(0, |m| m.ioprio);
         let raw = slab.start(h).map_err(|e| invalid(&e.to_string()))?;
         let at = (buf_offset as usize).min(raw.len);
         let op = Op {
@@ -770,14 +782,17 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 None
             },
             user_data: h.user_data(),
+            ioprio,
         };
-        let checked = if spec.len as usize + buf_offset as usize > raw.len {
-            Err(invalid("the operation is longer than the request's buffer"))
-        } else if spec.fixed && op.buf_index.is_none() {
-            Err(invalid("fixed buffers are indexed by 16 bits"))
-        } else {
-            self.record(&op, Some(h))
-        };
+        // A trim touches no buffer: its length is the range's, not the buffer's.
+        let checked =
+            if spec.kind != OpKind::Trim && spec.len as usize + buf_offset as usize > raw.len {
+                Err(invalid("the operation is longer than the request's buffer"))
+            } else if spec.fixed && op.buf_index.is_none() {
+                Err(invalid("fixed buffers are indexed by 16 bits"))
+            } else {
+                self.record(&op, Some(h))
+            };
         let pushed = checked.and_then(|t| {
             // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab

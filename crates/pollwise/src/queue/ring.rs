@@ -198,7 +198,7 @@ impl Ring {
         self.push_memoryless(sqe)
     }
 
-    /// Pushes `op` (read, write or nop) on `fd`, consuming the promise. Its buffer belongs to
+    /// Pushes `op` (read, write, trim or nop) on `fd`, consuming the promise. Its buffer belongs to
     /// the kernel until its completion is reaped; the [`PromisedOp`] is the promise that it
     /// stays valid that long. A full ring gives the promise back, unpushed.
     pub fn push_io(&mut self, op: PromisedOp, fd: RawFd, user_data: u64) -> Result<(), NotPushed> {
@@ -218,6 +218,20 @@ impl Ring {
                 };
                 opcode::Fsync::new(fd).flags(flags).build()
             }
+            // A block device's trim is the block layer's discard command, a file's a hole (as
+            // UringQueue's; the poller's files are few, a trim rare: one fstat each).
+            OpKind::Trim if crate::sys::blockdev::is_blockdev_fd(fd.0) => {
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&(o.len as u64).to_ne_bytes());
+                opcode::UringCmd16::new(fd, crate::sys::blockdev::BLOCK_URING_CMD_DISCARD)
+                    .addr(Some(o.offset))
+                    .cmd(cmd)
+                    .build()
+            }
+            OpKind::Trim => opcode::Fallocate::new(fd, o.len as u64)
+                .offset(o.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build(),
         }
         .user_data(user_data);
         // SAFETY: the buffer (reads and writes) is valid for `len` bytes until the completion is

@@ -101,6 +101,10 @@ impl SyncQueue {
         };
         let write = match op.kind {
             OpKind::Nop => return 0,
+            OpKind::Trim => {
+                self.counters.enters += 1;
+                return crate::sys::blockdev::trim_sync(fd, op.offset, op.len as u64);
+            }
             OpKind::Read => false,
             OpKind::Write => true,
             OpKind::Fsync { datasync } => {

@@ -86,6 +86,49 @@ pub fn flush_buffers(f: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// `BLKDISCARD = _IO(0x12, 119)`.
+const BLKDISCARD: libc::c_ulong = 0x1277;
+/// The block layer's io_uring discard command (`BLOCK_URING_CMD_DISCARD = _IO(0x12, 0)`, Linux
+/// 6.12): an `IORING_OP_URING_CMD` with the range's start in `addr` and its length in `addr3`.
+pub const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
+
+/// Whether `fd` is a block device (`fstat`); `false` when it cannot be told.
+pub fn is_blockdev_fd(fd: std::os::fd::RawFd) -> bool {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one stat through the pointer, which is live; a bad fd is an error.
+    let r = unsafe { libc::fstat(fd, &mut st) };
+    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFBLK
+}
+
+/// Trims `len` bytes at `offset` of `fd` synchronously, as fio's `do_io_u_trim`: a block device
+/// is discarded (`BLKDISCARD`), a file gets a hole (`fallocate(PUNCH_HOLE | KEEP_SIZE)`).
+/// Returns 0 or `-errno`, as a completion's result.
+pub fn trim_sync(fd: std::os::fd::RawFd, offset: u64, len: u64) -> i32 {
+    let r = if is_blockdev_fd(fd) {
+        let range = [offset, len];
+        // SAFETY: BLKDISCARD reads two u64 (start, length) through the pointer, which is live.
+        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+    } else {
+        // SAFETY: fallocate takes only integers; a bad fd or range is an error, not UB.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        }
+    };
+    if r < 0 {
+        -io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -291,6 +291,7 @@ impl Waiter {
                     kind: match class.dir {
                         Dir::Read => OpKind::Read,
                         Dir::Write => OpKind::Write,
+                        Dir::Trim => OpKind::Trim,
                     },
                     len: class.len,
                     ..Op::nop(user_data.unwrap_or(0))

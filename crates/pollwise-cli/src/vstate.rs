@@ -1,0 +1,121 @@
+//! fio's verify state (`verify_state_save`, `verify_state_load`): a writing job saves which
+//! blocks it wrote with verify, and a later run's reading job of the same name loads it and
+//! checks the blocks it names.
+//!
+//! The file has fio's name, `local-JOBNAME-N-verify.state` in the current directory (`N` the
+//! thread's number among all the jobs' threads from 0, as fio counts them), and pollwise's own
+//! text: a first line naming it, the job, then the byte ranges written. fio's state is another
+//! binary format for fio's own headers, which pollwise's blocks do not carry, so neither reads
+//! the other's. A file of that name that is not a pollwise verify state is never overwritten,
+//! and is written whole or not at all ([`crate::outfile::write_whole`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::job::JobSpec;
+use crate::{Error, Result};
+
+/// The first line of every state file.
+const MAGIC: &str = "pollwise verify state 1";
+
+/// The state file of `spec`'s thread `thread` in `dir` (the current directory, as fio's:
+/// fio's name; a `/` in the job's name becomes `.`).
+pub fn path(dir: &Path, spec: &JobSpec, thread: usize) -> PathBuf {
+    let name = spec.name.replace('/', ".");
+    let n = spec.extra.first_thread as usize + thread;
+    dir.join(format!("local-{name}-{n}-verify.state"))
+}
+
+/// Saves `blocks` (offset, length: what the thread wrote with verify) as the state of `spec`'s
+/// thread `thread`. An existing file of that name is replaced only if it is a pollwise verify
+/// state.
+pub fn save(dir: &Path, spec: &JobSpec, thread: usize, blocks: &[(u64, u32)]) -> Result<()> {
+    let p = path(dir, spec, thread);
+    if let Ok(old) = std::fs::read(&p) {
+        if !old.starts_with(MAGIC.as_bytes()) {
+            return Err(Error::Usage(format!(
+                "--verify_state_save: {} exists and is not a pollwise verify state: pollwise will not overwrite it; move it away, or give the job another name",
+                p.display()
+            )));
+        }
+    }
+    let ranges =
+        pollwise::engine::merge_ranges(blocks.iter().map(|&(o, l)| (o, o + l as u64)).collect());
+    let mut text = format!("{MAGIC}\njob {}\n", spec.name);
+    for (s, e) in ranges {
+        text.push_str(&format!("written {s} {e}\n"));
+    }
+    crate::outfile::write_whole("verify state", &p, text.as_bytes())
+}
+
+/// Loads the state of `spec`'s thread `thread`: the byte ranges written, sorted.
+pub fn load(dir: &Path, spec: &JobSpec, thread: usize) -> Result<Vec<(u64, u64)>> {
+    let p = path(dir, spec, thread);
+    let bad = |why: String| {
+        Error::Usage(format!(
+            "--verify_state_load: {} {why}: run the writing job (of the same name, with verify_state_save=1) in this directory first",
+            p.display()
+        ))
+    };
+    let text = std::fs::read_to_string(&p).map_err(|e| bad(format!("cannot be read ({e})")))?;
+    let mut lines = text.lines();
+    if lines.next() != Some(MAGIC) {
+        return Err(bad("is not a pollwise verify state".into()));
+    }
+    match lines.next().and_then(|l| l.strip_prefix("job ")) {
+        Some(name) if name == spec.name => {}
+        Some(name) => return Err(bad(format!("is the state of job '{name}'"))),
+        None => return Err(bad("names no job".into())),
+    }
+    let mut ranges = Vec::new();
+    for (k, l) in lines.enumerate() {
+        let r = l.strip_prefix("written ").and_then(|rest| {
+            let (s, e) = rest.split_once(' ')?;
+            let (s, e) = (s.parse::<u64>().ok()?, e.parse::<u64>().ok()?);
+            (s < e).then_some((s, e))
+        });
+        match r {
+            Some(r) => ranges.push(r),
+            None => return Err(bad(format!("is damaged at line {}", k + 3))),
+        }
+    }
+    ranges.sort_unstable();
+    Ok(ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saves_and_loads_and_never_overwrites_another_file() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        let mut spec = JobSpec {
+            name: "a/b".into(),
+            ..JobSpec::default()
+        };
+        spec.extra.first_thread = 2;
+        let p = path(d, &spec, 1);
+        assert_eq!(p, d.join("local-a.b-3-verify.state"));
+        let r = (|| {
+            save(d, &spec, 1, &[(0, 4096), (4096, 4096), (16384, 512)])?;
+            let got = load(d, &spec, 1)?;
+            assert_eq!(got, vec![(0, 8192), (16384, 16896)]);
+            // Another job's name: refused.
+            let other = JobSpec {
+                name: "c".into(),
+                ..spec.clone()
+            };
+            std::fs::copy(&p, path(d, &other, 1)).unwrap();
+            assert!(load(d, &other, 1).is_err());
+            // A file that is not a state is never overwritten.
+            std::fs::write(&p, b"the user's notes\n").unwrap();
+            let e = save(d, &spec, 1, &[(0, 4096)]).unwrap_err();
+            assert!(e.to_string().contains("will not overwrite"), "{e}");
+            assert_eq!(std::fs::read(&p).unwrap(), b"the user's notes\n");
+            assert!(load(d, &spec, 1).is_err());
+            Ok::<(), Error>(())
+        })();
+        r.unwrap();
+    }
+}
