@@ -119,6 +119,39 @@ pub struct JobExtras {
     /// Request priorities (the cmdprio options, and `prio`/`prioclass` on io_uring and
     /// libaio, which carry a priority per request).
     pub cmdprio: Option<pollwise::prio::CmdPrio>,
+    /// fio's syncs and page-cache handling (`fsync`, `fdatasync`, `end_fsync`, `fsync_on_close`,
+    /// `invalidate`, `sync`).
+    pub sync: SyncSpec,
+}
+
+/// fio's sync options (see [`JobExtras::sync`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncSpec {
+    /// `fsync=N`: an fsync after every N writes (0: none).
+    pub fsync: u32,
+    /// `fdatasync=N`: an fdatasync after every N writes (0: none).
+    pub fdatasync: u32,
+    /// `end_fsync`: an fsync when the I/O is done, inside the runtime.
+    pub end_fsync: bool,
+    /// `fsync_on_close`: an fsync when the file is closed.
+    pub fsync_on_close: bool,
+    /// `invalidate` (fio's default 1): drop the file's page cache before the job.
+    pub invalidate: bool,
+    /// `sync`: extra open flags (`O_SYNC`, `O_DSYNC`, or 0).
+    pub open_flags: i32,
+}
+
+impl Default for SyncSpec {
+    fn default() -> Self {
+        SyncSpec {
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            invalidate: true,
+            open_flags: 0,
+        }
+    }
 }
 
 /// fio's `ratemin` and `rate_iops_min` (per direction: read, write) with `ratecycle`.
@@ -405,6 +438,7 @@ impl JobExtras {
         }
         // fio's random map unless norandommap.
         engine.set_random_map(!self.norandommap);
+        engine.set_sync_every(self.sync.fsync as u64, self.sync.fdatasync as u64);
         if let Some(p) = self.ioprio {
             // fio's ioprio_set(IOPRIO_WHO_PROCESS, 0, ...): this thread's own priority, for the
             // engines that carry none per request.

@@ -576,9 +576,14 @@ fn online_cpus() -> usize {
 }
 
 fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
+    open_target_with(path, direct, writable, 0)
+}
+
+/// [`open_target`] with more open flags (fio's `sync`: `O_SYNC`, `O_DSYNC`).
+fn open_target_with(path: &Path, direct: bool, writable: bool, more: i32) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(writable);
-    let flags = if direct { libc::O_DIRECT } else { 0 };
+    let flags = if direct { libc::O_DIRECT } else { 0 } | more;
     // Non-blocking, so a FIFO put in the target's place cannot hang the open (see `filekind`).
     let opened = crate::filekind::open_target(&mut o, flags, "--filename", path);
     let e = match opened {
@@ -1198,6 +1203,7 @@ fn measure(
     Stats {
         read,
         write,
+        sync: engine.sync_stats().clone(),
         trim: engine.trim_stats().clone(),
         elapsed_ns: t1 - m0.t0,
         process: Rusage::default(),
@@ -1634,6 +1640,13 @@ fn job_thread(
         if let Some(s) = &steady {
             s.finish(i);
         }
+        // fio's end_fsync: inside the runtime, after the last write completed.
+        let mut r = r;
+        if spec.extra.sync.end_fsync && file.is_some() && !crate::signals::interrupted() {
+            if let Ok(ended) = r {
+                r = engine.sync_now(false).map(|_| ended).map_err(Error::from);
+            }
+        }
         if r.is_err() {
             failed.store(true, Ordering::SeqCst);
         }
@@ -1697,13 +1710,23 @@ fn job_thread(
         ran.and(logged).and(iologged).map(|_| (engine, file, stats))
     });
     phases[1].arrive_and_wait();
-    let (mut engine, _file, mut stats) = match measured {
+    let (mut engine, file, mut stats) = match measured {
         Ok(m) => m,
         Err(e) => {
             name_bad_blocks(spec, &blocks_seen.borrow(), Some(&e));
             return Err(e);
         }
     };
+    // fio's fsync_on_close: when the file is closed, after the measured period.
+    if let (true, Some(f)) = (spec.extra.sync.fsync_on_close, file.as_ref()) {
+        f.sync_all().map_err(|e| {
+            Error::Io(format!(
+                "fsync of {} on close failed: {}",
+                spec.filename.display(),
+                crate::errno::plain(&e)
+            ))
+        })?;
+    }
     // An interrupted run exits promptly: reading everything back could take long.
     let mut verified = Ok(());
     if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && !crate::signals::interrupted()
@@ -1804,7 +1827,15 @@ fn setup_engine(
         }
         // A trim needs the file open for writing (fallocate, a discard).
         let writable = spec.rw.modifies();
-        let file = open_target(&spec.filename, spec.direct, writable)?;
+        let file = open_target_with(
+            &spec.filename,
+            spec.direct,
+            writable,
+            spec.extra.sync.open_flags,
+        )?;
+        if spec.extra.sync.invalidate {
+            invalidate_cache(&file, &spec.filename);
+        }
         let attach = if spec.sqthread_share && i > 0 {
             fd_rx
                 .lock()
@@ -1863,6 +1894,31 @@ fn setup_engine(
         }
         Ok((ramp(engine)?, Some(file)))
     })()
+}
+
+/// fio's `invalidate` (its `__file_invalidate_cache`): drops the page cache of a regular file
+/// (`posix_fadvise(POSIX_FADV_DONTNEED)`) or a block device (`BLKFLSBUF`) before the job. As in
+/// fio, a failure is said in one line and the job goes on (it then may start warm); other kinds
+/// of target have no cache to drop.
+fn invalidate_cache(file: &File, path: &Path) {
+    let Ok(meta) = file.metadata() else {
+        return;
+    };
+    let kind = meta.file_type();
+    let err = if kind.is_file() {
+        pollwise::sys::fs::drop_cache(file).err()
+    } else if std::os::unix::fs::FileTypeExt::is_block_device(&kind) {
+        pollwise::sys::blockdev::flush_buffers(file).err()
+    } else {
+        None
+    };
+    if let Some(e) = err {
+        eprintln!(
+            "pollwise: cache invalidation of {} failed: {} (the job goes on, as fio's; --invalidate=0 skips it)",
+            path.display(),
+            crate::errno::plain(&e)
+        );
+    }
 }
 
 /// The one line for an AIO context the kernel would not make.
@@ -2015,6 +2071,7 @@ fn run_model_threads(
             Stats {
                 read: r.read,
                 write: r.write,
+                sync: Default::default(),
                 trim: Default::default(),
                 elapsed_ns: r.elapsed_ns,
                 process: cpu,

@@ -877,10 +877,111 @@ impl Engine {
             }
         }
         self.submitted += 1;
+        if let Some(s) = self.extra.sync_slot.get_mut(h.index()) {
+            *s = None;
+        }
+        if dir == Dir::Write {
+            self.extra.writes_issued += 1;
+        }
+        self.extra.last_was_write = dir == Dir::Write;
         if let Some(f) = self.on_issue.as_mut() {
             f(dir, offset, len, now);
         }
         Ok(h)
+    }
+
+    /// fio's `get_rw_ddir`: a sync is due when the last request pushed was a write and the
+    /// writes pushed so far are a multiple of `fsync` (then `fdatasync`). `Some(datasync)`.
+    fn sync_due(&self) -> Option<bool> {
+        let x = &self.extra;
+        if !x.last_was_write || x.writes_issued == 0 {
+            return None;
+        }
+        if x.fsync_every > 0 && x.writes_issued % x.fsync_every == 0 {
+            return Some(false);
+        }
+        if x.fdatasync_every > 0 && x.writes_issued % x.fdatasync_every == 0 {
+            return Some(true);
+        }
+        None
+    }
+
+    /// Pushes a sync of the file (`fdatasync` with `datasync`) as a request of its own, waited
+    /// on as any other; its latency goes to the sync statistics (when they are counted).
+    fn push_sync(&mut self, datasync: bool) -> Result<Handle> {
+        let meta = ReqMeta {
+            dir: Dir::Write,
+            offset: 0,
+            len: 0,
+            submit_ns: self.clock.now_ns(),
+            issued_ns: None,
+            ioprio: 0,
+        };
+        let h = self.slab_mut().alloc(meta).ok_or_else(|| {
+            Error::config("iodepth", Reason::Rule("every request slot is in flight"))
+        })?;
+        let i = h.index();
+        if self.extra.sync_slot.len() <= i {
+            self.extra.sync_slot.resize(i + 1, None);
+        }
+        self.extra.sync_slot[i] = Some(datasync);
+        let spec = RequestOp {
+            kind: OpKind::Fsync { datasync },
+            file: 0,
+            offset: 0,
+            len: 0,
+            fixed: false,
+        };
+        let mut r = self.q.push_request(h, spec);
+        let mut tries = 0u32;
+        while matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            && tries < 1_000_000
+        {
+            tries += 1;
+            if let Err(e) = self.submit_retrying() {
+                r = Err(e);
+                break;
+            }
+            r = self.q.push_request(h, spec);
+            if r.is_err() {
+                std::thread::yield_now();
+            }
+        }
+        if let Err(e) = r {
+            self.extra.sync_slot[i] = None;
+            let _ = self.slab_mut().free(h);
+            return Err(Error::os("queueing a sync", e));
+        }
+        // Not counted in `submitted`: a job's request count is its reads and writes, as fio's.
+        self.extra.last_was_write = false;
+        Ok(h)
+    }
+
+    /// fio's `fsync` and `fdatasync`: a sync of the file after every `fsync` (else every
+    /// `fdatasync`) writes the run loop pushes, as a request of its own; 0 turns either off.
+    pub fn set_sync_every(&mut self, fsync: u64, fdatasync: u64) {
+        self.extra.fsync_every = fsync;
+        self.extra.fdatasync_every = fdatasync;
+        self.extra.count_syncs = true;
+    }
+
+    /// Syncs the file now (fio's `end_fsync`): pushed through the queue, waited on by the
+    /// policy, with the requests in flight drained first. Not counted in the sync statistics
+    /// (fio counts only the syncs of `fsync` and `fdatasync` there).
+    pub fn sync_now(&mut self, datasync: bool) -> Result<()> {
+        self.drain()?;
+        let counted = std::mem::replace(&mut self.extra.count_syncs, false);
+        let r = self.push_sync(datasync).and_then(|h| {
+            self.submit()?;
+            self.wait_for(h)
+        });
+        self.extra.count_syncs = counted;
+        r
+    }
+
+    /// The syncs' statistics (fio's `sync` block).
+    pub fn sync_stats(&self) -> &crate::stats::SyncStats {
+        &self.extra.sync
     }
 
     /// Makes a write's buffer hold the job's content (see [`Engine::set_content`]); a read
@@ -1000,6 +1101,7 @@ impl Engine {
             return;
         };
         let h = Handle::from_user_data(c.user_data);
+        let sync = extra.sync_slot.get_mut(h.index()).and_then(Option::take);
         let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
         let r = slab.complete(h, |meta, buf| {
             if c.result == -libc::ECANCELED && deadline_passed {
@@ -1008,7 +1110,24 @@ impl Engine {
                 return Ok(());
             }
             if c.result < 0 {
-                return Err(io_error(cfg, meta, -c.result));
+                return Err(match sync {
+                    Some(datasync) => Error::os(
+                        Op::Sync {
+                            datasync,
+                            target: PathBuf::from(&cfg.target),
+                        },
+                        std::io::Error::from_raw_os_error(-c.result),
+                    ),
+                    None => io_error(cfg, meta, -c.result),
+                });
+            }
+            if let Some(datasync) = sync {
+                if extra.count_syncs {
+                    extra
+                        .sync
+                        .record(now.saturating_sub(meta.submit_ns), datasync);
+                }
+                return Ok(());
             }
             if meta.dir != Dir::Trim && c.result as u32 != meta.len {
                 return Err(Error::Short {
@@ -1377,13 +1496,17 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             let mut depth = self.depth_now();
-            while self.slab().live() < depth
-                && !self.stopped(stop)
-                && !self.pass_full()
-                && self.take_slot()
-            {
-                let (dir, off, len) = self.next_io();
-                self.push_io(dir, off, len)?;
+            while self.slab().live() < depth && !self.stopped(stop) && !self.pass_full() {
+                // A sync due goes first and takes no pacing slot: a rate paces reads and writes,
+                // as fio's.
+                if let Some(datasync) = self.sync_due() {
+                    self.push_sync(datasync)?;
+                } else if self.take_slot() {
+                    let (dir, off, len) = self.next_io();
+                    self.push_io(dir, off, len)?;
+                } else {
+                    break;
+                }
                 queued += 1;
                 if self.extra.reap_each {
                     // fio's iodepth_batch_complete_min=0: reap after every request queued.
@@ -1679,6 +1802,7 @@ impl Engine {
     pub fn reset_stats(&mut self) {
         self.read.reset();
         self.write.reset();
+        self.extra.sync = Default::default();
         self.trim.reset();
     }
 
@@ -1870,6 +1994,18 @@ struct Extras {
     byte_limit: Option<u64>,
     /// The random map's order of the region's blocks, made at the first random request.
     order: Option<BlockOrder>,
+    /// fio's `fsync` and `fdatasync`: a sync after every this many writes (0: never).
+    fsync_every: u64,
+    fdatasync_every: u64,
+    /// Writes the run loop has pushed (fio's `io_issues[DDIR_WRITE]`).
+    writes_issued: u64,
+    /// The last request pushed was a write (fio's `last_ddir_issued == DDIR_WRITE`).
+    last_was_write: bool,
+    /// By slot index: the request is a sync (`Some(datasync)`), not a read or write.
+    sync_slot: Vec<Option<bool>>,
+    /// The syncs' latencies (fio's `sync` statistics); counted only when true.
+    sync: crate::stats::SyncStats,
+    count_syncs: bool,
 }
 
 /// fio's strided zones and where the engine is in them (see [`Engine::set_zones`]).
@@ -2773,6 +2909,44 @@ mod tests {
             );
         }
         assert_eq!(e.stats().0.ios, 50);
+    }
+
+    #[test]
+    fn a_sync_every_n_writes_is_a_request_of_its_own_completed_once() {
+        for depth in [1, 3, 8] {
+            let (mut e, _clock) = virtual_engine(depth, depth as usize);
+            e.cfg.rw = Rw::Write;
+            e.set_sync_every(4, 0);
+            let seen = Arc::new(Mutex::new(0u64));
+            let s = seen.clone();
+            e.set_on_done(Box::new(move |_d: &Done| *s.lock().unwrap() += 1));
+            e.run(Stop::Ios(256)).unwrap();
+            // fio's rule: a sync when the writes issued are a multiple of 4 and the last request
+            // was a write; none after the last write.
+            let sync = e.sync_stats();
+            assert_eq!((sync.syncs(), sync.fsyncs), (63, 63), "depth {depth}");
+            assert!(
+                sync.lat.as_ref().unwrap().moments[0].min >= 10_000,
+                "a sync waits for the device"
+            );
+            assert_eq!(e.stats().1.ios, 256, "syncs are not writes");
+            assert_eq!(*seen.lock().unwrap(), 256, "the done hook sees I/O only");
+            assert_eq!(e.in_flight(), 0);
+            assert!(
+                e.extra.sync_slot.iter().all(Option::is_none),
+                "every sync completed"
+            );
+        }
+        // fdatasync: counted in the latencies, not as fsyncs (fio's total_ios).
+        let (mut e, _clock) = virtual_engine(2, 2);
+        e.cfg.rw = Rw::Write;
+        e.set_sync_every(0, 3);
+        e.run(Stop::Ios(256)).unwrap();
+        assert_eq!((e.sync_stats().syncs(), e.sync_stats().fsyncs), (85, 0));
+        // end_fsync's sync is done and not counted.
+        e.sync_now(false).unwrap();
+        assert_eq!(e.sync_stats().syncs(), 85);
+        assert_eq!(e.in_flight(), 0);
     }
 
     #[test]

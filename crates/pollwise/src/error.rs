@@ -30,6 +30,13 @@ pub enum Op {
         /// The file or device written.
         target: PathBuf,
     },
+    /// A sync of the target (fio's `fsync`; `fdatasync` with `datasync`).
+    Sync {
+        /// `fdatasync` rather than `fsync`.
+        datasync: bool,
+        /// The file or device synced.
+        target: PathBuf,
+    },
     /// A trim (discard, or a punched hole in a file) of the target at a byte offset.
     Trim {
         /// Byte offset of the request.
@@ -67,6 +74,12 @@ impl fmt::Display for Op {
             Op::Write { offset, target } => {
                 write!(f, "write at offset {offset} of {}", target.display())
             }
+            Op::Sync { datasync, target } => write!(
+                f,
+                "{} of {}",
+                if *datasync { "fdatasync" } else { "fsync" },
+                target.display()
+            ),
             Op::PollerRingSetup { entries } => write!(
                 f,
                 "setting up the shared poller's io_uring ({entries} entries)"

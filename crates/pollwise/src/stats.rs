@@ -520,6 +520,51 @@ impl Sampler {
 
 pub use crate::sys::rusage::{thread_cpu_ns, Rusage};
 
+/// fio's `sync` statistics: the latencies of the syncs `fsync` and `fdatasync` issue. Its
+/// histograms are made at the first sync: a job that never syncs (most) pays nothing for them.
+#[derive(Clone, Default)]
+pub struct SyncStats {
+    /// Every sync's latency, queued to reaped (`ios` counts fsyncs and fdatasyncs); `None`
+    /// until the first sync.
+    pub lat: Option<Box<DirStats>>,
+    /// Of them, the fsyncs: fio's `total_ios` of its `sync` block counts only these.
+    pub fsyncs: u64,
+}
+
+impl std::fmt::Debug for SyncStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncStats")
+            .field("syncs", &self.syncs())
+            .field("fsyncs", &self.fsyncs)
+            .finish()
+    }
+}
+
+impl SyncStats {
+    /// Records one sync that took `lat_ns` (an fdatasync with `datasync`).
+    pub fn record(&mut self, lat_ns: u64, datasync: bool) {
+        self.lat
+            .get_or_insert_with(Default::default)
+            .record_lat(lat_ns, 0);
+        if !datasync {
+            self.fsyncs += 1;
+        }
+    }
+
+    /// Syncs recorded, fsyncs and fdatasyncs.
+    pub fn syncs(&self) -> u64 {
+        self.lat.as_ref().map_or(0, |l| l.ios)
+    }
+
+    /// Adds another thread's.
+    pub fn merge(&mut self, o: &SyncStats) {
+        if let Some(l) = &o.lat {
+            self.lat.get_or_insert_with(Default::default).merge(l);
+        }
+        self.fsyncs += o.fsyncs;
+    }
+}
+
 /// Everything one job (or one job thread) measured.
 #[derive(Clone, Default)]
 pub struct Stats {
@@ -527,6 +572,8 @@ pub struct Stats {
     pub read: DirStats,
     /// Writes.
     pub write: DirStats,
+    /// Syncs (fio's `fsync`, `fdatasync`).
+    pub sync: SyncStats,
     /// Trims (fio's third direction).
     pub trim: DirStats,
     /// Wall time of the measured period, nanoseconds.
@@ -622,6 +669,7 @@ impl Stats {
     pub fn merge_thread(&mut self, o: &Stats) {
         self.read.merge(&o.read);
         self.write.merge(&o.write);
+        self.sync.merge(&o.sync);
         self.trim.merge(&o.trim);
         self.elapsed_ns = self.elapsed_ns.max(o.elapsed_ns);
         self.threads.add(&o.threads);

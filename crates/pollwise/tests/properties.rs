@@ -109,7 +109,7 @@ unsafe impl Queue for Mem {
                             store[off..off + n].as_mut_ptr(),
                             n,
                         ),
-                        OpKind::Nop | OpKind::Trim => {}
+                        OpKind::Nop | OpKind::Trim | OpKind::Fsync { .. } => {}
                     }
                 }
             }

@@ -413,6 +413,28 @@ impl Opts {
                 s.rwmixread = 100 - v;
             }
         }
+        if let Some(n) = self.take_u32("fsync")? {
+            s.extra.sync.fsync = n;
+        }
+        if let Some(n) = self.take_u32("fdatasync")? {
+            s.extra.sync.fdatasync = n;
+        }
+        if let Some(v) = self.take_bool("end_fsync")? {
+            s.extra.sync.end_fsync = v;
+        }
+        if let Some(v) = self.take_bool("fsync_on_close")? {
+            s.extra.sync.fsync_on_close = v;
+        }
+        if let Some(v) = self.take_bool("invalidate")? {
+            s.extra.sync.invalidate = v;
+        }
+        if let Some(v) = self.take_str("sync")? {
+            s.extra.sync.open_flags = match v.as_str() {
+                "1" | "sync" => libc::O_SYNC,
+                "dsync" => libc::O_DSYNC,
+                _ => 0,
+            };
+        }
         s.extra.offset = self.take_size_or_percent("offset")?;
         s.extra.offset_increment = self.take_size_or_percent("offset_increment")?;
         if let Some(v) = self.take_u32("loops")? {

@@ -430,6 +430,13 @@ pub const OPTIONS: &[Opt] = &[
     opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
     opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
     opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)"),
+    // syncs and the page cache, as fio's
+    opt("fsync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file after every N writes, as a request of its own waited on like any (io_uring: IORING_OP_FSYNC; sync engines and libaio: fsync(2), as fio's); their latencies are the report's sync figures"),
+    opt("fdatasync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "as --fsync, with fdatasync (IORING_FSYNC_DATASYNC)"),
+    opt("end_fsync", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job's I/O is done, inside its runtime"),
+    opt("fsync_on_close", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job closes it, after its measured period"),
+    opt("invalidate", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "drop the file's page cache before the job (posix_fadvise DONTNEED; BLKFLSBUF for a block device), so buffered jobs start cold, as fio's default; 0 keeps the cache"),
+    opt("sync", Kind::Enum { choices: &["0", "1", "none", "sync", "dsync"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "open the file with O_SYNC (1 or sync) or O_DSYNC (dsync): every write is durable when it completes"),
     // files, as fio names and sizes them (run and compare)
     opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there"),
     opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),

@@ -494,7 +494,7 @@ impl<'a> JobFigures<'a> {
             "read": json::dir_json(&s.read, s.elapsed_ns, self.iops.0, &self.pct, self.pcts.0.as_deref(), self.agg_kib(&s.read)),
             "write": json::dir_json(&s.write, s.elapsed_ns, self.iops.1, &self.pct, self.pcts.1.as_deref(), self.agg_kib(&s.write)),
             "trim": if s.trim.ios > 0 { self.trim_json() } else { json::empty_dir_json(&self.pct) },
-            "sync": json::sync_json(),
+            "sync": json::sync_json(&s.sync, &self.pct),
             "job_runtime": s.elapsed_ns / 1_000_000,
             "usr_cpu": self.cpu.0,
             "sys_cpu": self.cpu.1,

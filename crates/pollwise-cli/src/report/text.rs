@@ -459,6 +459,15 @@ pub fn job_block(j: &Value, head: &JobHead, g: &GroupRun) -> String {
         .chain(["2000", ">=2000"])
         .collect();
     show_lat(&mut t, "msec", &j["latency_ms"], &ms);
+    // fio's sync latencies (fsync, fdatasync), when there were any.
+    let sync = &j["sync"]["lat_ns"];
+    if u(sync, "N") > 0 {
+        t.push_str("  fsync/fdatasync/sync_file_range:\n");
+        display_lat(&mut t, "sync", sync);
+        if let Some(p) = sync["percentile"].as_object() {
+            show_percentiles(&mut t, "sync", p);
+        }
+    }
     let _ = writeln!(
         t,
         "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}",

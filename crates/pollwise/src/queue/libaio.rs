@@ -249,6 +249,16 @@ unsafe impl Queue for LibaioQueue {
                     });
                     submitted += 1;
                 }
+                // fio's libaio does its syncs synchronously (the kernel's AIO fsync is not
+                // implemented on most file systems): done here, completed with the next reap.
+                (OpKind::Fsync { datasync }, Some(fd)) => {
+                    self.counters.enters += 1;
+                    self.ready.push_back(Completion {
+                        user_data: op.user_data,
+                        result: super::sync::fsync_fd(fd, datasync),
+                    });
+                    submitted += 1;
+                }
                 (_, None) => {
                     self.ready.push_back(Completion {
                         user_data: op.user_data,

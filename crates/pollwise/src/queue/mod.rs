@@ -68,6 +68,12 @@ pub enum OpKind {
     Write,
     /// Do nothing; completes with result 0.
     Nop,
+    /// Flush the file's written data to the device (fio's `fsync`, `DDIR_SYNC`): `fsync(2)`,
+    /// or with `datasync` `fdatasync(2)` (fio's `fdatasync`). No buffer; completes with 0.
+    Fsync {
+        /// Only the data and the metadata needed to read it (`fdatasync`).
+        datasync: bool,
+    },
     /// Release `len` bytes at `offset` (no buffer): on a regular file a punched hole
     /// (`fallocate(PUNCH_HOLE | KEEP_SIZE)`), on a block device a discard. Completes with 0.
     Trim,
@@ -336,7 +342,7 @@ impl ReqClass {
     pub fn of(op: &Op) -> ReqClass {
         ReqClass {
             dir: match op.kind {
-                OpKind::Write => Dir::Write,
+                OpKind::Write | OpKind::Fsync { .. } => Dir::Write,
                 OpKind::Trim => Dir::Trim,
                 OpKind::Read | OpKind::Nop => Dir::Read,
             },

@@ -55,7 +55,7 @@ unsafe impl Queue for NullQueue {
         let n = self.pending.len();
         for op in self.pending.drain(..) {
             let result = match op.kind {
-                OpKind::Nop | OpKind::Trim => 0,
+                OpKind::Nop | OpKind::Trim | OpKind::Fsync { .. } => 0,
                 OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
             };
             self.ready.push_back(Completion {

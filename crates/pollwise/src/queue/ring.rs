@@ -210,6 +210,14 @@ impl Ring {
                 .offset(o.offset)
                 .build(),
             OpKind::Nop => opcode::Nop::new().build(),
+            OpKind::Fsync { datasync } => {
+                let flags = if datasync {
+                    types::FsyncFlags::DATASYNC
+                } else {
+                    types::FsyncFlags::empty()
+                };
+                opcode::Fsync::new(fd).flags(flags).build()
+            }
             // A block device's trim is the block layer's discard command, a file's a hole (as
             // UringQueue's; the poller's files are few, a trim rare: one fstat each).
             OpKind::Trim if crate::sys::blockdev::is_blockdev_fd(fd.0) => {

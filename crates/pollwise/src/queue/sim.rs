@@ -414,7 +414,7 @@ impl Device {
     pub(crate) fn queue(&mut self, op: &Op) {
         let result = match op.kind {
             OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
-            OpKind::Nop | OpKind::Trim => 0,
+            OpKind::Nop | OpKind::Trim | OpKind::Fsync { .. } => 0,
         };
         self.pending.push((op.user_data, result));
     }

@@ -298,6 +298,14 @@ unsafe impl Queue for UringQueue {
                 .ioprio(prio)
                 .build()),
             (OpKind::Nop, _) => opcode::Nop::new().build(),
+            (OpKind::Fsync { datasync }, _) => target!(|t| {
+                let flags = if datasync {
+                    types::FsyncFlags::DATASYNC
+                } else {
+                    types::FsyncFlags::empty()
+                };
+                opcode::Fsync::new(t).flags(flags).build()
+            }),
             // A block device's discard: the block layer's uring command (start in `addr`,
             // length in `addr3`, the command's first 8 bytes).
             (OpKind::Trim, _) if self.blockdev.get(op.file).copied().unwrap_or(false) => {

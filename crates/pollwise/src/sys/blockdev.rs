@@ -74,6 +74,18 @@ pub fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     got.unwrap_or(512)
 }
 
+/// Writes back and drops the buffer cache of block device `f` (`BLKFLSBUF`; root only).
+pub fn flush_buffers(f: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // BLKFLSBUF is _IO(0x12, 97).
+    const BLKFLSBUF: libc::c_ulong = 0x1261;
+    // SAFETY: BLKFLSBUF takes no argument beyond the descriptor, which `f` owns for the call.
+    if unsafe { libc::ioctl(f.as_raw_fd(), BLKFLSBUF as _, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `BLKDISCARD = _IO(0x12, 119)`.
 const BLKDISCARD: libc::c_ulong = 0x1277;
 /// The block layer's io_uring discard command (`BLOCK_URING_CMD_DISCARD = _IO(0x12, 0)`, Linux

@@ -1,4 +1,5 @@
-//! Filesystem space (`statvfs`) and a file's blocking mode (`fcntl`).
+//! Filesystem space (`statvfs`), a file's blocking mode (`fcntl`) and its page cache
+//! (`posix_fadvise`).
 
 use std::io;
 use std::path::Path;
@@ -66,6 +67,17 @@ pub fn set_nonblocking(f: &impl std::os::fd::AsRawFd, on: bool) -> io::Result<()
         }
     }
     Ok(())
+}
+
+/// Drops the page cache of the whole file `f` (`posix_fadvise(POSIX_FADV_DONTNEED)`): dirty
+/// pages are written back first by the kernel only if it chooses; clean ones are dropped.
+pub fn drop_cache(f: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    // SAFETY: posix_fadvise takes a descriptor and plain integers; a bad descriptor fails with
+    // EBADF.
+    match unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
 }
 
 #[cfg(test)]
