@@ -245,9 +245,13 @@ fn latency_target_search_settles_and_ends_the_job_as_fio() {
 fn latency_target_missed_at_depth_one_fails_as_fio() {
     let d = tempdir();
     let job = d.path().join("lt.fio");
+    // The data file in the temp directory (fio runs there; pollwise is given its path).
     std::fs::write(
         &job,
-        "[fatal]\nfilename=lt.dat\nsize=1m\nbs=4k\nrw=randread\niodepth=4\ntime_based\nruntime=20\nlatency_target=1ns\n",
+        format!(
+            "[fatal]\nfilename={}\nsize=1m\nbs=4k\nrw=randread\niodepth=4\ntime_based\nruntime=20\nlatency_target=1ns\n",
+            d.path().join("lt.dat").display()
+        ),
     )
     .unwrap();
     if have("fio") {
