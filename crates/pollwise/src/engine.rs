@@ -830,10 +830,11 @@ impl Engine {
             self.fill_content(h, dir, offset, len)?;
         }
         self.note_verify_at_push(h, dir, offset, len);
+        let (file, at) = self.place(offset);
         let spec = RequestOp {
             kind: op_kind(dir),
-            file: 0,
-            offset,
+            file,
+            offset: at,
             len,
             fixed: self.cfg.fixedbufs,
         };
@@ -1811,6 +1812,8 @@ struct Extras {
     byte_limit: Option<u64>,
     /// The random map's order of the region's blocks, made at the first random request.
     order: Option<BlockOrder>,
+    /// Several files: (how many, stripe bytes); see [`Engine::set_files`].
+    files: Option<(u64, u64)>,
 }
 
 /// fio's strided zones and where the engine is in them (see [`Engine::set_zones`]).
@@ -1969,6 +1972,40 @@ impl Engine {
     pub fn set_byte_limit(&mut self, bytes: Option<u64>) {
         self.extra.bytes_pushed = 0;
         self.extra.byte_limit = bytes;
+    }
+
+    /// Spreads the job's offsets over `files` files (the queue's file indexes `0..files`): the
+    /// job's `0..size` is cut into stripes of `stripe` bytes dealt to the files in turn, so
+    /// stripe `k` is bytes `(k / files) * stripe..` of file `k % files`. A stripe of one block
+    /// is fio's `file_service_type=roundrobin` (each request on the next file, each file with
+    /// a sequential position of its own), a stripe of `N` blocks its `roundrobin:N`, a stripe
+    /// of a whole file its `sequential`. Every request must lie inside one stripe (the caller
+    /// keeps the block sizes dividing it) and `cfg.size` must be `files` whole rows of stripes;
+    /// `files` 1 is one file.
+    pub fn set_files(&mut self, files: u32, stripe: u64) -> Result<()> {
+        if files <= 1 {
+            self.extra.files = None;
+            return Ok(());
+        }
+        if stripe == 0 || self.cfg.size % (stripe * files as u64) != 0 {
+            return Err(Error::config(
+                "size",
+                Reason::Rule("must be a whole number of stripes on every file"),
+            ));
+        }
+        self.extra.files = Some((files as u64, stripe));
+        Ok(())
+    }
+
+    /// The file index and the offset in it of the job's byte `offset` (see [`Engine::set_files`]).
+    fn place(&self, offset: u64) -> (usize, u64) {
+        match self.extra.files {
+            None => (0, offset),
+            Some((n, stripe)) => {
+                let k = offset / stripe;
+                ((k % n) as usize, (k / n) * stripe + offset % stripe)
+            }
+        }
     }
 
     /// Random requests visit every block of the region once per pass, in a random order of
@@ -2343,10 +2380,11 @@ impl Engine {
         if self.slab_mut().restart(h).is_err() {
             return false;
         }
+        let (file, at) = self.place(meta.offset + done as u64);
         let spec = RequestOp {
             kind: op_kind(meta.dir),
-            file: 0,
-            offset: meta.offset + done as u64,
+            file,
+            offset: at,
             len: meta.len - done,
             fixed: self.cfg.fixedbufs,
         };
