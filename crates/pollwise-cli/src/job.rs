@@ -815,14 +815,7 @@ fn file_share(spec: &JobSpec) -> (u64, u64) {
         0 => share / bs * bs,
         _ => file_stripe(spec, share),
     };
-    (
-        n,
-        if stripe == 0 {
-            0
-        } else {
-            share / stripe * stripe
-        },
-    )
+    (n, share.checked_div(stripe).map_or(0, |k| k * stripe))
 }
 
 /// Bytes free for an unprivileged user on the filesystem that holds (or will hold) `path`.
