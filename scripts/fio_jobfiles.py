@@ -20,9 +20,8 @@ The adaptations (each copy keeps its line numbers):
   a job that ends by its size well within it is compared by its I/O counts; a file that names a
   device or an absolute path and no size gets `--size=8m` (the device's or the file's size
   stands for it);
-- ioengine stays as written for fio; the test gives pollwise `--ioengine=io_uring` for a file
-  whose engines are libaio, sync, psync, vsync, pvsync, pvsync2 or posixaio (pollwise measures
-  io_uring; these engines are about how a request is issued, not what it does);
+- ioengine stays as written, for fio and pollwise alike (pollwise has libaio, posixaio, the
+  sync family, null and io_uring as its own engines);
 - `${VAR}` the files name are set in the environment to a value a user would give.
 A file fio's test suite runs after another (`X-post.fio` after `X-pre.fio`, t0031 after
 t0031-pre) runs after it in the same directory.

@@ -118,6 +118,89 @@ pub struct JobExtras {
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
     /// `scramble_buffers`, `buffer_compress_percentage`; fio's default otherwise).
     pub content: pollwise::content::Content,
+    /// `ratemin` / `rate_iops_min` with `ratecycle`: fail the job below this rate.
+    pub min_rate: Option<MinRate>,
+    /// `prio` / `prioclass`: the job threads' own I/O priority (`ioprio_set`).
+    pub ioprio: Option<u16>,
+    /// Request priorities (the cmdprio options, and `prio`/`prioclass` on io_uring and
+    /// libaio, which carry a priority per request).
+    pub cmdprio: Option<pollwise::prio::CmdPrio>,
+}
+
+/// fio's `ratemin` and `rate_iops_min` (per direction: read, write) with `ratecycle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MinRate {
+    /// `ratemin`: bytes per second, per direction (0: none).
+    pub bytes: [u64; 2],
+    /// `rate_iops_min`: requests per second, per direction (0: none).
+    pub iops: [u64; 2],
+    /// `ratecycle`: the window a rate is measured over, in milliseconds.
+    pub cycle_ms: u64,
+}
+
+/// fio's minimum-rate check (`__check_min_rate` in fio's backend.c), for one job thread: no
+/// check in the first 2 s (fio's settle period); then the first look takes a baseline, and each
+/// look at least `ratecycle` after the last one compares the rate since it with the minimum
+/// (bytes when `ratemin` is set, else requests); a direction that has done nothing is not
+/// checked.
+#[derive(Debug, Clone)]
+pub struct MinRateCheck {
+    min: MinRate,
+    start_ns: u64,
+    /// Per direction: (bytes, requests, time) at the last look that counted, if any.
+    last: [Option<(u64, u64, u64)>; 2],
+}
+
+/// fio's settle period before the first minimum-rate look.
+const MIN_RATE_SETTLE_MS: u64 = 2000;
+
+impl MinRateCheck {
+    /// A check for a thread whose measured period started at `start_ns`.
+    pub fn new(min: MinRate, start_ns: u64) -> MinRateCheck {
+        MinRateCheck {
+            min,
+            start_ns,
+            last: [None, None],
+        }
+    }
+
+    /// Looks at the thread's totals at `now_ns`: `done[d]` is (bytes, requests) of direction
+    /// `d` (read, write) since the start. Returns fio's line when a rate fell below its minimum.
+    pub fn look(&mut self, now_ns: u64, done: [(u64, u64); 2]) -> Option<String> {
+        let ms = |a: u64, b: u64| b.saturating_sub(a) / 1_000_000;
+        if ms(self.start_ns, now_ns) < MIN_RATE_SETTLE_MS {
+            return None;
+        }
+        for (d, &(bytes, ios)) in done.iter().enumerate() {
+            let (min_bytes, min_iops) = (self.min.bytes[d], self.min.iops[d]);
+            if bytes == 0 || (min_bytes == 0 && min_iops == 0) {
+                continue;
+            }
+            if let Some((b0, n0, t0)) = self.last[d] {
+                if b0 > 0 || n0 > 0 {
+                    let spent = ms(t0, now_ns);
+                    if spent < self.min.cycle_ms || spent == 0 {
+                        continue;
+                    }
+                    if min_bytes > 0 {
+                        let got = (bytes - b0) * 1000 / spent;
+                        if got < min_bytes {
+                            return Some(format!("rate_min={min_bytes}B/s not met, got {got}B/s"));
+                        }
+                    } else {
+                        let got = (ios - n0) * 1000 / spent;
+                        if got < min_iops {
+                            return Some(format!(
+                                "rate_iops_min={min_iops} not met, got {got} IOPS"
+                            ));
+                        }
+                    }
+                }
+            }
+            self.last[d] = Some((bytes, ios, now_ns));
+        }
+        None
+    }
 }
 
 /// fio's `exitall` and `exit_what`: when a job ends (or, with `exitall_on_error` only, fails),
@@ -318,12 +401,28 @@ impl JobExtras {
         engine.set_zones(self.zones)?;
         engine.set_verify_mode(self.verify_mode.clone())?;
         engine.set_verify_backlog(self.verify_backlog);
-        engine.set_content(Some(self.content.clone()));
+        let mut content = self.content.clone();
+        if let Some(d) = content.dedupe.as_mut() {
+            d.thread.0 += thread;
+        }
+        engine.set_content(Some(content));
         if let Some(f) = &self.flow {
             engine.set_gate(f.gate());
         }
         // fio's random map unless norandommap.
         engine.set_random_map(!self.norandommap);
+        if let Some(p) = self.ioprio {
+            // fio's ioprio_set(IOPRIO_WHO_PROCESS, 0, ...): this thread's own priority, for the
+            // engines that carry none per request.
+            if let Err(e) = pollwise::prio::set_thread_ioprio(p) {
+                return Err(Error::Unsupported(format!(
+                    "cannot set the job's I/O priority (prio/prioclass, ioprio_set): {e}; the real-time class needs CAP_SYS_ADMIN or CAP_SYS_NICE"
+                )));
+            }
+        }
+        if let Some(p) = &self.cmdprio {
+            engine.set_cmdprio(p.clone());
+        }
         Ok(())
     }
 
@@ -339,5 +438,57 @@ impl JobExtras {
             iops,
             poisson: r.poisson,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn min_rate_settles_takes_a_baseline_then_checks_each_cycle() {
+        let min = MinRate {
+            bytes: [1 << 20, 0],
+            iops: [0, 0],
+            cycle_ms: 1000,
+        };
+        let mut c = MinRateCheck::new(min, 0);
+        // Nothing in the settle period, however slow.
+        assert_eq!(c.look(1999 * MS, [(1, 1), (0, 0)]), None);
+        // The first look after it is the baseline.
+        assert_eq!(c.look(2000 * MS, [(2 << 20, 512), (0, 0)]), None);
+        // Less than a cycle later: no look.
+        assert_eq!(c.look(2500 * MS, [(2 << 20, 512), (0, 0)]), None);
+        // A cycle at 2 MiB/s passes.
+        assert_eq!(c.look(3000 * MS, [(4 << 20, 1024), (0, 0)]), None);
+        // The next at 0.5 MiB/s fails with fio's line.
+        assert_eq!(
+            c.look(4000 * MS, [((4 << 20) | (1 << 19), 1152), (0, 0)]),
+            Some("rate_min=1048576B/s not met, got 524288B/s".into())
+        );
+    }
+
+    #[test]
+    fn min_iops_checks_requests_of_its_direction_only() {
+        let min = MinRate {
+            bytes: [0, 0],
+            iops: [0, 100],
+            cycle_ms: 500,
+        };
+        let mut c = MinRateCheck::new(min, 0);
+        // Reads are not checked; writes take their baseline.
+        assert_eq!(c.look(2000 * MS, [(1 << 30, 1 << 18), (4096, 1)]), None);
+        // 60 writes in 500 ms: 120 IOPS.
+        assert_eq!(
+            c.look(2500 * MS, [(1 << 30, 1 << 18), (4096 * 61, 61)]),
+            None
+        );
+        // 40 in the next 500 ms: 80 IOPS.
+        assert_eq!(
+            c.look(3000 * MS, [(1 << 30, 1 << 18), (4096 * 101, 101)]),
+            Some("rate_iops_min=100 not met, got 80 IOPS".into())
+        );
     }
 }

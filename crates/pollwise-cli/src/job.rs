@@ -20,6 +20,7 @@ use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
 use pollwise::queue::null::NullQueue;
+use pollwise::queue::posixaio::PosixaioQueue;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
@@ -62,6 +63,9 @@ pub enum IoEngine {
         /// fio's `userspace_reap`.
         userspace_reap: bool,
     },
+    /// POSIX AIO through the C library (fio's `posixaio`): interrupt waits in `aio_suspend`;
+    /// poll asks `aio_error` of each request in flight.
+    Posixaio,
 }
 
 impl IoEngine {
@@ -73,6 +77,7 @@ impl IoEngine {
             IoEngine::Null => "null",
             IoEngine::Sync(c) => c.name(),
             IoEngine::Libaio { .. } => "libaio",
+            IoEngine::Posixaio => "posixaio",
         }
     }
 
@@ -1423,6 +1428,8 @@ fn job_thread(
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
     let clock = clock::monotonic();
+    // Set when this thread fell below its minimum rate (fio's ratemin): it stops, failed.
+    let too_slow = Arc::new(AtomicBool::new(false));
     // fio's latency_target: this thread's search for its depth (it starts at 1).
     let lat = spec
         .extra
@@ -1430,14 +1437,16 @@ fn job_thread(
         .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
     // Setup and ramp; whatever happens, meet the other threads at every phase.
     let ramp = |mut engine: Engine| -> Result<Engine> {
-        // Stop early on a signal or when another thread of the job failed.
+        // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
         let halt = spec.halt.clone();
+        let too_slow = too_slow.clone();
         let steady = spec.steady.clone();
         let stop_lat = lat.clone();
         engine.set_stop_check(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
+                || too_slow.load(Ordering::Relaxed)
                 || halt.as_ref().is_some_and(|h| h.load(Ordering::Relaxed))
                 || steady.as_ref().is_some_and(|s| s.stop(i))
                 || stop_lat.as_ref().is_some_and(|l| l.stop())
@@ -1500,6 +1509,17 @@ fn job_thread(
             None => None,
         };
         let counters = spec.live.as_ref().zip(live);
+        // fio's minimum-rate check, at each completion as fio checks it after each I/O: a job
+        // with no I/O for a while is only looked at when its next request completes.
+        let slow_line = Arc::new(std::sync::Mutex::new(None::<String>));
+        let mut min_rate = spec.extra.min_rate.map(|m| {
+            (
+                crate::extras::MinRateCheck::new(m, t0),
+                [(0u64, 0u64); 2],
+                Arc::clone(&too_slow),
+                Arc::clone(&slow_line),
+            )
+        });
         let steady = spec.steady.clone();
         if let Some(s) = &steady {
             s.start(t0);
@@ -1508,7 +1528,12 @@ fn job_thread(
             l.set_ramp(false);
             l.start(t0);
         }
-        if log.is_some() || counters.is_some() || steady.is_some() || lat.is_some() {
+        if log.is_some()
+            || counters.is_some()
+            || steady.is_some()
+            || lat.is_some()
+            || min_rate.is_some()
+        {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
             let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
             engine.set_on_done(Box::new(move |d| {
@@ -1525,6 +1550,22 @@ fn job_thread(
                 }
                 if let Some(t) = &hook_live {
                     t.add(d.dir, d.len);
+                }
+                if let Some((check, done, slow, line)) = min_rate
+                    .as_mut()
+                    .filter(|_| matches!(d.dir, pollwise::request::Dir::Read | pollwise::request::Dir::Write))
+                {
+                    let k = usize::from(d.dir == pollwise::request::Dir::Write);
+                    done[k].0 += u64::from(d.len);
+                    done[k].1 += 1;
+                    if !slow.load(Ordering::Relaxed) {
+                        if let Some(l) = check.look(d.done_ns, *done) {
+                            if let Ok(mut slot) = line.lock() {
+                                *slot = Some(l);
+                            }
+                            slow.store(true, Ordering::SeqCst);
+                        }
+                    }
                 }
             }));
         }
@@ -1695,6 +1736,18 @@ fn job_thread(
         .and(alog.as_mut().map_or(Ok(()), |a| a.finish(t1, &engine)));
         *blocks_seen.borrow_mut() = engine.bad_blocks().clone();
         let errors = engine.errors();
+        let slow = slow_line.lock().ok().and_then(|mut l| l.take());
+        let r = match slow {
+            // fio fails the job with EIO ("check_min_rate").
+            Some(line) => {
+                failed.store(true, Ordering::SeqCst);
+                Err(Error::Io(format!(
+                    "job {}: {line} over the last --ratecycle: the job is failed, as fio fails it",
+                    spec.name
+                )))
+            }
+            None => r,
+        };
         let ran = r.and_then(|ended| {
             let seen = Seen {
                 cancelled,
@@ -1839,6 +1892,7 @@ fn setup_engine(
             IoEngine::Libaio { userspace_reap } => {
                 Box::new(LibaioQueue::new(&fds, depth, userspace_reap).map_err(libaio_setup_error)?)
             }
+            IoEngine::Posixaio => Box::new(PosixaioQueue::new(&fds, depth)),
             _ => {
                 let q = uring_for_fds(spec, &fds, attach);
                 if spec.sqthread_share && i == 0 {

@@ -53,7 +53,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.size
         }),
         IoEngine::Null => Some(spec.size),
-        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } => {
+        IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } | IoEngine::Posixaio => {
             // A FIFO would block, a character device never end: refused before any open.
             crate::filekind::check_target("--filename", &spec.filename)?;
             existing_size(&spec.filename)

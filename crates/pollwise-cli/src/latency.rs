@@ -296,6 +296,7 @@ mod tests {
             submit_ns,
             issued_ns: None,
             done_ns,
+            ioprio: 0,
         }
     }
 

@@ -1,6 +1,6 @@
-//! fio's engines through the command (`--ioengine=`): null, the synchronous family and libaio,
-//! on real temp files. Each engine writes with crc32c headers and reads back with the same
-//! engine, checking the data and the I/O count; a corrupted block is caught, so the check can
+//! fio's engines through the command (`--ioengine=`): null, the synchronous family, libaio and
+//! posixaio, on real temp files. Each engine writes with crc32c headers and reads back with the
+//! same engine, checking the data and the I/O count; a corrupted block is caught, so the check can
 //! fail; null does its I/O count with no file; refusals are one line, exit 2.
 
 mod common;
@@ -80,6 +80,28 @@ fn libaio_writes_and_reads_back_verified_by_interrupt_and_by_userspace_reap() {
         &["--iodepth=8", "--userspace_reap=1", "--mode=poll"],
     );
     write_then_verify("libaio", &["--iodepth=8", "--mode=poll"]);
+}
+
+#[test]
+fn posixaio_writes_and_reads_back_verified_by_aio_suspend_and_by_polling_aio_error() {
+    write_then_verify("posixaio", &["--iodepth=8"]);
+    write_then_verify("posixaio", &["--iodepth=8", "--mode=poll"]);
+    write_then_verify("posixaio", &["--iodepth=4", "--direct=0", "--mode=hybrid"]);
+    // The engine is posixaio's own, named as fio names it.
+    let d = tempdir();
+    let file = format!("--filename={}", d.path().join("p.dat").display());
+    let v = json_of(&[
+        "run",
+        "--name=p",
+        "--ioengine=posixaio",
+        &file,
+        "--size=256k",
+        "--rw=randwrite",
+        "--iodepth=4",
+        "--output-format=json",
+    ]);
+    assert_eq!(v["jobs"][0]["job options"]["ioengine"], "posixaio", "{v}");
+    assert_eq!(ios(&v), (0, 64));
 }
 
 #[test]
@@ -196,8 +218,8 @@ fn refusals_are_one_line_exit_2() {
         &["--sqthread_poll", "io_uring"],
     );
     usage_error(
-        &["run", "--ioengine=posixaio", f, "--size=1m"],
-        &["--ioengine=posixaio is not implemented", "libaio"],
+        &["run", "--ioengine=falloc", f, "--size=1m"],
+        &["--ioengine=falloc is not implemented", "posixaio"],
     );
     usage_error(
         &["compare", "--ioengine=pvsync", f, "--size=1m"],

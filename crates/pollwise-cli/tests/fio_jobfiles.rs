@@ -31,9 +31,6 @@ const BLOCK_ENGINES: &[&str] = &[
     "posixaio",
     "psync (default)",
 ];
-/// Engines pollwise lacks that the test gives it as io_uring: they say how a request is issued,
-/// not what it does (libaio and the sync family run as pollwise's own).
-const MAPPED: &[&str] = &["posixaio"];
 
 /// The environment variables the files name, as scripts/fio_jobfiles.py gave them to fio.
 const ENV: &[(&str, &str)] = &[
@@ -61,7 +58,7 @@ const FIO_BUGS: &[(&str, &str)] = &[(
 )];
 
 /// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
-const RUN_AT_LEAST: usize = 58;
+const RUN_AT_LEAST: usize = 61;
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs")
@@ -270,12 +267,8 @@ fn copy_aux(set: &Path, dir: &Path) {
 
 /// Runs pollwise on `name` in `dir` as the test does: (exit code, stdout, stderr).
 fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
-    let engines = str_list(&fio["engines"]);
     let mut args: Vec<String> = vec!["run".into(), name.into()];
     args.extend(str_list(&fio["cmdline"]));
-    if !engines.is_empty() && engines.iter().all(|e| MAPPED.contains(&e.as_str())) {
-        args.push("--ioengine=io_uring".into());
-    }
     args.push("--output-format=json".into());
     for d in str_list(&fio["mkdirs"]) {
         let _ = std::fs::create_dir_all(dir.join(d));
@@ -427,14 +420,14 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     let mut t = String::new();
     t.push_str("# fio's own job files under pollwise\n\n");
     t.push_str("Written by `crates/pollwise-cli/tests/fio_jobfiles.rs` (`POLLWISE_BLESS=1 cargo test -p pollwise-cli --test fio_jobfiles` rewrites it; the test fails when it is stale). ");
-    t.push_str("The files are fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by `scripts/fio_jobfiles.py` (devices and absolute paths become files in the run's directory, sizes are capped at 8 MiB and runtimes at 1 s, a file without a runtime gets `--runtime=5`; see `crates/pollwise-cli/tests/fio_jobs/README.md`), pollwise runs libaio, the sync family and null as its own engines, a file without an ioengine on io_uring (pollwise's default; fio's is psync), and is given `--ioengine=io_uring` for posixaio. ");
+    t.push_str("The files are fio-examples' 86 and fio's t/jobs' 43, adapted to this machine by `scripts/fio_jobfiles.py` (devices and absolute paths become files in the run's directory, sizes are capped at 8 MiB and runtimes at 1 s, a file without a runtime gets `--runtime=5`; see `crates/pollwise-cli/tests/fio_jobs/README.md`), pollwise runs libaio, posixaio, the sync family and null as its own engines, and a file without an ioengine on io_uring (pollwise's default; fio's is psync). ");
     t.push_str("fio 3.33's run of the same copies is `crates/pollwise-cli/tests/fio_jobs/fio-3.33.json`.\n\n");
     t.push_str("## What a job file means to pollwise\n\n");
     t.push_str("- A job file's jobs take fio's defaults: `rw=read`, buffered (`direct=0`), no runtime limit (a job ends when its size is done). The command line keeps pollwise's own (`rw=randread`, `direct=1`, `--filename` required).\n");
     t.push_str("- A job file's job without `filename` does its I/O on fio's file names: `jobname.jobnum.filenum` (one file per clone, `jobnum` the clone), in `directory` or the current directory, or as `filename_format` says.\n");
     t.push_str("- Random offsets follow fio's random map: every block once per pass, in a random order of its own each pass (a keyed permutation, no bitmap); `norandommap` draws each offset on its own. `random_generator` is accepted: every generator visits each block once per pass. With `bsrange` or `bssplit` the map is kept in units of the smallest size, and a request is cut before a unit already done, as fio cuts it. A `random_distribution` other than `random` has no map, as in fio.\n");
     t.push_str("- `group_reporting` merges a job's entries into the entry before them when it is of the same group (fio's `groupid`, from `stonewall` and `new_group`).\n");
-    t.push_str("- Engines: io_uring, libaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync); posixaio is not implemented (the test maps it to io_uring).\n");
+    t.push_str("- Engines: io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync).\n");
     t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
     t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Blocks of several sizes (`bssplit`, `bsrange`) verify, each read back with the length it was written with. `verify_backlog=N` lets the requests in flight complete once N writes completed and reads those blocks back, while the job runs (the job's end reads back the rest: each block once, as fio); `verify_backlog_batch` is refused. `verify_pattern` fills each block's body with the pattern (the header over its first bytes, as fio lays it) and a read checks it; `%o` in a pattern is refused. With `loops`, a writing job reads back what it wrote after each loop, as fio; a reading job with verify reads its file once whatever `loops` says, as fio 3.33 does. `verify_state_save=1` saves the byte ranges a writing job wrote in fio's `local-JOBNAME-N-verify.state` (pollwise's own text: fio's binary state describes fio's headers, so neither reads the other's; fio saves one by default, pollwise only when asked; a file of that name that is not a pollwise state is never overwritten), and `verify_state_load=1` makes a reading job load it (it fails, naming the file, without it) and check the reads inside those ranges (fio stops the job at the first block the writer did not complete; pollwise reads on, unchecked). A mixed job that verifies is compared by its reads: each tool's random split decides its writes, and each write adds one read back.\n");
     t.push_str("- Trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`) are fio's third direction (`trim` in the JSON, the third of `rwts`). On io_uring a file's trim is an `IORING_OP_FALLOCATE` punching a hole (`PUNCH_HOLE | KEEP_SIZE`) and a block device's the block layer's io_uring discard command (`BLOCK_URING_CMD_DISCARD`); libaio and the sync family trim synchronously as fio's `do_io_u_trim` (`BLKDISCARD` on a block device, a punched hole in a file). fio 3.33 trims only block devices: on a regular file its trims fail with ENOTTY. `trimwrite` writes each range right after trimming it, with the trim's size, as fio.\n");
@@ -442,6 +435,7 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n");
     t.push_str("- `ss`, `ss_dur` and `ss_ramp` are fio's steady-state detection, with fio's arithmetic, checked once a second from the job threads' ticks: a steady job (a thread, or the job's threads together with `group_reporting`) ends, and the JSON carries fio's `steadystate` block. Jobs of one reporting group must agree on them, as fio requires; pollwise judges each job's threads, so several jobs of one group with `group_reporting` are refused. `/dev/null` and `/dev/zero` are targets.\n");
     t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
+    t.push_str("- `ratemin`, `rate_iops_min` and `ratecycle` fail a job as fio's do: looked at when a request completes, from 2 s after the start, over each cycle. `prio`, `prioclass` and the cmdprio options give requests their priority in io_uring's SQE or libaio's iocb, with fio's per-priority `prios` in the JSON and `log_prio`'s column; a mixed random job with other sizes for writes than for reads (a per-direction `bssplit`) and fio's random map is refused, as fio ends it early by a rule pollwise does not follow. `dedupe_percentage`, `dedupe_mode`, `dedupe_working_set_percentage` and `dedupe_global` make fio's deduplicable buffers.\n");
     t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *runs (fio 3.33's bug differs)*: pollwise does what the file means where fio 3.33 has a bug fio has since fixed (the row names it; not counted as run with fio's meaning). *DIFFERS* and *FAILS* are bugs.\n\n");

@@ -81,8 +81,8 @@ fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
         ],
     );
     for (opt, line) in [
-        ("ratemin", "ratemin=1024"),
-        ("cmdprio_percentage", "cmdprio_percentage=20"),
+        ("numa_cpu_nodes", "numa_cpu_nodes=0"),
+        ("fill_device", "fill_device=1"),
         ("replay_scale", "replay_scale=2"),
     ] {
         std::fs::write(&job, format!("[a]\nioengine=sim\n{line}\n")).unwrap();
@@ -91,11 +91,11 @@ fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
             &[opt, &format!("{j}:3"), "not implemented by pollwise"],
         );
     }
-    std::fs::write(&job, "[a]\nioengine=posixaio\n").unwrap();
+    std::fs::write(&job, "[a]\nioengine=falloc\n").unwrap();
     usage_error(
         &["run", j],
         &[
-            "ioengine=posixaio",
+            "ioengine=falloc",
             &format!("{j}:2"),
             "not implemented by pollwise",
         ],

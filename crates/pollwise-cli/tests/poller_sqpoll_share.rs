@@ -68,6 +68,7 @@ fn shared_rings_use_one_sqpoll_thread() {
         offset: 4096,
         buf_index: None,
         user_data: 1,
+        ioprio: 0,
     };
     // SAFETY: buf outlives the read; we wait for its completion below.
     unsafe { b.push(&op) }.unwrap();

@@ -145,6 +145,7 @@ fn run(mode: Mode, reads: u64, path: Option<&str>) -> Result<(), Box<dyn Error>>
                     len: BS as u32,
                     submit_ns: clock.now_ns(),
                     issued_ns: None,
+                    ioprio: 0,
                 })
                 .ok_or("no free slot although fewer than DEPTH reads are in flight")?;
             q.push_request(

@@ -35,6 +35,116 @@ pub struct Content {
     /// Random bytes get the write's offset and a counter in every 512 (fio's
     /// `scramble_buffers`, on by default).
     pub scramble: bool,
+    /// fio's deduplicable buffers (`dedupe_percentage`), if asked for.
+    pub dedupe: Option<Dedupe>,
+}
+
+/// fio's `dedupe_percentage`, `dedupe_mode`, `dedupe_working_set_percentage` and
+/// `dedupe_global` (fio's io_u.c `get_buf_state` and dedupe.c).
+///
+/// Each write's random bytes come from a seed. A unique write takes the next seed of its
+/// thread's stream; a write drawn as a duplicate (`percentage` in 100) takes, in `repeat` mode,
+/// the seed the next unique write will take (fio repeats its saved state, which is the one
+/// after the last unique fill), and in `working_set` mode one of the first
+/// `working_set` seeds, at random: its bytes are those of an earlier (or later) unique write.
+/// With `global`, the working set is every thread's in turn (fio spreads it evenly over the
+/// run's threads), so duplicates are shared across jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dedupe {
+    /// Percentage of writes that duplicate another (1..=100).
+    pub percentage: u8,
+    /// `working_set` mode: the working set's share of the thread's bytes, in percent
+    /// (`dedupe_working_set_percentage`; None: `repeat` mode).
+    pub working_set: Option<u8>,
+    /// `dedupe_global`: the working set spans every thread of the run.
+    pub global: bool,
+    /// The run-wide number of this thread (0-based) and of threads in the run.
+    pub thread: (u32, u32),
+    /// Seed of the run's streams (the same in every job, so that `global` sets meet).
+    pub seed: u64,
+}
+
+/// A thread's place in its [`Dedupe`] streams.
+#[derive(Debug, Clone)]
+pub struct DedupeState {
+    /// Unique writes so far.
+    next: u64,
+    /// The seed a repeat takes.
+    prev: u64,
+    /// The draws: duplicate or not, and which working-set seed.
+    draw: Rng,
+    /// Seeds in the working set.
+    pages: u64,
+}
+
+impl Dedupe {
+    /// A fresh state for this thread, whose writes span `bytes` in blocks of `bs` (the
+    /// working set is its `working_set` percent of them, as fio's), after `warmup` fills:
+    /// fio fills each of its `iodepth` buffers once before the job starts, which takes seeds
+    /// and draws as writes do (so the working set's first seeds may never be written).
+    pub fn state(&self, bytes: u64, bs: u32, warmup: u32) -> DedupeState {
+        let mut st = self.fresh(bytes, bs);
+        for _ in 0..warmup {
+            self.next_seed(&mut st);
+        }
+        st
+    }
+
+    fn fresh(&self, bytes: u64, bs: u32) -> DedupeState {
+        let pct = u64::from(self.working_set.unwrap_or(0));
+        DedupeState {
+            pages: (bytes.saturating_mul(pct) / 100 / u64::from(bs.max(1))).max(1),
+            next: 0,
+            // fio's saved state before any unique fill is all zeros: a seed of its own.
+            prev: Rng::new(self.seed ^ 0x0DED_0000).next_u64(),
+            draw: Rng::new(self.seed ^ 0xD3D0_9E37 ^ (u64::from(self.thread.0) << 32)),
+        }
+    }
+
+    /// The `k`-th seed of thread `t`'s stream.
+    fn stream(&self, t: u32, k: u64) -> u64 {
+        Rng::new(
+            self.seed
+                ^ u64::from(t).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ k.wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
+        )
+        .next_u64()
+    }
+
+    /// The working set's `i`-th seed: the thread's own stream, or with `global` each thread's
+    /// in turn, `per` seeds each (fio's `init_dedupe_working_set_seeds`).
+    fn working_seed(&self, pages: u64, i: u64) -> u64 {
+        let (t, n) = self.thread;
+        if !self.global || n <= 1 {
+            return self.stream(t, i);
+        }
+        let per = (pages / u64::from(n)).max(1);
+        let owner = ((u64::from(t) + i / per) % u64::from(n)) as u32;
+        self.stream(owner, i % per)
+    }
+
+    /// The seed of the next write's bytes.
+    pub fn next_seed(&self, st: &mut DedupeState) -> u64 {
+        if self.percentage >= 100 {
+            // The stream never moves: every write is its first seed's.
+            return self.stream(self.thread.0, 0);
+        }
+        let dup = st.draw.below(100) < u64::from(self.percentage);
+        if dup {
+            return match self.working_set {
+                None => st.prev,
+                Some(_) => {
+                    let i = st.draw.below(st.pages);
+                    self.working_seed(st.pages, i)
+                }
+            };
+        }
+        let s = self.stream(self.thread.0, st.next);
+        st.next += 1;
+        // fio keeps the state after the last unique fill: a repeat is the next unique write's.
+        st.prev = self.stream(self.thread.0, st.next);
+        s
+    }
 }
 
 impl Default for Content {
@@ -44,6 +154,7 @@ impl Default for Content {
             bytes: Bytes::Random { compress_pct: 0 },
             refill: false,
             scramble: true,
+            dedupe: None,
         }
     }
 }
@@ -55,7 +166,24 @@ impl Content {
     /// Whether a buffer filled once keeps serving writes (fills do not depend on the write).
     pub fn fixed(&self) -> bool {
         let scrambled = self.scramble && matches!(self.bytes, Bytes::Random { .. });
-        !(self.refill || scrambled)
+        !(self.refill || scrambled || self.dedupes())
+    }
+
+    /// Whether writes are fio's deduplicable buffers (random bytes with `dedupe`).
+    pub fn dedupes(&self) -> bool {
+        self.dedupe.is_some() && matches!(self.bytes, Bytes::Random { .. })
+    }
+
+    /// Makes `buf` the bytes of seed `seed`: random, with `compress_pct` of each chunk zeros
+    /// (fio refills deduplicable buffers for every write and scrambles none).
+    pub fn fill_seeded(&self, buf: &mut [u8], seed: u64) {
+        let plain = Content {
+            bytes: self.bytes.clone(),
+            refill: true,
+            scramble: false,
+            dedupe: None,
+        };
+        plain.fill(buf, 0, true, &mut Rng::new(seed), 0);
     }
 
     /// Makes `buf` the bytes of a write at `offset`; `fresh` says the buffer does not hold this
@@ -200,6 +328,7 @@ mod tests {
             bytes: Bytes::Pattern(vec![1, 2, 3]),
             refill: false,
             scramble: true,
+            dedupe: None,
         };
         assert!(pat.fixed());
         pat.fill(&mut b, 0, true, &mut rng, 0);
@@ -208,6 +337,7 @@ mod tests {
             bytes: Bytes::Random { compress_pct: 50 },
             refill: false,
             scramble: false,
+            dedupe: None,
         };
         half.fill(&mut b, 0, true, &mut rng, 0);
         let zeros = b.iter().filter(|&&x| x == 0).count();
@@ -217,5 +347,52 @@ mod tests {
         d.fill(&mut b, 4096, true, &mut rng, 9);
         assert_eq!(&b[512..520], &(4096u64 + 512).to_le_bytes());
         assert_eq!(&b[8..16], &9u64.to_le_bytes());
+    }
+
+    #[test]
+    fn dedupe_seeds_repeat_and_share_as_fio() {
+        let d = |working_set, global, thread| Dedupe {
+            percentage: 50,
+            working_set,
+            global,
+            thread,
+            seed: 1,
+        };
+        // Repeat: a duplicate is the next unique write's seed.
+        let r = d(None, false, (0, 1));
+        let mut st = r.state(1 << 20, 4096, 0);
+        let seeds: Vec<u64> = (0..400).map(|_| r.next_seed(&mut st)).collect();
+        let distinct: std::collections::HashSet<_> = seeds.iter().collect();
+        assert!((170..230).contains(&distinct.len()), "{}", distinct.len());
+        // Working set, global over two threads: thread 0's duplicates are half its own first
+        // seeds, half thread 1's.
+        let a = d(Some(50), true, (0, 2));
+        let b = d(Some(50), true, (1, 2));
+        let mut sa = a.state(1 << 20, 4096, 0);
+        let mut sb = b.state(1 << 20, 4096, 0);
+        let xa: std::collections::HashSet<u64> = (0..256).map(|_| a.next_seed(&mut sa)).collect();
+        let xb: std::collections::HashSet<u64> = (0..256).map(|_| b.next_seed(&mut sb)).collect();
+        assert!(
+            xa.intersection(&xb).count() > 20,
+            "duplicates shared across threads"
+        );
+        let (s0, s1) = (d(Some(50), false, (0, 2)), d(Some(50), false, (1, 2)));
+        let (mut t0, mut t1) = (s0.state(1 << 20, 4096, 0), s1.state(1 << 20, 4096, 0));
+        let x0: std::collections::HashSet<u64> = (0..256).map(|_| s0.next_seed(&mut t0)).collect();
+        let x1: std::collections::HashSet<u64> = (0..256).map(|_| s1.next_seed(&mut t1)).collect();
+        assert_eq!(x0.intersection(&x1).count(), 0, "no sharing without global");
+        // A seed's bytes are the same every time, and compressible as asked.
+        let c = Content {
+            bytes: Bytes::Random { compress_pct: 50 },
+            dedupe: Some(r.clone()),
+            ..Content::default()
+        };
+        assert!(c.dedupes() && !c.fixed());
+        let (mut x, mut y) = (vec![0u8; 4096], vec![1u8; 4096]);
+        c.fill_seeded(&mut x, 77);
+        c.fill_seeded(&mut y, 77);
+        assert_eq!(x, y);
+        c.fill_seeded(&mut y, 78);
+        assert_ne!(x, y);
     }
 }

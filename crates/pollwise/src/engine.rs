@@ -282,6 +282,8 @@ pub struct Done {
     pub issued_ns: Option<u64>,
     /// Clock time its completion was handled (nanoseconds).
     pub done_ns: u64,
+    /// Its I/O priority (`ioprio`; 0: none), see [`Engine::set_cmdprio`].
+    pub ioprio: u16,
 }
 
 /// A gate every request the run loop pushes passes first (see [`Engine::set_gate`]): `None`
@@ -803,12 +805,17 @@ impl Engine {
 
     fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
         let now = self.clock.now_ns();
+        let ioprio = match self.extra.cmdprio.as_mut() {
+            Some(p) => p.prio.pick(dir, len, &mut p.rng),
+            None => 0,
+        };
         let meta = ReqMeta {
             dir,
             offset,
             len,
             submit_ns: now,
             issued_ns: None,
+            ioprio,
         };
         let (verify, seed) = (self.cfg.verify, self.verify_seed);
         // Only a verified write fills its buffer from it (a pattern is shared, not copied).
@@ -907,6 +914,18 @@ impl Engine {
         })?;
         let n = (len as usize).min(buf.len());
         extra.writes_filled += 1;
+        if let Some(d) = c.dedupe.as_ref().filter(|_| c.dedupes()) {
+            let bytes = extra.region.map_or(self.cfg.size, |r| r.1);
+            let bs = extra.write_bs.unwrap_or(self.cfg.bs);
+            let warmup = self.cfg.iodepth;
+            let st = extra
+                .dedupe_state
+                .get_or_insert_with(|| d.state(bytes, bs, warmup));
+            let seed = d.next_seed(st);
+            c.fill_seeded(&mut buf[..n], seed);
+            extra.content_held[i] = true;
+            return Ok(());
+        }
         let rng = extra
             .content_rng
             .get_or_insert_with(|| Rng::new(0x6A09_E667_F3BC_C908));
@@ -1042,6 +1061,19 @@ impl Engine {
                 Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
                 None => stats.record_lat(lat, meta.len as u64),
             }
+            if let (Some(p), Some(k)) = (
+                &extra.cmdprio,
+                match meta.dir {
+                    Dir::Read => Some(0),
+                    Dir::Write => Some(1),
+                    Dir::Trim => None,
+                },
+            ) {
+                if !p.order[k].is_empty() {
+                    let ns = split.map_or(lat, |(_, clat)| clat);
+                    stats.record_prio(&p.order[k], meta.ioprio, ns);
+                }
+            }
             if let Some(f) = on_done {
                 f(&Done {
                     handle: h,
@@ -1051,6 +1083,7 @@ impl Engine {
                     submit_ns: meta.submit_ns,
                     issued_ns: meta.issued_ns,
                     done_ns: now,
+                    ioprio: meta.ioprio,
                 });
             }
             checked
@@ -1160,6 +1193,19 @@ impl Engine {
     /// [`run`](Engine::run) or [`drain`](Engine::drain) completes them.
     pub fn run_until(&mut self, stop: Stop) -> Result<Ended> {
         self.run_inner(stop, true, &mut None)
+    }
+
+    /// Gives requests I/O priorities (fio's `prio`/`prioclass` and cmdprio options): each
+    /// request pushed from now on carries the priority `p` picks for it, and each direction
+    /// with priorities of its own keeps its completion latencies per priority too.
+    pub fn set_cmdprio(&mut self, p: crate::prio::CmdPrio) {
+        let order =
+            [Dir::Read, Dir::Write].map(|d| if p.splits(d) { p.order(d) } else { Vec::new() });
+        self.extra.cmdprio = Some(PrioState {
+            rng: Rng::new(self.cfg.seed ^ 0x7F4A_7C15_9E37_79B9),
+            prio: p,
+            order,
+        });
     }
 
     /// Calls `f` for every request handled from now on, after its stats are recorded (for
@@ -1700,6 +1746,15 @@ pub struct RateLimit {
     pub poisson: bool,
 }
 
+/// A job's request priorities, its draw, and the per-direction order latencies are kept in
+/// (empty: not split).
+#[derive(Debug, Clone)]
+struct PrioState {
+    prio: crate::prio::CmdPrio,
+    rng: Rng,
+    order: [Vec<u16>; 2],
+}
+
 /// fio's loops with verify: `bytes` a pass, `pushed` so far in this one.
 #[derive(Debug, Clone)]
 struct Pass {
@@ -1752,6 +1807,8 @@ fn forget_overlapped(map: &mut BTreeMap<u64, u32>, offset: u64, len: u32) {
 /// Optional behaviour beyond [`EngineConfig`], set after construction (all off by default).
 #[derive(Debug, Clone, Default)]
 struct Extras {
+    /// Request priorities (fio's cmdprio options and prio/prioclass), if any.
+    cmdprio: Option<PrioState>,
     /// The byte range requests fall in: (start, length); `None` is `0..cfg.size`.
     region: Option<(u64, u64)>,
     /// Block size of writes when it differs from reads' `cfg.bs`.
@@ -1800,6 +1857,8 @@ struct Extras {
     content_held: Vec<bool>,
     /// The random bytes of the content.
     content_rng: Option<Rng>,
+    /// Where this thread is in its deduplicable buffers' streams.
+    dedupe_state: Option<crate::content::DedupeState>,
     /// Writes filled so far (the scramble's counter).
     writes_filled: u64,
     /// fio's `random_distribution` other than uniform (no random map, as fio).

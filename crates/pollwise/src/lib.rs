@@ -105,6 +105,7 @@ pub mod platform;
 pub mod policy;
 pub mod poller;
 pub mod predict;
+pub mod prio;
 pub mod queue;
 pub mod reactor;
 pub mod request;

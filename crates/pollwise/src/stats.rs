@@ -237,6 +237,9 @@ pub struct DirStats {
     pub verify_ios: u64,
     /// Wall time of that read-back, ns.
     pub verify_ns: u64,
+    /// Completion latencies per request priority (`ioprio`), in fio's order (see
+    /// [`prio`](crate::prio)); empty unless the job gives requests priorities of their own.
+    pub prios: Vec<(u16, Histogram<u64>, Moments)>,
 }
 
 impl Default for DirStats {
@@ -252,6 +255,7 @@ impl Default for DirStats {
             samples: Vec::new(),
             verify_ios: 0,
             verify_ns: 0,
+            prios: Vec::new(),
         }
     }
 }
@@ -295,6 +299,27 @@ impl DirStats {
     /// The same of `clat`.
     pub fn clat_summary(&self) -> LatSummary {
         LatSummary::exact(&self.clat, &self.moments[2])
+    }
+
+    /// Records the completion latency `ns` of a request of priority `ioprio` among the
+    /// priorities `order` (the first call lays them out, in that order).
+    pub fn record_prio(&mut self, order: &[u16], ioprio: u16, ns: u64) {
+        if self.prios.is_empty() {
+            self.prios = order
+                .iter()
+                .map(|&p| (p, new_histogram(), Moments::default()))
+                .collect();
+        }
+        let i = match self.prios.iter().position(|(p, ..)| *p == ioprio) {
+            Some(i) => i,
+            None => {
+                self.prios
+                    .push((ioprio, new_histogram(), Moments::default()));
+                self.prios.len() - 1
+            }
+        };
+        let _ = self.prios[i].1.record(ns.clamp(1, MAX_LAT_NS));
+        self.prios[i].2.record(ns);
     }
 
     /// Operations of the measured period (the verify read-back's left out).
@@ -345,6 +370,15 @@ impl DirStats {
         let _ = self.lat.add(&o.lat);
         let _ = self.slat.add(&o.slat);
         let _ = self.clat.add(&o.clat);
+        for (p, h, m) in &o.prios {
+            match self.prios.iter_mut().find(|(q, ..)| q == p) {
+                Some((_, mine, mm)) => {
+                    let _ = mine.add(h);
+                    mm.add(m);
+                }
+                None => self.prios.push((*p, h.clone(), *m)),
+            }
+        }
         for (m, x) in self.moments.iter_mut().zip(&o.moments) {
             m.add(x);
         }

@@ -171,6 +171,7 @@ fn auto_on_a_real_ring_reading_a_temp_file() {
             offset: offset_of(ud),
             buf_index: None,
             user_data: ud,
+            ioprio: 0,
         },
         &mut |ud, slot, res| {
             assert_eq!(res, 4096);

@@ -166,11 +166,12 @@ impl Opts {
             (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
                 userspace_reap: false,
             },
+            (Some("posixaio"), _) => s.ioengine = IoEngine::Posixaio,
             (Some(e), _) => match SyncCall::from_name(e) {
                 Some(call) => s.ioengine = IoEngine::Sync(call),
                 None => {
                     return Err(usage(format!(
-                        "--ioengine={e} is not supported: use io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
+                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
                     )))
                 }
             },
@@ -444,6 +445,8 @@ impl Opts {
                     .into(),
             ));
         }
+        self.take_min_rate(s, iops, bytes)?;
+        self.take_prio(s)?;
         if let Some(c) = self.take_str("cpus_allowed")? {
             s.extra.cpus = Some(parse_cpus(&c)?);
         }
@@ -543,6 +546,27 @@ impl Opts {
         if let Some(v) = self.take_bool("norandommap")? {
             s.extra.norandommap = v;
         }
+        let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let varies = s.extra.sizes.iter().any(Option::is_some);
+        let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
+        if s.rw.random()
+            && reads
+            && s.rw.writes()
+            && varies
+            && differ
+            && !s.extra.norandommap
+            && s.extra.distribution.is_none()
+        {
+            let which = if self.has("bssplit") {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
+            return Err(usage(format!(
+                "--{which} with other sizes for writes than for reads, on a mixed random job with fio's random map: fio 3.33 ends such a job before its size is done (examples/cmdprio-bssplit.fio's first job: 5.2 of 8 MiB) by a rule pollwise does not follow; add norandommap (both then end it by its size) or give reads and writes the same sizes{}",
+                self.at(which)
+            )));
+        }
         // Every generator visits each block once per pass (the random map); pollwise draws
         // from its one generator.
         self.take_str("random_generator")?;
@@ -625,6 +649,21 @@ impl Opts {
         }
         if let Some(v) = self.take_bool("scramble_buffers")? {
             c.scramble = v;
+        }
+        let pct = self.take_u32("dedupe_percentage")?.unwrap_or(0);
+        let mode = self.take_str("dedupe_mode")?;
+        let ws = self.take_u32("dedupe_working_set_percentage")?.unwrap_or(5);
+        let global = self.take_bool("dedupe_global")?.unwrap_or(false);
+        if pct > 0 {
+            let working = mode.as_deref() == Some("working_set");
+            c.dedupe = Some(pollwise::content::Dedupe {
+                percentage: pct as u8,
+                working_set: working.then_some(ws as u8),
+                global: working && global,
+                // The run's thread numbers are set when the jobs start.
+                thread: (0, 1),
+                seed: 0x5EED_DED0_u64,
+            });
         }
         Ok(())
     }
@@ -900,6 +939,7 @@ impl Opts {
         store! { self:
             take_u64("log_avg_msec") => s.logs.avg_msec;
             take_bool("log_offset") => s.logs.offset;
+            take_bool("log_prio") => s.logs.prio;
         }
         Ok(())
     }
@@ -960,6 +1000,212 @@ fn log_prefix(key: &str, v: &str) -> Result<String> {
 /// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
 /// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
 /// refused (pollwise paces all a job's requests as one stream).
+impl Opts {
+    /// fio's `ratemin`, `rate_iops_min` and `ratecycle`, checked against the job's `rate` and
+    /// `rate_iops` as fio checks them.
+    fn take_min_rate(
+        &mut self,
+        s: &mut JobSpec,
+        rate_iops: Option<u64>,
+        rate_bytes: Option<u64>,
+    ) -> Result<()> {
+        let per_dir = |v: Option<Vec<Option<u64>>>| -> [u64; 2] {
+            match v.as_deref() {
+                None => [0, 0],
+                // One value is every direction's, as fio's.
+                Some([one]) => [one.unwrap_or(0); 2],
+                Some(l) => [
+                    l.first().copied().flatten().unwrap_or(0),
+                    l.get(1).copied().flatten().unwrap_or(0),
+                ],
+            }
+        };
+        let bytes = per_dir(self.take_sizes("ratemin")?);
+        let iops = self.take_u64("rate_iops_min")?.map_or([0, 0], |v| [v, v]);
+        let cycle_ms = self.take_u64("ratecycle")?.unwrap_or(1000);
+        if bytes == [0, 0] && iops == [0, 0] {
+            return Ok(());
+        }
+        let at = match self.at("ratemin") {
+            a if a.is_empty() => self.at("rate_iops_min"),
+            a => a,
+        };
+        let over =
+            |cap: Option<u64>, min: [u64; 2]| cap.is_some_and(|c| min.iter().any(|&m| m > c));
+        if over(rate_bytes, bytes) || over(rate_iops, iops) {
+            return Err(usage(format!(
+                "the minimum rate exceeds the rate (fio: minimum rate exceeds rate): lower ratemin or rate_iops_min, or raise rate or rate_iops{at}"
+            )));
+        }
+        s.extra.min_rate = Some(crate::extras::MinRate {
+            bytes,
+            iops,
+            cycle_ms,
+        });
+        Ok(())
+    }
+}
+
+impl Opts {
+    /// fio's `prio`, `prioclass` and its cmdprio options (engines/cmdprio.c in fio 3.33).
+    fn take_prio(&mut self, s: &mut JobSpec) -> Result<()> {
+        use pollwise::prio::{ioprio_value, CmdPrio, DirPrio, CLASS_RT};
+        let level = self.take_u64("prio")?;
+        let class = self.take_u64("prioclass")?;
+        let perc = self.take_str("cmdprio_percentage")?;
+        let classes = self.take_str("cmdprio_class")?;
+        let levels = self.take_str("cmdprio")?;
+        let bssplit = self.take_str("cmdprio_bssplit")?;
+        let default = (level.is_some() || class.is_some())
+            .then(|| ioprio_value(class.unwrap_or(0) as u8, level.unwrap_or(0) as u8));
+        s.extra.ioprio = default;
+        let cmd = perc.is_some() || bssplit.is_some();
+        // Without a percentage or a split, fio takes cmdprio_class and cmdprio and uses them for
+        // nothing: so does pollwise.
+        if !cmd {
+            if let Some(d) = default {
+                if matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
+                    s.extra.cmdprio = Some(CmdPrio {
+                        default: d,
+                        dirs: Default::default(),
+                    });
+                }
+            }
+            return Ok(());
+        }
+        let at = ["cmdprio_percentage", "cmdprio_bssplit"]
+            .iter()
+            .map(|n| self.at(n))
+            .find(|a| !a.is_empty())
+            .unwrap_or_default();
+        if !matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
+            return Err(usage(format!(
+                "the cmdprio options are io_uring's and libaio's (fio's too): --ioengine={} has no per-request priority; use io_uring or libaio, or prio/prioclass for the job's own{at}",
+                s.ioengine.name()
+            )));
+        }
+        if perc.is_some() && bssplit.is_some() {
+            return Err(usage(format!(
+                "cmdprio_percentage and cmdprio_bssplit options are mutually exclusive (fio): give one{at}"
+            )));
+        }
+        let pair = |name: &str, v: Option<&str>, lo: u64, hi: u64| -> Result<[Option<u64>; 2]> {
+            let Some(v) = v else {
+                return Ok([None, None]);
+            };
+            let one = |x: &str| -> Result<Option<u64>> {
+                let x = x.trim();
+                if x.is_empty() {
+                    return Ok(None);
+                }
+                match x.parse::<u64>() {
+                    Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+                    _ => Err(usage(format!(
+                        "--{name}={v}: each value is a whole number from {lo} to {hi} (READ,WRITE, as fio)"
+                    ))),
+                }
+            };
+            let parts: Vec<&str> = v.split(',').collect();
+            match parts.as_slice() {
+                [a] => {
+                    let a = one(a)?;
+                    Ok([a, a])
+                }
+                [a, b] | [a, b, _] => Ok([one(a)?, one(b)?]),
+                _ => Err(usage(format!(
+                    "--{name}={v}: give READ,WRITE at most, as fio"
+                ))),
+            }
+        };
+        let classes = pair("cmdprio_class", classes.as_deref(), 1, 3)?;
+        let levels = pair("cmdprio", levels.as_deref(), 0, 7)?;
+        // Without cmdprio_class, real-time (fio).
+        let implicit = |d: usize| {
+            ioprio_value(
+                classes[d].unwrap_or(CLASS_RT as u64) as u8,
+                levels[d].unwrap_or(0) as u8,
+            )
+        };
+        let mut dirs: [DirPrio; 2] = Default::default();
+        if let Some(p) = perc {
+            let percs = pair("cmdprio_percentage", Some(&p), 0, 100)?;
+            for (d, slot) in dirs.iter_mut().enumerate() {
+                if let Some(n) = percs[d].filter(|&n| n > 0) {
+                    *slot = DirPrio::Percent {
+                        perc: n as u32,
+                        ioprio: implicit(d),
+                    };
+                }
+            }
+        }
+        if let Some(b) = bssplit {
+            let per_dir: Vec<&str> = b.split(',').collect();
+            if per_dir.len() > 3 {
+                return Err(usage(format!(
+                    "--cmdprio_bssplit={b}: give READS,WRITES at most, as fio"
+                )));
+            }
+            for (d, slot) in dirs.iter_mut().enumerate() {
+                // One list is every direction's, as fio.
+                let Some(list) = per_dir
+                    .get(d)
+                    .or(per_dir.first())
+                    .filter(|l| !l.trim().is_empty())
+                else {
+                    continue;
+                };
+                let mut sizes: Vec<(u32, Vec<(u32, u16)>)> = Vec::new();
+                for e in list.split(':') {
+                    let f: Vec<&str> = e.trim().split('/').collect();
+                    let bad = || {
+                        usage(format!(
+                            "--cmdprio_bssplit={b}: '{e}' is not BS/PERC or BS/PERC/CLASS/LEVEL (fio's form, e.g. 64k/40:1m/60/1/0)"
+                        ))
+                    };
+                    let (bs, pc) = match f.as_slice() {
+                        [bs, pc] | [bs, pc, _, _] => (*bs, *pc),
+                        _ => return Err(bad()),
+                    };
+                    let bs = pollwise::units::parse_size(bs)
+                        .ok()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(bad)?;
+                    let pc: u32 = pc.parse().ok().filter(|&n| n <= 100).ok_or_else(bad)?;
+                    let prio = match f.as_slice() {
+                        [_, _, c, l] => {
+                            let c: u8 = c
+                                .parse()
+                                .ok()
+                                .filter(|&n| (1..=3).contains(&n))
+                                .ok_or_else(bad)?;
+                            let l: u8 = l.parse().ok().filter(|&n| n <= 7).ok_or_else(bad)?;
+                            ioprio_value(c, l)
+                        }
+                        _ => implicit(d),
+                    };
+                    match sizes.iter_mut().find(|(s, _)| *s == bs) {
+                        Some((_, v)) => v.push((pc, prio)),
+                        None => sizes.push((bs, vec![(pc, prio)])),
+                    }
+                }
+                for (bs, v) in &sizes {
+                    if v.iter().map(|x| x.0).sum::<u32>() > 100 {
+                        return Err(usage(format!(
+                            "fio: cmdprio_bssplit total percentage for bs: {bs} exceeds 100{at}"
+                        )));
+                    }
+                }
+                *slot = DirPrio::BsSplit(sizes);
+            }
+        }
+        s.extra.cmdprio = Some(CmdPrio {
+            default: default.unwrap_or(0),
+            dirs,
+        });
+        Ok(())
+    }
+}
+
 fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
     if let [one] = per_dir {
         return Ok(*one);

@@ -89,10 +89,14 @@ fn not_implemented(name: &str, s: &cmdline::Setting) -> Option<String> {
                 | "xnvme" | "libcufile" | "gfapi" | "gfapi_async" => {
                     "it is a network or remote-storage engine, and pollwise measures local block and file I/O; "
                 }
+                "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                | "dirdelete" => {
+                    "it measures file-system metadata operations (creating, stat-ing or deleting files and directories), not I/O, and pollwise measures block and file I/O; "
+                }
                 _ => "",
             };
             Some(format!(
-                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
+                "fio's --{}={v} is not implemented by pollwise: {why}its engines are io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null and sim (the simulated device)",
                 s.given
             ))
         }
@@ -115,12 +119,12 @@ fn why_not(key: &str) -> Option<&'static str> {
         (&["io_submit_mode"], "pollwise measures each wait mode in the thread that submits and reaps, and fio's offload hands submission to a pool of worker threads (which fio's docs say async engines cannot use reliably), so no wait mode would be measured as the job's; drop it to submit inline, fio's default"),
         (&["replay_scale", "replay_align", "replay_skip", "read_iolog_chunked", "log_issue_time"], "pollwise replays fio's I/O logs as logged (read_iolog, replay_no_stall, replay_redirect, replay_time_scale); offsets are not rescaled, realigned or skipped"),
         (&["verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only"], "pollwise reads back what a job wrote when it is done (do_verify) or every verify_backlog blocks, all of them, from the job's own thread; verify_backlog_batch, verify_async, verify_offset and verify_only are not implemented"),
-        (&["cmdprio", "cmdprio_percentage", "cmdprio_class", "cmdprio_bssplit", "prio", "prioclass", "log_prio", "cmdprio_hint", "priohint"], "pollwise issues every request at the job's own I/O priority; it sets no per-request priorities"),
-        (&["dedupe_percentage", "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage", "buffer_compress_chunk"], "pollwise's writes are random (or zeros, a pattern, or partly zeros with buffer_compress_percentage); fio's deduplicable buffers are not implemented"),
-        (&["ratemin", "rate_min", "rate_iops_min", "ratecycle", "rate_cycle"], "pollwise caps a job's rate (rate, rate_iops) but does not fail a job that falls below a minimum; drop it"),
+        (&["cmdprio_hint", "priohint"], "pollwise sets request priorities by class and level (cmdprio, prio); fio 3.33 has no priority hints either"),
+        (&["buffer_compress_chunk"], "pollwise makes buffer_compress_percentage's zeros in every 512 bytes; other chunk sizes are not implemented"),
         (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
         (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
-        (&["create_on_open", "create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
+        (&["create_on_open"], "pollwise lays a job's file out before the job starts; create_on_open goes with fio's filecreate engine, which measures creating files (open with O_CREAT), not I/O, and which pollwise does not implement"),
+        (&["create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
         (&["numa_cpu_nodes", "numa_mem_policy"], "pollwise places job threads with cpus_allowed only; NUMA policies are not implemented"),
         (&["serialize_overlap"], "pollwise does not hold back a request that overlaps one in flight; drop it"),
     ];
@@ -173,7 +177,7 @@ impl Opts {
     ) -> Result<Opts> {
         let settings: Vec<&cmdline::Setting> = settings.into_iter().collect();
         // Only the value that is used is checked: a command-line --ioengine=io_uring overrides a
-        // job file's ioengine=posixaio rather than failing on it.
+        // job file's ioengine=falloc rather than failing on it.
         let overridden = |i: usize| {
             let name = lookup(&settings[i].key).map(|o| o.name);
             settings[i + 1..]

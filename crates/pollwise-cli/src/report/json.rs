@@ -177,7 +177,7 @@ pub fn dir_json(
     } else {
         runtime_ns / 1_000_000
     };
-    json!({
+    let mut v = json!({
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes >> 10,
         "bw_bytes": bw.round() as u64,
@@ -201,7 +201,25 @@ pub fn dir_json(
         "iops_mean": iopss.mean,
         "iops_stddev": iopss.stddev,
         "iops_samples": iopss.n,
-    })
+    });
+    // fio's per-priority latencies, when at least two priorities have samples.
+    let with_samples = d.prios.iter().filter(|(_, h, _)| !h.is_empty());
+    if with_samples.clone().count() >= 2 {
+        let name = if o.lat { "lat_ns" } else { "clat_ns" };
+        let prios: Vec<Value> = with_samples
+            .map(|(p, h, mo)| {
+                let mut m = Map::new();
+                m.insert("prioclass".into(), json!(pollwise::prio::class_of(*p)));
+                m.insert("prio".into(), json!(pollwise::prio::level_of(*p)));
+                m.insert(name.into(), lat_json(h, mo, o.clat || o.lat, o, None));
+                Value::Object(m)
+            })
+            .collect();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("prios".into(), Value::Array(prios));
+        }
+    }
+    v
 }
 
 /// A direction pollwise never issues (trim), in fio's shape: all zero.

@@ -12,8 +12,9 @@
 //!   was handled (as fio stamps them);
 //! - `value`: nanoseconds for lat, clat, slat; KiB/s for bw (per I/O, as fio: bytes x 10^6 /
 //!   clat in ns, so bytes per millisecond); I/Os for iops (1 per I/O, or per second averaged);
-//! - `ddir`: 0 read, 1 write; `bs`: bytes of the I/O (0 in averaged lines); `prio`: 0
-//!   (pollwise sets no I/O priority).
+//! - `ddir`: 0 read, 1 write; `bs`: bytes of the I/O (0 in averaged lines); `prio`: 1 for a
+//!   real-time request, else 0; with `log_prio=1` the request's `ioprio` as `0x%04x` (0 in
+//!   averaged lines), as fio 3.33.
 //!
 //! With `log_avg_msec=0` every I/O is one line; otherwise one line per direction per window of
 //! `log_avg_msec`, stamped at the window's end, with the mean latency over the I/Os that
@@ -55,6 +56,9 @@ pub struct LogSpec {
     pub auto: Option<String>,
     /// `per_job_logs=0`: the files are named without the thread number (`NAME_bw.log`).
     pub unnumbered: bool,
+    /// `log_prio`: the last column is the I/O's priority (`0x%04x`), not whether it was
+    /// real-time.
+    pub prio: bool,
 }
 
 impl LogSpec {
@@ -146,6 +150,7 @@ struct Rec {
     submit_ns: u64,
     issued_ns: Option<u64>,
     done_ns: u64,
+    ioprio: u16,
 }
 
 /// Sums over one window for one direction.
@@ -165,6 +170,8 @@ pub struct ThreadLog {
     files: [Option<(PathBuf, BufWriter<File>)>; 5],
     avg_ns: u64,
     offset: bool,
+    /// `log_prio`.
+    log_prio: bool,
     /// Which directions the job does (read, write, trim): averaged bw and iops lines for each.
     dirs: [bool; 3],
     t0: u64,
@@ -188,6 +195,7 @@ impl ThreadLog {
             files,
             avg_ns: spec.avg_msec.saturating_mul(1_000_000),
             offset: spec.offset,
+            log_prio: spec.prio,
             dirs,
             t0: 0,
             recs: Vec::new(),
@@ -220,6 +228,7 @@ impl ThreadLog {
             submit_ns: d.submit_ns,
             issued_ns: d.issued_ns,
             done_ns: d.done_ns,
+            ioprio: d.ioprio,
         };
         if self.avg_ns == 0 {
             self.recs.push(r);
@@ -280,15 +289,23 @@ impl ThreadLog {
         }
     }
 
-    fn line(&mut self, k: Kind, ms: u64, value: u64, ddir: u8, bs: u32, offset: u64) {
+    #[allow(clippy::too_many_arguments)]
+    fn line(&mut self, k: Kind, ms: u64, value: u64, ddir: u8, bs: u32, offset: u64, prio: u16) {
         let with_offset = self.offset;
+        let log_prio = self.log_prio;
         let Some((path, f)) = self.files[k.index()].as_mut() else {
             return;
         };
-        let r = if with_offset {
-            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, 0")
+        // fio 3.33: the priority itself with log_prio, else whether it was real-time.
+        let prio = if log_prio {
+            format!("0x{prio:04x}")
         } else {
-            writeln!(f, "{ms}, {value}, {ddir}, {bs}, 0")
+            u8::from(pollwise::prio::class_of(prio) == pollwise::prio::CLASS_RT).to_string()
+        };
+        let r = if with_offset {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, {prio}")
+        } else {
+            writeln!(f, "{ms}, {value}, {ddir}, {bs}, {prio}")
         };
         if let Err(e) = r {
             let msg = write_error(path, &e);
@@ -304,19 +321,19 @@ impl ThreadLog {
             let s = std::mem::take(&mut self.sums[dir]);
             let ddir = dir as u8;
             if let Some(lat) = s.lat.checked_div(s.ios) {
-                self.line(Kind::Lat, ms, lat, ddir, 0, 0);
+                self.line(Kind::Lat, ms, lat, ddir, 0, 0, 0);
             }
             if let (Some(clat), Some(slat)) =
                 (s.clat.checked_div(s.split), s.slat.checked_div(s.split))
             {
-                self.line(Kind::Clat, ms, clat, ddir, 0, 0);
-                self.line(Kind::Slat, ms, slat, ddir, 0, 0);
+                self.line(Kind::Clat, ms, clat, ddir, 0, 0, 0);
+                self.line(Kind::Slat, ms, slat, ddir, 0, 0, 0);
             }
             if rates && self.dirs[dir] && len_ns > 0 {
                 let bw = (s.bytes as u128 * 1_000_000_000 / len_ns as u128 / 1024) as u64;
                 let iops = (s.ios as u128 * 1_000_000_000 / len_ns as u128) as u64;
-                self.line(Kind::Bw, ms, bw, ddir, 0, 0);
-                self.line(Kind::Iops, ms, iops, ddir, 0, 0);
+                self.line(Kind::Bw, ms, bw, ddir, 0, 0, 0);
+                self.line(Kind::Iops, ms, iops, ddir, 0, 0, 0);
             }
         }
     }
@@ -332,9 +349,9 @@ impl ThreadLog {
             let done = ms(r.done_ns);
             let lat = r.done_ns.saturating_sub(r.submit_ns);
             let clat = r.issued_ns.map(|i| r.done_ns.saturating_sub(i));
-            self.line(Kind::Lat, done, lat, ddir, r.len, r.offset);
+            self.line(Kind::Lat, done, lat, ddir, r.len, r.offset, r.ioprio);
             if let Some(c) = clat {
-                self.line(Kind::Clat, done, c, ddir, r.len, r.offset);
+                self.line(Kind::Clat, done, c, ddir, r.len, r.offset, r.ioprio);
             }
             // fio: bytes x 10^6 / clat in ns (bytes per ms, about KiB/s); total latency where
             // the queue did not say when it submitted.
@@ -343,15 +360,15 @@ impl ThreadLog {
                 .saturating_mul(1_000_000)
                 .checked_div(spent)
                 .unwrap_or(0);
-            self.line(Kind::Bw, done, bw, ddir, r.len, r.offset);
-            self.line(Kind::Iops, done, 1, ddir, r.len, r.offset);
+            self.line(Kind::Bw, done, bw, ddir, r.len, r.offset, r.ioprio);
+            self.line(Kind::Iops, done, 1, ddir, r.len, r.offset, r.ioprio);
         }
         if self.files[Kind::Slat.index()].is_some() {
             recs.sort_by_key(|r| r.issued_ns.unwrap_or(u64::MAX));
             for r in &recs {
                 if let Some(i) = r.issued_ns {
                     let slat = i.saturating_sub(r.submit_ns);
-                    self.line(Kind::Slat, ms(i), slat, r.ddir, r.len, r.offset);
+                    self.line(Kind::Slat, ms(i), slat, r.ddir, r.len, r.offset, r.ioprio);
                 }
             }
         }
@@ -383,6 +400,7 @@ mod tests {
             submit_ns: submit,
             issued_ns: Some(issued),
             done_ns: done,
+            ioprio: 0,
         }
     }
 

@@ -751,6 +751,17 @@ pub fn run_and_report(
             s
         })
         .collect();
+    // fio's dedupe_global spreads a working set over every thread of the run.
+    let threads = next_index - 1;
+    let specs: Vec<JobSpec> = specs
+        .into_iter()
+        .map(|mut s| {
+            if let Some(d) = s.extra.content.dedupe.as_mut() {
+                d.thread = (s.logs.first_index.saturating_sub(1), threads);
+            }
+            s
+        })
+        .collect();
     check_outputs(&specs, ro)?;
     let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the

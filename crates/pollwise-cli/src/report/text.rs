@@ -302,10 +302,40 @@ fn ddir_status(t: &mut String, j: &Value, dir: usize, g: &GroupRun) {
             display_lat(t, name, &d[key]);
         }
     }
+    // fio's per-priority lines (the JSON has `prios` only with two or more priorities).
+    let prios = d["prios"].as_array().cloned().unwrap_or_default();
+    let prio_of = |p: &Value| -> Option<(String, &'static str)> {
+        let key = if p.get("lat_ns").is_some() {
+            "lat_ns"
+        } else {
+            "clat_ns"
+        };
+        let name = if key == "lat_ns" { "lat" } else { "clat" };
+        Some((
+            format!("{name} prio {}/{}", u(p, "prioclass"), u(p, "prio")),
+            key,
+        ))
+    };
+    for p in &prios {
+        if let Some((name, key)) = prio_of(p) {
+            if u(&p[key], "N") > 0 {
+                display_lat(t, &name, &p[key]);
+            }
+        }
+    }
     for (key, name) in [("slat_ns", "slat"), ("clat_ns", "clat"), ("lat_ns", "lat")] {
         if let Some(p) = d[key]["percentile"].as_object() {
             if u(&d[key], "N") > 0 {
                 show_percentiles(t, name, p);
+            }
+        }
+    }
+    for p in &prios {
+        if let Some((name, key)) = prio_of(p) {
+            let (n, all) = (u(&p[key], "N"), u(&d[key], "N"));
+            if let (Some(pc), true) = (p[key]["percentile"].as_object(), n > 0 && all > 0) {
+                let share = 100.0 * n as f64 / all as f64;
+                show_percentiles(t, &format!("{name} ({share:.2}% of IOs)"), pc);
             }
         }
     }

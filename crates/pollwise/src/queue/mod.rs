@@ -6,7 +6,7 @@
 //! [`WaitPolicy`](crate::policy::WaitPolicy)'s business, and a policy knows nothing of the queue's
 //! kind. Kinds: [`uring`] (a real io_uring ring), [`sim`] (a simulated device), [`channel`]
 //! (requests to a server thread over shared-memory rings) and the shared poller's client
-//! ([`poller_client`]). [`ring`] is the safe owned ring the drivers that keep one of their own use.
+//! ([`poller_client`]); fio's engines [`libaio`], [`posixaio`], [`sync`] and [`null`]. [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
 //! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
@@ -33,6 +33,7 @@ pub mod model;
 pub mod null;
 #[cfg(not(loom))]
 pub mod poller_client;
+pub mod posixaio;
 pub mod ring;
 pub mod sim;
 pub mod sync;
@@ -89,6 +90,10 @@ pub struct Op {
     pub buf_index: Option<u16>,
     /// Returned untouched in the completion (the caller's own; never [`RESERVED_USER_DATA`]).
     pub user_data: u64,
+    /// The request's I/O priority (`ioprio`: class << 13 | level), 0 for none (the
+    /// submitter's own); devices that carry one per request (io_uring's SQE, libaio's iocb)
+    /// set it, the others ignore it.
+    pub ioprio: u16,
 }
 
 impl Op {
@@ -104,6 +109,7 @@ impl Op {
             offset,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 
@@ -117,6 +123,7 @@ impl Op {
             offset: 0,
             buf_index: None,
             user_data,
+            ioprio: 0,
         }
     }
 }
@@ -752,6 +759,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             .requests
             .as_mut()
             .ok_or_else(|| invalid("this queue owns no requests"))?;
+        let ioprio = slab.meta(h).map_or(0, |m| m.ioprio);
         let raw = slab.start(h).map_err(|e| invalid(&e.to_string()))?;
         let at = (buf_offset as usize).min(raw.len);
         let op = Op {
@@ -768,6 +776,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 None
             },
             user_data: h.user_data(),
+            ioprio,
         };
         // A trim touches no buffer: its length is the range's, not the buffer's.
         let checked =
