@@ -190,6 +190,11 @@ fn what_would_move_a_request_across_files_is_refused_by_name() {
             &[needle],
         );
     }
+    // The scenarios and advise take one file.
+    usage_error(
+        &["scenario", "shared-poller", f, "--size=48k"],
+        &["shared-poller", "one file"],
+    );
     // Nothing of the user's was touched by the refusals.
     for n in ["a", "b", "c"] {
         assert_eq!(written(&d.path().join(n)), vec![false; 4]);

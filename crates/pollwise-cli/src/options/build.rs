@@ -767,6 +767,13 @@ impl Opts {
                 self.at(option)
             )))
         };
+        let cmd = self.command().name;
+        if !matches!(cmd, "run" | "compare") {
+            return Err(usage(format!(
+                "--filename names {n} files: several files in one job are for `pollwise run` and `compare`, not `{cmd}`; name one file{}",
+                self.at("filename")
+            )));
+        }
         if !s.ioengine.has_file() {
             return refused("ioengine", "this engine has no files; drop the files or use io_uring, libaio or the sync engines");
         }
