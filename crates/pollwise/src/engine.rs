@@ -2578,6 +2578,34 @@ mod tests {
         (e, fake)
     }
 
+    #[test]
+    fn files_deal_stripes_in_turn() {
+        let (mut e, _) = virtual_engine(1, 1);
+        let size = e.cfg.size;
+        assert_eq!(
+            e.place(12_345),
+            (0, 12_345),
+            "one file: the offset as it is"
+        );
+        // 1 GiB is no whole number of 3 x 4 KiB rows.
+        assert!(e.set_files(3, 4096).is_err());
+        assert!(e.set_files(4, 0).is_err());
+        // roundrobin: block k on file k % 4, at block k / 4 of it.
+        e.set_files(4, 4096).unwrap();
+        assert_eq!(e.place(0), (0, 0));
+        assert_eq!(e.place(4096), (1, 0));
+        assert_eq!(e.place(3 * 4096 + 7), (3, 7));
+        assert_eq!(e.place(4 * 4096 + 100), (0, 4096 + 100));
+        assert_eq!(e.place(size - 1), (3, size / 4 - 1));
+        // sequential: each file's share whole, in turn.
+        e.set_files(4, size / 4).unwrap();
+        assert_eq!(e.place(size / 4 - 1), (0, size / 4 - 1));
+        assert_eq!(e.place(size / 4 + 5), (1, 5));
+        assert_eq!(e.place(size - 1), (3, size / 4 - 1));
+        e.set_files(1, 4096).unwrap();
+        assert_eq!(e.place(4096), (0, 4096));
+    }
+
     /// `ios` requests at depth `iodepth` under `interrupt`, submitted `submit`'s way, on a
     /// device of 10 us whose every submitting call costs 3 us: the reads' stats and the calls.
     fn recorded_run(submit: SubmitMode, iodepth: u32, ios: u64) -> (DirStats, Vec<Call>) {
