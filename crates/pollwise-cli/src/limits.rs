@@ -28,14 +28,16 @@ pub const MAX_JOBS: u64 = 4096;
 pub const THREAD_STACK: u64 = 512 << 10;
 
 /// Address space a thread takes beyond its I/O buffers: its stack and guard page, the statistics
-/// its engine and its report keep (a few sets of six 30 KiB histograms), its ring and request
+/// its engine and its report keep (a few sets of nine 30 KiB histograms), its ring and request
 /// table, and the allocator's share. Measured: 0.9 MiB a job thread (VmPeak of `run
 /// --numjobs=1024` less `--numjobs=256`, over 768 threads); this keeps a margin.
 pub const PER_THREAD_VM: u64 = THREAD_STACK + (1 << 20);
 
-/// Memory a thread touches beyond its buffers (the written part of [`PER_THREAD_VM`]; measured
-/// as above: 0.4 MiB).
-pub const PER_THREAD_RSS: u64 = 1 << 20;
+/// Memory a thread touches beyond its buffers (the written part of [`PER_THREAD_VM`]). Measured:
+/// 1.16 MiB a job thread (peak RSS of `run --ioengine=sim --numjobs=256` less `--numjobs=64`,
+/// over 192 threads; 0.81 MiB before trims added a direction's three histograms to every set);
+/// this keeps a margin.
+pub const PER_THREAD_RSS: u64 = 3 << 19;
 
 /// Room kept free under a limit for what the run allocates besides buffers and threads
 /// (reports, logs, the allocator's rounding).
