@@ -71,6 +71,12 @@ pub struct JobExtras {
     pub clone_files: Vec<std::path::PathBuf>,
     /// `filesize`: the file's size when it differs from the I/O's `size`.
     pub filesize: Option<u64>,
+    /// Several files in one job (fio's `filename=a:b`, `nrfiles`): every file, the first
+    /// being the job's `filename`; empty: the one file.
+    pub files: Vec<std::path::PathBuf>,
+    /// fio's `file_service_type` over `files`: requests on one file before the next
+    /// (`roundrobin:N`: N; `sequential`: 0, each file to its end).
+    pub file_switch: Option<u64>,
     /// `startdelay`: wait this long before starting.
     pub startdelay: std::time::Duration,
     /// `norandommap`: random offsets may repeat within a pass.

@@ -685,6 +685,9 @@ pub fn check_in_use(spec: &JobSpec) -> Result<()> {
 /// Creates or extends the file to `size` bytes of random data, as fio lays out files, and
 /// returns what it found out about the target. A block device is used as it is.
 pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
+    if spec.extra.files.len() > 1 && spec.ioengine.has_file() {
+        return prepare_targets(spec);
+    }
     check_job(spec)?;
     if !spec.ioengine.has_file() {
         let size = match (spec.size, spec.ioengine) {
@@ -768,6 +771,61 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         block_size,
         is_blockdev,
     })
+}
+
+/// Several files in one job: each is prepared as a job of its own over its share of the size
+/// (fio's `size / nrfiles`, whole stripes of `file_service_type`), with every check a one-file
+/// job has (nothing the user owns is overwritten, no mounted device written); the target is
+/// their sum.
+fn prepare_targets(spec: &JobSpec) -> Result<Target> {
+    let (n, per_file) = file_share(spec);
+    if per_file == 0 {
+        return Err(Error::Usage(format!(
+            "--size={} over {n} files is less than one {} stripe on each: give a --size of at least {}",
+            spec.size,
+            spec.bs,
+            n * file_stripe(spec, spec.bs as u64)
+        )));
+    }
+    let mut total = Target {
+        size: 0,
+        block_size: 1,
+        is_blockdev: false,
+    };
+    for f in &spec.extra.files {
+        let mut one = spec.clone();
+        one.filename = f.clone();
+        one.extra.files = Vec::new();
+        one.size = per_file;
+        let t = prepare_target(&one)?;
+        total.size += per_file;
+        total.block_size = total.block_size.max(t.block_size);
+        total.is_blockdev |= t.is_blockdev;
+    }
+    Ok(total)
+}
+
+/// The bytes of a job's `0..size` dealt to one file before the next (see
+/// `Engine::set_files`): `file_service_type=roundrobin:N` is N blocks, `sequential` a whole
+/// file of `per_file` bytes.
+fn file_stripe(spec: &JobSpec, per_file: u64) -> u64 {
+    match spec.extra.file_switch.unwrap_or(1) {
+        0 => per_file,
+        k => k * spec.bs as u64,
+    }
+}
+
+/// How many files a job has and the bytes of I/O on each: fio's `size / nrfiles`, cut to
+/// whole stripes.
+fn file_share(spec: &JobSpec) -> (u64, u64) {
+    let n = spec.extra.files.len().max(1) as u64;
+    let share = spec.size / n;
+    let bs = (spec.bs as u64).max(1);
+    let stripe = match spec.extra.file_switch.unwrap_or(1) {
+        0 => share / bs * bs,
+        _ => file_stripe(spec, share),
+    };
+    (n, share.checked_div(stripe).map_or(0, |k| k * stripe))
 }
 
 /// Bytes free for an unprivileged user on the filesystem that holds (or will hold) `path`.
@@ -941,6 +999,11 @@ pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
 
 /// Builds one job thread's io_uring queue for `spec` over `file`.
 pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<UringQueue> {
+    uring_for_fds(spec, &[file.as_raw_fd()], attach)
+}
+
+/// Builds one job thread's io_uring queue for `spec` over `fds` (its files, by index).
+pub fn uring_for_fds(spec: &JobSpec, fds: &[i32], attach: Option<i32>) -> Result<UringQueue> {
     let fio_flags = spec.taskrun_auto && spec.policy.mode == Mode::Interrupt && !spec.sqthread_poll;
     let opts = UringOptions {
         entries: spec.iodepth.max(1),
@@ -954,7 +1017,7 @@ pub fn uring_for(spec: &JobSpec, file: &File, attach: Option<i32>) -> Result<Uri
         defer_taskrun: spec.defer_taskrun || fio_flags,
         single_issuer: spec.single_issuer || fio_flags,
     };
-    UringQueue::new(&opts, &[file.as_raw_fd()], spec.registerfiles).map_err(ring_setup_error)
+    UringQueue::new(&opts, fds, spec.registerfiles).map_err(ring_setup_error)
 }
 
 /// A ring the kernel would not set up, as one line: the errno table's cause and fix where it
@@ -1642,7 +1705,7 @@ fn job_thread(
         }
         // fio's end_fsync: inside the runtime, after the last write completed.
         let mut r = r;
-        if spec.extra.sync.end_fsync && file.is_some() && !crate::signals::interrupted() {
+        if spec.extra.sync.end_fsync && !file.is_empty() && !crate::signals::interrupted() {
             if let Ok(ended) = r {
                 r = engine.sync_now(false).map(|_| ended).map_err(Error::from);
             }
@@ -1718,14 +1781,18 @@ fn job_thread(
         }
     };
     // fio's fsync_on_close: when the file is closed, after the measured period.
-    if let (true, Some(f)) = (spec.extra.sync.fsync_on_close, file.as_ref()) {
-        f.sync_all().map_err(|e| {
-            Error::Io(format!(
-                "fsync of {} on close failed: {}",
-                spec.filename.display(),
-                crate::errno::plain(&e)
-            ))
-        })?;
+    // Each of the job's files (file k is the job's k-th name).
+    if spec.extra.sync.fsync_on_close {
+        let names = std::iter::once(&spec.filename).chain(spec.extra.files.iter().skip(1));
+        for (f, name) in file.iter().zip(names) {
+            f.sync_all().map_err(|e| {
+                Error::Io(format!(
+                    "fsync of {} on close failed: {}",
+                    name.display(),
+                    crate::errno::plain(&e)
+                ))
+            })?;
+        }
     }
     // An interrupted run exits promptly: reading everything back could take long.
     let mut verified = Ok(());
@@ -1795,8 +1862,8 @@ fn setup_engine(
     ramp: impl Fn(Engine) -> Result<Engine>,
     clock: &Arc<dyn clock::Clock>,
     faults: &std::cell::RefCell<Option<FaultTally>>,
-) -> Result<(Engine, Option<File>)> {
-    (|| -> Result<(Engine, Option<File>)> {
+) -> Result<(Engine, Vec<File>)> {
+    (|| -> Result<(Engine, Vec<File>)> {
         // Owned by this closure, so the sender is gone (and waiting threads told) however
         // setup ends.
         let fd_tx = fd_tx;
@@ -1823,19 +1890,24 @@ fn setup_engine(
             let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
             engine.set_continue_on_error(spec.continue_on_error);
             spec.extra.apply(&mut engine, i as u32, spec.bs)?;
-            return Ok((ramp(engine)?, None));
+            return Ok((ramp(engine)?, Vec::new()));
         }
         // A trim needs the file open for writing (fallocate, a discard).
         let writable = spec.rw.modifies();
-        let file = open_target_with(
-            &spec.filename,
-            spec.direct,
-            writable,
-            spec.extra.sync.open_flags,
-        )?;
-        if spec.extra.sync.invalidate {
-            invalidate_cache(&file, &spec.filename);
+        let open = |path: &Path| -> Result<File> {
+            let f = open_target_with(path, spec.direct, writable, spec.extra.sync.open_flags)?;
+            if spec.extra.sync.invalidate {
+                invalidate_cache(&f, path);
+            }
+            Ok(f)
+        };
+        // A job's several files: the queue's file indexes, in order.
+        let mut files = vec![open(&spec.filename)?];
+        for f in spec.extra.files.iter().skip(1) {
+            files.push(open(f)?);
         }
+        let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let file = &files[0];
         let attach = if spec.sqthread_share && i > 0 {
             fd_rx
                 .lock()
@@ -1848,15 +1920,14 @@ fn setup_engine(
         let q: Box<dyn Queue + Send> = match spec.ioengine {
             IoEngine::Sync(call) => {
                 let flags = if spec.hipri { libc::RWF_HIPRI } else { 0 };
-                Box::new(SyncQueue::new(call, &[file.as_raw_fd()], depth).with_flags(flags))
+                Box::new(SyncQueue::new(call, &fds, depth).with_flags(flags))
             }
-            IoEngine::Libaio { userspace_reap } => Box::new(
-                LibaioQueue::new(&[file.as_raw_fd()], depth, userspace_reap)
-                    .map_err(libaio_setup_error)?,
-            ),
-            IoEngine::Posixaio => Box::new(PosixaioQueue::new(&[file.as_raw_fd()], depth)),
+            IoEngine::Libaio { userspace_reap } => {
+                Box::new(LibaioQueue::new(&fds, depth, userspace_reap).map_err(libaio_setup_error)?)
+            }
+            IoEngine::Posixaio => Box::new(PosixaioQueue::new(&fds, depth)),
             _ => {
-                let q = uring_for(spec, &file, attach);
+                let q = uring_for_fds(spec, &fds, attach);
                 if spec.sqthread_share && i == 0 {
                     let fd = q.as_ref().ok().map(|q| q.ring_fd());
                     if let Some(tx) = &fd_tx {
@@ -1888,11 +1959,16 @@ fn setup_engine(
         // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
         engine.set_verify_seed(spec.seed);
         spec.extra.apply(&mut engine, i as u32, spec.bs)?;
+        if files.len() > 1 {
+            let (n, per_file) = file_share(spec);
+            engine.set_files(n as u32, file_stripe(spec, per_file))?;
+        }
         if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
             let ranges = crate::vstate::load(std::path::Path::new(""), spec, i)?;
             engine.set_verify_state(Some(ranges));
         }
-        Ok((ramp(engine)?, Some(file)))
+        let _ = file;
+        Ok((ramp(engine)?, files))
     })()
 }
 

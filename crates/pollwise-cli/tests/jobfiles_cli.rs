@@ -154,11 +154,26 @@ fn misread_3_filename_colons_are_fios_separator() {
     let (d, a) = temp_file("a");
     let b = d.path().join("b");
     let both = format!("--filename={}:{}", a.display(), b.display());
+    // `run`'s default randread over several files is refused, and nothing is made.
     usage_error(
         &["run", &both, "--size=1M", "--runtime=100ms"],
-        &["2 files", "not implemented by pollwise"],
+        &["--rw", "2 files"],
     );
     assert!(!d.path().join("a:b").exists() && !a.exists());
+    // A sequential job makes both, half the size on each (fio's size / nrfiles).
+    let (code, _, err) = pollwise(&[
+        "run",
+        &both,
+        "--rw=read",
+        "--size=1M",
+        "--runtime=1s",
+        "--direct=0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!d.path().join("a:b").exists());
+    for f in [&a, &b] {
+        assert_eq!(std::fs::metadata(f).unwrap().len(), 512 << 10, "{f:?}");
+    }
     // '\:' is a ':' inside one name.
     let escaped = format!("--filename={}\\:x", a.display());
     let (code, _, err) = pollwise(&[

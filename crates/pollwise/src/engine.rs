@@ -837,10 +837,11 @@ impl Engine {
             self.fill_content(h, dir, offset, len)?;
         }
         self.note_verify_at_push(h, dir, offset, len);
+        let (file, at) = self.place(offset);
         let spec = RequestOp {
             kind: op_kind(dir),
-            file: 0,
-            offset,
+            file,
+            offset: at,
             len,
             fixed: self.cfg.fixedbufs,
         };
@@ -2006,6 +2007,8 @@ struct Extras {
     /// The syncs' latencies (fio's `sync` statistics); counted only when true.
     sync: crate::stats::SyncStats,
     count_syncs: bool,
+    /// Several files: (how many, stripe bytes); see [`Engine::set_files`].
+    files: Option<(u64, u64)>,
 }
 
 /// fio's strided zones and where the engine is in them (see [`Engine::set_zones`]).
@@ -2164,6 +2167,40 @@ impl Engine {
     pub fn set_byte_limit(&mut self, bytes: Option<u64>) {
         self.extra.bytes_pushed = 0;
         self.extra.byte_limit = bytes;
+    }
+
+    /// Spreads the job's offsets over `files` files (the queue's file indexes `0..files`): the
+    /// job's `0..size` is cut into stripes of `stripe` bytes dealt to the files in turn, so
+    /// stripe `k` is bytes `(k / files) * stripe..` of file `k % files`. A stripe of one block
+    /// is fio's `file_service_type=roundrobin` (each request on the next file, each file with
+    /// a sequential position of its own), a stripe of `N` blocks its `roundrobin:N`, a stripe
+    /// of a whole file its `sequential`. Every request must lie inside one stripe (the caller
+    /// keeps the block sizes dividing it) and `cfg.size` must be `files` whole rows of stripes;
+    /// `files` 1 is one file.
+    pub fn set_files(&mut self, files: u32, stripe: u64) -> Result<()> {
+        if files <= 1 {
+            self.extra.files = None;
+            return Ok(());
+        }
+        if stripe == 0 || self.cfg.size % (stripe * files as u64) != 0 {
+            return Err(Error::config(
+                "size",
+                Reason::Rule("must be a whole number of stripes on every file"),
+            ));
+        }
+        self.extra.files = Some((files as u64, stripe));
+        Ok(())
+    }
+
+    /// The file index and the offset in it of the job's byte `offset` (see [`Engine::set_files`]).
+    fn place(&self, offset: u64) -> (usize, u64) {
+        match self.extra.files {
+            None => (0, offset),
+            Some((n, stripe)) => {
+                let k = offset / stripe;
+                ((k % n) as usize, (k / n) * stripe + offset % stripe)
+            }
+        }
     }
 
     /// Random requests visit every block of the region once per pass, in a random order of
@@ -2538,10 +2575,11 @@ impl Engine {
         if self.slab_mut().restart(h).is_err() {
             return false;
         }
+        let (file, at) = self.place(meta.offset + done as u64);
         let spec = RequestOp {
             kind: op_kind(meta.dir),
-            file: 0,
-            offset: meta.offset + done as u64,
+            file,
+            offset: at,
             len: meta.len - done,
             fixed: self.cfg.fixedbufs,
         };
@@ -2674,6 +2712,34 @@ mod tests {
         let slab = Slab::new(slots, 4096, 4096).unwrap();
         let e = Engine::with_slab(Box::new(q), policy, clock, cfg(iodepth), slab).unwrap();
         (e, fake)
+    }
+
+    #[test]
+    fn files_deal_stripes_in_turn() {
+        let (mut e, _) = virtual_engine(1, 1);
+        let size = e.cfg.size;
+        assert_eq!(
+            e.place(12_345),
+            (0, 12_345),
+            "one file: the offset as it is"
+        );
+        // 1 GiB is no whole number of 3 x 4 KiB rows.
+        assert!(e.set_files(3, 4096).is_err());
+        assert!(e.set_files(4, 0).is_err());
+        // roundrobin: block k on file k % 4, at block k / 4 of it.
+        e.set_files(4, 4096).unwrap();
+        assert_eq!(e.place(0), (0, 0));
+        assert_eq!(e.place(4096), (1, 0));
+        assert_eq!(e.place(3 * 4096 + 7), (3, 7));
+        assert_eq!(e.place(4 * 4096 + 100), (0, 4096 + 100));
+        assert_eq!(e.place(size - 1), (3, size / 4 - 1));
+        // sequential: each file's share whole, in turn.
+        e.set_files(4, size / 4).unwrap();
+        assert_eq!(e.place(size / 4 - 1), (0, size / 4 - 1));
+        assert_eq!(e.place(size / 4 + 5), (1, 5));
+        assert_eq!(e.place(size - 1), (3, size / 4 - 1));
+        e.set_files(1, 4096).unwrap();
+        assert_eq!(e.place(4096), (0, 4096));
     }
 
     /// `ios` requests at depth `iodepth` under `interrupt`, submitted `submit`'s way, on a

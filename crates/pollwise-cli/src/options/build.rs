@@ -128,16 +128,10 @@ impl Opts {
         }
         if let Some(v) = self.take_str("filename")? {
             let files = split_filenames(&v);
+            s.filename = files.first().cloned().unwrap_or_default().into();
             if files.len() > 1 {
-                return Err(usage(format!(
-                    "--filename={v} names {} files (fio's ':' separator): several files in one job are not implemented by pollwise; give each file its own job (--name=a --filename={} --name=b --filename={}), or write '\\:' for a ':' in a name{}",
-                    files.len(),
-                    files[0],
-                    files[1],
-                    self.at("filename")
-                )));
+                s.extra.files = files.into_iter().map(Into::into).collect();
             }
-            s.filename = files.into_iter().next().unwrap_or_default().into();
         }
         let latency = self.take_str("sim_latency")?;
         s.sim_latency_given = latency.is_some();
@@ -360,6 +354,7 @@ impl Opts {
                 mode.name()
             )));
         }
+        self.check_files(&s)?;
         if capped {
             eprintln!(
                 "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1"
@@ -779,12 +774,111 @@ impl Opts {
         Ok(())
     }
 
+    /// Several files in one job take a job's whole-block sequential pattern, spread over them
+    /// as fio's `file_service_type` spreads it (see `Engine::set_files`); the options that
+    /// would move a request across files, or that name one file, are refused with their line.
+    fn check_files(&self, s: &JobSpec) -> Result<()> {
+        let n = s.extra.files.len();
+        if n < 2 {
+            return Ok(());
+        }
+        let x = &s.extra;
+        let refused = |option: &str, why: &str| -> Result<()> {
+            Err(usage(format!(
+                "--{option} with {n} files in one job (--filename=a:b or --nrfiles): {why}{}",
+                self.at(option)
+            )))
+        };
+        let cmd = self.command().name;
+        if !matches!(cmd, "run" | "compare") {
+            return Err(usage(format!(
+                "--filename names {n} files: several files in one job are for `pollwise run` and `compare`, not `{cmd}`; name one file{}",
+                self.at("filename")
+            )));
+        }
+        if !s.ioengine.has_file() {
+            return refused("ioengine", "this engine has no files; drop the files or use io_uring, libaio or the sync engines");
+        }
+        if s.rw.random() || x.seq_add != 0 {
+            return refused("rw", "pollwise spreads a sequential pattern over the files (fio's file_service_type); a random or holed one is not implemented: give each file its own job");
+        }
+        if x.offset.is_some() || x.offset_increment.is_some() {
+            let o = if x.offset.is_some() {
+                "offset"
+            } else {
+                "offset_increment"
+            };
+            return refused(o, "offsets within each of several files are not implemented: give each file its own job");
+        }
+        if x.zones.is_some() {
+            return refused("zonemode", "zones within each of several files are not implemented: give each file its own job");
+        }
+        if x.sync.fsync > 0 || x.sync.fdatasync > 0 || x.sync.end_fsync {
+            let o = if x.sync.fsync > 0 {
+                "fsync"
+            } else if x.sync.fdatasync > 0 {
+                "fdatasync"
+            } else {
+                "end_fsync"
+            };
+            return refused(o, "pollwise syncs one file per job (fio syncs the file of the last write): give each file its own job, or use fsync_on_close");
+        }
+        if x.replay.is_some() || x.write_iolog.is_some() {
+            let o = if x.replay.is_some() {
+                "read_iolog"
+            } else {
+                "write_iolog"
+            };
+            return refused(
+                o,
+                "pollwise's I/O logs name one file: give each file its own job",
+            );
+        }
+        if x.sizes.iter().any(Option::is_some)
+            || x.write_bs.is_some_and(|w| w != s.bs)
+            || x.trim_bs.is_some_and(|t| t != s.bs)
+        {
+            let o = if self.has("bssplit") {
+                "bssplit"
+            } else if self.has("bsrange") {
+                "bsrange"
+            } else {
+                "bs"
+            };
+            return refused(
+                o,
+                "requests of several sizes over several files are not implemented: use one --bs",
+            );
+        }
+        if x.filesize.is_some() {
+            return refused(
+                "filesize",
+                "pollwise shares --size among the files; use --size (the total) instead",
+            );
+        }
+        if s.size == 0 || x.size_percent.is_some() {
+            return refused(
+                "size",
+                "give the total as bytes (e.g. --size=512k): pollwise shares it among the files",
+            );
+        }
+        Ok(())
+    }
+
     /// fio's files: `directory`, `filename_format` (the names of a job file's job without a
     /// filename, one per clone), `filesize`, `nrfiles`.
     fn take_files(&mut self, s: &mut JobSpec) -> Result<()> {
         let directory = self.take_str("directory")?;
         let format = self.take_str("filename_format")?;
-        self.take_u32("nrfiles")?;
+        let nrfiles = self.take_u32("nrfiles")?;
+        if let Some(v) = self.take_str("file_service_type")? {
+            s.extra.file_switch = Some(file_switch(&v).ok_or_else(|| {
+                usage(format!(
+                    "--file_service_type={v}: pollwise takes roundrobin, roundrobin:N and sequential (fio's random, zipf, pareto and normal choose files at random, which pollwise does not){}",
+                    self.at("file_service_type")
+                ))
+            })?);
+        }
         s.extra.filesize = self.take_size("filesize")?;
         if let (Some(f), 0, None) = (s.extra.filesize, s.size, s.extra.size_percent) {
             // fio: without a size, the I/O covers the file.
@@ -799,8 +893,21 @@ impl Opts {
         }
         let dir = directory.as_deref().map(std::path::Path::new);
         if !s.filename.as_os_str().is_empty() {
-            if let Some(d) = dir.filter(|_| s.filename.is_relative()) {
-                s.filename = d.join(&s.filename);
+            if let Some(d) = dir {
+                for f in std::iter::once(&mut s.filename).chain(s.extra.files.iter_mut()) {
+                    if f.is_relative() {
+                        *f = d.join(&*f);
+                    }
+                }
+            }
+            let named = s.extra.files.len().max(1) as u32;
+            if let Some(n) = nrfiles.filter(|n| *n != named) {
+                return Err(usage(format!(
+                    "--nrfiles={n} with --filename={} ({named} file{}): pollwise takes the files --filename names; drop nrfiles or name {n} files (a:b:c){}",
+                    s.filename.display(),
+                    if named == 1 { "" } else { "s" },
+                    self.at("nrfiles")
+                )));
             }
             return Ok(());
         }
@@ -811,19 +918,29 @@ impl Opts {
             return Ok(());
         }
         let format = format.as_deref().unwrap_or("$jobname.$jobnum.$filenum");
-        let files: Vec<std::path::PathBuf> = (0..s.numjobs.max(1))
-            .map(|clone| {
-                let name = format
-                    .replace("$jobname", &s.name)
-                    .replace("$jobnum", &clone.to_string())
-                    .replace("$filenum", "0")
-                    .replace("$clientuid", "0");
-                match dir {
-                    Some(d) => d.join(name),
-                    None => std::path::PathBuf::from(name),
-                }
-            })
-            .collect();
+        let name = |clone: u32, filenum: u32| {
+            let name = format
+                .replace("$jobname", &s.name)
+                .replace("$jobnum", &clone.to_string())
+                .replace("$filenum", &filenum.to_string())
+                .replace("$clientuid", "0");
+            match dir {
+                Some(d) => d.join(name),
+                None => std::path::PathBuf::from(name),
+            }
+        };
+        let nrfiles = nrfiles.unwrap_or(1).max(1);
+        if nrfiles > 1 {
+            if s.numjobs > 1 {
+                return Err(usage(format!(
+                    "--nrfiles={nrfiles} with --numjobs={}: pollwise gives each job, not each clone, several files; run one clone or give each job its own{}",
+                    s.numjobs,
+                    self.at("nrfiles")
+                )));
+            }
+            s.extra.files = (0..nrfiles).map(|f| name(0, f)).collect();
+        }
+        let files: Vec<std::path::PathBuf> = (0..s.numjobs.max(1)).map(|c| name(c, 0)).collect();
         s.filename = files[0].clone();
         if files.len() > 1 && files.iter().any(|f| *f != files[0]) {
             s.extra.clone_files = files;
@@ -1348,6 +1465,20 @@ fn clock_seed() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// fio's `file_service_type` as requests on a file before the next (0: each file to its end),
+/// or `None` for a type pollwise does not take.
+fn file_switch(v: &str) -> Option<u64> {
+    let (kind, n) = match v.split_once(':') {
+        Some((k, n)) => (k, Some(n.trim().parse::<u64>().ok().filter(|n| *n > 0)?)),
+        None => (v, None),
+    };
+    match kind.trim() {
+        "roundrobin" => Some(n.unwrap_or(1)),
+        "sequential" if n.is_none() => Some(0),
+        _ => None,
+    }
 }
 
 /// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.

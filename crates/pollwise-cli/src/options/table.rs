@@ -442,9 +442,10 @@ pub const OPTIONS: &[Opt] = &[
     opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),
     opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it"),
     with_aliases(
-        opt("nrfiles", int(1, 1), val("1"), C::Jobs, Only(RUN_LIKE), "files per job (pollwise: one; several files in one job are not implemented)"),
+        opt("nrfiles", int(1, 4096), val("1"), C::Jobs, Only(RUN_LIKE), "files per job, named by --filename_format (or the names of --filename=a:b:c); --size is shared among them"),
         &["nr_files"],
     ),
+    opt("file_service_type", STR, val("roundrobin"), C::Jobs, Only(RUN_LIKE), "which of a job's several files each request goes to: roundrobin (the next file each request; roundrobin:N after N) or sequential (each file to its end); sequential patterns only"),
     with_aliases(
         opt("bsrange", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes drawn from a range, MIN-MAX (READ,WRITE ranges as --bs), as fio draws them"),
         &["blocksize_range"],
