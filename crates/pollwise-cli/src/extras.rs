@@ -22,14 +22,14 @@ pub struct Rate {
     pub poisson: bool,
 }
 
-/// What a job may add to a [`JobSpec`](crate::job::JobSpec) beyond one engine loop (all off by default).
+/// What a job may add to a job's spec beyond one engine loop (all off by default).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobExtras {
     /// fio's `write_iolog`: the I/O log the job writes.
     pub write_iolog: Option<std::path::PathBuf>,
     /// fio's `read_iolog`: the log the job replays instead of its pattern.
     pub replay: Option<std::sync::Arc<crate::iolog::IoLog>>,
-    /// `size=N%` (of the file or device), resolved by [`resolve`](crate::jobs::resolve).
+    /// `size=N%` (of the file or device), resolved when the jobs are (the `jobs` module).
     pub size_percent: Option<f64>,
     /// `offset`.
     pub offset: Option<SizeOrPercent>,
@@ -59,7 +59,7 @@ pub struct JobExtras {
     pub new_group: bool,
     /// `description`.
     pub description: Option<String>,
-    /// Resolved by [`resolve`](crate::jobs::resolve): the bytes each thread's requests fall in, from its offset.
+    /// Resolved with the jobs (the `jobs` module): the bytes each thread's requests fall in, from its offset.
     pub region: Option<(u64, u64)>,
     /// Resolved: bytes between consecutive clones' offsets.
     pub increment: u64,
@@ -322,16 +322,6 @@ impl FlowShare {
             m.mine += 1;
             None
         }))
-    }
-}
-
-/// Gives every job in a flow the run's one [`Flow`] of its `flow_id`.
-pub fn join_flows(jobs: &mut [crate::job::JobSpec]) {
-    let mut flows: std::collections::HashMap<u64, Arc<Flow>> = Default::default();
-    for j in jobs {
-        if let Some(f) = j.extra.flow.as_mut() {
-            f.flow = Some(flows.entry(f.id).or_default().clone());
-        }
     }
 }
 

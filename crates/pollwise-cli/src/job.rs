@@ -1813,7 +1813,11 @@ fn job_thread(
     name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
     // fio saves the state when the job ends, whether its blocks checked or not.
     let saved = if spec.verify && spec.extra.verify_state_save && spec.rw.writes() {
-        crate::vstate::save(std::path::Path::new(""), spec, i, &engine.blocks_written())
+        crate::vstate::save(
+            std::path::Path::new(""),
+            whose(spec, i),
+            &engine.blocks_written(),
+        )
     } else {
         Ok(())
     };
@@ -1964,7 +1968,7 @@ fn setup_engine(
             engine.set_files(n as u32, file_stripe(spec, per_file))?;
         }
         if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
-            let ranges = crate::vstate::load(std::path::Path::new(""), spec, i)?;
+            let ranges = crate::vstate::load(std::path::Path::new(""), whose(spec, i))?;
             engine.set_verify_state(Some(ranges));
         }
         let _ = file;
@@ -2181,6 +2185,15 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
             (false, n, _) => Some(n),
         },
         stonewall: s.extra.stonewall,
+    }
+}
+
+/// Whose verify state thread `i` of `spec` keeps: its job and its number among all the jobs'
+/// threads (fio's).
+fn whose(spec: &JobSpec, i: usize) -> crate::vstate::Whose<'_> {
+    crate::vstate::Whose {
+        job: &spec.name,
+        thread: spec.extra.first_thread as usize + i,
     }
 }
 

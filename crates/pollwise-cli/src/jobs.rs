@@ -137,7 +137,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 /// unless `group_reporting` asks for one merged entry.
 pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
-    crate::extras::join_flows(&mut jobs);
+    join_flows(&mut jobs);
     // fio numbers every job's threads in one sequence (the verify state's file names).
     let mut next = 0u32;
     for j in &mut jobs {
@@ -524,6 +524,17 @@ pub fn check_compare(settings: &[Setting]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Gives every job in a flow the run's one [`Flow`](crate::extras::Flow) of its `flow_id`.
+fn join_flows(jobs: &mut [JobSpec]) {
+    let mut flows: std::collections::HashMap<u64, std::sync::Arc<crate::extras::Flow>> =
+        Default::default();
+    for j in jobs {
+        if let Some(f) = j.extra.flow.as_mut() {
+            f.flow = Some(flows.entry(f.id).or_default().clone());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,25 +11,34 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::job::JobSpec;
 use crate::{Error, Result};
 
 /// The first line of every state file.
 const MAGIC: &str = "pollwise verify state 1";
 
-/// The state file of `spec`'s thread `thread` in `dir` (the current directory, as fio's:
+/// Whose state: a job's name and one of its threads' number among all the jobs' threads
+/// (fio's, from 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Whose<'a> {
+    /// The job's name.
+    pub job: &'a str,
+    /// The thread's number among all the jobs' threads.
+    pub thread: usize,
+}
+
+/// The state file of `w`'s thread in `dir` (the current directory, as fio's:
 /// fio's name; a `/` in the job's name becomes `.`).
-pub fn path(dir: &Path, spec: &JobSpec, thread: usize) -> PathBuf {
-    let name = spec.name.replace('/', ".");
-    let n = spec.extra.first_thread as usize + thread;
+pub fn path(dir: &Path, w: Whose<'_>) -> PathBuf {
+    let name = w.job.replace('/', ".");
+    let n = w.thread;
     dir.join(format!("local-{name}-{n}-verify.state"))
 }
 
-/// Saves `blocks` (offset, length: what the thread wrote with verify) as the state of `spec`'s
-/// thread `thread`. An existing file of that name is replaced only if it is a pollwise verify
+/// Saves `blocks` (offset, length: what the thread wrote with verify) as the state of `w`'s
+/// thread. An existing file of that name is replaced only if it is a pollwise verify
 /// state.
-pub fn save(dir: &Path, spec: &JobSpec, thread: usize, blocks: &[(u64, u32)]) -> Result<()> {
-    let p = path(dir, spec, thread);
+pub fn save(dir: &Path, w: Whose<'_>, blocks: &[(u64, u32)]) -> Result<()> {
+    let p = path(dir, w);
     if let Ok(old) = std::fs::read(&p) {
         if !old.starts_with(MAGIC.as_bytes()) {
             return Err(Error::Usage(format!(
@@ -40,16 +49,16 @@ pub fn save(dir: &Path, spec: &JobSpec, thread: usize, blocks: &[(u64, u32)]) ->
     }
     let ranges =
         pollwise::engine::merge_ranges(blocks.iter().map(|&(o, l)| (o, o + l as u64)).collect());
-    let mut text = format!("{MAGIC}\njob {}\n", spec.name);
+    let mut text = format!("{MAGIC}\njob {}\n", w.job);
     for (s, e) in ranges {
         text.push_str(&format!("written {s} {e}\n"));
     }
     crate::outfile::write_whole("verify state", &p, text.as_bytes())
 }
 
-/// Loads the state of `spec`'s thread `thread`: the byte ranges written, sorted.
-pub fn load(dir: &Path, spec: &JobSpec, thread: usize) -> Result<Vec<(u64, u64)>> {
-    let p = path(dir, spec, thread);
+/// Loads the state of `w`'s thread: the byte ranges written, sorted.
+pub fn load(dir: &Path, w: Whose<'_>) -> Result<Vec<(u64, u64)>> {
+    let p = path(dir, w);
     let bad = |why: String| {
         Error::Usage(format!(
             "--verify_state_load: {} {why}: run the writing job (of the same name, with verify_state_save=1) in this directory first",
@@ -62,7 +71,7 @@ pub fn load(dir: &Path, spec: &JobSpec, thread: usize) -> Result<Vec<(u64, u64)>
         return Err(bad("is not a pollwise verify state".into()));
     }
     match lines.next().and_then(|l| l.strip_prefix("job ")) {
-        Some(name) if name == spec.name => {}
+        Some(name) if name == w.job => {}
         Some(name) => return Err(bad(format!("is the state of job '{name}'"))),
         None => return Err(bad("names no job".into())),
     }
@@ -90,30 +99,26 @@ mod tests {
     fn saves_and_loads_and_never_overwrites_another_file() {
         let d = tempfile::tempdir().unwrap();
         let d = d.path();
-        let mut spec = JobSpec {
-            name: "a/b".into(),
-            ..JobSpec::default()
+        let spec = Whose {
+            job: "a/b",
+            thread: 3,
         };
-        spec.extra.first_thread = 2;
-        let p = path(d, &spec, 1);
+        let p = path(d, spec);
         assert_eq!(p, d.join("local-a.b-3-verify.state"));
         let r = (|| {
-            save(d, &spec, 1, &[(0, 4096), (4096, 4096), (16384, 512)])?;
-            let got = load(d, &spec, 1)?;
+            save(d, spec, &[(0, 4096), (4096, 4096), (16384, 512)])?;
+            let got = load(d, spec)?;
             assert_eq!(got, vec![(0, 8192), (16384, 16896)]);
             // Another job's name: refused.
-            let other = JobSpec {
-                name: "c".into(),
-                ..spec.clone()
-            };
-            std::fs::copy(&p, path(d, &other, 1)).unwrap();
-            assert!(load(d, &other, 1).is_err());
+            let other = Whose { job: "c", ..spec };
+            std::fs::copy(&p, path(d, other)).unwrap();
+            assert!(load(d, other).is_err());
             // A file that is not a state is never overwritten.
             std::fs::write(&p, b"the user's notes\n").unwrap();
-            let e = save(d, &spec, 1, &[(0, 4096)]).unwrap_err();
+            let e = save(d, spec, &[(0, 4096)]).unwrap_err();
             assert!(e.to_string().contains("will not overwrite"), "{e}");
             assert_eq!(std::fs::read(&p).unwrap(), b"the user's notes\n");
-            assert!(load(d, &spec, 1).is_err());
+            assert!(load(d, spec).is_err());
             Ok::<(), Error>(())
         })();
         r.unwrap();

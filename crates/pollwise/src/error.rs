@@ -297,7 +297,7 @@ pub enum Reason {
         /// The text given.
         given: String,
         /// Why it does not parse.
-        error: crate::queue::sim::LatencyError,
+        error: crate::units::LatencyError,
     },
     /// A probability outside 0 to 1.
     NotAProbability(f64),
@@ -451,7 +451,7 @@ impl fmt::Display for Reason {
             Reason::Capacity(e) => write!(f, "{e}"),
             Reason::Buffer(e) => write!(f, "{e}"),
             Reason::Duration { given, error } => {
-                crate::queue::sim::write_duration_error(f, given, error)
+                crate::units::write_duration_error(f, given, error)
             }
             Reason::Latency { given, error } => write!(f, "={given}{error}"),
             Reason::NotAProbability(r) => write!(f, "rate {r} is not a probability: use 0 to 1"),
@@ -561,9 +561,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::sim::LatencyError;
     use crate::request::slots::CapacityError;
     use crate::units::DurationError;
+    use crate::units::LatencyError;
 
     /// A reason of every kind.
     fn every_reason() -> Vec<Reason> {

@@ -196,6 +196,109 @@ pub fn parse_duration(s: &str, plain: Option<TimeUnit>) -> Result<Duration, Dura
     Ok(Duration::from_nanos(ns as u64))
 }
 
+/// The forms a latency model is written in (`LatencyModel`'s `FromStr`), for messages.
+pub const MODEL_FORMS: &str = "fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 (mean, sigma) or bimodal:10us,100us,0.1 (fast, slow, share of slow)";
+
+/// How a refused duration `given` reads (the words of `Reason::Duration`).
+pub(crate) fn write_duration_error(
+    f: &mut fmt::Formatter<'_>,
+    given: &str,
+    error: &DurationError,
+) -> fmt::Result {
+    match error {
+        DurationError::Negative => {
+            write!(
+                f,
+                "'{given}' is negative: durations are at least 0, e.g. 10us"
+            )
+        }
+        DurationError::NoUnit => {
+            write!(
+                f,
+                "'{given}' has no unit: write e.g. 10us (ns, us, ms or s)"
+            )
+        }
+        DurationError::UnknownUnit(unit) => write!(
+            f,
+            "'{given}' has an unknown unit '{unit}': use ns, us, ms or s, e.g. 10us"
+        ),
+        DurationError::NoNumber => write!(f, "'{given}' is not a duration: write e.g. 10us"),
+        DurationError::TooLong => {
+            write!(f, "'{given}' is too long: use at most a few seconds")
+        }
+    }
+}
+
+/// Why a latency model did not parse (`Reason::Latency`); its words follow the model as
+/// written (`"fixed:10"` then `": '10' has no unit ..."`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LatencyError {
+    /// No `name:` part.
+    NoModel,
+    /// The wrong number of values for the model.
+    Arity {
+        /// The model.
+        name: &'static str,
+        /// How many values it takes.
+        n: usize,
+        /// An example.
+        form: &'static str,
+    },
+    /// A duration that does not parse.
+    Duration {
+        /// The value given.
+        given: String,
+        /// Why it does not parse.
+        error: DurationError,
+    },
+    /// A uniform model whose lower bound is above its upper.
+    BoundsReversed,
+    /// A lognormal sigma that is not a number.
+    SigmaNotANumber(String),
+    /// A lognormal sigma outside 0 to 10.
+    SigmaRange,
+    /// A bimodal share that is not a number.
+    FractionNotANumber(String),
+    /// A bimodal share outside 0 to 1.
+    NotAProbability(f64),
+    /// A model name not known.
+    Unknown(String),
+}
+
+impl fmt::Display for LatencyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LatencyError::NoModel => write!(f, " names no model: use one of {MODEL_FORMS}"),
+            LatencyError::Arity { name, n, form } => {
+                write!(f, ": {name} takes {n} value(s), e.g. {form}")
+            }
+            LatencyError::Duration { given, error } => {
+                f.write_str(": ")?;
+                write_duration_error(f, given, error)
+            }
+            LatencyError::BoundsReversed => {
+                f.write_str(": the lower bound is above the upper: write uniform:LOW,HIGH")
+            }
+            LatencyError::SigmaNotANumber(s) => write!(
+                f,
+                ": sigma '{s}' is not a number: write e.g. lognormal:10us,0.5"
+            ),
+            LatencyError::SigmaRange => f.write_str(": sigma must be between 0 and 10, e.g. 0.5"),
+            LatencyError::FractionNotANumber(s) => {
+                write!(f, ": '{s}' is not a number: write e.g. 0.1")
+            }
+            LatencyError::NotAProbability(p) => {
+                write!(f, ": {p} is not a probability: use 0 to 1, e.g. 0.1")
+            }
+            LatencyError::Unknown(name) => write!(
+                f,
+                ": unknown latency model '{name}': use one of {MODEL_FORMS}"
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
