@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use pollwise::engine::{Engine, Gate, RateLimit};
+use pollwise::engine::{EngineConfig, Gate, PacingConfig, PatternConfig, RateLimit, SyncEvery};
 pub use pollwise::pattern::BlockSizes;
 
 use crate::options::SizeOrPercent;
@@ -397,44 +397,42 @@ impl JobExtras {
         }
     }
 
-    /// Sets these options on thread `thread`'s engine (`bs`: the read block size).
-    pub fn apply(&self, engine: &mut Engine, thread: u32, bs: u32) -> Result<()> {
-        if let Some(w) = self.write_bs {
-            engine.set_write_bs(w)?;
-        }
-        if let Some(t) = self.trim_bs {
-            engine.set_trim_bs(t)?;
-        }
-        if let Some((offset, len)) = self.region {
-            let base = offset + self.increment * thread as u64;
-            engine.set_region(base, len)?;
-        }
-        if let Some(r) = self.rate_limit(bs) {
-            engine.set_rate(Some(r))?;
-        }
-        engine.set_reap_each(self.reap_each);
-        engine.set_block_sizes(pollwise::request::Dir::Read, self.sizes[0].clone())?;
-        engine.set_block_sizes(pollwise::request::Dir::Write, self.sizes[1].clone())?;
-        engine.set_block_sizes(pollwise::request::Dir::Trim, self.sizes[2].clone())?;
-        engine.set_replay(self.replay.as_ref().map(|l| l.items.clone()))?;
-        engine.set_block_align(self.align);
-        engine.set_seq_add(self.seq_add);
-        engine.set_random_every(self.random_every);
-        engine.set_distribution(self.distribution.clone());
-        engine.set_zones(self.zones)?;
-        engine.set_verify_mode(self.verify_mode.clone())?;
-        engine.set_verify_backlog(self.verify_backlog);
+    /// Puts these options in thread `thread`'s engine config (`bs`: the read block size); the
+    /// engine checks them when it is built. Sets the thread's own I/O priority (`prio`).
+    pub fn configure(&self, cfg: &mut EngineConfig, thread: u32, bs: u32) -> Result<()> {
+        cfg.pattern = PatternConfig {
+            region: self
+                .region
+                .map(|(offset, len)| (offset + self.increment * thread as u64, len)),
+            sizes: self.sizes.clone(),
+            write_bs: self.write_bs,
+            trim_bs: self.trim_bs,
+            seq_add: self.seq_add,
+            random_every: self.random_every,
+            align: self.align,
+            zones: self.zones,
+            distribution: self.distribution.clone(),
+            // fio's random map unless norandommap.
+            random_map: !self.norandommap,
+            files: cfg.pattern.files,
+            replay: self.replay.as_ref().map(|l| l.items.clone()),
+        };
+        cfg.pacing = PacingConfig {
+            rate: self.rate_limit(bs),
+            every: None,
+            reap_each: self.reap_each,
+        };
+        cfg.checks.mode = self.verify_mode.clone();
+        cfg.checks.backlog = self.verify_backlog;
         let mut content = self.content.clone();
         if let Some(d) = content.dedupe.as_mut() {
             d.thread.0 += thread;
         }
-        engine.set_content(Some(content));
-        if let Some(f) = &self.flow {
-            engine.set_gate(f.gate());
-        }
-        // fio's random map unless norandommap.
-        engine.set_random_map(!self.norandommap);
-        engine.set_sync_every(self.sync.fsync as u64, self.sync.fdatasync as u64);
+        cfg.content = Some(content);
+        cfg.sync = SyncEvery {
+            fsync: self.sync.fsync as u64,
+            fdatasync: self.sync.fdatasync as u64,
+        };
         if let Some(p) = self.ioprio {
             // fio's ioprio_set(IOPRIO_WHO_PROCESS, 0, ...): this thread's own priority, for the
             // engines that carry none per request.
@@ -444,10 +442,13 @@ impl JobExtras {
                 )));
             }
         }
-        if let Some(p) = &self.cmdprio {
-            engine.set_cmdprio(p.clone());
-        }
+        cfg.cmdprio = self.cmdprio.clone();
         Ok(())
+    }
+
+    /// The gate of this job's flow for one more of its threads (which joins the flow's weight).
+    pub fn gate(&self) -> Option<Gate> {
+        self.flow.as_ref().and_then(|f| f.gate())
     }
 
     /// The engine's rate limit for `rate_iops` / `rate` (`bs`: the read block size), if any.

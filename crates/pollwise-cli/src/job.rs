@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use pollwise::clock;
 pub use pollwise::engine::Rw;
-use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Stop, SubmitMode};
+use pollwise::engine::{
+    sub_policy, sub_queue, Ended, Engine, EngineConfig, Hooks, Stop, SubmitMode,
+};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
@@ -994,6 +996,8 @@ pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
         hipri: spec.hipri,
         target: spec.filename.display().to_string(),
         submit: spec.submit_mode,
+        continue_on: spec.continue_on_error,
+        ..EngineConfig::default()
     }
 }
 
@@ -1260,7 +1264,12 @@ fn measure(
     let t1 = clock.now_ns();
     let c1 = thread_cpu_ns();
     let r1 = Rusage::thread();
-    let (mut read, mut write, q1, p1) = engine.stats();
+    let pollwise::engine::EngineStats {
+        mut read,
+        mut write,
+        queue: q1,
+        policy: p1,
+    } = engine.stats();
     sampler.finish(&mut read, &mut write);
     let r0 = &m0.rusage;
     Stats {
@@ -1441,15 +1450,21 @@ fn job_thread(
         .extra
         .latency
         .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
-    // Setup and ramp; whatever happens, meet the other threads at every phase.
-    let ramp = |mut engine: Engine| -> Result<Engine> {
+    // The engine's hooks; those of completions and issues are the phase's.
+    let phase = crate::hooks::PhaseHooks::default();
+    let wants_done = spec.logs.any()
+        || (spec.live.is_some() && live.is_some())
+        || spec.steady.is_some()
+        || lat.is_some()
+        || spec.extra.min_rate.is_some();
+    let hooks = || {
         // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
         let halt = spec.halt.clone();
         let too_slow = too_slow.clone();
         let steady = spec.steady.clone();
         let stop_lat = lat.clone();
-        engine.set_stop_check(move || {
+        let stop_check: pollwise::queue::deadline::StopCheck = Arc::new(move || {
             crate::signals::interrupted()
                 || failed.load(Ordering::Relaxed)
                 || too_slow.load(Ordering::Relaxed)
@@ -1457,13 +1472,22 @@ fn job_thread(
                 || steady.as_ref().is_some_and(|s| s.stop(i))
                 || stop_lat.as_ref().is_some_and(|l| l.stop())
         });
-        if let Some(l) = &lat {
+        Hooks {
+            on_done: wants_done.then(|| phase.on_done()),
+            on_issue: spec.extra.write_iolog.is_some().then(|| phase.on_issue()),
+            stop_check: Some(stop_check),
+            gate: spec.extra.gate(),
             // fio's ramp runs at depth 1 too, and a slow request there counts as a miss.
-            engine.set_depth_limit(Some(l.limit()));
+            depth_limit: lat.as_ref().map(|l| l.limit()),
+        }
+    };
+    // Setup and ramp; whatever happens, meet the other threads at every phase.
+    let ramp = |mut engine: Engine| -> Result<Engine> {
+        if let Some(l) = &lat {
             let (hook, now) = (l.clone(), clock.now_ns());
             l.start(now);
             l.set_ramp(true);
-            engine.set_on_done(Box::new(move |d| hook.on_done(d)));
+            phase.set_done(Some(Box::new(move |d| hook.on_done(d))));
         }
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1486,7 +1510,7 @@ fn job_thread(
         Ok(None)
     };
     let setup = log.and_then(|log| {
-        setup_engine(i, spec, target, fd, ramp, &clock, &faults).map(|(e, f)| (e, f, log))
+        setup_engine(i, spec, target, fd, (&hooks, ramp), &clock, &faults).map(|(e, f)| (e, f, log))
     });
     if setup.is_err() {
         failed.store(true, Ordering::SeqCst);
@@ -1505,7 +1529,7 @@ fn job_thread(
             Some(p) => {
                 let w = crate::iolog::Writer::create(p, &spec.filename, t0)?;
                 let hook = Arc::clone(&w);
-                engine.set_on_issue(Some(Box::new(move |dir, off, len, now| {
+                phase.set_issue(Some(Box::new(move |dir, off, len, now| {
                     if let Ok(mut w) = hook.lock() {
                         w.request(dir, off, len, now);
                     }
@@ -1542,7 +1566,7 @@ fn job_thread(
         {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
             let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
-            engine.set_on_done(Box::new(move |d| {
+            phase.set_done(Some(Box::new(move |d| {
                 if let Some(s) = &hook_steady {
                     s.add(i, u64::from(d.len));
                 }
@@ -1573,7 +1597,7 @@ fn job_thread(
                         }
                     }
                 }
-            }));
+            })));
         }
         if let Some(((l, _), t)) = counters {
             l.measuring(t);
@@ -1730,8 +1754,8 @@ fn job_thread(
             );
         }
         // Verify reads and later phases are not the measured period's: out of the logs.
-        engine.set_on_done(Box::new(|_| {}));
-        engine.set_on_issue(None);
+        phase.set_done(None);
+        phase.set_issue(None);
         let iologged = match &iolog {
             Some(w) => w
                 .lock()
@@ -1806,7 +1830,7 @@ fn job_thread(
         engine.reset_stats();
         let v0 = clock.now_ns();
         verified = engine.verify_written().map(|_| ()).map_err(Error::from);
-        let (vr, ..) = engine.stats();
+        let vr = engine.stats().read;
         stats.read.add_verify(&vr, clock.now_ns() - v0);
         stats.errors = errors_of(&engine);
     }
@@ -1857,13 +1881,13 @@ fn name_bad_blocks(spec: &JobSpec, bad: &verify::BadBlocks, err: Option<&Error>)
     }
 }
 
-/// Sets up thread `i`'s engine (queue, policy, slab, the job's extras) and ramps it.
+/// Sets up thread `i`'s engine (queue, policy, slab, the job's extras, `hooks`) and ramps it.
 fn setup_engine(
     i: usize,
     spec: &JobSpec,
     target: Target,
     (fd_tx, fd_rx): FdChannel,
-    ramp: impl Fn(Engine) -> Result<Engine>,
+    (hooks, ramp): (&dyn Fn() -> Hooks, impl Fn(Engine) -> Result<Engine>),
     clock: &Arc<dyn clock::Clock>,
     faults: &std::cell::RefCell<Option<FaultTally>>,
 ) -> Result<(Engine, Vec<File>)> {
@@ -1886,14 +1910,16 @@ fn setup_engine(
                 }
                 _ => Box::new(NullQueue::new(spec.iodepth as usize)),
             };
-            let cfg = engine_config_for(spec, target.size, i);
+            let mut cfg = engine_config_for(spec, target.size, i);
+            spec.extra.configure(&mut cfg, i as u32, spec.bs)?;
             let policy = spec.policy.build(clock.clone());
             let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
             let (q, tally) = with_faults(spec, q, i, target)?;
             *faults.borrow_mut() = tally;
-            let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
-            engine.set_continue_on_error(spec.continue_on_error);
-            spec.extra.apply(&mut engine, i as u32, spec.bs)?;
+            let engine = Engine::builder(q, policy, clock.clone(), cfg)
+                .slab(slab)
+                .hooks(hooks())
+                .build()?;
             return Ok((ramp(engine)?, Vec::new()));
         }
         // A trim needs the file open for writing (fallocate, a discard).
@@ -1943,12 +1969,26 @@ fn setup_engine(
                 Box::new(q?)
             }
         };
-        let cfg = engine_config_for(spec, target.size, i);
+        let mut cfg = engine_config_for(spec, target.size, i);
+        spec.extra.configure(&mut cfg, i as u32, spec.bs)?;
+        // Every thread writes a block's one pattern: see `VerifyConfig::seed`.
+        cfg.checks.seed = Some(spec.seed);
+        if files.len() > 1 {
+            let (n, per_file) = file_share(spec);
+            cfg.pattern.files = Some((n as u32, file_stripe(spec, per_file)));
+        }
+        if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
+            let ranges = crate::vstate::load(std::path::Path::new(""), whose(spec, i))?;
+            cfg.checks.state = Some(ranges);
+        }
         let policy = spec.policy.build(clock.clone());
         let slab = Slab::new(spec.iodepth as usize, buf_len, cfg.align)?;
         let (q, tally) = with_faults(spec, q, i, target)?;
         *faults.borrow_mut() = tally;
-        let mut engine = Engine::with_slab(q, policy, clock.clone(), cfg, slab)?;
+        let mut engine = Engine::builder(q, policy, clock.clone(), cfg)
+            .slab(slab)
+            .hooks(hooks())
+            .build()?;
         if spec.fixedbufs {
             engine.register_fixed_buffers().map_err(|e| {
                 let fix = crate::errno::hint(libc::ENOMEM, crate::errno::Op::FixedBuffers)
@@ -1958,18 +1998,6 @@ fn setup_engine(
                     crate::errno::plain(&e)
                 ))
             })?;
-        }
-        engine.set_continue_on_error(spec.continue_on_error);
-        // Every thread writes a block's one pattern: see `Engine::set_verify_seed`.
-        engine.set_verify_seed(spec.seed);
-        spec.extra.apply(&mut engine, i as u32, spec.bs)?;
-        if files.len() > 1 {
-            let (n, per_file) = file_share(spec);
-            engine.set_files(n as u32, file_stripe(spec, per_file))?;
-        }
-        if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
-            let ranges = crate::vstate::load(std::path::Path::new(""), whose(spec, i))?;
-            engine.set_verify_state(Some(ranges));
         }
         let _ = file;
         Ok((ramp(engine)?, files))

@@ -55,7 +55,12 @@ fn engine_on_a_fake_clock_is_exact_and_loses_nothing() {
         let policy = PolicyConfig::new(mode).build(clock.clone());
         let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
         e.run(Stop::Ios(5_000)).unwrap();
-        let (read, _, qc, pc) = e.stats();
+        let pollwise::engine::EngineStats {
+            read,
+            queue: qc,
+            policy: pc,
+            ..
+        } = e.stats();
         assert_eq!(read.ios, 5_000, "{mode:?}");
         assert_eq!((qc.submitted, qc.completed), (5_000, 5_000), "{mode:?}");
         assert_eq!(e.in_flight(), 0);

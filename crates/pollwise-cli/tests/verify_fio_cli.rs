@@ -17,7 +17,6 @@ use pollwise::engine::{Engine, Stop};
 use pollwise::pattern::BlockSizes;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
-use pollwise::request::Dir;
 use pollwise_cli::job::{engine_config, JobSpec, Rw};
 use serde_json::Value;
 
@@ -54,8 +53,13 @@ fn damage(path: &Path, offset: u64, bytes: &[u8]) {
     f.sync_all().unwrap();
 }
 
-/// An engine writing `path` (1 MiB, 4 KiB blocks, O_DIRECT) with verify on.
-fn writing_engine(path: &Path, rw: Rw) -> Engine {
+/// An engine writing `path` (1 MiB, 4 KiB blocks, O_DIRECT) with verify on, its config
+/// changed by `configure`.
+fn writing_engine(
+    path: &Path,
+    rw: Rw,
+    configure: impl FnOnce(&mut pollwise::engine::EngineConfig),
+) -> Engine {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let spec = JobSpec {
@@ -87,11 +91,13 @@ fn writing_engine(path: &Path, rw: Rw) -> Engine {
     .unwrap();
     std::mem::forget(f); // the ring uses the fd for the whole test
     let clock = clock::monotonic();
+    let mut cfg = engine_config(&spec, target.size);
+    configure(&mut cfg);
     Engine::with_slab(
         Box::new(q),
         PolicyConfig::new(Mode::Interrupt).build(clock.clone()),
         clock,
-        engine_config(&spec, target.size),
+        cfg,
         pollwise::request::Slab::new(4, 65536, 4096).unwrap(),
     )
     .unwrap()
@@ -103,10 +109,11 @@ fn verify_backlog_reads_back_while_the_job_runs_and_catches_a_damaged_block_then
     // Clean: once 64 writes completed they (and those completed while the queue drained) are
     // read back, during the run; the job's end reads back the rest: each block once.
     let path = d.path().join("clean");
-    let mut e = writing_engine(&path, Rw::Write);
-    e.set_verify_backlog(Some(64));
+    let mut e = writing_engine(&path, Rw::Write, |c| c.checks.backlog = Some(64));
     e.run(Stop::Ios(256)).unwrap();
-    let (r, w, ..) = e.stats();
+    let pollwise::engine::EngineStats {
+        read: r, write: w, ..
+    } = e.stats();
     assert_eq!(w.ios, 256);
     assert!(r.ios >= 3 * 64, "{} read back during the run", r.ios);
     let rest = e.verify_written().unwrap();
@@ -115,14 +122,15 @@ fn verify_backlog_reads_back_while_the_job_runs_and_catches_a_damaged_block_then
     // Damaged: 32 blocks written (no read back yet), block 5 damaged, then the run goes on;
     // the read back at 64 writes finds it before the job is done.
     let path = d.path().join("damaged");
-    let mut e = writing_engine(&path, Rw::Write);
-    e.set_verify_backlog(Some(64));
+    let mut e = writing_engine(&path, Rw::Write, |c| c.checks.backlog = Some(64));
     e.run(Stop::Ios(32)).unwrap();
-    assert_eq!(e.stats().0.ios, 0, "no read back before 64 writes");
+    assert_eq!(e.stats().read.ios, 0, "no read back before 64 writes");
     damage(&path, 5 * 4096 + 100, b"XXXX");
     let err = e.run(Stop::Ios(256)).unwrap_err().to_string();
     assert!(err.contains("offset 20480"), "{err}");
-    let (r, w, ..) = e.stats();
+    let pollwise::engine::EngineStats {
+        read: r, write: w, ..
+    } = e.stats();
     assert!(
         w.ios < 256 && r.ios > 0,
         "{} writes, {} reads",
@@ -149,9 +157,8 @@ fn verify_backlog_in_a_job_file_reads_each_block_once_as_fio() {
 fn blocks_of_several_sizes_verify_and_a_damaged_one_is_caught() {
     let d = tempdir();
     let path = d.path().join("split");
-    let mut e = writing_engine(&path, Rw::RandWrite);
     let sizes = BlockSizes::Split(vec![(512, 50), (65536, 50)]);
-    e.set_block_sizes(Dir::Write, Some(sizes)).unwrap();
+    let mut e = writing_engine(&path, Rw::RandWrite, |c| c.pattern.sizes[1] = Some(sizes));
     e.set_byte_limit(Some(1 << 20));
     e.run(Stop::Ios(u64::MAX)).unwrap();
     let blocks = e.blocks_written();

@@ -94,7 +94,7 @@ fn steady_state_allocates_nothing_per_io() {
             let r = e.run(Stop::Ios(7_000));
             COUNTING.with(|c| c.set(false));
             r.unwrap();
-            let (read, write, ..) = e.stats();
+            let pollwise::engine::EngineStats { read, write, .. } = e.stats();
             assert_eq!(read.ios + write.ios, 7_000);
             assert_eq!(
                 ALLOCS.load(Ordering::Relaxed),

@@ -109,7 +109,7 @@ fn run(runtime: Duration) -> Result<(), Box<dyn Error>> {
                         .run(Stop::At(until))
                         .map_err(|e| format!("{name}: {e}"))?;
                     let secs = t0.elapsed().as_secs_f64();
-                    let (reads, ..) = engine.stats();
+                    let reads = engine.stats().read;
                     Ok((name, depth, reads, secs))
                 })
             })

@@ -53,14 +53,14 @@
 //! let mut engine = Engine::new(Box::new(ring), hybrid, clock, cfg)?;
 //! engine.run(Stop::Ios(2_000))?;
 //!
-//! let (reads, _writes, queue, waits) = engine.stats();
-//! assert_eq!(reads.ios, 2_000);
+//! let stats = engine.stats();
+//! assert_eq!(stats.read.ios, 2_000);
 //! println!(
 //!     "{} reads, p50 {:.1} us, {} io_uring_enter calls; hybrid slept {} times",
-//!     reads.ios,
-//!     reads.pct(50.0) as f64 / 1e3,
-//!     queue.enters,
-//!     waits.wait.sleeps,
+//!     stats.read.ios,
+//!     stats.read.pct(50.0) as f64 / 1e3,
+//!     stats.queue.enters,
+//!     stats.policy.wait.sleeps,
 //! );
 //! # Ok(())
 //! # }

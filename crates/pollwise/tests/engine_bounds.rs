@@ -55,6 +55,15 @@ fn config(seed: u64, thinktime: Duration) -> EngineConfig {
 }
 
 fn engine(seed: u64, thinktime: Duration) -> (Engine, Arc<Mutex<Vec<u64>>>) {
+    engine_stopped_by(seed, thinktime, || false)
+}
+
+/// [`engine`] with a stop check.
+fn engine_stopped_by(
+    seed: u64,
+    thinktime: Duration,
+    stop: impl Fn() -> bool + Send + Sync + 'static,
+) -> (Engine, Arc<Mutex<Vec<u64>>>) {
     let offsets = Arc::new(Mutex::new(Vec::new()));
     let q = Recording {
         inner: SimQueue::new(LatencyModel::Fixed(1_000), 7, 4, SimTime::Real),
@@ -62,7 +71,10 @@ fn engine(seed: u64, thinktime: Duration) -> (Engine, Arc<Mutex<Vec<u64>>>) {
     };
     let c = clock::monotonic();
     let policy = PolicyConfig::new(Mode::Interrupt).build(c.clone());
-    let e = Engine::new(Box::new(q), policy, c, config(seed, thinktime)).unwrap();
+    let e = Engine::builder(Box::new(q), policy, c, config(seed, thinktime))
+        .stop_check(stop)
+        .build()
+        .unwrap();
     (e, offsets)
 }
 
@@ -93,10 +105,11 @@ fn stop_time_bounds_think_time() {
 
 #[test]
 fn stop_check_ends_an_hour_of_thinking() {
-    let (mut e, _) = engine(1, Duration::from_secs(3600));
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    e.set_stop_check(move || f.load(Ordering::Relaxed));
+    let (mut e, _) = engine_stopped_by(1, Duration::from_secs(3600), move || {
+        f.load(Ordering::Relaxed)
+    });
     let setter = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         flag.store(true, Ordering::Relaxed);

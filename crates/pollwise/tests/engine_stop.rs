@@ -71,7 +71,7 @@ fn an_hour_long_spike_on_a_ring_ends_at_the_deadline_under_every_policy() {
             "{mode:?}: {took:?}"
         );
         // Every completion was held by the spike: none done, every one cancelled.
-        let (read, ..) = e.stats();
+        let read = e.stats().read;
         assert_eq!(read.ios, 0, "{mode:?}");
         assert!(e.cancelled() >= 1, "{mode:?}");
         assert_eq!(e.cancelled(), e.submitted(), "{mode:?}");
@@ -85,10 +85,12 @@ fn a_stop_request_ends_an_hour_long_run_within_a_slice_and_the_grace() {
     for mode in [Mode::Interrupt, Mode::Adaptive, Mode::Hybrid, Mode::Poll] {
         let clock = clock::monotonic();
         let policy = PolicyConfig::new(mode).build(clock.clone());
-        let mut e = Engine::new(spiked_ring(&file), policy, clock.clone(), config()).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
-        e.set_stop_check(move || s.load(Ordering::Relaxed));
+        let mut e = Engine::builder(spiked_ring(&file), policy, clock.clone(), config())
+            .stop_check(move || s.load(Ordering::Relaxed))
+            .build()
+            .unwrap();
         let until = clock.now_ns() + HOUR;
         e.set_deadline(Some(until));
         let asker = std::thread::spawn(move || {
@@ -115,10 +117,12 @@ fn a_stop_request_cuts_a_simulated_hour_without_any_deadline() {
     let clock = clock::monotonic();
     let q = SimQueue::new("fixed:3600s".parse().unwrap(), 3, 8, SimTime::Real);
     let policy = PolicyConfig::new(Mode::Interrupt).build(clock.clone());
-    let mut e = Engine::new(Box::new(q), policy, clock.clone(), config()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
-    e.set_stop_check(move || s.load(Ordering::Relaxed));
+    let mut e = Engine::builder(Box::new(q), policy, clock.clone(), config())
+        .stop_check(move || s.load(Ordering::Relaxed))
+        .build()
+        .unwrap();
     let asker = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         stop.store(true, Ordering::Relaxed);

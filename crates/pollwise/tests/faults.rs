@@ -14,7 +14,15 @@ use pollwise::Error;
 
 const SPIKE_NS: u64 = 2_000_000;
 
-fn engine(spec: FaultSpec, rw: Rw, mode: Mode, depth: u32, seed: u64) -> (Engine, FaultTally) {
+/// An engine over a fault queue that goes on past `c`, and every request it reports done.
+fn engine(
+    spec: FaultSpec,
+    rw: Rw,
+    mode: Mode,
+    depth: u32,
+    seed: u64,
+    c: ContinueOn,
+) -> (Engine, FaultTally, Arc<Mutex<Vec<Done>>>) {
     let clock = FakeClock::new(0);
     let time = SimTime::virtual_on(&clock, 200);
     let sim = SimQueue::new(
@@ -34,18 +42,17 @@ fn engine(spec: FaultSpec, rw: Rw, mode: Mode, depth: u32, seed: u64) -> (Engine
         seed,
         size: 64 << 20,
         target: "sim".into(),
+        continue_on: c,
         ..EngineConfig::default()
     };
     let policy = PolicyConfig::new(mode).build(clock.clone());
-    (Engine::new(Box::new(q), policy, clock, cfg).unwrap(), tally)
-}
-
-/// Keeps every request the engine reports done.
-fn record_done(e: &mut Engine) -> Arc<Mutex<Vec<Done>>> {
     let done = Arc::new(Mutex::new(Vec::new()));
     let d = done.clone();
-    e.set_on_done(Box::new(move |x: &Done| d.lock().unwrap().push(*x)));
-    done
+    let e = Engine::builder(Box::new(q), policy, clock, cfg)
+        .on_done(Box::new(move |x: &Done| d.lock().unwrap().push(*x)))
+        .build()
+        .unwrap();
+    (e, tally, done)
 }
 
 #[test]
@@ -59,9 +66,8 @@ fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
         ..FaultSpec::default()
     };
     for (i, &mode) in Mode::ALL.iter().enumerate() {
-        let (mut e, tally) = engine(spec, Rw::RandRw, mode, 16, 11 + i as u64);
-        e.set_continue_on_error(ContinueOn::Io);
-        let done = record_done(&mut e);
+        let (mut e, tally, done) =
+            engine(spec, Rw::RandRw, mode, 16, 11 + i as u64, ContinueOn::Io);
         let n = 20_000;
         e.run(Stop::Ios(n)).unwrap();
         let injected = tally.snapshot();
@@ -94,7 +100,12 @@ fn what_is_injected_is_what_the_engine_sees_and_every_request_completes_once() {
             done.iter().all(|d| d.len == 4096),
             "short ones completed whole"
         );
-        let (read, write, qc, _) = e.stats();
+        let pollwise::engine::EngineStats {
+            read,
+            write,
+            queue: qc,
+            ..
+        } = e.stats();
         assert_eq!(read.ios + write.ios, done.len() as u64);
         assert_eq!(qc.submitted, n + errs.resubmitted);
         assert_eq!(qc.completed, qc.submitted);
@@ -120,7 +131,7 @@ fn the_first_error_stops_the_job_and_what_is_in_flight_still_completes() {
         eio: 0.01,
         ..FaultSpec::default()
     };
-    let (mut e, tally) = engine(spec, Rw::RandRead, Mode::Interrupt, 8, 5);
+    let (mut e, tally, _) = engine(spec, Rw::RandRead, Mode::Interrupt, 8, 5, ContinueOn::None);
     let err = e.run(Stop::Ios(100_000)).unwrap_err();
     assert_eq!(os_errno(&err), Some(libc::EIO), "{err}");
     assert!(e.submitted() < 100_000, "stopped early: {}", e.submitted());
@@ -148,8 +159,7 @@ fn continue_on_error_follows_fio() {
         (ContinueOn::Verify, Rw::RandRead, false),
         (ContinueOn::All, Rw::RandRw, true),
     ] {
-        let (mut e, _) = engine(eio, rw, Mode::Poll, 4, 2);
-        e.set_continue_on_error(c);
+        let (mut e, _, _) = engine(eio, rw, Mode::Poll, 4, 2, c);
         let r = e.run(Stop::Ios(5_000));
         assert_eq!(r.is_ok(), ends, "{c:?} {rw:?}: {r:?}");
         assert_eq!(e.submitted() == 5_000, ends, "{c:?} {rw:?}");
@@ -159,8 +169,7 @@ fn continue_on_error_follows_fio() {
         canceled: 0.05,
         ..FaultSpec::default()
     };
-    let (mut e, tally) = engine(canceled, Rw::RandRead, Mode::Poll, 4, 2);
-    e.set_continue_on_error(ContinueOn::All);
+    let (mut e, tally, _) = engine(canceled, Rw::RandRead, Mode::Poll, 4, 2, ContinueOn::All);
     let err = e.run(Stop::Ios(5_000)).unwrap_err();
     assert_eq!(os_errno(&err), Some(libc::ECANCELED), "{err}");
     assert_eq!(e.errors().seen.canceled, tally.snapshot().canceled);
@@ -179,8 +188,7 @@ fn a_short_transfer_is_resubmitted_until_whole_and_timed_from_its_first_part() {
         short: 1.0,
         ..FaultSpec::default()
     };
-    let (mut e, tally) = engine(spec, Rw::Read, Mode::Interrupt, 1, 3);
-    let done = record_done(&mut e);
+    let (mut e, tally, done) = engine(spec, Rw::Read, Mode::Interrupt, 1, 3, ContinueOn::None);
     e.run(Stop::Ios(50)).unwrap();
     let done = done.lock().unwrap();
     assert_eq!(done.len(), 50);
@@ -192,7 +200,7 @@ fn a_short_transfer_is_resubmitted_until_whole_and_timed_from_its_first_part() {
     // least 2 and at most 8 parts.
     assert_eq!(errs.seen.short, tally.snapshot().short);
     assert!(errs.resubmitted >= 50 && errs.resubmitted <= 7 * 50);
-    let (read, ..) = e.stats();
+    let read = e.stats().read;
     assert_eq!(read.ios, 50);
     assert_eq!(read.bytes, 50 * 4096);
     assert_eq!(read.slat.len(), 50, "slat and clat once per request");

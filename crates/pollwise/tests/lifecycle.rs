@@ -245,7 +245,9 @@ fn a_caller_who_never_mentions_submissions_still_gets_hybrids_sleeps() {
     let policy = PolicyConfig::new(Mode::Hybrid).build(Arc::new(clock.clone()));
     let mut e = Engine::new(Box::new(q), policy, Arc::new(clock.clone()), cfg(4096, 1)).unwrap();
     e.run(Stop::Ios(200)).unwrap();
-    let (read, _, _, p) = e.stats();
+    let pollwise::engine::EngineStats {
+        read, policy: p, ..
+    } = e.stats();
     assert_eq!(read.ios, 200);
     assert!(p.wait.sleeps > 0, "hybrid never slept: {p:?}");
     // Half of the 200 µs prediction, once per request after the predictor's bootstrap.

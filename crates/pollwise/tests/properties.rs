@@ -267,21 +267,24 @@ fn run_case(c: &Case) -> Result<Totals, String> {
         seed: c.seed,
         align: 512,
         target: "mem".into(),
+        continue_on: c.continue_on,
         ..EngineConfig::default()
     };
     let policy = PolicyConfig::new(c.mode).build(clock.clone());
     let slab = Slab::new(c.depth as usize, c.bs as usize, 512).map_err(|e| e.to_string())?;
-    let mut e = Engine::with_slab(q, policy, clock, cfg, slab).map_err(|e| e.to_string())?;
-    e.set_continue_on_error(c.continue_on);
     let seen = Arc::new(Mutex::new((HashSet::new(), 0u64, 0u64)));
     let s = seen.clone();
-    e.set_on_done(Box::new(move |d: &Done| {
-        let mut s = s.lock().unwrap();
-        if !s.0.insert(d.handle.user_data()) {
-            s.1 += 1;
-        }
-        s.2 += 1;
-    }));
+    let mut e = Engine::builder(q, policy, clock, cfg)
+        .slab(slab)
+        .on_done(Box::new(move |d: &Done| {
+            let mut s = s.lock().unwrap();
+            if !s.0.insert(d.handle.user_data()) {
+                s.1 += 1;
+            }
+            s.2 += 1;
+        }))
+        .build()
+        .map_err(|e| e.to_string())?;
     let leaked0 = pollwise::request::leaked_bytes();
     let mut t = Totals::default();
     let check_slab = |e: &Engine, at: &str| -> Result<(), String> {

@@ -516,14 +516,18 @@ fn client_thread(
         .handler_end
         .fetch_max(start + runtime.as_nanos() as u64, Ordering::AcqRel);
     marks.began.fetch_add(1, Ordering::AcqRel);
-    let rings0 = e.stats().2.enters;
+    let rings0 = e.counters().0.enters;
     let run = e.run_until(Stop::At(start + runtime.as_nanos() as u64));
     let end = clock.now_ns();
     marks.ended.fetch_add(1, Ordering::AcqRel);
     // The reactor takes its counters at its next iteration: make that one now.
     notifier.notify();
     run?;
-    let (lat, _, q, _) = e.stats();
+    let pollwise::engine::EngineStats {
+        read: lat,
+        queue: q,
+        ..
+    } = e.stats();
     e.drain()?;
     Ok(ClientOut {
         lat,

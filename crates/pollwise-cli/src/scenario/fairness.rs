@@ -201,19 +201,31 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         }
         let seed = spec.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let depth = role.depth as u32;
-        let mut engine = Engine::with_slab(
+        // The completion hook counts what the scenario reports.
+        let out = Arc::new(Mutex::new(ClientOut::default()));
+        let (o, s) = (out.clone(), shared.clone());
+        let engine = Engine::builder(
             Box::new(q),
             spec.policy.build(clock.clone()),
             clock.clone(),
             client_config(&spec, size, depth, depth, seed),
-            Slab::new(slots, spec.bs as usize, 4096)?,
-        )?;
-        engine.set_stop_check(crate::signals::interrupted);
+        )
+        .slab(Slab::new(slots, spec.bs as usize, 4096)?)
+        .stop_check(crate::signals::interrupted)
+        .on_done(Box::new(move |d: &Done| {
+            tally(
+                &mut o.lock().unwrap_or_else(|p| p.into_inner()),
+                &s,
+                sensitive,
+                d,
+            )
+        }))
+        .build()?;
         let (sh, c, r, g) = (shared.clone(), clock.clone(), ready.clone(), go.clone());
         threads.push(spawn_client(
             format!("pollwise-client{i}"),
             &cpus,
-            move || client(engine, role, sensitive, sh, c, &r, &g),
+            move || client(engine, out, role, sensitive, sh, c, &r, &g),
         )?);
     }
     // Every client is built and waiting: the window starts after the ramp from now.
@@ -310,9 +322,11 @@ fn client_name(i: usize) -> String {
 
 /// One client: its engine keeps `role.depth` reads in flight until the end of the window (with
 /// a burst on top, for heavy client 0), then cancels what is left; its completion hook counts
-/// what the scenario reports.
+/// what the scenario reports in `out`.
+#[allow(clippy::too_many_arguments)]
 fn client(
     mut e: Engine,
+    out: Arc<Mutex<ClientOut>>,
     role: Role,
     sensitive: bool,
     sh: Arc<Shared>,
@@ -320,16 +334,6 @@ fn client(
     ready: &Barrier,
     go: &Barrier,
 ) -> Result<ClientOut> {
-    let out = Arc::new(Mutex::new(ClientOut::default()));
-    let (o, s) = (out.clone(), sh.clone());
-    e.set_on_done(Box::new(move |d: &Done| {
-        tally(
-            &mut o.lock().unwrap_or_else(|p| p.into_inner()),
-            &s,
-            sensitive,
-            d,
-        )
-    }));
     ready.wait();
     go.wait();
     let w = *sh

@@ -387,12 +387,15 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
             heavy_cfg.clone()
         } else {
             let mut c = client_config(spec, st.size, 1, 1, spec.seed ^ (0x5a5a + j as u64));
-            // Paced reads, nothing else between them.
+            // Paced reads, nothing else between them (the first slot is set when the window
+            // is fixed).
             c.thinktime = Duration::ZERO;
+            c.pacing.every = Some(st.interval);
             c
         };
-        let mut e = Engine::new(q, spec.policy.build(clock.clone()), clock.clone(), cfg)?;
-        e.set_stop_check(crate::signals::interrupted);
+        let e = Engine::builder(q, spec.policy.build(clock.clone()), clock.clone(), cfg)
+            .stop_check(crate::signals::interrupted)
+            .build()?;
         engines.push(e);
     }
     // Every client thread and this one: the window is fixed when all are ready.
@@ -411,7 +414,7 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
         let t0 = c2.now_ns();
         let r = e.run_until(Stop::At(w.until));
         let t1 = c2.now_ns();
-        let stats = e.stats().0;
+        let stats = e.stats().read;
         r.and(e.drain())?;
         Ok((stats, t1.saturating_sub(t0)))
     })?;
@@ -420,7 +423,6 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
         let (b, w) = (ready.clone(), window.clone());
         // Spread over the interval, so the sparse clients do not all read at once.
         let offset = st.interval.as_nanos() as u64 * j as u64 / sparse_n as u64;
-        let interval = st.interval;
         sparse_t.push(spawn_client(
             format!("pollwise-sparse{j}"),
             &st.cpus,
@@ -428,9 +430,9 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
                 b.wait();
                 b.wait();
                 let w = *w.get().expect("the window is fixed before the clients go");
-                e.set_pace(w.measure_from + offset, interval);
+                e.pace_from(w.measure_from + offset);
                 e.run(Stop::At(w.until))?;
-                Ok(e.stats().0)
+                Ok(e.stats().read)
             },
         )?);
     }

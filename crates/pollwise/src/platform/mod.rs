@@ -249,11 +249,13 @@ fn thread_body(
             stop
         });
     }
-    let mut engine = Engine::new(Box::new(q), policy, clock, job.cfg.clone())?;
-    engine.set_rate(job.rate)?;
+    let mut cfg = job.cfg.clone();
+    cfg.pacing.rate = job.rate;
+    let mut engine = Engine::builder(Box::new(q), policy, clock, cfg);
     if let Some(f) = engine_stop {
-        engine.set_stop_check(f);
+        engine = engine.stop_check(f);
     }
+    let mut engine = engine.build()?;
     if job.ramp_ns > 0 {
         // The ramp's virtual time bounds its requests too (a device slower than the ramp).
         engine.set_deadline(Some(job.ramp_ns));
@@ -265,7 +267,7 @@ fn thread_body(
         let w = shared.lock();
         (w.cpu[me], w.switches[me])
     };
-    let (_, _, q0, p0) = engine.stats();
+    let (q0, p0) = engine.counters();
     let cancelled0 = engine.cancelled();
     let until = t0.saturating_add(job.runtime_ns);
     let ios_end = job.ios.map(|n| engine.submitted() + n);
@@ -280,7 +282,12 @@ fn thread_body(
         let w = shared.lock();
         (w.cpu[me], w.switches[me])
     };
-    let (read, write, q1, p1) = engine.stats();
+    let crate::engine::EngineStats {
+        read,
+        write,
+        queue: q1,
+        policy: p1,
+    } = engine.stats();
     let beliefs = engine.beliefs();
     let stopped_early = stopped_at.load(Ordering::Relaxed) < until
         && ios_end.map_or(true, |n| engine.submitted() < n);
