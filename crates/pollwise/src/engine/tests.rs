@@ -95,6 +95,50 @@ fn files_deal_stripes_in_turn() {
     assert_eq!(e.place(4096), (0, 4096));
 }
 
+#[test]
+fn each_concepts_config_is_checked_when_the_engine_is_built() {
+    // The field a config error names, if building the engine fails.
+    let refused = |change: &dyn Fn(&mut EngineConfig)| {
+        let mut c = cfg(1);
+        change(&mut c);
+        match virtual_built(c, 1, Hooks::default()) {
+            Ok(_) => None,
+            Err(Error::Config { field, .. }) => Some(field),
+            Err(e) => panic!("not a config error: {e}"),
+        }
+    };
+    assert_eq!(refused(&|_| {}), None);
+    // The pattern: a region past the size, a block size the buffers cannot hold, zones of
+    // nothing.
+    let region = |c: &mut EngineConfig| c.pattern.region = Some((c.size - 4096, 8192));
+    assert_eq!(refused(&region), Some("offset"));
+    assert_eq!(refused(&|c| c.pattern.write_bs = Some(8192)), Some("bs"));
+    assert_eq!(
+        refused(&|c| c.pattern.zones = Some((0, 1, 0))),
+        Some("zonesize")
+    );
+    // Pacing: a rate of nothing, or a rate given twice.
+    let no_rate = Some(RateLimit {
+        iops: 0.0,
+        poisson: false,
+    });
+    assert_eq!(refused(&|c| c.pacing.rate = no_rate), Some("rate_iops"));
+    let twice = |c: &mut EngineConfig| {
+        c.pacing.rate = Some(RateLimit {
+            iops: 10.0,
+            poisson: false,
+        });
+        c.pacing.every = Some(Duration::from_millis(1));
+    };
+    assert_eq!(refused(&twice), Some("rate_iops"));
+    // Verification: an interval too small to hold a header.
+    let interval = |c: &mut EngineConfig| {
+        c.verify = true;
+        c.checks.mode.interval = Some(8);
+    };
+    assert_eq!(refused(&interval), Some("verify_interval"));
+}
+
 /// `ios` requests at depth `iodepth` under `interrupt`, submitted `submit`'s way, on a
 /// device of 10 us whose every submitting call costs 3 us: the reads' stats and the calls.
 fn recorded_run(submit: SubmitMode, iodepth: u32, ios: u64) -> (DirStats, Vec<Call>) {
