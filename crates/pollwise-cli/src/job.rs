@@ -808,7 +808,7 @@ fn prepare_targets(spec: &JobSpec) -> Result<Target> {
 }
 
 /// The bytes of a job's `0..size` dealt to one file before the next (see
-/// `Engine::set_files`): `file_service_type=roundrobin:N` is N blocks, `sequential` a whole
+/// `PatternConfig::files`): `file_service_type=roundrobin:N` is N blocks, `sequential` a whole
 /// file of `per_file` bytes.
 fn file_stripe(spec: &JobSpec, per_file: u64) -> u64 {
     match spec.extra.file_switch.unwrap_or(1) {

@@ -775,7 +775,7 @@ impl Opts {
     }
 
     /// Several files in one job take a job's whole-block sequential pattern, spread over them
-    /// as fio's `file_service_type` spreads it (see `Engine::set_files`); the options that
+    /// as fio's `file_service_type` spreads it (see `PatternConfig::files`); the options that
     /// would move a request across files, or that name one file, are refused with their line.
     fn check_files(&self, s: &JobSpec) -> Result<()> {
         let n = s.extra.files.len();
