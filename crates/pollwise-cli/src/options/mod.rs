@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod cmdline;
+pub mod defaults;
 pub mod docgen;
 pub mod help;
 pub mod jobfile;

@@ -346,8 +346,8 @@ pub const COMPARE_MODES: &[&str] = &[
 /// How the last batch is submitted, as `--submit_mode` accepts it (a test checks them against
 /// the library).
 pub const SUBMIT_MODES: &[&str] = &["with_wait", "separate"];
-/// The shared-poller scenario's variants (a test checks them against the scenario).
-pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
+/// The shared-poller scenario's variants.
+pub use super::defaults::shared_poller::VARIANTS;
 
 const RUN_LIKE: &[&str] = &["run", "compare"];
 const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
@@ -1049,11 +1049,10 @@ mod tests {
 
     #[test]
     fn scenario_defaults_match_the_scenarios() {
-        use crate::compare;
-        use crate::options::value::Value::{Duration as Dur, Int, Size};
-        use crate::scenario::{
-            fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
+        use crate::options::defaults::{
+            compare, fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
         };
+        use crate::options::value::Value::{Duration as Dur, Int, Size};
         use std::time::Duration;
         let get = |cmd: &str, n: &str| {
             let o = lookup(n).unwrap();
@@ -1062,7 +1061,6 @@ mod tests {
                 other => panic!("{cmd} {n}: {other:?}"),
             }
         };
-        assert_eq!(VARIANTS, shared_poller::VARIANTS);
         // One line a command: each option's default in the table against the scenario's constant.
         macro_rules! defaults {
             ($cmd:literal in $m:ident: $($opt:ident = $ctor:ident($c:ident)),+) => {$(
