@@ -8,8 +8,16 @@ use std::sync::Arc;
 use pollwise::engine::{Engine, Gate, RateLimit};
 pub use pollwise::pattern::BlockSizes;
 
-use crate::options::SizeOrPercent;
 use crate::{Error, Result};
+
+/// A size in bytes, or a percentage of the target's size (fio's `size=50%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeOrPercent {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent of the file or device, in (0, 100].
+    Percent(f64),
+}
 
 /// A rate limit as given: I/Os or bytes per second, even or Poisson gaps.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
 use pollwise::stats::Stats;
 
-use crate::job::{prepare_target, run_job_threads, IoEngine, JobSpec, SIM_DEFAULT_SIZE};
+use crate::job::{prepare_target, run_job_threads, IoEngine, JobSpec, Run, SIM_DEFAULT_SIZE};
 use crate::options::cmdline::Setting;
 use crate::options::SizeOrPercent;
 
@@ -134,8 +134,9 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
 /// start together. Returns each job's measurements, in order.
 ///
 /// A job of `numjobs` threads gives one entry per thread (fio's clones, each reported as a job)
-/// unless `group_reporting` asks for one merged entry.
-pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
+/// unless `group_reporting` asks for one merged entry. `runs` holds what each job shares with
+/// the run (the job's [`Run`]; a job without one runs with the default).
+pub fn run_jobs(jobs: &[JobSpec], runs: &[Run]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     join_flows(&mut jobs);
     // fio numbers every job's threads in one sequence (the verify state's file names).
@@ -149,20 +150,20 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     // run), through each job's halt flag.
     let halt_all = Arc::new(AtomicBool::new(false));
     let mut out = Vec::with_capacity(jobs.len());
+    let mut first = 0;
     for group in groups(&jobs) {
         if halt_all.load(Ordering::SeqCst) {
             // exit_what=all: the jobs still to come never run; fio reports none of them.
             break;
         }
         let halt = Arc::new(AtomicBool::new(false));
-        let group: Vec<JobSpec> = group
-            .iter()
-            .map(|j| JobSpec {
+        let group_runs: Vec<Run> = (first..first + group.len())
+            .map(|k| Run {
                 halt: Some(halt.clone()),
-                ..j.clone()
+                ..runs.get(k).cloned().unwrap_or_default()
             })
             .collect();
-        let group = group.as_slice();
+        first += group.len();
         // Lay out every file first, one at a time: jobs sharing a file must not race to write it.
         for j in group {
             prepare_target(j)?;
@@ -180,7 +181,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                 group[..k].iter().position(|w| w.name == name)
             })
             .collect();
-        let done = &done;
+        let (done, group_runs) = (&done, &group_runs);
         let (halt, halt_all) = (&halt, &halt_all);
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
@@ -192,7 +193,8 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                         .name("pollwise-jobs".into())
                         .stack_size(crate::job::JOB_STACK)
                         .spawn_scoped(s, move || {
-                            let r = wait_until_done(waitee).and_then(|()| one_job(j));
+                            let r =
+                                wait_until_done(waitee).and_then(|()| one_job(j, &group_runs[k]));
                             if let Some(x) = j.extra.exit {
                                 if x.on_end || r.is_err() {
                                     halt.store(true, Ordering::SeqCst);
@@ -355,9 +357,9 @@ fn check_shared_blocks(group: &[JobSpec]) -> Result<()> {
 
 /// One job's entries: its threads one by one, or merged under `group_reporting` (or with one
 /// thread, or with clones sharing one SQPOLL thread, whose CPU cannot be told apart).
-fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
+fn one_job(j: &JobSpec, run: &Run) -> Result<Vec<Stats>> {
     start_delay(j.extra.startdelay)?;
-    let (threads, process) = run_job_threads(j)?;
+    let (threads, process) = run_job_threads(j, run)?;
     if threads.len() <= 1 || j.extra.group_reporting || j.sqthread_share {
         let mut total = Stats::default();
         for t in &threads {

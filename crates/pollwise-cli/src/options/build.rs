@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use crate::job::{IoEngine, JobSpec};
+use crate::spec::{IoEngine, JobSpec};
 use crate::{Error, Result};
 use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
@@ -201,7 +201,7 @@ impl Opts {
                 Some((p, m)) => (p.trim(), Some(m.trim())),
                 None => (v.as_str(), None),
             };
-            s.rw = crate::job::parse_rw(pattern)?;
+            s.rw = crate::spec::parse_rw(pattern)?;
             if let Some(m) = modifier {
                 rw_modifier(&mut s, &v, m)?;
             }
@@ -568,7 +568,7 @@ impl Opts {
         if let Some(v) = self.take_bool("norandommap")? {
             s.extra.norandommap = v;
         }
-        let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let reads = !matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
         let varies = s.extra.sizes.iter().any(Option::is_some);
         let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
         if s.rw.random()
@@ -756,11 +756,11 @@ impl Opts {
         let log = crate::iolog::read(std::path::Path::new(&path), &o, &what)?;
         // As fio: the log's directions make the job's.
         s.rw = match log.dirs() {
-            [true, false, false] => crate::job::Rw::Read,
-            [false, false, true] => crate::job::Rw::Trim,
-            [false, true, true] => crate::job::Rw::TrimWrite,
-            [true, true, _] | [true, _, true] => crate::job::Rw::ReadWrite,
-            _ => crate::job::Rw::Write,
+            [true, false, false] => crate::spec::Rw::Read,
+            [false, false, true] => crate::spec::Rw::Trim,
+            [false, true, true] => crate::spec::Rw::TrimWrite,
+            [true, true, _] | [true, _, true] => crate::spec::Rw::ReadWrite,
+            _ => crate::spec::Rw::Write,
         };
         s.bs = log.max_len();
         s.extra.write_bs = None;
@@ -1573,7 +1573,7 @@ mod tests {
         assert_eq!(s.thinktime, Duration::from_micros(40));
         assert_eq!(s.thinktime_spin, Duration::from_micros(10));
         assert_eq!(s.sqthread_idle_ms, 5);
-        assert_eq!(s.rw, crate::job::Rw::RandRw);
+        assert_eq!(s.rw, crate::spec::Rw::RandRw);
         assert_eq!(s.iodepth_batch_submit, 2);
     }
 }

@@ -20,18 +20,10 @@ use std::time::Duration;
 
 use crate::{Error, Result};
 
+pub use crate::extras::SizeOrPercent;
 pub use cmdline::{CmdLine, Origin};
 use table::{lookup, suggest, CommandSpec, Opt, Scope};
 use value::{parse_value, Value};
-
-/// A size in bytes, or a percentage of the target's size (fio's `size=50%`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SizeOrPercent {
-    /// Bytes.
-    Bytes(u64),
-    /// Percent of the file or device, in (0, 100].
-    Percent(f64),
-}
 
 /// One accepted, checked setting.
 #[derive(Debug, Clone)]
