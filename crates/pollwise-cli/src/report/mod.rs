@@ -691,6 +691,7 @@ fn fio_eta(elapsed_s: u64, left_s: u64) -> u64 {
 /// The report of `specs` with their measurements `stats` (each job's entries), over `wall`,
 /// `left_s` seconds before the run ends: the normal text and the JSON, and the terse lines.
 /// `found` is what each job's run found as it went.
+#[allow(clippy::too_many_arguments)]
 pub fn render_jobs(
     specs: &[JobSpec],
     found: &[Found],
