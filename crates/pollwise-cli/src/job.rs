@@ -52,6 +52,9 @@ pub struct Run {
     /// The job's latency-target searches as reported (`extra.latency`): each thread's depth at
     /// its end; `None` outside `pollwise run` or without `latency_target`.
     pub latency: Option<Arc<crate::latency::LatencyRun>>,
+    /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
+    /// when its virtual time is done.
+    pub model_wall: Option<std::time::Instant>,
 }
 
 /// The largest ring (and so `iodepth`) the kernel allows.
@@ -840,7 +843,7 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 /// the measured period. `run` is what the job shares with the rest of the run.
 pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
-        let (threads, cpu, cut) = run_model_threads(spec, p)?;
+        let (threads, cpu, cut) = run_model_threads(spec, run, p)?;
         if let Some(why) = cut {
             return Err(Error::Io(why));
         }
@@ -1810,13 +1813,17 @@ fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultRepo
     })
 }
 
-/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `spec.model_wall` stops
+/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `wall` (real time) stops
 /// before its virtual time is done gives `None`, not an error.
-pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
+pub fn run_job_within(spec: &JobSpec, wall: std::time::Instant) -> Result<Option<Stats>> {
     let Some(p) = &spec.platform else {
         return run_job(spec).map(Some);
     };
-    let (threads, process, cut) = run_model_threads(spec, p)?;
+    let run = Run {
+        model_wall: Some(wall),
+        ..Run::default()
+    };
+    let (threads, process, cut) = run_model_threads(spec, &run, p)?;
     if cut.is_some() {
         return Ok(None);
     }
@@ -1833,6 +1840,7 @@ pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
 /// short in real time, if it was (a signal is not a cut: the results so far are reported).
 fn run_model_threads(
     spec: &JobSpec,
+    run: &Run,
     platform: &pollwise::platform::Platform,
 ) -> Result<(Vec<Stats>, Rusage, Option<String>)> {
     let IoEngine::Sim(device) = spec.ioengine else {
@@ -1868,7 +1876,7 @@ fn run_model_threads(
     // budget bounds its measured period in real time (a model runs several times slower than
     // the wall clock, and that is the work asked for: a signal stops it at once).
     let limits = pollwise::platform::Limits {
-        wall: spec.model_wall,
+        wall: run.model_wall,
         stop: Some(Arc::new(crate::signals::interrupted)),
     };
     let started = std::time::Instant::now();

@@ -84,7 +84,7 @@ pub fn run_and_report(
                         s.extra.group_reporting || n == 1,
                     ))
                 }),
-                halt: None,
+                ..Run::default()
             });
             s
         })

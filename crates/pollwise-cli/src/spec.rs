@@ -2,8 +2,8 @@
 //! (the engine it runs on, the logs it writes).
 //!
 //! The options build a spec and the commands run one; a spec holds nothing of a run (no
-//! progress counters, stop flags or searches under way: `job::Run` has those), so it sits
-//! below the options, and the options, the jobs and the reports all import it downward.
+//! progress counters, stop flags, deadlines or searches under way: `job::Run` has those), so
+//! it sits below the options, and the options, the jobs and the reports all import it downward.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -170,9 +170,6 @@ pub struct JobSpec {
     pub fault: Option<pollwise::queue::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
     pub continue_on_error: pollwise::engine::ContinueOn,
-    /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
-    /// when its virtual time is done.
-    pub model_wall: Option<std::time::Instant>,
 }
 
 impl Default for JobSpec {
@@ -219,7 +216,6 @@ impl Default for JobSpec {
             logs: LogSpec::default(),
             fault: None,
             continue_on_error: pollwise::engine::ContinueOn::None,
-            model_wall: None,
         }
     }
 }
