@@ -28,10 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::job::JobSpec;
 pub use crate::options::defaults::fairness::{
     DEFAULT_BURST, DEFAULT_HEAVY_DEPTH, DEFAULT_POLLER_DEPTH, DEFAULT_RUNTIME,
 };
+use crate::spec::JobSpec;
 use crate::{Error, Result};
 use pollwise::clock::{self, Clock};
 use pollwise::engine::{Done, Engine, Stop};
