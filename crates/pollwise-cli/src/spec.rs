@@ -239,9 +239,7 @@ impl JobSpec {
             ..JobSpec::default()
         }
     }
-}
 
-impl JobSpec {
     /// The job's ring by its setup flags' names (`"IOPOLL"`, `"IOPOLL|HYBRID_IOPOLL"`) when it
     /// is polled (`--hipri`), and what its wait mode becomes there (an IOPOLL ring has no
     /// interrupts: [`polled_wait`](pollwise::policy::polled_wait)).
