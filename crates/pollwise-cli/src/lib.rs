@@ -24,6 +24,7 @@ pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod outfile;
+pub mod passes;
 pub mod platform;
 pub mod report;
 pub mod scenario;

@@ -443,9 +443,25 @@ impl Opts {
                 self.at("io_size")
             )));
         }
-        if s.extra.seq_add != 0 && self.has("io_size") && (s.extra.loops > 1 || s.verify) {
+        // A sequential write with holes, or a read that does not verify, from an offset follows
+        // fio's passes (`jobs::resolve`, `passes`). From the file's start, fio 3.33's position
+        // wraps at the file's end and a pass runs on to the byte limit, with verify logs that
+        // pollwise does not follow.
+        let from_offset = match s.extra.offset {
+            Some(SizeOrPercent::Bytes(b)) => b > 0,
+            Some(SizeOrPercent::Percent(p)) => p > 0.0,
+            None => false,
+        };
+        let follows_passes = s.extra.seq_add > 0
+            && from_offset
+            && (s.rw == crate::job::Rw::Write || (s.rw == crate::job::Rw::Read && !s.verify));
+        if s.extra.seq_add != 0
+            && self.has("io_size")
+            && (s.extra.loops > 1 || s.verify)
+            && !follows_passes
+        {
             return Err(usage(format!(
-                "--io_size with holes (--rw=...:N) and with loops or verify: fio 3.33 does io_size once whatever loops says, and half of it with verify, which pollwise does not follow; drop io_size{}",
+                "--io_size with holes (--rw=...:N) and with loops or verify: pollwise follows fio 3.33's passes only for a sequential write, or a read that does not verify, from an --offset (from the file's start fio's position wraps at the file's end); drop io_size{}",
                 self.at("io_size")
             )));
         }
