@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod extras;
 pub mod filekind;
+pub mod fill;
 pub mod iolog;
 pub mod job;
 pub mod jobs;

@@ -282,18 +282,60 @@ fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
     common::outcome(out)
 }
 
+/// A tmpfs of [`FILL_MIB`] MiB mounted at a directory of its own, unmounted when dropped: where
+/// a file with `fill_device` runs (pollwise fills no filesystem but one of its own).
+struct Tmpfs(tempfile::TempDir);
+
+/// The size of the tmpfs a `fill_device` file fills.
+const FILL_MIB: u64 = 64;
+
+impl Tmpfs {
+    fn mount() -> Tmpfs {
+        let d = common::tempdir();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={FILL_MIB}m"), "tmpfs"])
+            .arg(d.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "mounting a tmpfs at {} failed: the fill_device files need root to mount one",
+            d.path().display()
+        );
+        Tmpfs(d)
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
 fn outcome_of(name: &str, all: &Value) -> Outcome {
     let fio = &all[name];
     let set = data().join(fio["set"].as_str().unwrap());
-    let d = common::tempdir();
-    copy_aux(&set, d.path());
+    let text = std::fs::read_to_string(set.join(name)).unwrap_or_default();
+    let tmpfs = text.contains("fill_device").then(Tmpfs::mount);
+    let temp;
+    let d: &Path = match &tmpfs {
+        Some(t) => t.path(),
+        None => {
+            temp = common::tempdir();
+            temp.path()
+        }
+    };
+    copy_aux(&set, d);
     if let Some(pre) = fio["pre"].as_str() {
-        std::fs::copy(set.join(pre), d.path().join(pre)).unwrap();
+        std::fs::copy(set.join(pre), d.join(pre)).unwrap();
         // The file fio's suite runs first; its own outcome is its own row.
-        let _ = run_pollwise(d.path(), pre, &all[pre]);
+        let _ = run_pollwise(d, pre, &all[pre]);
     }
-    std::fs::copy(set.join(name), d.path().join(name)).unwrap();
-    let (code, out, err) = run_pollwise(d.path(), name, fio);
+    std::fs::copy(set.join(name), d.join(name)).unwrap();
+    let (code, out, err) = run_pollwise(d, name, fio);
     let err = err.trim().to_string();
     let line = err.lines().last().unwrap_or("").to_string();
     let cites = cites(&line, name);
@@ -437,6 +479,8 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `ss`, `ss_dur` and `ss_ramp` are fio's steady-state detection, with fio's arithmetic, checked once a second from the job threads' ticks: a steady job (a thread, or the job's threads together with `group_reporting`) ends, and the JSON carries fio's `steadystate` block. Jobs of one reporting group must agree on them, as fio requires; pollwise judges each job's threads, so several jobs of one group with `group_reporting` are refused. `/dev/null` and `/dev/zero` are targets.\n");
     t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
     t.push_str("- `ratemin`, `rate_iops_min` and `ratecycle` fail a job as fio's do: looked at when a request completes, from 2 s after the start, over each cycle. `prio`, `prioclass` and the cmdprio options give requests their priority in io_uring's SQE or libaio's iocb, with fio's per-priority `prios` in the JSON and `log_prio`'s column; a mixed random job with other sizes for writes than for reads (a per-direction `bssplit`) and fio's random map is refused, as fio ends it early by a rule pollwise does not follow. `dedupe_percentage`, `dedupe_mode`, `dedupe_working_set_percentage` and `dedupe_global` make fio's deduplicable buffers.\n");
+    t.push_str("- `loops` and `io_size` make fio's passes (backend.c `keep_running`, `do_io`): `loops` passes, then more while the bytes done, read backs included, are under `io_size` by a block or more; a sequential write with holes (`rw=write:N`) from an `offset` thus makes as many passes of its region as fio (cross-stripe-verify.fio: four of 1 MiB written and read back, with `loops=2`). From the file's start fio's position wraps at the file's end and a pass runs on to the byte limit: refused.\n");
+    t.push_str("- `fill_device` (`fill_fs`) writes a file from its start until its filesystem is full, sized from the free space when the job starts (fio writes until `ENOSPC` and ends the job without an error; on a tmpfs both write the same whole blocks), and a block device whole. It is refused on the root filesystem and when the fill is over 4 GiB (fill a filesystem of its own: a tmpfs or a loop device's), and for other than a sequential write of one file by one thread; the test runs surface-scan.fio in a 64 MiB tmpfs it mounts. `create_serialize` is accepted: pollwise lays the files of a group's jobs out one at a time.\n");
     t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *runs (fio 3.33's bug differs)*: pollwise does what the file means where fio 3.33 has a bug fio has since fixed (the row names it; not counted as run with fio's meaning). *DIFFERS* and *FAILS* are bugs.\n\n");

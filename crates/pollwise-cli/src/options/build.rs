@@ -465,6 +465,22 @@ impl Opts {
                 self.at("io_size")
             )));
         }
+        if self.take_bool("fill_device")? == Some(true) {
+            // fio fills with a sequential write from the file's start, one writer, and stops
+            // at ENOSPC (backend.c io_queue_event, do_io): other shapes would mean another thing.
+            let alone = s.numjobs <= 1 && s.extra.offset.is_none() && !self.has("nrfiles");
+            if s.rw != crate::job::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
+                return Err(usage(format!(
+                    "--fill_device is followed for a sequential write (rw=write) of one file from its start by one job thread, not time-based; this job is rw={}{}: give a size instead{}",
+                    s.rw.name(),
+                    if s.time_based { ", time_based" } else { "" },
+                    self.at("fill_device")
+                )));
+            }
+            s.extra.fill_device = true;
+        }
+        // The order the jobs' files are laid out in changes no job's I/O.
+        self.take_bool("create_serialize")?;
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
             None => None,
