@@ -1646,7 +1646,12 @@ fn job_thread(
                     // fio verifies after each loop: a pass of io_size / loops, then its read back.
                     let loops = spec.extra.loops.max(1) as u64;
                     if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
-                        engine.set_verify_pass(Some(io_size / loops));
+                        if spec.extra.experimental_verify {
+                            // A pass less (passes::experimental_verify_bytes), the first read back.
+                            engine.set_verify_once(Some(io_size / (loops - 1)));
+                        } else {
+                            engine.set_verify_pass(Some(io_size / loops));
+                        }
                     }
                     match until {
                         Some(t) => Stop::Either(t, n),

@@ -128,6 +128,9 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.io_size = per_pass.max(1) * bs * loops;
         }
     }
+    if !spec.time_based && spec.extra.experimental_verify {
+        spec.io_size = crate::passes::experimental_verify_bytes(spec.io_size, loops);
+    }
     if !spec.time_based && explicit_io_size && spec.extra.seq_add > 0 && !spec.rw.random() {
         let file_len = has.unwrap_or(0).max(spec.size);
         holed_passes(spec, region, asked_io_size, file_len)?;

@@ -9,6 +9,9 @@
 //! than its region, so `io_size` decides how many passes it takes: fio's own example
 //! `cross-stripe-verify.fio` (16 KiB every 128 KiB of 8 MiB, `io_size=8m`, `loops=2`, verify)
 //! makes four passes of 1 MiB written and 1 MiB read back, not two.
+//!
+//! With `experimental_verify` the read backs of a pass are writes turned reads that keep the
+//! write's accounting, so they count against `size × loops`: see [`experimental_verify_bytes`].
 
 /// A job's passes and bytes in its direction, as fio 3.33 does them: `pass` bytes a full pass
 /// (a whole number of `bs`), `reads_back` when each written block is read back in the same pass
@@ -55,6 +58,19 @@ pub fn fio_passes(
     Some((passes, issued))
 }
 
+/// A writing job's bytes written with `experimental_verify` over `loops` passes of
+/// `io_size / loops` each: fio reads the first pass back by replaying its offsets as writes
+/// turned reads, which keep the write's accounting direction (io_u.c `set_rw_ddir` sets
+/// `acct_ddir`, ioengines.c `td_io_queue` counts it), so they count against the writes'
+/// `size × loops` (backend.c `io_bytes_exceeded`) and the job writes one pass less; no later
+/// pass is read back (backend.c `do_verify`: `bytes_verified` is never reset between loops).
+pub fn experimental_verify_bytes(io_size: u64, loops: u64) -> u64 {
+    if loops < 2 {
+        return io_size;
+    }
+    io_size / loops * (loops - 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::fio_passes;
@@ -73,6 +89,14 @@ mod tests {
             fio_passes(64 * 16 * K, 16 * K, 8 * K * K, 2, false),
             Some((8, 8 * K * K))
         );
+    }
+
+    #[test]
+    fn experimental_verify_writes_a_pass_less() {
+        use super::experimental_verify_bytes;
+        // fio's t/jobs/t0026.fio: 1 MiB, loops=8: 7 MiB written, 1 MiB read back.
+        assert_eq!(experimental_verify_bytes(8 * K * K, 8), 7 * K * K);
+        assert_eq!(experimental_verify_bytes(K * K, 1), K * K);
     }
 
     #[test]

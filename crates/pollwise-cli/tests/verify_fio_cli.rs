@@ -368,3 +368,33 @@ fn a_verify_map_larger_than_the_memory_is_refused_before_anything_is_made() {
     assert!(err.contains("map of the blocks written"), "{err}");
     assert!(!f.exists());
 }
+
+#[test]
+fn experimental_verify_with_loops_reads_back_the_first_pass_and_writes_a_pass_less() {
+    // fio 3.33's counts, run here on these files (t/jobs/t0026.fio's first job with other
+    // loops and sizes): (extra lines, reads, writes).
+    let cases = [
+        ("loops=8\n", 256, 1792),
+        ("loops=3\n", 256, 512),
+        ("loops=2\n", 256, 256),
+        ("loops=3\nrw=write\n", 256, 512),
+        ("loops=3\nbs=8k\n", 128, 256),
+    ];
+    for (extra, reads, writes) in cases {
+        let d = tempdir();
+        let text = format!(
+            "[j]\nfilename=f\nsize=1M\nrw=randwrite\ndo_verify=1\nverify=md5\nexperimental_verify=1\n{extra}"
+        );
+        let (code, v, err) = run_file(d.path(), "e.fio", &text, &[]);
+        assert_eq!(code, 0, "{extra}: {err}");
+        let j = &v["jobs"][0];
+        assert_eq!(
+            (
+                j["read"]["total_ios"].as_u64(),
+                j["write"]["total_ios"].as_u64()
+            ),
+            (Some(reads), Some(writes)),
+            "{extra}"
+        );
+    }
+}

@@ -532,9 +532,16 @@ impl Opts {
         // report rather than dumping them; it reads back every block written either way.
         self.take_bool("verify_fatal")?;
         self.take_bool("verify_dump")?;
-        if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
+        let experimental = self.take_bool("experimental_verify")? == Some(true);
+        // A write-only job without a backlog follows fio's experimental verify over loops
+        // (`passes::experimental_verify_bytes`); other shapes are refused.
+        let writes_only = matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let follows = writes_only && s.extra.verify_backlog.is_none();
+        if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify && follows {
+            s.extra.experimental_verify = true;
+        } else if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify {
             return Err(usage(format!(
-                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back the blocks of each; drop experimental_verify{}",
+                "--experimental_verify with --loops={}: pollwise follows fio 3.33's experimental verify over loops (the first pass read back, its reads counted against loops x size) for a write-only job without verify_backlog; drop experimental_verify{}",
                 s.extra.loops,
                 self.at("experimental_verify")
             )));
