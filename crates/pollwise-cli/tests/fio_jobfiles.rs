@@ -311,7 +311,14 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
+        // Lazily if a process still holds it: the mount never outlives the test.
+        let ok = Command::new("umount")
+            .arg(self.0.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+        }
     }
 }
 
@@ -480,7 +487,7 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
     t.push_str("- `ratemin`, `rate_iops_min` and `ratecycle` fail a job as fio's do: looked at when a request completes, from 2 s after the start, over each cycle. `prio`, `prioclass` and the cmdprio options give requests their priority in io_uring's SQE or libaio's iocb, with fio's per-priority `prios` in the JSON and `log_prio`'s column; a mixed random job with other sizes for writes than for reads (a per-direction `bssplit`) and fio's random map is refused, as fio ends it early by a rule pollwise does not follow. `dedupe_percentage`, `dedupe_mode`, `dedupe_working_set_percentage` and `dedupe_global` make fio's deduplicable buffers.\n");
     t.push_str("- `loops` and `io_size` make fio's passes (backend.c `keep_running`, `do_io`): `loops` passes, then more while the bytes done, read backs included, are under `io_size` by a block or more; a sequential write with holes (`rw=write:N`) from an `offset` thus makes as many passes of its region as fio (cross-stripe-verify.fio: four of 1 MiB written and read back, with `loops=2`). From the file's start fio's position wraps at the file's end and a pass runs on to the byte limit: refused.\n");
-    t.push_str("- `fill_device` (`fill_fs`) writes a file from its start until its filesystem is full, sized from the free space when the job starts (fio writes until `ENOSPC` and ends the job without an error; on a tmpfs both write the same whole blocks), and a block device whole. It is refused on the root filesystem and when the fill is over 4 GiB (fill a filesystem of its own: a tmpfs or a loop device's), and for other than a sequential write of one file by one thread; the test runs surface-scan.fio in a 64 MiB tmpfs it mounts. `create_serialize` is accepted: pollwise lays the files of a group's jobs out one at a time.\n");
+    t.push_str("- `fill_device` (`fill_fs`) writes a file from its start until its filesystem is full, sized from the free space when the job starts (fio writes until `ENOSPC` and ends the job without an error; on a tmpfs both write the same whole blocks), and a block device whole. A fill (no size, or one larger than the room) is refused on the root filesystem and when it is over 4 GiB (fill a filesystem of its own: a tmpfs or a loop device's); a size the filesystem has room for is written as asked, and for other than a sequential write of one file by one thread; the test runs surface-scan.fio in a 64 MiB tmpfs it mounts. `create_serialize` is accepted: pollwise lays the files of a group's jobs out one at a time.\n");
     t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *runs (fio 3.33's bug differs)*: pollwise does what the file means where fio 3.33 has a bug fio has since fixed (the row names it; not counted as run with fio's meaning). *DIFFERS* and *FAILS* are bugs.\n\n");

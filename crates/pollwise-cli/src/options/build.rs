@@ -634,7 +634,14 @@ impl Opts {
         if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
             s.seed = clock_seed();
         }
-        self.take_files(s)
+        self.take_files(s)?;
+        if s.extra.fill_device && (s.extra.files.len() > 1 || !s.extra.clone_files.is_empty()) {
+            return Err(usage(format!(
+                "--fill_device is followed for one file written by one job thread; this job has several files: give a size instead{}",
+                self.at("fill_device")
+            )));
+        }
+        Ok(())
     }
 
     /// fio's `latency_target` and its window, percentile and `latency_run` (`run` only: for
