@@ -221,7 +221,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             ));
         }
     }
-    if !path.exists() && spec.size == 0 {
+    if !path.exists() && spec.size == 0 && !spec.extra.fill_device {
         return u(format!(
             "{} does not exist and no --size was given: give --size (e.g. --size=256M) so it can be created",
             path.display()
@@ -511,7 +511,16 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     } else {
         meta.as_ref().map_or(0, |m| m.len())
     };
-    let size = if spec.size == 0 { existing } else { spec.size };
+    // fio's fill_device on a file: sized from the free space, written (not laid out) from the
+    // start; on a block device, the device.
+    let fill = spec.extra.fill_device && !is_blockdev;
+    let size = if fill {
+        crate::fill::fill_size(path, spec.size, spec.bs as u64)?
+    } else if spec.size == 0 {
+        existing
+    } else {
+        spec.size
+    };
     if is_blockdev && size > existing {
         return Err(Error::Usage(format!(
             "--size={size} is larger than the device {} ({existing} bytes): use a smaller --size",
@@ -520,7 +529,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     }
     // fio's filesize: the file is that long, whatever part of it the I/O covers.
     let file_len = size.max(spec.extra.filesize.unwrap_or(0));
-    if !is_blockdev && existing < file_len {
+    if !is_blockdev && existing < file_len && !fill {
         lay_out(path, existing, file_len, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
@@ -1399,7 +1408,12 @@ fn job_thread(
                     // fio verifies after each loop: a pass of io_size / loops, then its read back.
                     let loops = spec.extra.loops.max(1) as u64;
                     if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
-                        engine.set_verify_pass(Some(io_size / loops));
+                        if spec.extra.experimental_verify {
+                            // A pass less (passes::experimental_verify_bytes), the first read back.
+                            engine.set_verify_once(Some(io_size / (loops - 1)));
+                        } else {
+                            engine.set_verify_pass(Some(io_size / loops));
+                        }
                     }
                     match until {
                         Some(t) => Stop::Either(t, n),

@@ -102,6 +102,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         spec.extra.increment = increment;
     }
     let explicit_io_size = spec.io_size != 0;
+    let asked_io_size = spec.io_size;
     // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
     if (ranged || loops > 1) && !spec.time_based {
         let once = if spec.io_size != 0 {
@@ -127,7 +128,48 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.io_size = per_pass.max(1) * bs * loops;
         }
     }
+    if !spec.time_based && spec.extra.experimental_verify {
+        spec.io_size = crate::passes::experimental_verify_bytes(spec.io_size, loops);
+    }
+    if !spec.time_based && explicit_io_size && spec.extra.seq_add > 0 && !spec.rw.random() {
+        let file_len = has.unwrap_or(0).max(spec.size);
+        holed_passes(spec, region, asked_io_size, file_len)?;
+    }
     Ok(())
+}
+
+/// A sequential job with holes and an `io_size`: fio's passes over the region (see
+/// [`crate::passes`]) become the job's `loops` and `io_size` its bytes.
+fn holed_passes(spec: &mut JobSpec, region: u64, asked: u64, file_len: u64) -> Result<()> {
+    let bs = spec.bs as u64;
+    let per_pass = if region >= bs {
+        (region - bs) / (bs + spec.extra.seq_add as u64) + 1
+    } else {
+        0
+    };
+    let stride = bs + spec.extra.seq_add as u64;
+    // io_u.c get_next_seq_offset: the position after a pass's last block wraps to the start
+    // when it reaches the file's end, and the pass runs on to the byte limit.
+    if per_pass.saturating_mul(stride) >= file_len {
+        return Err(Error::Usage(format!(
+            "--io_size with holes (--rw=...:{}) over a region that reaches {}'s end: fio 3.33's position wraps there and a pass runs on to the byte limit, which pollwise does not follow; give a larger file or drop io_size",
+            spec.extra.seq_add,
+            spec.filename.display()
+        )));
+    }
+    let reads_back = spec.verify && !spec.extra.skip_verify && spec.rw.writes();
+    match crate::passes::fio_passes(per_pass * bs, bs, asked, spec.extra.loops, reads_back) {
+        Some((passes, bytes)) => {
+            spec.extra.loops = u32::try_from(passes).unwrap_or(u32::MAX);
+            spec.io_size = bytes;
+            Ok(())
+        }
+        None => Err(Error::Usage(format!(
+            "--io_size={asked} with holes (--rw=...:{}) ends fio 3.33's last pass part way through the region ({} bytes a pass), which pollwise's passes of equal size do not follow: give an io_size of whole passes",
+            spec.extra.seq_add,
+            per_pass * bs
+        ))),
+    }
 }
 
 /// Runs `jobs` as fio does: a job with `stonewall` waits for every job before it; the others

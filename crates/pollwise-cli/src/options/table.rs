@@ -440,6 +440,11 @@ pub const OPTIONS: &[Opt] = &[
     // files, as fio names and sizes them (run and compare)
     opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there"),
     opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),
+    with_aliases(
+        opt("fill_device", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "a sequential write of the file until its filesystem is full (fio's ENOSPC; sized from the free space when the job starts), or of a block device whole; a fill is refused on the root filesystem or over 4 GiB, a size with room is written as asked"),
+        &["fill_fs"],
+    ),
+    opt("create_serialize", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "lay the jobs' files out one at a time (pollwise always does: each job's file when it starts)"),
     opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it"),
     with_aliases(
         opt("nrfiles", int(1, 4096), val("1"), C::Jobs, Only(RUN_LIKE), "files per job, named by --filename_format (or the names of --filename=a:b:c); --size is shared among them"),
