@@ -454,7 +454,7 @@ impl Opts {
         };
         let follows_passes = s.extra.seq_add > 0
             && from_offset
-            && (s.rw == crate::job::Rw::Write || (s.rw == crate::job::Rw::Read && !s.verify));
+            && (s.rw == crate::spec::Rw::Write || (s.rw == crate::spec::Rw::Read && !s.verify));
         if s.extra.seq_add != 0
             && self.has("io_size")
             && (s.extra.loops > 1 || s.verify)
@@ -469,7 +469,7 @@ impl Opts {
             // fio fills with a sequential write from the file's start, one writer, and stops
             // at ENOSPC (backend.c io_queue_event, do_io): other shapes would mean another thing.
             let alone = s.numjobs <= 1 && s.extra.offset.is_none() && !self.has("nrfiles");
-            if s.rw != crate::job::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
+            if s.rw != crate::spec::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
                 return Err(usage(format!(
                     "--fill_device is followed for a sequential write (rw=write) of one file from its start by one job thread, not time-based; this job is rw={}{}: give a size instead{}",
                     s.rw.name(),
@@ -535,7 +535,7 @@ impl Opts {
         let experimental = self.take_bool("experimental_verify")? == Some(true);
         // A write-only job without a backlog follows fio's experimental verify over loops
         // (`passes::experimental_verify_bytes`); other shapes are refused.
-        let writes_only = matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let writes_only = matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
         let follows = writes_only && s.extra.verify_backlog.is_none();
         if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify && follows {
             s.extra.experimental_verify = true;
