@@ -13,8 +13,8 @@
 //! refuses to fill the root filesystem, and any with more than [`FILL_MAX`] to fill: a full `/`
 //! stops the machine's other programs, and a fill that large is more likely a mistaken
 //! `filename` than a surface scan. A size the filesystem has room for is written as asked,
-//! anywhere: no `ENOSPC` can end it, so `fill_device` changes nothing. A block device is written whole (its size is known), with a
-//! block device's checks (never one that is mounted).
+//! anywhere: no `ENOSPC` can end it, so `fill_device` changes nothing. A block device is
+//! written whole (its size is known), with a block device's checks (never one that is mounted).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
