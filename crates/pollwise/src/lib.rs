@@ -69,6 +69,10 @@
 //! `examples/` has one program per use: `ring_with_policy` (your own ring, requests from a
 //! [`request::Slab`], waited on by a policy you name), `reactor_channel` (a [`reactor`] serving
 //! a channel) and `shared_poller` (a [`poller::SharedPoller`] with two clients).
+//!
+//! Features: `io-uring` (default) adds `ring::UringView`; `internals` makes the benchmark's own
+//! modules (`sys`, `platform`, `queue::model`, `rng`, `units`) public for the `pollwise` command.
+//! They are not the library's face and may change in any release.
 
 /// Field-by-field arithmetic for a struct of `u64` counters, written once: `add` sums `o` into
 /// `self` field by field, and `fields` (where asked for) lists each field's name and value in
