@@ -1456,5 +1456,58 @@ mod tests {
             assert_eq!(seen.len(), 800);
             assert!(seen.values().all(|&n| n == 1), "a completion came twice");
         }
+
+        /// A restarted request is pushed again under the same handle: a submission the device
+        /// reports late, for the request's first push, must not stamp its second push.
+        #[test]
+        fn a_late_submission_of_a_requests_first_push_does_not_stamp_its_second() {
+            use super::super::testing::Lagging;
+            use std::sync::atomic::{AtomicBool, AtomicU64};
+            let (r, _w) = pipe();
+            let lag = Arc::new(AtomicU64::new(0));
+            let hold = Arc::new(AtomicBool::new(false));
+            let dev = Lagging {
+                inner: ring(&r),
+                lag: lag.clone(),
+                hold: hold.clone(),
+            };
+            let clock = FakeClock::new(10);
+            let mut q =
+                Tracked::with_requests(dev, Arc::new(clock.clone()), Slab::new(1, 64, 64).unwrap());
+            let submitted = |q: &Tracked<_>| q.ops().next().and_then(|i: OpInfo| i.submitted_ns);
+
+            // First push: the kernel runs it, the counters do not show it yet.
+            let a = alloc(&mut q);
+            q.push_request(a, NOP).unwrap();
+            lag.store(1, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            let got = reap_until_done(&mut q, a);
+            assert_eq!(got.len(), 1);
+            assert_eq!(q.requests().unwrap().meta(a).unwrap().issued_ns, None);
+
+            // Second push of the same request, held back from the device.
+            q.requests_mut().unwrap().restart(a).unwrap();
+            clock.advance(10);
+            q.push_request(a, NOP).unwrap();
+            hold.store(true, SeqCst);
+            // The counters now show the first push's submission (at 40): not the second's.
+            lag.store(0, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            assert_eq!(
+                submitted(&q),
+                None,
+                "stamped by the first push's submission"
+            );
+            // The second push reaches the device at 50.
+            hold.store(false, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            assert_eq!(submitted(&q), Some(50));
+            let got = reap_until_done(&mut q, a);
+            assert_eq!(got.len(), 1);
+            assert_eq!(q.requests().unwrap().meta(a).unwrap().issued_ns, Some(50));
+        }
     }
 }
