@@ -690,10 +690,19 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// Every operation in flight, in slot order: the requests' (from their records in the
     /// slab), then the others'.
     pub fn ops(&self) -> impl Iterator<Item = OpInfo> + '_ {
-        let requests = self.requests.iter().flat_map(|slab| slab.issued());
+        // Each table is walked only when it holds something (a walk visits every slot).
+        let requests = (self.request_ops > 0)
+            .then_some(self.requests.as_ref())
+            .flatten()
+            .into_iter()
+            .flat_map(|slab| slab.issued());
+        let others = (!self.ops.is_empty())
+            .then(|| self.ops.iter())
+            .into_iter()
+            .flatten();
         requests
             .map(|(h, i)| request_info(h, &i))
-            .chain(self.ops.iter().map(|(_, r)| *r))
+            .chain(others.map(|(_, r)| *r))
     }
 
     fn record(&mut self, op: &Op) -> io::Result<Handle> {
