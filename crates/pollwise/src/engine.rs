@@ -1165,7 +1165,7 @@ impl Engine {
                     &mut *read
                 }
                 Dir::Write => {
-                    if cfg.verify {
+                    if cfg.verify && !extra.untracked {
                         note_written(written, meta.offset, meta.len);
                         forget_overlapped(read_back, meta.offset, meta.len);
                         if let Some(b) = extra.backlog.as_mut() {
@@ -1754,9 +1754,23 @@ impl Engine {
     /// each loop), then starts the next pass (`None`: no passes). The last pass's blocks are
     /// left to [`verify_written`](Engine::verify_written).
     pub fn set_verify_pass(&mut self, bytes: Option<u64>) {
-        self.extra.pass = bytes
-            .filter(|&b| b > 0)
-            .map(|bytes| Pass { bytes, pushed: 0 });
+        self.extra.pass = bytes.filter(|&b| b > 0).map(|bytes| Pass {
+            bytes,
+            pushed: 0,
+            once: false,
+        });
+    }
+
+    /// fio's `loops` with `experimental_verify`: as [`set_verify_pass`](Engine::set_verify_pass),
+    /// but only the first pass is read back, and the writes after it are not tracked (nor read
+    /// back at the end). fio replays a pass's offsets to read it back only while the bytes the
+    /// job verified, never reset between loops, stay within the pass's writes (backend.c
+    /// `do_verify`), which holds for the first pass alone.
+    pub fn set_verify_once(&mut self, bytes: Option<u64>) {
+        self.set_verify_pass(bytes);
+        if let Some(p) = self.extra.pass.as_mut() {
+            p.once = true;
+        }
     }
 
     /// Whether the current pass pushed its bytes.
@@ -1770,8 +1784,16 @@ impl Engine {
     /// Ends a pass: reads back every block written and not read back yet.
     fn verify_pass(&mut self, stop: Stop) -> Result<()> {
         let blocks: Vec<(u64, u32)> = self.written.iter().map(|(&o, &l)| (o, l)).collect();
-        if let Some(p) = self.extra.pass.as_mut() {
-            p.pushed -= p.bytes;
+        let once = match self.extra.pass.as_mut() {
+            Some(p) => {
+                p.pushed -= p.bytes;
+                p.once
+            }
+            None => false,
+        };
+        if once {
+            self.extra.pass = None;
+            self.extra.untracked = true;
         }
         self.read_back_and_keep(&blocks, stop)
     }
@@ -1884,6 +1906,9 @@ struct PrioState {
 struct Pass {
     bytes: u64,
     pushed: u64,
+    /// fio's `experimental_verify`: only the first pass is read back (see
+    /// [`Engine::set_verify_once`]).
+    once: bool,
 }
 
 /// fio's `verify_backlog`: read back every `every` written blocks.
@@ -1972,6 +1997,8 @@ struct Extras {
     reading_back: bool,
     /// fio's loops with verify: a read back after each pass.
     pass: Option<Pass>,
+    /// The writes are no longer tracked for a read back (after an `experimental_verify` pass).
+    untracked: bool,
     /// A loaded verify state: the byte ranges written (sorted, apart); only reads inside
     /// them are checked.
     state: Option<Vec<(u64, u64)>>,
