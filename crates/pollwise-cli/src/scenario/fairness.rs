@@ -42,7 +42,9 @@ use pollwise::request::Slab;
 use pollwise::stats::DirStats;
 use serde_json::json;
 
-use super::shared_poller::{client_cpus, jain, open_file, prepare_file, take_poller_job};
+use super::shared_poller::{
+    client_cpus, jain, open_file, prepare_file, take_poller_job, unanswered,
+};
 use super::{client_config, joined, spawn_client};
 use crate::options::Opts;
 use crate::report::{table, us, Output};
@@ -235,6 +237,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let auto = poller.auto_status();
     let report = poller.shutdown()?;
+    unanswered(report.unanswered)?;
     if let Some(e) = first_err {
         return Err(e);
     }

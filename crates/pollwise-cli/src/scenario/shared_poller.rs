@@ -448,10 +448,11 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
         }
     }
     let auto = poller.as_ref().and_then(|p| p.auto_status());
-    let counters = poller
-        .map(|p| p.shutdown())
-        .transpose()?
-        .map(|r| r.counters);
+    let report = poller.map(|p| p.shutdown()).transpose()?;
+    if let Some(r) = &report {
+        unanswered(r.unanswered)?;
+    }
+    let counters = report.map(|r| r.counters);
     let (heavy, elapsed_ns) = h?;
     if let Some(e) = first_err {
         return Err(e);
@@ -606,6 +607,17 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
             st.pcfg.wait,
         ),
     }
+}
+
+/// A poller shutdown that left requests in the kernel (it refused every wait) fails the run:
+/// those requests never completed, so no figure of the run is whole.
+pub(crate) fn unanswered(n: u64) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    Err(Error::Io(format!(
+        "shared-poller: the kernel refused every wait at shutdown, so {n} request(s) never completed (their buffers are kept, not freed)"
+    )))
 }
 
 #[cfg(test)]
