@@ -367,7 +367,7 @@ pub fn sweep(
     let start = Instant::now();
     // A cell whose model runs past the budget in real time is stopped there (its drain then
     // takes the grace at most) and cut.
-    model.model_wall = Some(start + budget.saturating_sub(pollwise::engine::DRAIN_GRACE));
+    let wall = start + budget.saturating_sub(pollwise::engine::DRAIN_GRACE);
     let mut groups: Vec<(u32, u32)> = thread_counts(platform.cores)
         .into_iter()
         .flat_map(|t| DEPTHS.iter().map(move |&q| (t, q)))
@@ -402,7 +402,7 @@ pub fn sweep(
                     continue;
                 }
                 let t0 = Instant::now();
-                let Some(stats) = run_job_within(&cell_spec(&model, &cell))? else {
+                let Some(stats) = run_job_within(&cell_spec(&model, &cell), wall)? else {
                     cut.push(cell);
                     continue;
                 };

@@ -43,7 +43,7 @@ use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
-use pollwise::sys::rusage::thread_cpu_ns;
+use pollwise::stats::thread_cpu_ns;
 
 use crate::{Error, Result};
 

@@ -15,6 +15,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::job::{prepare_target, run_job, JobSpec};
+pub use crate::options::defaults::compare::DEFAULT_SIZE;
 use crate::{Error, Result};
 use pollwise::policy::Mode;
 use pollwise::stats::{Stats, PERCENTILES};
@@ -23,9 +24,6 @@ use serde_json::json;
 use crate::options::Opts;
 use crate::report::{jobs_json, table, us, JobFigures, Output};
 use crate::target::default_target;
-
-/// The default file's size when `compare` creates its own.
-pub const DEFAULT_SIZE: u64 = 256 << 20;
 
 /// The median of `v` (mean of the middle two for an even count).
 pub fn median(v: &mut [f64]) -> f64 {

@@ -8,8 +8,16 @@ use std::sync::Arc;
 use pollwise::engine::{EngineConfig, Gate, PacingConfig, PatternConfig, RateLimit, SyncEvery};
 pub use pollwise::pattern::BlockSizes;
 
-use crate::options::SizeOrPercent;
 use crate::{Error, Result};
+
+/// A size in bytes, or a percentage of the target's size (fio's `size=50%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeOrPercent {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent of the file or device, in (0, 100].
+    Percent(f64),
+}
 
 /// A rate limit as given: I/Os or bytes per second, even or Poisson gaps.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,6 +79,12 @@ pub struct JobExtras {
     pub clone_files: Vec<std::path::PathBuf>,
     /// `filesize`: the file's size when it differs from the I/O's `size`.
     pub filesize: Option<u64>,
+    /// fio's `fill_device`: a sequential write of the file until its filesystem is full (the
+    /// size, at most, when one is given); see the `fill` module.
+    pub fill_device: bool,
+    /// fio's `experimental_verify` on a writing job with `loops`: the first pass is read back,
+    /// and its read backs count against the job's bytes (see `passes`).
+    pub experimental_verify: bool,
     /// Several files in one job (fio's `filename=a:b`, `nrfiles`): every file, the first
     /// being the job's `filename`; empty: the one file.
     pub files: Vec<std::path::PathBuf>,

@@ -1,8 +1,9 @@
 //! Jobs: a fio job, its file and its threads.
 //!
-//! [`JobSpec`] holds a job in fio's terms (`rw`, `bs`, `iodepth`, `iodepth_batch_submit`, ...);
-//! [`run_job`] checks it, lays out the file if needed, runs `numjobs` threads (one ring each, each
-//! driving the library's [`Engine`]), ramps, measures and merges.
+//! [`JobSpec`] (from `spec`, re-exported here) describes a job in fio's terms (`rw`, `bs`,
+//! `iodepth`, `iodepth_batch_submit`, ...); [`Run`] holds what it shares with the rest of a run
+//! while it runs. [`run_job`] checks a job, lays out the file if needed, runs `numjobs` threads
+//! (one ring each, each driving the library's [`Engine`]), ramps, measures and merges.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -14,16 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock;
-pub use pollwise::engine::Rw;
-use pollwise::engine::{
-    sub_policy, sub_queue, Ended, Engine, EngineConfig, Hooks, Stop, SubmitMode,
-};
-use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Hooks, Stop};
+use pollwise::policy::Mode;
 use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
 use pollwise::queue::null::NullQueue;
 use pollwise::queue::posixaio::PosixaioQueue;
-use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise::queue::sim::{SimQueue, SimTime};
 use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
@@ -33,165 +31,18 @@ use pollwise::verify;
 
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
+pub use crate::spec::{parse_rw, IoEngine, JobSpec, Rw, SIM_DEFAULT_SIZE};
 use crate::{Error, Result};
 
-/// Parses fio's `rw` names.
-pub fn parse_rw(s: &str) -> Result<Rw> {
-    Rw::from_name(s).ok_or_else(|| {
-        Error::Usage(format!(
-            "unknown --rw={s}: use read, write, randread, randwrite or randrw"
-        ))
-    })
-}
-
-/// fio's `ioengine`: what the job's requests go to.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum IoEngine {
-    /// A real io_uring ring over the file (the default).
-    IoUring,
-    /// The simulated device, with this latency model; no file is touched.
-    Sim(LatencyModel),
-    /// fio's `null`: every request completes at once, no I/O and no file (the overhead
-    /// baseline). Completions are ready at submit, so every wait mode finds them at once.
-    Null,
-    /// One of fio's synchronous engines (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`): the
-    /// system call does the I/O in the job thread, so no wait mode applies; with `--hipri`,
-    /// `pvsync2` asks the kernel to poll (`RWF_HIPRI`).
-    Sync(SyncCall),
-    /// Linux native AIO (fio's `libaio`): interrupt waits in `io_getevents`; poll reads the
-    /// completion ring in user space with `userspace_reap`, else calls `io_getevents` with a zero
-    /// timeout.
-    Libaio {
-        /// fio's `userspace_reap`.
-        userspace_reap: bool,
-    },
-    /// POSIX AIO through the C library (fio's `posixaio`): interrupt waits in `aio_suspend`;
-    /// poll asks `aio_error` of each request in flight.
-    Posixaio,
-}
-
-impl IoEngine {
-    /// fio's name of the engine.
-    pub fn name(&self) -> &'static str {
-        match self {
-            IoEngine::IoUring => "io_uring",
-            IoEngine::Sim(_) => "sim",
-            IoEngine::Null => "null",
-            IoEngine::Sync(c) => c.name(),
-            IoEngine::Libaio { .. } => "libaio",
-            IoEngine::Posixaio => "posixaio",
-        }
-    }
-
-    /// True when the engine has a file (all but `sim` and `null`).
-    pub fn has_file(&self) -> bool {
-        !matches!(self, IoEngine::Sim(_) | IoEngine::Null)
-    }
-
-    /// True when the job thread can wait for a completion in more than one way: false for the
-    /// synchronous engines, which do each request inside its system call.
-    pub fn waits(&self) -> bool {
-        !matches!(self, IoEngine::Sync(_))
-    }
-}
-
-/// Bytes a simulated device pretends to hold when no `--size` is given (1 GiB).
-pub const SIM_DEFAULT_SIZE: u64 = 1 << 30;
-
-/// One job, in fio's terms. `Default` is fio's defaults plus `rw=randread`, `direct=1`.
-#[derive(Debug, Clone)]
-pub struct JobSpec {
-    /// The job's name (fio's `name`).
-    pub name: String,
-    /// File or block device.
-    pub filename: PathBuf,
-    /// Bytes of the file to use (0: the whole existing file or device).
-    pub size: u64,
-    /// I/O pattern.
-    pub rw: Rw,
-    /// Percentage of reads in `randrw`.
-    pub rwmixread: u32,
-    /// Block size.
-    pub bs: u32,
-    /// Requests in flight per job thread.
-    pub iodepth: u32,
-    /// O_DIRECT.
-    pub direct: bool,
-    /// Measured run time; zero is no limit (fio's default: a job that is not time-based ends
-    /// when its size is done).
-    pub runtime: Duration,
-    /// Run for `runtime` even after `io_size` bytes are done (fio's `time_based`).
-    pub time_based: bool,
-    /// Bytes of I/O after which a job that is not time-based stops (0: `size`).
-    pub io_size: u64,
-    /// Unmeasured warm-up time.
-    pub ramp_time: Duration,
-    /// Job threads, one ring each.
-    pub numjobs: u32,
-    /// Submit when this many requests are queued (fio's `iodepth_batch_submit`; 0 means 1).
-    pub iodepth_batch_submit: u32,
-    /// Reap at least this many completions per wait (fio's `iodepth_batch_complete_min`).
-    pub iodepth_batch_complete_min: u32,
-    /// Register the file with the ring.
-    pub registerfiles: bool,
-    /// Register the buffers with the ring.
-    pub fixedbufs: bool,
-    /// SQPOLL ring (fio's `sqthread_poll`).
-    pub sqthread_poll: bool,
-    /// SQPOLL thread CPU.
-    pub sqthread_poll_cpu: Option<u32>,
-    /// SQPOLL idle time before the thread sleeps.
-    pub sqthread_idle_ms: u32,
-    /// Let the job threads' rings share one SQPOLL thread (ATTACH_WQ to the first ring).
-    pub sqthread_share: bool,
-    /// Kernel polled I/O (IOPOLL).
-    pub hipri: bool,
-    /// Kernel hybrid polled I/O (HYBRID_IOPOLL, with `hipri`).
-    pub hybrid_iopoll: bool,
-    /// COOP_TASKRUN ring.
-    pub coop_taskrun: bool,
-    /// DEFER_TASKRUN ring.
-    pub defer_taskrun: bool,
-    /// SINGLE_ISSUER ring.
-    pub single_issuer: bool,
-    /// Submit the last batch with the wait or in a call of its own (`--submit_mode`). The
-    /// command's default is fio's way, a call of its own, so that slat and clat mean what fio's
-    /// do in every mode; the library's default is liburing's submit-and-wait.
-    pub submit_mode: SubmitMode,
-    /// Choose the task-run flags by mode, as fio's io_uring engine does for its (blocking) waits:
-    /// `interrupt` rings get COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, every polling mode a
-    /// plain ring, where a completion reaches user space without a system call. Cleared when the
-    /// user sets any of the three flags.
-    pub taskrun_auto: bool,
-    /// `--verify=crc32c`.
-    pub verify: bool,
-    /// After every `thinktime_blocks` completions, think for this long (fio's `thinktime`).
-    pub thinktime: Duration,
-    /// Of the think time, spin this long on the CPU (fio's `thinktime_spin`); the rest sleeps.
-    pub thinktime_spin: Duration,
-    /// Completions between think times (fio's `thinktime_blocks`; 0 means 1).
-    pub thinktime_blocks: u32,
-    /// Random seed (fio's `randseed`).
-    pub seed: u64,
-    /// The wait policy.
-    pub policy: PolicyConfig,
-    /// What the requests go to (fio's `ioengine`).
-    pub ioengine: IoEngine,
-    /// The modelled platform a `--ioengine=sim` job runs on, in virtual time (`--platform`).
-    pub platform: Option<pollwise::platform::Platform>,
-    /// `--sim_latency` was given (with a platform, it replaces the platform's device).
-    pub sim_latency_given: bool,
-    /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
-    pub extra: crate::extras::JobExtras,
-    /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
-    pub logs: crate::report::logs::LogSpec,
+/// What a job holds while it runs, beside its [`JobSpec`]: the handles its threads share with
+/// the rest of the run. Built when the run starts; `Run::default()` is a job run on its own
+/// (`compare`, the scenarios), which counts nothing per I/O and is stopped by nothing but a
+/// signal and its own end.
+#[derive(Clone, Default)]
+pub struct Run {
     /// The run's live progress (ETA line, interim reports, SIGUSR1's status) and this job's
     /// index in it; `None` outside `pollwise run` (the job then counts nothing per I/O).
     pub live: Option<(Arc<Live>, usize)>,
-    /// Faults to inject (`--fault`), on any engine.
-    pub fault: Option<pollwise::queue::fault::FaultSpec>,
-    /// Which failures the job goes on past (fio's `continue_on_error`).
-    pub continue_on_error: pollwise::engine::ContinueOn,
     /// Set when another job's end stops this one (fio's `exitall`); `None` outside a run of
     /// several jobs.
     pub halt: Option<Arc<AtomicBool>>,
@@ -204,80 +55,6 @@ pub struct JobSpec {
     /// When a modelled run (`--platform`) must end in real time (`advise`'s budget); `None`:
     /// when its virtual time is done.
     pub model_wall: Option<std::time::Instant>,
-}
-
-impl Default for JobSpec {
-    fn default() -> Self {
-        JobSpec {
-            name: "pollwise".into(),
-            filename: PathBuf::new(),
-            size: 0,
-            rw: Rw::RandRead,
-            rwmixread: 50,
-            bs: 4096,
-            iodepth: 1,
-            direct: true,
-            runtime: Duration::ZERO,
-            time_based: false,
-            io_size: 0,
-            ramp_time: Duration::ZERO,
-            numjobs: 1,
-            iodepth_batch_submit: 1,
-            iodepth_batch_complete_min: 1,
-            registerfiles: false,
-            fixedbufs: false,
-            sqthread_poll: false,
-            sqthread_poll_cpu: None,
-            sqthread_idle_ms: 1000,
-            sqthread_share: false,
-            hipri: false,
-            hybrid_iopoll: false,
-            coop_taskrun: false,
-            defer_taskrun: false,
-            single_issuer: false,
-            submit_mode: SubmitMode::Separate,
-            taskrun_auto: true,
-            verify: false,
-            thinktime: Duration::ZERO,
-            thinktime_spin: Duration::ZERO,
-            thinktime_blocks: 1,
-            seed: 0x5eed_5eed,
-            policy: PolicyConfig::new(Mode::Interrupt),
-            ioengine: IoEngine::IoUring,
-            platform: None,
-            sim_latency_given: false,
-            extra: crate::extras::JobExtras::default(),
-            logs: crate::report::logs::LogSpec::default(),
-            live: None,
-            fault: None,
-            continue_on_error: pollwise::engine::ContinueOn::None,
-            halt: None,
-            steady: None,
-            latency: None,
-            model_wall: None,
-        }
-    }
-}
-
-impl JobSpec {
-    /// Thread `i`'s spec: the job's, on the clone's own file if it has one.
-    pub fn clone_for(&self, i: usize) -> JobSpec {
-        let mut c = self.clone();
-        if let Some(f) = self.extra.clone_files.get(i) {
-            c.filename = f.clone();
-        }
-        c
-    }
-
-    /// fio's defaults, for a job file's jobs: sequential reads (`rw=read`), buffered
-    /// (`direct=0`); the rest as [`JobSpec::default`].
-    pub fn fio() -> JobSpec {
-        JobSpec {
-            rw: Rw::Read,
-            direct: false,
-            ..JobSpec::default()
-        }
-    }
 }
 
 /// The largest ring (and so `iodepth`) the kernel allows.
@@ -444,7 +221,7 @@ pub fn check_job(spec: &JobSpec) -> Result<()> {
             ));
         }
     }
-    if !path.exists() && spec.size == 0 {
+    if !path.exists() && spec.size == 0 && !spec.extra.fill_device {
         return u(format!(
             "{} does not exist and no --size was given: give --size (e.g. --size=256M) so it can be created",
             path.display()
@@ -734,7 +511,16 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     } else {
         meta.as_ref().map_or(0, |m| m.len())
     };
-    let size = if spec.size == 0 { existing } else { spec.size };
+    // fio's fill_device on a file: sized from the free space, written (not laid out) from the
+    // start; on a block device, the device.
+    let fill = spec.extra.fill_device && !is_blockdev;
+    let size = if fill {
+        crate::fill::fill_size(path, spec.size, spec.bs as u64)?
+    } else if spec.size == 0 {
+        existing
+    } else {
+        spec.size
+    };
     if is_blockdev && size > existing {
         return Err(Error::Usage(format!(
             "--size={size} is larger than the device {} ({existing} bytes): use a smaller --size",
@@ -743,7 +529,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     }
     // fio's filesize: the file is that long, whatever part of it the I/O covers.
     let file_len = size.max(spec.extra.filesize.unwrap_or(0));
-    if !is_blockdev && existing < file_len {
+    if !is_blockdev && existing < file_len && !fill {
         lay_out(path, existing, file_len, spec.direct)?;
     }
     let f = open_target(path, spec.direct, false)?;
@@ -947,27 +733,6 @@ fn logical_block_size(f: &File, is_blockdev: bool) -> u32 {
     pollwise::sys::blockdev::logical_block_size(f, is_blockdev)
 }
 
-impl JobSpec {
-    /// The job's ring by its setup flags' names (`"IOPOLL"`, `"IOPOLL|HYBRID_IOPOLL"`) when it
-    /// is polled (`--hipri`), and what its wait mode becomes there (an IOPOLL ring has no
-    /// interrupts: [`polled_wait`](pollwise::policy::polled_wait)).
-    pub fn polled_ring(&self) -> Option<(&'static str, &'static str)> {
-        // pvsync2's --hipri is a flag on each call (RWF_HIPRI), not a ring.
-        if !self.hipri || !matches!(self.ioengine, IoEngine::IoUring | IoEngine::Sim(_)) {
-            return None;
-        }
-        let ring = if self.hybrid_iopoll {
-            "IOPOLL|HYBRID_IOPOLL"
-        } else {
-            "IOPOLL"
-        };
-        Some((
-            ring,
-            pollwise::policy::polled_wait(self.policy.mode, self.hybrid_iopoll),
-        ))
-    }
-}
-
 /// The engine part of thread `i` of `spec`: thread 0 keeps the job's seed, the others get
 /// seeds of their own (fio's clones do not read the same offsets in step).
 pub fn engine_config_for(spec: &JobSpec, size: u64, i: usize) -> EngineConfig {
@@ -1075,7 +840,7 @@ struct ThreadOut {
 
 /// Runs `spec` (all its threads) and returns the merged measurements of the measured period.
 pub fn run_job(spec: &JobSpec) -> Result<Stats> {
-    let (threads, process) = run_job_threads(spec)?;
+    let (threads, process) = run_job_threads(spec, &Run::default())?;
     let mut total = Stats::default();
     for t in &threads {
         total.merge_thread(t);
@@ -1086,10 +851,10 @@ pub fn run_job(spec: &JobSpec) -> Result<Stats> {
 
 /// Runs `spec` (all its threads) and returns each thread's measurements (each with its own
 /// thread's CPU as its `process` figure, as fio reports a job's CPU), and the process's CPU over
-/// the measured period.
-pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
+/// the measured period. `run` is what the job shares with the rest of the run.
+pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)> {
     if let Some(p) = &spec.platform {
-        let (threads, cpu, cut) = run_model_threads(spec, p)?;
+        let (threads, cpu, cut) = run_model_threads(spec, run, p)?;
         if let Some(why) = cut {
             return Err(Error::Io(why));
         }
@@ -1134,7 +899,8 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
         let fd_tx = if i == 0 { fd_tx.take() } else { None };
         let fd_rx = fd_rx.clone();
         let failed_t = failed.clone();
-        let live = spec.live.as_ref().map(|(l, job)| l.register(*job));
+        let live = run.live.as_ref().map(|(l, job)| l.register(*job));
+        let run = run.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("pollwise-job{i}"))
@@ -1143,6 +909,7 @@ pub fn run_job_threads(spec: &JobSpec) -> Result<(Vec<Stats>, Rusage)> {
                     let r = job_thread(
                         i,
                         &spec,
+                        &run,
                         target,
                         &phases,
                         (fd_tx, fd_rx),
@@ -1328,6 +1095,7 @@ struct Seen {
 #[allow(clippy::too_many_arguments)]
 fn ran_as_asked(
     spec: &JobSpec,
+    run: &Run,
     i: usize,
     ended: Ended,
     stats: &Stats,
@@ -1352,8 +1120,8 @@ fn ran_as_asked(
         return Ok(());
     }
     if ended == Ended::Stopped
-        && (spec.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
-            || spec.steady.as_ref().is_some_and(|s| s.stop(i)))
+        && (run.halt.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
+            || run.steady.as_ref().is_some_and(|s| s.stop(i)))
     {
         return Ok(());
     }
@@ -1430,6 +1198,7 @@ impl Start {
 fn job_thread(
     i: usize,
     spec: &JobSpec,
+    run: &Run,
     target: Target,
     phases: &[Phase; 2],
     fd: FdChannel,
@@ -1453,16 +1222,16 @@ fn job_thread(
     // The engine's hooks; those of completions and issues are the phase's.
     let phase = crate::hooks::PhaseHooks::default();
     let wants_done = spec.logs.any()
-        || (spec.live.is_some() && live.is_some())
-        || spec.steady.is_some()
+        || (run.live.is_some() && live.is_some())
+        || run.steady.is_some()
         || lat.is_some()
         || spec.extra.min_rate.is_some();
     let hooks = || {
         // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
-        let halt = spec.halt.clone();
+        let halt = run.halt.clone();
         let too_slow = too_slow.clone();
-        let steady = spec.steady.clone();
+        let steady = run.steady.clone();
         let stop_lat = lat.clone();
         let stop_check: pollwise::queue::deadline::StopCheck = Arc::new(move || {
             crate::signals::interrupted()
@@ -1538,7 +1307,7 @@ fn job_thread(
             }
             None => None,
         };
-        let counters = spec.live.as_ref().zip(live);
+        let counters = run.live.as_ref().zip(live);
         // fio's minimum-rate check, at each completion as fio checks it after each I/O: a job
         // with no I/O for a while is only looked at when its next request completes.
         let slow_line = Arc::new(std::sync::Mutex::new(None::<String>));
@@ -1550,7 +1319,7 @@ fn job_thread(
                 Arc::clone(&slow_line),
             )
         });
-        let steady = spec.steady.clone();
+        let steady = run.steady.clone();
         if let Some(s) = &steady {
             s.start(t0);
         }
@@ -1661,7 +1430,12 @@ fn job_thread(
                     // fio verifies after each loop: a pass of io_size / loops, then its read back.
                     let loops = spec.extra.loops.max(1) as u64;
                     if spec.verify && !spec.extra.skip_verify && spec.rw.writes() && loops > 1 {
-                        engine.set_verify_pass(Some(io_size / loops));
+                        if spec.extra.experimental_verify {
+                            // A pass less (passes::experimental_verify_bytes), the first read back.
+                            engine.set_verify_once(Some(io_size / (loops - 1)));
+                        } else {
+                            engine.set_verify_pass(Some(io_size / loops));
+                        }
                     }
                     match until {
                         Some(t) => Stop::Either(t, n),
@@ -1720,8 +1494,8 @@ fn job_thread(
             break r;
         };
         if let Some(l) = &lat {
-            if let Some(run) = &spec.latency {
-                run.set_depth(i, l.depth());
+            if let Some(search) = &run.latency {
+                search.set_depth(i, l.depth());
             }
         }
         if let Some(s) = &steady {
@@ -1792,7 +1566,7 @@ fn job_thread(
                 first_error: errors.first_error,
                 lat_end: lat.as_ref().map(|l| (l.done(), l.fatal())),
             };
-            ran_as_asked(spec, i, ended, &stats, until, t1, seen, failed)
+            ran_as_asked(spec, run, i, ended, &stats, until, t1, seen, failed)
         });
         ran.and(logged).and(iologged).map(|_| (engine, file, stats))
     });
@@ -2079,13 +1853,17 @@ fn fault_report(engine: &Engine, tally: Option<&FaultTally>) -> Option<FaultRepo
     })
 }
 
-/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `spec.model_wall` stops
+/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `wall` (real time) stops
 /// before its virtual time is done gives `None`, not an error.
-pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
+pub fn run_job_within(spec: &JobSpec, wall: std::time::Instant) -> Result<Option<Stats>> {
     let Some(p) = &spec.platform else {
         return run_job(spec).map(Some);
     };
-    let (threads, process, cut) = run_model_threads(spec, p)?;
+    let run = Run {
+        model_wall: Some(wall),
+        ..Run::default()
+    };
+    let (threads, process, cut) = run_model_threads(spec, &run, p)?;
     if cut.is_some() {
         return Ok(None);
     }
@@ -2102,6 +1880,7 @@ pub fn run_job_within(spec: &JobSpec) -> Result<Option<Stats>> {
 /// short in real time, if it was (a signal is not a cut: the results so far are reported).
 fn run_model_threads(
     spec: &JobSpec,
+    run: &Run,
     platform: &pollwise::platform::Platform,
 ) -> Result<(Vec<Stats>, Rusage, Option<String>)> {
     let IoEngine::Sim(device) = spec.ioengine else {
@@ -2137,7 +1916,7 @@ fn run_model_threads(
     // budget bounds its measured period in real time (a model runs several times slower than
     // the wall clock, and that is the work asked for: a signal stops it at once).
     let limits = pollwise::platform::Limits {
-        wall: spec.model_wall,
+        wall: run.model_wall,
         stop: Some(Arc::new(crate::signals::interrupted)),
     };
     let started = std::time::Instant::now();

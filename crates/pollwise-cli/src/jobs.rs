@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
 use pollwise::stats::Stats;
 
-use crate::job::{prepare_target, run_job_threads, IoEngine, JobSpec, SIM_DEFAULT_SIZE};
+use crate::job::{prepare_target, run_job_threads, IoEngine, JobSpec, Run, SIM_DEFAULT_SIZE};
 use crate::options::cmdline::Setting;
 use crate::options::SizeOrPercent;
 
@@ -102,6 +102,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         spec.extra.increment = increment;
     }
     let explicit_io_size = spec.io_size != 0;
+    let asked_io_size = spec.io_size;
     // A job's I/O is its region's (times its loops), not the bytes up to the region's end.
     if (ranged || loops > 1) && !spec.time_based {
         let once = if spec.io_size != 0 {
@@ -127,15 +128,57 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.io_size = per_pass.max(1) * bs * loops;
         }
     }
+    if !spec.time_based && spec.extra.experimental_verify {
+        spec.io_size = crate::passes::experimental_verify_bytes(spec.io_size, loops);
+    }
+    if !spec.time_based && explicit_io_size && spec.extra.seq_add > 0 && !spec.rw.random() {
+        let file_len = has.unwrap_or(0).max(spec.size);
+        holed_passes(spec, region, asked_io_size, file_len)?;
+    }
     Ok(())
+}
+
+/// A sequential job with holes and an `io_size`: fio's passes over the region (see
+/// [`crate::passes`]) become the job's `loops` and `io_size` its bytes.
+fn holed_passes(spec: &mut JobSpec, region: u64, asked: u64, file_len: u64) -> Result<()> {
+    let bs = spec.bs as u64;
+    let per_pass = if region >= bs {
+        (region - bs) / (bs + spec.extra.seq_add as u64) + 1
+    } else {
+        0
+    };
+    let stride = bs + spec.extra.seq_add as u64;
+    // io_u.c get_next_seq_offset: the position after a pass's last block wraps to the start
+    // when it reaches the file's end, and the pass runs on to the byte limit.
+    if per_pass.saturating_mul(stride) >= file_len {
+        return Err(Error::Usage(format!(
+            "--io_size with holes (--rw=...:{}) over a region that reaches {}'s end: fio 3.33's position wraps there and a pass runs on to the byte limit, which pollwise does not follow; give a larger file or drop io_size",
+            spec.extra.seq_add,
+            spec.filename.display()
+        )));
+    }
+    let reads_back = spec.verify && !spec.extra.skip_verify && spec.rw.writes();
+    match crate::passes::fio_passes(per_pass * bs, bs, asked, spec.extra.loops, reads_back) {
+        Some((passes, bytes)) => {
+            spec.extra.loops = u32::try_from(passes).unwrap_or(u32::MAX);
+            spec.io_size = bytes;
+            Ok(())
+        }
+        None => Err(Error::Usage(format!(
+            "--io_size={asked} with holes (--rw=...:{}) ends fio 3.33's last pass part way through the region ({} bytes a pass), which pollwise's passes of equal size do not follow: give an io_size of whole passes",
+            spec.extra.seq_add,
+            per_pass * bs
+        ))),
+    }
 }
 
 /// Runs `jobs` as fio does: a job with `stonewall` waits for every job before it; the others
 /// start together. Returns each job's measurements, in order.
 ///
 /// A job of `numjobs` threads gives one entry per thread (fio's clones, each reported as a job)
-/// unless `group_reporting` asks for one merged entry.
-pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
+/// unless `group_reporting` asks for one merged entry. `runs` holds what each job shares with
+/// the run (the job's [`Run`]; a job without one runs with the default).
+pub fn run_jobs(jobs: &[JobSpec], runs: &[Run]) -> Result<Vec<Vec<Stats>>> {
     let mut jobs = jobs.to_vec();
     join_flows(&mut jobs);
     // fio numbers every job's threads in one sequence (the verify state's file names).
@@ -149,20 +192,20 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
     // run), through each job's halt flag.
     let halt_all = Arc::new(AtomicBool::new(false));
     let mut out = Vec::with_capacity(jobs.len());
+    let mut first = 0;
     for group in groups(&jobs) {
         if halt_all.load(Ordering::SeqCst) {
             // exit_what=all: the jobs still to come never run; fio reports none of them.
             break;
         }
         let halt = Arc::new(AtomicBool::new(false));
-        let group: Vec<JobSpec> = group
-            .iter()
-            .map(|j| JobSpec {
+        let group_runs: Vec<Run> = (first..first + group.len())
+            .map(|k| Run {
                 halt: Some(halt.clone()),
-                ..j.clone()
+                ..runs.get(k).cloned().unwrap_or_default()
             })
             .collect();
-        let group = group.as_slice();
+        first += group.len();
         // Lay out every file first, one at a time: jobs sharing a file must not race to write it.
         for j in group {
             prepare_target(j)?;
@@ -180,7 +223,7 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                 group[..k].iter().position(|w| w.name == name)
             })
             .collect();
-        let done = &done;
+        let (done, group_runs) = (&done, &group_runs);
         let (halt, halt_all) = (&halt, &halt_all);
         let results: Vec<Result<Vec<Stats>>> = std::thread::scope(|s| {
             let handles: Vec<_> = group
@@ -192,7 +235,8 @@ pub fn run_jobs(jobs: &[JobSpec]) -> Result<Vec<Vec<Stats>>> {
                         .name("pollwise-jobs".into())
                         .stack_size(crate::job::JOB_STACK)
                         .spawn_scoped(s, move || {
-                            let r = wait_until_done(waitee).and_then(|()| one_job(j));
+                            let r =
+                                wait_until_done(waitee).and_then(|()| one_job(j, &group_runs[k]));
                             if let Some(x) = j.extra.exit {
                                 if x.on_end || r.is_err() {
                                     halt.store(true, Ordering::SeqCst);
@@ -355,9 +399,9 @@ fn check_shared_blocks(group: &[JobSpec]) -> Result<()> {
 
 /// One job's entries: its threads one by one, or merged under `group_reporting` (or with one
 /// thread, or with clones sharing one SQPOLL thread, whose CPU cannot be told apart).
-fn one_job(j: &JobSpec) -> Result<Vec<Stats>> {
+fn one_job(j: &JobSpec, run: &Run) -> Result<Vec<Stats>> {
     start_delay(j.extra.startdelay)?;
-    let (threads, process) = run_job_threads(j)?;
+    let (threads, process) = run_job_threads(j, run)?;
     if threads.len() <= 1 || j.extra.group_reporting || j.sqthread_share {
         let mut total = Stats::default();
         for t in &threads {

@@ -104,7 +104,7 @@ fn cmd_run_jobs(jobs: Vec<Opts>, name: Name) -> Result<Report> {
     if readonly {
         check_readonly(&specs)?;
     }
-    let (out, extras) = report::run_and_report(&specs, &given, &ro)?;
+    let (out, extras) = pollwise_cli::run::run_and_report(&specs, &given, &ro)?;
     Ok((out, ro, extras))
 }
 

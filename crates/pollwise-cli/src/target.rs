@@ -12,7 +12,7 @@ use std::fs::{OpenOptions, Permissions};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::job::JobSpec;
+use crate::spec::JobSpec;
 use crate::{Error, Result};
 
 /// A directory pollwise made for its own files; removed (with its contents) on drop.

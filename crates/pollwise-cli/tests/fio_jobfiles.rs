@@ -58,7 +58,7 @@ const FIO_BUGS: &[(&str, &str)] = &[(
 )];
 
 /// The files pollwise runs with fio's meaning, at least (a ratchet: raise it as more run).
-const RUN_AT_LEAST: usize = 61;
+const RUN_AT_LEAST: usize = 64;
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs")
@@ -282,18 +282,67 @@ fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
     common::outcome(out)
 }
 
+/// A tmpfs of [`FILL_MIB`] MiB mounted at a directory of its own, unmounted when dropped: where
+/// a file with `fill_device` runs (pollwise fills no filesystem but one of its own).
+struct Tmpfs(tempfile::TempDir);
+
+/// The size of the tmpfs a `fill_device` file fills.
+const FILL_MIB: u64 = 64;
+
+impl Tmpfs {
+    fn mount() -> Tmpfs {
+        let d = common::tempdir();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={FILL_MIB}m"), "tmpfs"])
+            .arg(d.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "mounting a tmpfs at {} failed: the fill_device files need root to mount one",
+            d.path().display()
+        );
+        Tmpfs(d)
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily if a process still holds it: the mount never outlives the test.
+        let ok = Command::new("umount")
+            .arg(self.0.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+        }
+    }
+}
+
 fn outcome_of(name: &str, all: &Value) -> Outcome {
     let fio = &all[name];
     let set = data().join(fio["set"].as_str().unwrap());
-    let d = common::tempdir();
-    copy_aux(&set, d.path());
+    let text = std::fs::read_to_string(set.join(name)).unwrap_or_default();
+    let tmpfs = text.contains("fill_device").then(Tmpfs::mount);
+    let temp;
+    let d: &Path = match &tmpfs {
+        Some(t) => t.path(),
+        None => {
+            temp = common::tempdir();
+            temp.path()
+        }
+    };
+    copy_aux(&set, d);
     if let Some(pre) = fio["pre"].as_str() {
-        std::fs::copy(set.join(pre), d.path().join(pre)).unwrap();
+        std::fs::copy(set.join(pre), d.join(pre)).unwrap();
         // The file fio's suite runs first; its own outcome is its own row.
-        let _ = run_pollwise(d.path(), pre, &all[pre]);
+        let _ = run_pollwise(d, pre, &all[pre]);
     }
-    std::fs::copy(set.join(name), d.path().join(name)).unwrap();
-    let (code, out, err) = run_pollwise(d.path(), name, fio);
+    std::fs::copy(set.join(name), d.join(name)).unwrap();
+    let (code, out, err) = run_pollwise(d, name, fio);
     let err = err.trim().to_string();
     let line = err.lines().last().unwrap_or("").to_string();
     let cites = cites(&line, name);
@@ -430,13 +479,15 @@ fn table(all: &Value, outcomes: &BTreeMap<String, Outcome>) -> String {
     t.push_str("- `group_reporting` merges a job's entries into the entry before them when it is of the same group (fio's `groupid`, from `stonewall` and `new_group`).\n");
     t.push_str("- Engines: io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2 and null are pollwise's own; a job file without an ioengine runs on io_uring (fio's default is psync).\n");
     t.push_str("- `rate=R,W` on a mixed job is refused unless the rates are equal and `rwmixread=50`: pollwise paces a job's requests as one stream. `gtod_reduce` is accepted: pollwise measures every request all the same. `threads` (fio's tiobench profile's) is accepted and unused, as fio does.\n");
-    t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks. Blocks of several sizes (`bssplit`, `bsrange`) verify, each read back with the length it was written with. `verify_backlog=N` lets the requests in flight complete once N writes completed and reads those blocks back, while the job runs (the job's end reads back the rest: each block once, as fio); `verify_backlog_batch` is refused. `verify_pattern` fills each block's body with the pattern (the header over its first bytes, as fio lays it) and a read checks it; `%o` in a pattern is refused. With `loops`, a writing job reads back what it wrote after each loop, as fio; a reading job with verify reads its file once whatever `loops` says, as fio 3.33 does. `verify_state_save=1` saves the byte ranges a writing job wrote in fio's `local-JOBNAME-N-verify.state` (pollwise's own text: fio's binary state describes fio's headers, so neither reads the other's; fio saves one by default, pollwise only when asked; a file of that name that is not a pollwise state is never overwritten), and `verify_state_load=1` makes a reading job load it (it fails, naming the file, without it) and check the reads inside those ranges (fio stops the job at the first block the writer did not complete; pollwise reads on, unchecked). A mixed job that verifies is compared by its reads: each tool's random split decides its writes, and each write adds one read back.\n");
+    t.push_str("- `verify=md5`, `crc32`, `sha1`, `sha256` and `xxhash` checksum each block with fio's algorithm besides pollwise's crc32c header (offset, length); `meta` is that header alone; `verify_interval` puts a header and checksum every so many bytes; `do_verify=0` writes them without reading back. `verify_fatal` is pollwise's way already, `verify_dump` is accepted (pollwise names bad blocks, writes no dump files), `experimental_verify` reads back the same blocks; with `loops` on a job that only writes, as fio's (backend.c `do_verify`, t0026.fio), only the first pass is read back and its reads count against `size × loops`, so the job writes one pass less (`verify_backlog` with it is refused). Blocks of several sizes (`bssplit`, `bsrange`) verify, each read back with the length it was written with. `verify_backlog=N` lets the requests in flight complete once N writes completed and reads those blocks back, while the job runs (the job's end reads back the rest: each block once, as fio); `verify_backlog_batch` is refused. `verify_pattern` fills each block's body with the pattern (the header over its first bytes, as fio lays it) and a read checks it; `%o` in a pattern is refused. With `loops`, a writing job reads back what it wrote after each loop, as fio; a reading job with verify reads its file once whatever `loops` says, as fio 3.33 does. `verify_state_save=1` saves the byte ranges a writing job wrote in fio's `local-JOBNAME-N-verify.state` (pollwise's own text: fio's binary state describes fio's headers, so neither reads the other's; fio saves one by default, pollwise only when asked; a file of that name that is not a pollwise state is never overwritten), and `verify_state_load=1` makes a reading job load it (it fails, naming the file, without it) and check the reads inside those ranges (fio stops the job at the first block the writer did not complete; pollwise reads on, unchecked). A mixed job that verifies is compared by its reads: each tool's random split decides its writes, and each write adds one read back.\n");
     t.push_str("- Trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`) are fio's third direction (`trim` in the JSON, the third of `rwts`). On io_uring a file's trim is an `IORING_OP_FALLOCATE` punching a hole (`PUNCH_HOLE | KEEP_SIZE`) and a block device's the block layer's io_uring discard command (`BLOCK_URING_CMD_DISCARD`); libaio and the sync family trim synchronously as fio's `do_io_u_trim` (`BLKDISCARD` on a block device, a punched hole in a file). fio 3.33 trims only block devices: on a regular file its trims fail with ENOTTY. `trimwrite` writes each range right after trimming it, with the trim's size, as fio.\n");
     t.push_str("- `write_iolog` writes fio 3.33's version 3 I/O log (add, open, every request as issued, close), never through a link; `read_iolog` replays a version 2 or 3 log's reads, writes and trims on its one file (or `replay_redirect`'s) at the log's times (`replay_no_stall`: at once; `replay_time_scale`), as requests of the job's engine and wait mode. Logs with syncs, waits or several files, and `replay_scale`, `replay_align`, `replay_skip`, are refused.\n");
     t.push_str("- `exitall` stops the jobs running with the job that ended (`exit_what=group` and `stonewall` alike, since pollwise runs one stonewall group at a time); `exit_what=all` also skips the groups still to come.\n");
     t.push_str("- `ss`, `ss_dur` and `ss_ramp` are fio's steady-state detection, with fio's arithmetic, checked once a second from the job threads' ticks: a steady job (a thread, or the job's threads together with `group_reporting`) ends, and the JSON carries fio's `steadystate` block. Jobs of one reporting group must agree on them, as fio requires; pollwise judges each job's threads, so several jobs of one group with `group_reporting` are refused. `/dev/null` and `/dev/zero` are targets.\n");
     t.push_str("- `latency_target` (with `latency_window`, `latency_percentile`, `latency_run`) is fio's search for the depth that meets the target: from depth 1, doubling or bisecting each window, the final run at the depth found reported alone, `latency_depth` as fio's.\n");
     t.push_str("- `ratemin`, `rate_iops_min` and `ratecycle` fail a job as fio's do: looked at when a request completes, from 2 s after the start, over each cycle. `prio`, `prioclass` and the cmdprio options give requests their priority in io_uring's SQE or libaio's iocb, with fio's per-priority `prios` in the JSON and `log_prio`'s column; a mixed random job with other sizes for writes than for reads (a per-direction `bssplit`) and fio's random map is refused, as fio ends it early by a rule pollwise does not follow. `dedupe_percentage`, `dedupe_mode`, `dedupe_working_set_percentage` and `dedupe_global` make fio's deduplicable buffers.\n");
+    t.push_str("- `loops` and `io_size` make fio's passes (backend.c `keep_running`, `do_io`): `loops` passes, then more while the bytes done, read backs included, are under `io_size` by a block or more; a sequential write with holes (`rw=write:N`) from an `offset` thus makes as many passes of its region as fio (cross-stripe-verify.fio: four of 1 MiB written and read back, with `loops=2`). From the file's start fio's position wraps at the file's end and a pass runs on to the byte limit: refused.\n");
+    t.push_str("- `fill_device` (`fill_fs`) writes a file from its start until its filesystem is full, sized from the free space when the job starts (fio writes until `ENOSPC` and ends the job without an error; on a tmpfs both write the same whole blocks), and a block device whole. A fill (no size, or one larger than the room) is refused on the root filesystem and when it is over 4 GiB (fill a filesystem of its own: a tmpfs or a loop device's); a size the filesystem has room for is written as asked, and for other than a sequential write of one file by one thread; the test runs surface-scan.fio in a 64 MiB tmpfs it mounts. `create_serialize` is accepted: pollwise lays the files of a group's jobs out one at a time.\n");
     t.push_str("- `io_submit_mode=offload` is refused: pollwise measures each wait mode in the thread that submits and reaps; fio's offload submits from worker threads.\n\n");
     t.push_str("## Every file\n\n");
     t.push_str("*runs*: the same jobs by name and group, the same directions, and fio's I/O counts for every job that ended by its size in fio. *refused*: exit 2 and one line naming the file, the line and why. *fails (as fio)*: fio fails on the file here, and pollwise fails too, with one line. *runs (fio 3.33's bug differs)*: pollwise does what the file means where fio 3.33 has a bug fio has since fixed (the row names it; not counted as run with fio's meaning). *DIFFERS* and *FAILS* are bugs.\n\n");

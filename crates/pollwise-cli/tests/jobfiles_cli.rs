@@ -82,7 +82,7 @@ fn options_fio_has_but_pollwise_does_not_exit_2_naming_file_and_line() {
     );
     for (opt, line) in [
         ("numa_cpu_nodes", "numa_cpu_nodes=0"),
-        ("fill_device", "fill_device=1"),
+        ("serialize_overlap", "serialize_overlap=1"),
         ("replay_scale", "replay_scale=2"),
     ] {
         std::fs::write(&job, format!("[a]\nioengine=sim\n{line}\n")).unwrap();

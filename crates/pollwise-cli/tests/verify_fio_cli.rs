@@ -303,7 +303,8 @@ fn io_size_that_fio_3_33_does_not_follow_with_verify_is_refused_naming_the_line(
         err.contains("big.fio:5") && err.contains("drop io_size"),
         "{err}"
     );
-    // fio's cross-stripe-verify: holes, io_size and loops (fio 3.33 does io_size once).
+    // Holes, io_size and loops from the file's start: fio 3.33's position wraps at the file's
+    // end and a pass runs on to the byte limit (1024 writes here), which pollwise refuses.
     let (code, _, err) = run_file(
         d.path(),
         "holes.fio",
@@ -315,6 +316,44 @@ fn io_size_that_fio_3_33_does_not_follow_with_verify_is_refused_naming_the_line(
         err.contains("holes.fio:5") && err.contains("loops"),
         "{err}"
     );
+}
+
+#[test]
+fn io_size_with_holes_makes_fios_passes() {
+    // fio's cross-stripe-verify, one job: 16k every 128k of 8 MiB from 120k (64 blocks a pass).
+    // fio 3.33 (backend.c keep_running, do_io) runs `loops` passes, then more while the bytes
+    // done, read backs included, are under io_size. fio 3.33's counts, run here on these files:
+    // (extra lines, reads, writes).
+    let cases = [
+        ("loops=2\n", 0, 512),
+        ("loops=2\nverify=crc32c\n", 256, 256),
+        ("verify=crc32c\nverify_backlog=1\n", 256, 256),
+        ("loops=2\nverify=crc32c\nverify_backlog=1\n", 256, 256),
+        ("loops=3\nio_size=2m\n", 0, 192),
+        ("io_size=3m\n", 0, 192),
+    ];
+    for (extra, reads, writes) in cases {
+        let d = tempdir();
+        let text = format!(
+            "[j]\nbs=16k\nrw=write:112k\nfilename=h.dat\nio_size=8m\nsize=8m\noffset=120k\n{extra}"
+        );
+        let (code, v, err) = run_file(d.path(), "holes.fio", &text, &[]);
+        assert_eq!(code, 0, "{extra}: {err}");
+        let j = &v["jobs"][0];
+        assert_eq!(
+            (
+                j["read"]["total_ios"].as_u64(),
+                j["write"]["total_ios"].as_u64()
+            ),
+            (Some(reads), Some(writes)),
+            "{extra}"
+        );
+        assert_eq!(
+            j["write"]["io_bytes"].as_u64(),
+            Some(writes * 16384),
+            "{extra}"
+        );
+    }
 }
 
 #[test]
@@ -335,4 +374,34 @@ fn a_verify_map_larger_than_the_memory_is_refused_before_anything_is_made() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("map of the blocks written"), "{err}");
     assert!(!f.exists());
+}
+
+#[test]
+fn experimental_verify_with_loops_reads_back_the_first_pass_and_writes_a_pass_less() {
+    // fio 3.33's counts, run here on these files (t/jobs/t0026.fio's first job with other
+    // loops and sizes): (extra lines, reads, writes).
+    let cases = [
+        ("loops=8\n", 256, 1792),
+        ("loops=3\n", 256, 512),
+        ("loops=2\n", 256, 256),
+        ("loops=3\nrw=write\n", 256, 512),
+        ("loops=3\nbs=8k\n", 128, 256),
+    ];
+    for (extra, reads, writes) in cases {
+        let d = tempdir();
+        let text = format!(
+            "[j]\nfilename=f\nsize=1M\nrw=randwrite\ndo_verify=1\nverify=md5\nexperimental_verify=1\n{extra}"
+        );
+        let (code, v, err) = run_file(d.path(), "e.fio", &text, &[]);
+        assert_eq!(code, 0, "{extra}: {err}");
+        let j = &v["jobs"][0];
+        assert_eq!(
+            (
+                j["read"]["total_ios"].as_u64(),
+                j["write"]["total_ios"].as_u64()
+            ),
+            (Some(reads), Some(writes)),
+            "{extra}"
+        );
+    }
 }

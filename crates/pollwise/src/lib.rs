@@ -69,6 +69,10 @@
 //! `examples/` has one program per use: `ring_with_policy` (your own ring, requests from a
 //! [`request::Slab`], waited on by a policy you name), `reactor_channel` (a [`reactor`] serving
 //! a channel) and `shared_poller` (a [`poller::SharedPoller`] with two clients).
+//!
+//! Features: `io-uring` (default) adds `ring::UringView`; `internals` makes the benchmark's own
+//! modules (`sys`, `platform`, `queue::model`, `rng`, `units`) public for the `pollwise` command.
+//! They are not the library's face and may change in any release.
 
 /// Field-by-field arithmetic for a struct of `u64` counters, written once: `add` sums `o` into
 /// `self` field by field, and `fields` (where asked for) lists each field's name and value in
@@ -94,6 +98,21 @@ macro_rules! counter_ops {
     };
 }
 
+/// Declares a module of the benchmark's internals: public with the `internals` feature (the
+/// `pollwise` command enables it), private to the crate without it. A test
+/// (tests/public_face.rs) holds the face.
+macro_rules! internal_mod {
+    ($($(#[$m:meta])* $name:ident;)+) => {$(
+        #[cfg(feature = "internals")]
+        $(#[$m])*
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        $(#[$m])*
+        pub(crate) mod $name;
+    )+};
+}
+
 pub mod clock;
 pub mod content;
 pub mod digest;
@@ -101,7 +120,6 @@ pub mod engine;
 mod error;
 pub mod leaks;
 pub mod pattern;
-pub mod platform;
 pub mod policy;
 pub mod poller;
 pub mod predict;
@@ -110,13 +128,18 @@ pub mod queue;
 pub mod reactor;
 pub mod request;
 pub mod ring;
-pub mod rng;
 pub use sync::spsc;
 pub mod stats;
-pub mod sync;
-pub mod sys;
-pub mod units;
+mod sync;
 pub mod verify;
 pub mod waiter;
 
+internal_mod! {
+    platform;
+    rng;
+    sys;
+    units;
+}
+
 pub use error::{Bug, Error, Limit, Op, Reason, Result};
+pub use units::DurationError;

@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use crate::job::{IoEngine, JobSpec};
+use crate::spec::{IoEngine, JobSpec};
 use crate::{Error, Result};
 use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
@@ -201,7 +201,7 @@ impl Opts {
                 Some((p, m)) => (p.trim(), Some(m.trim())),
                 None => (v.as_str(), None),
             };
-            s.rw = crate::job::parse_rw(pattern)?;
+            s.rw = crate::spec::parse_rw(pattern)?;
             if let Some(m) = modifier {
                 rw_modifier(&mut s, &v, m)?;
             }
@@ -443,12 +443,44 @@ impl Opts {
                 self.at("io_size")
             )));
         }
-        if s.extra.seq_add != 0 && self.has("io_size") && (s.extra.loops > 1 || s.verify) {
+        // A sequential write with holes, or a read that does not verify, from an offset follows
+        // fio's passes (`jobs::resolve`, `passes`). From the file's start, fio 3.33's position
+        // wraps at the file's end and a pass runs on to the byte limit, with verify logs that
+        // pollwise does not follow.
+        let from_offset = match s.extra.offset {
+            Some(SizeOrPercent::Bytes(b)) => b > 0,
+            Some(SizeOrPercent::Percent(p)) => p > 0.0,
+            None => false,
+        };
+        let follows_passes = s.extra.seq_add > 0
+            && from_offset
+            && (s.rw == crate::spec::Rw::Write || (s.rw == crate::spec::Rw::Read && !s.verify));
+        if s.extra.seq_add != 0
+            && self.has("io_size")
+            && (s.extra.loops > 1 || s.verify)
+            && !follows_passes
+        {
             return Err(usage(format!(
-                "--io_size with holes (--rw=...:N) and with loops or verify: fio 3.33 does io_size once whatever loops says, and half of it with verify, which pollwise does not follow; drop io_size{}",
+                "--io_size with holes (--rw=...:N) and with loops or verify: pollwise follows fio 3.33's passes only for a sequential write, or a read that does not verify, from an --offset (from the file's start fio's position wraps at the file's end); drop io_size{}",
                 self.at("io_size")
             )));
         }
+        if self.take_bool("fill_device")? == Some(true) {
+            // fio fills with a sequential write from the file's start, one writer, and stops
+            // at ENOSPC (backend.c io_queue_event, do_io): other shapes would mean another thing.
+            let alone = s.numjobs <= 1 && s.extra.offset.is_none() && !self.has("nrfiles");
+            if s.rw != crate::spec::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
+                return Err(usage(format!(
+                    "--fill_device is followed for a sequential write (rw=write) of one file from its start by one job thread, not time-based; this job is rw={}{}: give a size instead{}",
+                    s.rw.name(),
+                    if s.time_based { ", time_based" } else { "" },
+                    self.at("fill_device")
+                )));
+            }
+            s.extra.fill_device = true;
+        }
+        // The order the jobs' files are laid out in changes no job's I/O.
+        self.take_bool("create_serialize")?;
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
             None => None,
@@ -500,9 +532,16 @@ impl Opts {
         // report rather than dumping them; it reads back every block written either way.
         self.take_bool("verify_fatal")?;
         self.take_bool("verify_dump")?;
-        if self.take_bool("experimental_verify")? == Some(true) && s.verify && s.extra.loops > 1 {
+        let experimental = self.take_bool("experimental_verify")? == Some(true);
+        // A write-only job without a backlog follows fio's experimental verify over loops
+        // (`passes::experimental_verify_bytes`); other shapes are refused.
+        let writes_only = matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
+        let follows = writes_only && s.extra.verify_backlog.is_none();
+        if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify && follows {
+            s.extra.experimental_verify = true;
+        } else if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify {
             return Err(usage(format!(
-                "--experimental_verify with --loops={}: fio 3.33 verifies such a job by replaying its offsets and writes less than loops x size; pollwise writes every loop and reads back the blocks of each; drop experimental_verify{}",
+                "--experimental_verify with --loops={}: pollwise follows fio 3.33's experimental verify over loops (the first pass read back, its reads counted against loops x size) for a write-only job without verify_backlog; drop experimental_verify{}",
                 s.extra.loops,
                 self.at("experimental_verify")
             )));
@@ -568,7 +607,7 @@ impl Opts {
         if let Some(v) = self.take_bool("norandommap")? {
             s.extra.norandommap = v;
         }
-        let reads = !matches!(s.rw, crate::job::Rw::Write | crate::job::Rw::RandWrite);
+        let reads = !matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
         let varies = s.extra.sizes.iter().any(Option::is_some);
         let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
         if s.rw.random()
@@ -595,7 +634,14 @@ impl Opts {
         if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
             s.seed = clock_seed();
         }
-        self.take_files(s)
+        self.take_files(s)?;
+        if s.extra.fill_device && (s.extra.files.len() > 1 || !s.extra.clone_files.is_empty()) {
+            return Err(usage(format!(
+                "--fill_device is followed for one file written by one job thread; this job has several files: give a size instead{}",
+                self.at("fill_device")
+            )));
+        }
+        Ok(())
     }
 
     /// fio's `latency_target` and its window, percentile and `latency_run` (`run` only: for
@@ -756,11 +802,11 @@ impl Opts {
         let log = crate::iolog::read(std::path::Path::new(&path), &o, &what)?;
         // As fio: the log's directions make the job's.
         s.rw = match log.dirs() {
-            [true, false, false] => crate::job::Rw::Read,
-            [false, false, true] => crate::job::Rw::Trim,
-            [false, true, true] => crate::job::Rw::TrimWrite,
-            [true, true, _] | [true, _, true] => crate::job::Rw::ReadWrite,
-            _ => crate::job::Rw::Write,
+            [true, false, false] => crate::spec::Rw::Read,
+            [false, false, true] => crate::spec::Rw::Trim,
+            [false, true, true] => crate::spec::Rw::TrimWrite,
+            [true, true, _] | [true, _, true] => crate::spec::Rw::ReadWrite,
+            _ => crate::spec::Rw::Write,
         };
         s.bs = log.max_len();
         s.extra.write_bs = None;
@@ -1573,7 +1619,7 @@ mod tests {
         assert_eq!(s.thinktime, Duration::from_micros(40));
         assert_eq!(s.thinktime_spin, Duration::from_micros(10));
         assert_eq!(s.sqthread_idle_ms, 5);
-        assert_eq!(s.rw, crate::job::Rw::RandRw);
+        assert_eq!(s.rw, crate::spec::Rw::RandRw);
         assert_eq!(s.iodepth_batch_submit, 2);
     }
 }

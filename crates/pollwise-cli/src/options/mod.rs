@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod cmdline;
+pub mod defaults;
 pub mod docgen;
 pub mod help;
 pub mod jobfile;
@@ -19,18 +20,10 @@ use std::time::Duration;
 
 use crate::{Error, Result};
 
+pub use crate::extras::SizeOrPercent;
 pub use cmdline::{CmdLine, Origin};
 use table::{lookup, suggest, CommandSpec, Opt, Scope};
 use value::{parse_value, Value};
-
-/// A size in bytes, or a percentage of the target's size (fio's `size=50%`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SizeOrPercent {
-    /// Bytes.
-    Bytes(u64),
-    /// Percent of the file or device, in (0, 100].
-    Percent(f64),
-}
 
 /// One accepted, checked setting.
 #[derive(Debug, Clone)]
@@ -122,10 +115,9 @@ pub(crate) fn why_not(key: &str) -> Option<&'static str> {
         (&["verify_backlog_batch", "verify_async", "verify_async_cpus", "verify_offset", "verify_only"], "pollwise reads back what a job wrote when it is done (do_verify) or every verify_backlog blocks, all of them, from the job's own thread; verify_backlog_batch, verify_async, verify_offset and verify_only are not implemented"),
         (&["cmdprio_hint", "priohint"], "pollwise sets request priorities by class and level (cmdprio, prio); fio 3.33 has no priority hints either"),
         (&["buffer_compress_chunk"], "pollwise makes buffer_compress_percentage's zeros in every 512 bytes; other chunk sizes are not implemented"),
-        (&["fill_device", "fill_fs"], "pollwise does I/O on the size asked; writing until the device is full is not implemented; give a size"),
         (&["ignore_error", "error_dump"], "pollwise goes on past the errors continue_on_error names and stops at any other; it ignores no errno by name"),
         (&["create_on_open"], "pollwise lays a job's file out before the job starts; create_on_open goes with fio's filecreate engine, which measures creating files (open with O_CREAT), not I/O, and which pollwise does not implement"),
-        (&["create_serialize", "create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
+        (&["create_fsync", "create_only", "allow_file_create", "unlink", "unlink_each_loop", "fallocate", "pre_read"], "pollwise lays a job's file out (random bytes) before the job starts and keeps it; fio's other file set-up options are not implemented"),
         (&["numa_cpu_nodes", "numa_mem_policy"], "pollwise places job threads with cpus_allowed only; NUMA policies are not implemented"),
         (&["serialize_overlap"], "pollwise does not hold back a request that overlaps one in flight; drop it"),
     ];

@@ -346,8 +346,8 @@ pub const COMPARE_MODES: &[&str] = &[
 /// How the last batch is submitted, as `--submit_mode` accepts it (a test checks them against
 /// the library).
 pub const SUBMIT_MODES: &[&str] = &["with_wait", "separate"];
-/// The shared-poller scenario's variants (a test checks them against the scenario).
-pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
+/// The shared-poller scenario's variants.
+pub use super::defaults::shared_poller::VARIANTS;
 
 const RUN_LIKE: &[&str] = &["run", "compare"];
 const COMPARE_LIKE: &[&str] = &["compare", "hybrid-contention"];
@@ -440,6 +440,11 @@ pub const OPTIONS: &[Opt] = &[
     // files, as fio names and sizes them (run and compare)
     opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there"),
     opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),
+    with_aliases(
+        opt("fill_device", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "a sequential write of the file until its filesystem is full (fio's ENOSPC; sized from the free space when the job starts), or of a block device whole; a fill is refused on the root filesystem or over 4 GiB, a size with room is written as asked"),
+        &["fill_fs"],
+    ),
+    opt("create_serialize", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "lay the jobs' files out one at a time (pollwise always does: each job's file when it starts)"),
     opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it"),
     with_aliases(
         opt("nrfiles", int(1, 4096), val("1"), C::Jobs, Only(RUN_LIKE), "files per job, named by --filename_format (or the names of --filename=a:b:c); --size is shared among them"),
@@ -1049,11 +1054,10 @@ mod tests {
 
     #[test]
     fn scenario_defaults_match_the_scenarios() {
-        use crate::compare;
-        use crate::options::value::Value::{Duration as Dur, Int, Size};
-        use crate::scenario::{
-            fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
+        use crate::options::defaults::{
+            compare, fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
         };
+        use crate::options::value::Value::{Duration as Dur, Int, Size};
         use std::time::Duration;
         let get = |cmd: &str, n: &str| {
             let o = lookup(n).unwrap();
@@ -1062,7 +1066,6 @@ mod tests {
                 other => panic!("{cmd} {n}: {other:?}"),
             }
         };
-        assert_eq!(VARIANTS, shared_poller::VARIANTS);
         // One line a command: each option's default in the table against the scenario's constant.
         macro_rules! defaults {
             ($cmd:literal in $m:ident: $($opt:ident = $ctor:ident($c:ident)),+) => {$(

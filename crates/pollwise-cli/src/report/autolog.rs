@@ -25,7 +25,8 @@ use pollwise::engine::Engine;
 use pollwise::policy::auto::Reason;
 use pollwise::policy::PolicyCounters;
 
-use super::logs::{write_error, LogSpec};
+use super::logs::write_error;
+use crate::spec::LogSpec;
 use crate::{Error, Result};
 
 /// One line per this many nanoseconds.

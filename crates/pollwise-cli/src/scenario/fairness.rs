@@ -28,7 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::job::JobSpec;
+pub use crate::options::defaults::fairness::{
+    DEFAULT_BURST, DEFAULT_HEAVY_DEPTH, DEFAULT_POLLER_DEPTH, DEFAULT_RUNTIME,
+};
+use crate::spec::JobSpec;
 use crate::{Error, Result};
 use pollwise::clock::{self, Clock};
 use pollwise::engine::{Done, Engine, Stop};
@@ -39,21 +42,15 @@ use pollwise::request::Slab;
 use pollwise::stats::DirStats;
 use serde_json::json;
 
-use super::shared_poller::{client_cpus, jain, open_file, prepare_file, take_poller_job};
+use super::shared_poller::{
+    client_cpus, jain, open_file, prepare_file, take_poller_job, unanswered,
+};
 use super::{client_config, joined, spawn_client};
 use crate::options::Opts;
 use crate::report::{table, us, Output};
 
 /// Heavy clients.
 pub const HEAVY: usize = 4;
-/// The burst when `--burst` is not given (2^15, the review's figure).
-pub const DEFAULT_BURST: u64 = 32768;
-/// Each heavy client's depth when `--iodepth` is not given.
-pub const DEFAULT_HEAVY_DEPTH: u32 = 32;
-/// Measured time when `--runtime` is not given.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(4);
-/// The poller's in-kernel cap when `--poller_depth` is not given.
-pub const DEFAULT_POLLER_DEPTH: u32 = 128;
 
 /// The sensitive client's phases: before the burst, while it is outstanding, after it.
 const IDLE: usize = 0;
@@ -252,6 +249,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let auto = poller.auto_status();
     let report = poller.shutdown()?;
+    unanswered(report.unanswered)?;
     if let Some(e) = first_err {
         return Err(e);
     }

@@ -18,6 +18,9 @@
 use std::time::Duration;
 
 use crate::job::{prepare_target, run_job, IoEngine, JobSpec};
+pub use crate::options::defaults::hybrid_contention::{
+    DEFAULT_BATCH, DEFAULT_RUNTIME, DEFAULT_SIZE, DEFAULT_THINK,
+};
 use crate::{Error, Result};
 use pollwise::policy::Mode;
 use pollwise::stats::Stats;
@@ -27,15 +30,6 @@ use crate::compare::take_modes;
 use crate::options::Opts;
 use crate::report::{clat_json, table, us, Output};
 use crate::target::{default_target, TempFile};
-
-/// Reads per batch when `--batch` is not given.
-pub const DEFAULT_BATCH: u32 = 16;
-/// CPU spun per batch when `--thinktime` is not given.
-pub const DEFAULT_THINK: Duration = Duration::from_micros(200);
-/// Measured time per (mode, threads) cell when `--runtime` is not given.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_millis(1500);
-/// The file's size when the scenario makes its own.
-pub const DEFAULT_SIZE: u64 = 128 << 20;
 
 fn cores() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)

@@ -22,6 +22,9 @@
 use std::time::Duration;
 
 use crate::job::{prepare_target, IoEngine, JobSpec, Rw};
+pub use crate::options::defaults::idle_sources::{
+    DEFAULT_POLL_IDLE_MS, DEFAULT_RAMP, DEFAULT_ROUNDS, DEFAULT_RUNTIME, DEFAULT_SIZE,
+};
 use crate::scenario::daemon::{self, DaemonConfig, DaemonReport};
 use crate::{Error, Result};
 use pollwise::policy::choice::LoopWait;
@@ -32,17 +35,6 @@ use crate::compare::median;
 use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::target::{default_target, TempFile};
-
-/// Idle time before pruning, when `--poll_idle_ms` is not given (QEMU: 7000).
-pub const DEFAULT_POLL_IDLE_MS: u64 = 100;
-/// Measured time per variant (split over the rounds) when `--runtime` is not given.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(3);
-/// Unmeasured time before each run, when `--ramp_time` is not given.
-pub const DEFAULT_RAMP: Duration = Duration::from_millis(300);
-/// Rounds when `--rounds` is not given.
-pub const DEFAULT_ROUNDS: u32 = 3;
-/// The file's size when the scenario makes its own.
-pub const DEFAULT_SIZE: u64 = 128 << 20;
 
 /// What the columns mean, for both daemon scenarios.
 pub const FOOTNOTE: &str = "fdmon-waits: times the loop gave up polling and waited in the fd monitor (blocking waits); fdmon-syscalls: the monitor's system calls; doorbells: eventfd writes by clients (only when the reactor was not polling their channel); polling-set: poll sources in it at the end (channels and the io_uring ring). Per request = per completed read in the measured period.\n";

@@ -31,6 +31,10 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Duration;
 
 use crate::job::{prepare_target, uring_for, IoEngine, JobSpec};
+pub use crate::options::defaults::shared_poller::{
+    DEFAULT_HEAVY_DEPTH, DEFAULT_RINGS, DEFAULT_ROUNDS, DEFAULT_RUNTIME, DEFAULT_SIZE,
+    DEFAULT_SPARSE_INTERVAL, VARIANTS,
+};
 use crate::{Error, Result};
 use pollwise::clock;
 use pollwise::engine::{Engine, Stop};
@@ -47,21 +51,6 @@ use serde_json::json;
 use crate::options::Opts;
 use crate::report::{table, us, Output};
 use crate::target::{default_target, TempFile};
-
-/// The variants, in run order.
-pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
-/// Measured time per variant when `--runtime` is not given.
-pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(5);
-/// The sparse client's gap between reads when `--sparse_interval` is not given (seed 002).
-pub const DEFAULT_SPARSE_INTERVAL: Duration = Duration::from_millis(500);
-/// The heavy client's depth when `--iodepth` is not given (seed 002).
-pub const DEFAULT_HEAVY_DEPTH: u32 = 128;
-/// The file's size when the scenario makes its own.
-pub const DEFAULT_SIZE: u64 = 256 << 20;
-/// Rings (clients) when `--rings` is not given: one heavy, the rest sparse.
-pub const DEFAULT_RINGS: u32 = 16;
-/// Interleaved rounds when `--rounds` is not given.
-pub const DEFAULT_ROUNDS: u32 = 5;
 
 /// Takes the shared poller's options (default depth `poller_depth`) and the job's (runtime
 /// `runtime`, ramp 500 ms, depth `iodepth` unless given), and checks nothing else was given:
@@ -461,10 +450,11 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
         }
     }
     let auto = poller.as_ref().and_then(|p| p.auto_status());
-    let counters = poller
-        .map(|p| p.shutdown())
-        .transpose()?
-        .map(|r| r.counters);
+    let report = poller.map(|p| p.shutdown()).transpose()?;
+    if let Some(r) = &report {
+        unanswered(r.unanswered)?;
+    }
+    let counters = report.map(|r| r.counters);
     let (heavy, elapsed_ns) = h?;
     if let Some(e) = first_err {
         return Err(e);
@@ -619,6 +609,17 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
             st.pcfg.wait,
         ),
     }
+}
+
+/// A poller shutdown that left requests in the kernel (it refused every wait) fails the run:
+/// those requests never completed, so no figure of the run is whole.
+pub(crate) fn unanswered(n: u64) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    Err(Error::Io(format!(
+        "shared-poller: the kernel refused every wait at shutdown, so {n} request(s) never completed (their buffers are kept, not freed)"
+    )))
 }
 
 #[cfg(test)]

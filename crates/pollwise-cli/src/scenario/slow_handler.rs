@@ -18,17 +18,13 @@
 //! disk is faster than the window cap (`--poll_max_ns`, QEMU's 32768 by default). Each variant
 //! runs `--rounds` times, interleaved, and the medians are reported.
 
+pub use crate::options::defaults::slow_handler::{DEFAULT_HANDLER_US, DEFAULT_IODEPTH};
 use crate::scenario::daemon::DaemonReport;
 use crate::{Error, Result};
 
 use super::idle_sources::{render, run_rounds, take_common, Variant, FOOTNOTE};
 use crate::options::Opts;
 use crate::report::Output;
-
-/// CPU time per request when `--handler_us` is not given.
-pub const DEFAULT_HANDLER_US: u64 = 40;
-/// Reads in flight when `--iodepth` is not given.
-pub const DEFAULT_IODEPTH: u32 = 1;
 
 /// Runs the scenario with the options in `o`.
 pub fn run(o: &mut Opts) -> Result<Output> {

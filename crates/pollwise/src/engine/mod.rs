@@ -509,7 +509,7 @@ impl Engine {
                     &mut *read
                 }
                 Dir::Write => {
-                    if cfg.verify {
+                    if cfg.verify && !ver.untracked {
                         note_written(&mut ver.written, meta.offset, meta.len);
                         forget_overlapped(&mut ver.checked, meta.offset, meta.len);
                         if let Some(b) = ver.backlog.as_mut() {

@@ -3,8 +3,8 @@
 //! (`verify_backlog`, a pass per loop) and at the end ([`Engine::verify_written`]).
 //! [`VerifyConfig`] says how, given when the engine is built.
 //!
-//! What changes while a job runs: [`Engine::set_verify_pass`], the size of a loop's pass,
-//! counted from the measured period's start (a ramp before it must not start a pass).
+//! What changes while a job runs: [`Engine::set_verify_pass`] and [`Engine::set_verify_once`],
+//! a loop's pass, counted from the measured period's start (a ramp must not start a pass).
 
 use std::collections::BTreeMap;
 
@@ -51,6 +51,8 @@ pub(super) struct Verifying {
     pub(super) reading_back: bool,
     /// fio's loops with verify: a read back after each pass.
     pub(super) pass: Option<Pass>,
+    /// The writes are no longer tracked for a read back (after an `experimental_verify` pass).
+    pub(super) untracked: bool,
     /// A loaded verify state: the byte ranges written (sorted, apart); only reads inside
     /// them are checked.
     pub(super) state: Option<Vec<(u64, u64)>>,
@@ -88,6 +90,9 @@ impl Verifying {
 pub(super) struct Pass {
     pub(super) bytes: u64,
     pub(super) pushed: u64,
+    /// fio's `experimental_verify`: only the first pass is read back (see
+    /// [`Engine::set_verify_once`]).
+    pub(super) once: bool,
 }
 
 /// fio's `verify_backlog`: read back every `every` written blocks.
@@ -222,9 +227,23 @@ impl Engine {
     /// each loop), then starts the next pass (`None`: no passes). The last pass's blocks are
     /// left to [`verify_written`](Engine::verify_written).
     pub fn set_verify_pass(&mut self, bytes: Option<u64>) {
-        self.ver.pass = bytes
-            .filter(|&b| b > 0)
-            .map(|bytes| Pass { bytes, pushed: 0 });
+        self.ver.pass = bytes.filter(|&b| b > 0).map(|bytes| Pass {
+            bytes,
+            pushed: 0,
+            once: false,
+        });
+    }
+
+    /// fio's `loops` with `experimental_verify`: as [`set_verify_pass`](Engine::set_verify_pass),
+    /// but only the first pass is read back, and the writes after it are not tracked (nor read
+    /// back at the end). fio replays a pass's offsets to read it back only while the bytes the
+    /// job verified, never reset between loops, stay within the pass's writes (backend.c
+    /// `do_verify`), which holds for the first pass alone.
+    pub fn set_verify_once(&mut self, bytes: Option<u64>) {
+        self.set_verify_pass(bytes);
+        if let Some(p) = self.ver.pass.as_mut() {
+            p.once = true;
+        }
     }
     /// Whether the current pass pushed its bytes.
     pub(super) fn pass_full(&self) -> bool {
@@ -233,8 +252,16 @@ impl Engine {
     /// Ends a pass: reads back every block written and not read back yet.
     pub(super) fn verify_pass(&mut self, stop: Stop) -> Result<()> {
         let blocks: Vec<(u64, u32)> = self.ver.written.iter().map(|(&o, &l)| (o, l)).collect();
-        if let Some(p) = self.ver.pass.as_mut() {
-            p.pushed -= p.bytes;
+        let once = match self.ver.pass.as_mut() {
+            Some(p) => {
+                p.pushed -= p.bytes;
+                p.once
+            }
+            None => false,
+        };
+        if once {
+            self.ver.pass = None;
+            self.ver.untracked = true;
         }
         self.read_back_and_keep(&blocks, stop)
     }

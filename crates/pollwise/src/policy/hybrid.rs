@@ -339,7 +339,7 @@ impl Hybrid {
         let mut due = 0;
         self.scratch.clear();
         for op in q.ops() {
-            match Hybrid::slot_of(&self.slots, op) {
+            match Hybrid::slot_of(&self.slots, &op) {
                 Some(s) if s.fate == Fate::Open && s.deadline_ns > now => {
                     self.scratch.push((s.deadline_ns, s.bound_ns))
                 }

@@ -164,7 +164,7 @@ impl KernelHybrid {
             let Some(sub) = op.submitted_ns else {
                 continue;
             };
-            let Some(s) = KernelHybrid::slot(&mut self.slots, op) else {
+            let Some(s) = KernelHybrid::slot(&mut self.slots, &op) else {
                 continue;
             };
             if s.slept_ns.is_some() {

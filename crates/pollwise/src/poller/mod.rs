@@ -13,14 +13,15 @@
 //!   each completion to its owner, which waits with any [`WaitPolicy`](crate::policy::WaitPolicy).
 //! - Idle for `idle`, the poller sets NEED_WAKEUP on every client, fences, looks once more and
 //!   sleeps in `io_uring_enter`; a client rings the eventfd only when the flag is set
-//!   ([`doorbell`](crate::sync::doorbell)'s handshake, loom-checked).
+//!   (`sync::doorbell`'s handshake, loom-checked).
 //! - Buffers: an operation carries a raw buffer pointer ([`Queue::push`]'s contract).
 //!   [`cancel_all`](crate::queue::Queue::cancel_all) hands queued requests back with `-ECANCELED`
 //!   and cancels those in the kernel. A client dropped with requests in flight waits for the
 //!   poller to retire it, for [`DROP_BOUND`](crate::queue::DROP_BOUND) at most (then
 //!   [`PollerCounters::abandoned`] counts it, and the owner must not free those buffers).
-//!   Shutdown hands every request back ([`ShutdownReport`]); a client whose poller has stopped
-//!   gets `BrokenPipe` on push. docs/design.md has the longer account.
+//!   Shutdown hands every request back ([`ShutdownReport`]; with a kernel that refuses every
+//!   wait, it stops after a bound and counts what it left, `unanswered`); a client whose poller
+//!   has stopped gets `BrokenPipe` on push. docs/design.md has the longer account.
 //!
 //! [`Queue::push`]: crate::queue::Queue::push
 
@@ -221,6 +222,11 @@ pub struct ShutdownReport {
     pub completed: u64,
     /// Requests still queued at shutdown, handed back with `-ECANCELED` without being submitted.
     pub cancelled: u64,
+    /// Requests in the kernel that shutdown stopped waiting for, because the kernel refused
+    /// every wait for about 10 s: neither completed nor cancelled, so their owners must never
+    /// free their buffers (also counted in [`leaks`](crate::leaks::leaks)' `unanswered`). 0
+    /// when every request was handed back.
+    pub unanswered: u64,
     /// The poller's counters over its whole life.
     pub counters: PollerCounters,
 }

@@ -323,6 +323,13 @@ struct Worker {
     finished: bool,
 }
 
+/// Refused enters in a row after which a shutdown stops waiting for the requests in the kernel
+/// (with the back-off at its longest, about 10 s).
+#[cfg(not(test))]
+const SHUTDOWN_REFUSALS: u32 = 10_000;
+#[cfg(test)]
+const SHUTDOWN_REFUSALS: u32 = 50;
+
 /// The first back-off after a refused enter, and the longest.
 const BACKOFF_MIN_NS: u64 = 10_000;
 const BACKOFF_MAX_NS: u64 = 1_000_000;
@@ -897,13 +904,13 @@ impl Worker {
             if r.is_err() || (r.is_ok_and(|e| e == Entered::Again) && !self.unsubmitted.is_empty())
             {
                 refused += 1;
-                // With the back-off at its 1 ms, about 10 s of refusals.
-                if refused > 10_000 {
-                    eprintln!(
-                        "pollwise: the shared poller cannot wait for {} requests in the kernel; aborting rather than free their buffers",
-                        self.in_flight
-                    );
-                    std::process::abort();
+                // With the back-off at its 1 ms, about 10 s of refusals: stop waiting, and say
+                // which requests the kernel may still hold (their owners must keep their
+                // buffers; a Slab dropped with them in flight keeps them).
+                if refused > SHUTDOWN_REFUSALS {
+                    report.unanswered = self.in_flight as u64;
+                    crate::leaks::add_unanswered(report.unanswered);
+                    break;
                 }
                 self.reap();
                 self.back_off(false);
@@ -1132,6 +1139,43 @@ mod tests {
         push_nops(&mut c, 1);
         assert_eq!(collect(&mut c, 1), vec![0]);
         assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
+    }
+
+    /// A shutdown facing a kernel that refuses every wait stops waiting after a bounded run of
+    /// refusals and says how many requests it left in the kernel, in its report and in the
+    /// process's leak counters, instead of printing and aborting: the library never prints,
+    /// and the caller decides.
+    #[test]
+    fn shutdown_against_a_refusing_kernel_reports_the_requests_it_left() {
+        let p = SharedPoller::new(PollerConfig::default()).unwrap();
+        let mut c = nop_client(&p, 8);
+        // Refusing for ever (the poller is shut down under it): no guard to clear it.
+        p.shared.test.refuse.store(libc::EAGAIN, Ordering::SeqCst);
+        push_nops(&mut c, 3);
+        let t0 = Instant::now();
+        while p.in_flight() < 3 || p.counters().refused == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "never taken and refused"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let leaks_before = crate::leaks::leaks().unanswered;
+        let r = p.shutdown().unwrap();
+        assert_eq!(r.unanswered, 3, "{r:?}");
+        assert_eq!(r.completed, 0, "{r:?}");
+        assert!(crate::leaks::leaks().unanswered >= leaks_before + 3);
+        // The client was handed back its ends (so its drop does not wait out DROP_BOUND), and
+        // got no completion for the requests the kernel may still hold.
+        let mut got = 0;
+        let _ = c.poll(&mut |_| got += 1);
+        assert_eq!(got, 0);
+        let t0 = Instant::now();
+        drop(c);
+        assert!(
+            t0.elapsed() < DROP_BOUND,
+            "the client's drop waited for a retired client"
+        );
     }
 
     /// A client's drop waits for the poller for DROP_BOUND at most: with the poller stuck, it

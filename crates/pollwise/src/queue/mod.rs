@@ -9,8 +9,9 @@
 //! ([`poller_client`]); fio's engines [`libaio`], [`posixaio`], [`sync`] and [`null`]. [`ring`] is the safe owned ring the drivers that keep one of their own use.
 //!
 //! Callers and policies do not use a device directly but through [`Tracked`], which keeps a
-//! record of every operation in flight in a [`Slots`] table and puts *its* token in the device's
-//! `user_data`, translating back on completion: `user_data` stays the caller's own, and a policy
+//! record of every operation in flight and puts *its* token in the device's `user_data`,
+//! translating back on completion (a request's operation is recorded in the request's own record
+//! in the slab, under the request's handle; any other in a [`Slots`] table of the queue's): `user_data` stays the caller's own, and a policy
 //! learns of every submission (when, what class, which slot) from the queue itself, with no call
 //! a caller could forget. [`Tracked`] also submits whatever was pushed before anyone polls or
 //! waits, and can own the [`Slab`] whose buffers its operations use: then it is the one owner of
@@ -28,9 +29,12 @@ pub mod channel;
 pub mod deadline;
 pub mod fault;
 pub mod libaio;
-// The shared poller's client (under loom only the lock-free parts below it are modelled).
-pub mod model;
+// The platform model's queue: benchmark internals (the crate's `internals` feature).
+internal_mod! {
+    model;
+}
 pub mod null;
+// The shared poller's client (under loom only the lock-free parts below it are modelled).
 #[cfg(not(loom))]
 pub mod poller_client;
 pub mod posixaio;
@@ -48,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::request::{
-    Dir, Handle, Progress, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle,
+    Dir, Handle, Issue, Progress, ReqClass, ReqMeta, RequestError, Slab, Slots, StaleHandle,
 };
 use crate::{Error, Result};
 
@@ -379,13 +383,6 @@ impl OpInfo {
     }
 }
 
-#[derive(Debug)]
-struct OpRecord {
-    info: OpInfo,
-    /// The slab request whose buffer the operation uses.
-    request: Option<Handle>,
-}
-
 /// A request operation for [`Tracked::push_request`]: the buffer is the request's own.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestOp {
@@ -519,9 +516,15 @@ impl RequestsMut<'_> {
 /// policies take.
 pub struct Tracked<Q: Queue + ?Sized> {
     clock: Arc<dyn Clock>,
-    ops: Slots<OpRecord>,
-    /// Pushed and not yet known to be submitted, in push order.
-    pending: VecDeque<Handle>,
+    /// The records of operations that are not a request's (a request's operation is recorded
+    /// in the request's own record in the slab: one record per request in flight).
+    ops: Slots<OpInfo>,
+    /// Requests of the slab with an operation in flight.
+    request_ops: usize,
+    /// Pushes so far (numbers each push, to tell a restarted request's pushes apart).
+    pushes: u64,
+    /// Pushed and not yet known to be submitted, in push order: the token and the push's number.
+    pending: VecDeque<(Handle, u64)>,
     /// The device's `submitted` counter when last looked at.
     seen_submitted: u64,
     requests: Option<Slab>,
@@ -540,6 +543,8 @@ impl<Q: Queue> Tracked<Q> {
         Ok(Tracked {
             clock,
             ops,
+            request_ops: 0,
+            pushes: 0,
             pending: VecDeque::with_capacity(capacity),
             seen_submitted,
             requests: None,
@@ -549,7 +554,8 @@ impl<Q: Queue> Tracked<Q> {
     }
 
     /// As [`Tracked::new`], with `slab` owning the buffers of [`push_request`]'s operations
-    /// (one operation per request: the capacity is the slab's).
+    /// (one operation per request, recorded in the request's own record), and room for as many
+    /// other operations ([`push`](Tracked::push), [`push_nop`](Tracked::push_nop)) besides.
     ///
     /// # Panics
     ///
@@ -636,14 +642,20 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         }
     }
 
-    /// The most operations in flight at once.
+    /// The most operations in flight at once: one per request of the slab, and the other
+    /// operations' records.
     pub fn capacity(&self) -> usize {
-        self.ops.capacity()
+        self.requests_capacity() + self.ops.capacity()
+    }
+
+    /// Slots below this are the slab's requests; other operations' slots come after.
+    fn requests_capacity(&self) -> usize {
+        self.requests.as_ref().map_or(0, Slab::capacity)
     }
 
     /// Operations pushed and not yet reaped.
     pub fn in_flight(&self) -> usize {
-        self.ops.len()
+        self.request_ops + self.ops.len()
     }
 
     /// Operations pushed and not yet submitted.
@@ -675,12 +687,25 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         self.inner.sleep(d)
     }
 
-    /// Every operation in flight, in slot order.
-    pub fn ops(&self) -> impl Iterator<Item = &OpInfo> {
-        self.ops.iter().map(|(_, r)| &r.info)
+    /// Every operation in flight, in slot order: the requests' (from their records in the
+    /// slab), then the others'.
+    pub fn ops(&self) -> impl Iterator<Item = OpInfo> + '_ {
+        // Each table is walked only when it holds something (a walk visits every slot).
+        let requests = (self.request_ops > 0)
+            .then_some(self.requests.as_ref())
+            .flatten()
+            .into_iter()
+            .flat_map(|slab| slab.issued());
+        let others = (!self.ops.is_empty())
+            .then(|| self.ops.iter())
+            .into_iter()
+            .flatten();
+        requests
+            .map(|(h, i)| request_info(h, &i))
+            .chain(others.map(|(_, r)| *r))
     }
 
-    fn record(&mut self, op: &Op, request: Option<Handle>) -> io::Result<Handle> {
+    fn record(&mut self, op: &Op) -> io::Result<Handle> {
         let info = OpInfo {
             slot: 0,
             token: 0,
@@ -689,13 +714,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             queued_ns: self.clock.now_ns(),
             submitted_ns: None,
         };
+        let base = self.requests_capacity();
         let h = self
             .ops
-            .insert(OpRecord { info, request })
+            .insert(info)
             .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))?;
         if let Ok(r) = self.ops.get_mut(h) {
-            r.info.slot = h.index();
-            r.info.token = h.user_data();
+            r.slot = base + h.index();
+            r.token = h.user_data();
         }
         Ok(h)
     }
@@ -707,7 +733,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     ///
     /// As [`Queue::push`].
     pub unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        let h = self.record(op, None)?;
+        let h = self.record(op)?;
         // SAFETY: the caller's contract, forwarded.
         unsafe { self.push_recorded(op, h) }
     }
@@ -720,8 +746,8 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         unsafe { self.push(&Op::nop(user_data)) }
     }
 
-    /// Pushes `op` to the device under the token `t` of its record; forgets the record if the
-    /// device refuses it.
+    /// Pushes `op` to the device under the token `t` of its record (in this queue's table, or
+    /// a request's handle in the slab); forgets the record if the device refuses it.
     ///
     /// # Safety
     ///
@@ -731,14 +757,39 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             user_data: t.user_data(),
             ..*op
         };
+        self.pushes += 1;
+        let push = self.pushes;
+        let request = self.requests.as_ref().is_some_and(|s| s.is_live(t));
+        if request {
+            if let Some(slab) = self.requests.as_mut() {
+                slab.set_issue(
+                    t,
+                    Some(Issue {
+                        class: ReqClass::of(op),
+                        queued_ns: self.clock.now_ns(),
+                        submitted_ns: None,
+                        push,
+                    }),
+                );
+            }
+        }
         // SAFETY: the caller's contract, forwarded.
         match unsafe { self.inner.push(&dev) } {
             Ok(()) => {
-                self.pending.push_back(t);
+                self.pending.push_back((t, push));
+                if request {
+                    self.request_ops += 1;
+                }
                 Ok(())
             }
             Err(e) => {
-                let _ = self.ops.remove(t);
+                if request {
+                    if let Some(slab) = self.requests.as_mut() {
+                        slab.set_issue(t, None);
+                    }
+                } else {
+                    let _ = self.ops.remove(t);
+                }
                 Err(e)
             }
         }
@@ -791,7 +842,8 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             } else if spec.fixed && op.buf_index.is_none() {
                 Err(invalid("fixed buffers are indexed by 16 bits"))
             } else {
-                self.record(&op, Some(h))
+                // The request's own handle is the device's token: its record is the request's.
+                Ok(h)
             };
         let pushed = checked.and_then(|t| {
             // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
@@ -815,11 +867,16 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         let delta = total.saturating_sub(self.seen_submitted) as usize;
         self.seen_submitted = total;
         for _ in 0..delta.max(at_least) {
-            let Some(h) = self.pending.pop_front() else {
+            let Some((h, push)) = self.pending.pop_front() else {
                 break;
             };
             if let Ok(r) = self.ops.get_mut(h) {
-                r.info.submitted_ns.get_or_insert(t);
+                r.submitted_ns.get_or_insert(t);
+            } else if let Some(i) = self.requests.as_mut().and_then(|s| s.issue_mut(h)) {
+                // Only the push this entry was for (not a later push of the same request).
+                if i.push == push {
+                    i.submitted_ns.get_or_insert(t);
+                }
             }
         }
     }
@@ -866,11 +923,50 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         let Tracked {
             ops,
             requests,
+            request_ops,
             inner,
             ..
         } = self;
         inner.poll(&mut |c: Completion| {
-            let Ok(rec) = ops.remove(Handle::from_user_data(c.user_data)) else {
+            let token = Handle::from_user_data(c.user_data);
+            if let Ok(info) = ops.remove(token) {
+                sink(
+                    &info,
+                    Completion {
+                        user_data: info.user_data,
+                        result: c.result,
+                    },
+                );
+                return;
+            }
+            let request = requests.as_mut().and_then(|slab| {
+                let issue = slab.issue(token)?;
+                // SAFETY: the device handed back the completion whose token is a live request
+                // of this queue's own slab with an operation in flight (its issue record is
+                // set): only push_recorded pushes under a request's handle, one operation at a
+                // time (the request is InFlight from its start until this finish), and
+                // `Queue`'s implementors promise the buffer is no longer used once the
+                // completion is handed back. The slab cannot have been replaced (no `&mut Slab`
+                // is handed out), and a handle of another table is refused above.
+                unsafe { slab.finish(token) }.ok()?;
+                slab.set_issue(token, None);
+                if let Ok(meta) = slab.meta_mut(token) {
+                    meta.issued_ns = issue.submitted_ns;
+                }
+                Some(request_info(token, &issue))
+            });
+            if let Some(info) = request {
+                *request_ops -= 1;
+                sink(
+                    &info,
+                    Completion {
+                        user_data: info.user_data,
+                        result: c.result,
+                    },
+                );
+                return;
+            }
+            {
                 // Not ours (the token names another table, or none): an operation pushed on
                 // the device directly. Hand it on as it is.
                 let info = OpInfo {
@@ -885,34 +981,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                     submitted_ns: None,
                 };
                 sink(&info, c);
-                return;
-            };
-            if let (Some(h), Some(slab)) = (rec.request, requests.as_mut()) {
-                // SAFETY: the device handed back the completion of the operation this record
-                // was made for (its token is the record's live handle, issued by this queue's
-                // own table), and `Queue`'s implementors promise the buffer is no longer used
-                // once it is handed back. The record's request handle was started in this same
-                // slab, which cannot have been replaced (no `&mut Slab` is handed out); were it
-                // another slab's, `finish` would refuse it (its table id differs).
-                let _ = unsafe { slab.finish(h) };
-                if let Ok(meta) = slab.meta_mut(h) {
-                    meta.issued_ns = rec.info.submitted_ns;
-                }
             }
-            sink(
-                &rec.info,
-                Completion {
-                    user_data: rec.info.user_data,
-                    result: c.result,
-                },
-            );
         })
     }
 
     /// Blocks until at least `min` completions are ready or `timeout` passes, submitting what
     /// was pushed first (in the same system call on a ring).
     pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-        let min = min.min(self.ops.len());
+        let min = min.min(self.in_flight());
         let t = self.clock.now_ns();
         let r = self.inner.wait(min, timeout);
         self.stamp(t, 0);
@@ -935,7 +1011,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         bound: Duration,
         sink: &mut dyn FnMut(&OpInfo, Completion),
     ) -> io::Result<usize> {
-        if self.ops.is_empty() {
+        if self.in_flight() == 0 {
             return Ok(0);
         }
         let deadline = Instant::now() + bound;
@@ -958,7 +1034,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 every = (every * 2).min(CANCEL_AGAIN_MAX);
             }
             note(self.reap(sink));
-            if self.ops.is_empty() {
+            if self.in_flight() == 0 {
                 return Ok(0);
             }
             let now = Instant::now();
@@ -966,7 +1042,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             if left.is_zero() {
                 return match failed {
                     Some(e) => Err(e),
-                    None => Ok(self.ops.len()),
+                    None => Ok(self.in_flight()),
                 };
             }
             let nap = left.min(next_cancel.saturating_duration_since(now));
@@ -988,7 +1064,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
             r => return r,
         }
-        let tokens: Vec<u64> = self.ops.iter().map(|(h, _)| h.user_data()).collect();
+        let tokens: Vec<u64> = self.ops().map(|i| i.token).collect();
         let mut first = Ok(());
         for t in tokens {
             let mut r = self.inner.cancel(t);
@@ -1004,6 +1080,18 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             }
         }
         first
+    }
+}
+
+/// What a queue knew of a request's operation in flight, from the request's record.
+fn request_info(h: Handle, i: &Issue) -> OpInfo {
+    OpInfo {
+        slot: h.index(),
+        token: h.user_data(),
+        user_data: h.user_data(),
+        class: i.class,
+        queued_ns: i.queued_ns,
+        submitted_ns: i.submitted_ns,
     }
 }
 
@@ -1042,7 +1130,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// Cancels and waits for what is in flight, bounded; counts in [`crate::leaks`] what did not
     /// answer.
     fn drain_on_drop(&mut self) {
-        if self.ops.is_empty() {
+        if self.in_flight() == 0 {
             return;
         }
         match self.cancel_and_drain(DROP_BOUND, &mut |_, _| {}) {
@@ -1084,7 +1172,7 @@ mod tests {
         assert_eq!(full.kind(), io::ErrorKind::WouldBlock);
         clock.advance(3_000);
         assert_eq!(q.submit().unwrap(), 2);
-        let infos: Vec<OpInfo> = q.ops().copied().collect();
+        let infos: Vec<OpInfo> = q.ops().collect();
         assert_eq!(infos.len(), 2);
         assert_eq!(infos[0].user_data, 0xdead_beef_0000_0001);
         assert_ne!(
@@ -1317,6 +1405,118 @@ mod tests {
             w.write_all(b"late").unwrap();
             let got = reap_until_done(&mut q, a);
             assert_eq!(got[0].result, 4);
+        }
+
+        /// One record per request in flight: a request's operation is recorded in the
+        /// request's own record (the queue's table stays empty), other operations in the
+        /// queue's table, with slots that never collide; over many rounds on a real ring,
+        /// every request and every other operation completes exactly once, the request's
+        /// submission time reaches its metadata, and nothing is left recorded.
+        #[test]
+        fn request_operations_live_in_the_request_record_and_complete_once() {
+            let (r, _w) = pipe();
+            let mut q = tracked(ring(&r));
+            assert_eq!(q.capacity(), 4, "two requests and two other operations");
+            let mut seen = std::collections::HashMap::<u64, usize>::new();
+            for round in 0..200u64 {
+                let a = alloc(&mut q);
+                let b = alloc(&mut q);
+                q.push_request(a, NOP).unwrap();
+                q.push_request(b, NOP).unwrap();
+                q.push_nop((1 << 40) | (round * 2)).unwrap();
+                q.push_nop((1 << 40) | (round * 2 + 1)).unwrap();
+                assert_eq!(q.ops.len(), 2, "requests took records in the queue's table");
+                assert_eq!(q.in_flight(), 4);
+                let infos: Vec<OpInfo> = q.ops().collect();
+                let mut slots: Vec<usize> = infos.iter().map(|i| i.slot).collect();
+                slots.sort_unstable();
+                assert_eq!(slots, [0, 1, 2, 3], "{infos:?}");
+                for h in [a, b] {
+                    let i = infos.iter().find(|i| i.user_data == h.user_data()).unwrap();
+                    assert_eq!((i.slot, i.token), (h.index(), h.user_data()));
+                }
+                let mut got = Vec::new();
+                let t = Instant::now();
+                while got.len() < 4 {
+                    assert!(
+                        t.elapsed() < Duration::from_secs(5),
+                        "round {round}: {got:?}"
+                    );
+                    let _ = q.wait(1, Some(Duration::from_millis(10)));
+                    q.poll_with(&mut |i, c| got.push((i.slot, i.submitted_ns, c)))
+                        .unwrap();
+                }
+                assert_eq!(got.len(), 4, "round {round}: {got:?}");
+                for (slot, submitted, c) in &got {
+                    assert_eq!(c.result, 0);
+                    assert!(*slot < 4);
+                    assert!(submitted.is_some(), "{c:?} was never stamped as submitted");
+                    *seen.entry(c.user_data).or_default() += 1;
+                }
+                assert_eq!((q.in_flight(), q.ops.len(), q.request_ops), (0, 0, 0));
+                for h in [a, b] {
+                    assert_eq!(state(&q, h), State::Completed);
+                    let meta = q.requests_mut().unwrap().free(h).unwrap();
+                    assert!(meta.issued_ns.is_some(), "the submission time was lost");
+                }
+            }
+            // Requests reuse their handles' slots with new generations: 400 request
+            // completions under distinct handles, and 400 others, each once.
+            assert_eq!(seen.len(), 800);
+            assert!(seen.values().all(|&n| n == 1), "a completion came twice");
+        }
+
+        /// A restarted request is pushed again under the same handle: a submission the device
+        /// reports late, for the request's first push, must not stamp its second push.
+        #[test]
+        fn a_late_submission_of_a_requests_first_push_does_not_stamp_its_second() {
+            use super::super::testing::Lagging;
+            use std::sync::atomic::{AtomicBool, AtomicU64};
+            let (r, _w) = pipe();
+            let lag = Arc::new(AtomicU64::new(0));
+            let hold = Arc::new(AtomicBool::new(false));
+            let dev = Lagging {
+                inner: ring(&r),
+                lag: lag.clone(),
+                hold: hold.clone(),
+            };
+            let clock = FakeClock::new(10);
+            let mut q =
+                Tracked::with_requests(dev, Arc::new(clock.clone()), Slab::new(1, 64, 64).unwrap());
+            let submitted = |q: &Tracked<_>| q.ops().next().and_then(|i: OpInfo| i.submitted_ns);
+
+            // First push: the kernel runs it, the counters do not show it yet.
+            let a = alloc(&mut q);
+            q.push_request(a, NOP).unwrap();
+            lag.store(1, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            let got = reap_until_done(&mut q, a);
+            assert_eq!(got.len(), 1);
+            assert_eq!(q.requests().unwrap().meta(a).unwrap().issued_ns, None);
+
+            // Second push of the same request, held back from the device.
+            q.requests_mut().unwrap().restart(a).unwrap();
+            clock.advance(10);
+            q.push_request(a, NOP).unwrap();
+            hold.store(true, SeqCst);
+            // The counters now show the first push's submission (at 40): not the second's.
+            lag.store(0, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            assert_eq!(
+                submitted(&q),
+                None,
+                "stamped by the first push's submission"
+            );
+            // The second push reaches the device at 50.
+            hold.store(false, SeqCst);
+            clock.advance(10);
+            q.submit().unwrap();
+            assert_eq!(submitted(&q), Some(50));
+            let got = reap_until_done(&mut q, a);
+            assert_eq!(got.len(), 1);
+            assert_eq!(q.requests().unwrap().meta(a).unwrap().issued_ns, Some(50));
         }
     }
 }

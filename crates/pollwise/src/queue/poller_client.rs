@@ -6,7 +6,7 @@
 //! poller's doorbell only if the poller said it sleeps (NEED_WAKEUP); `poll` pops the completion
 //! ring; `wait` raises the client's WAITING flag and sleeps on a futex word that the poller bumps
 //! after routing a completion, only when it sees the flag. Both handshakes are
-//! [`doorbell`](crate::sync::doorbell)'s.
+//! `sync::doorbell`'s.
 //!
 //! The client admits at most `depth` requests between push and completion, and both its rings
 //! hold `depth`, so the poller can always deliver a completion without waiting for the client.

@@ -45,7 +45,7 @@ use crate::sys::uring::{self as sys, Features, SetupError, SetupParams, IORING_E
 ///
 /// ```compile_fail,E0382
 /// # use pollwise::queue::{ring::{PromisedOp, Ring}, Op};
-/// # use pollwise::sys::uring::SetupParams;
+/// # use pollwise::queue::uring::SetupParams;
 /// # let mut ring = Ring::setup(&SetupParams::default()).unwrap();
 /// // SAFETY: a nop names no buffer.
 /// let p = unsafe { PromisedOp::new(Op::nop(1)) };
@@ -123,7 +123,7 @@ impl std::fmt::Debug for Ring {
 }
 
 impl Ring {
-    /// Sets a ring up with `p` ([`sys::uring::setup`](crate::sys::uring::setup)).
+    /// Sets a ring up with `p` (`sys::uring::setup`).
     pub fn setup(p: &SetupParams) -> Result<Ring, SetupError> {
         let ring = sys::setup(p)?;
         let features = Features::of(&ring);

@@ -12,7 +12,7 @@
 //!   completion queue in shared memory would; [`Queue::wait`] really sleeps (one `nanosleep`
 //!   until the wanted completion or the timeout), so waking costs what a real wake-up costs: a
 //!   timer interrupt, the scheduler, a context switch. The caller sets its timer slack to 1 ns
-//!   ([`set_timer_slack_1ns`](crate::sys::timerslack::set_timer_slack_1ns)) or the sleep is stretched.
+//!   (`set_timer_slack_1ns`) or the sleep is stretched.
 //! - **Virtual**, over a [`FakeClock`]: a discrete-event simulation. Each poll costs
 //!   `poll_cost_ns` of virtual time (so a spinning policy makes progress and never hangs), and a
 //!   wait jumps the clock to the wanted completion or the deadline, whichever is first. Nothing
@@ -28,7 +28,7 @@ use std::time::Duration;
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 use crate::clock::{Clock, FakeClock};
 use crate::error::Reason;
-use crate::rng::Rng;
+pub use crate::rng::Rng;
 pub use crate::units::LatencyError;
 use crate::units::{self, DurationError};
 use crate::{Error, Result};
@@ -126,7 +126,7 @@ impl LatencyModel {
 pub const LATENCY_FIELD: &str = "latency";
 
 /// Parses a duration with a unit: `ns`, `us`, `ms` or `s` (`10us`, `1.5ms`; the grammar of
-/// [`units::parse_duration`]). A latency has no natural unit, so a bare number is refused rather
+/// `units::parse_duration`). A latency has no natural unit, so a bare number is refused rather
 /// than guessed. Errors are [`Error::Config`] naming `field`.
 pub fn parse_duration_ns(s: &str, field: &'static str) -> Result<u64> {
     let s = s.trim();

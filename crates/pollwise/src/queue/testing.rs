@@ -283,6 +283,51 @@ unsafe impl<Q: Queue> Queue for Refusing<Q> {
     }
 }
 
+/// A device whose submissions show late, as an SQPOLL ring's do: `submit` says it submitted
+/// nothing, and its counters hide the last `lag` submissions; while `hold` is set, `submit`
+/// does not reach the device at all.
+pub(crate) struct Lagging<Q: Queue> {
+    /// The device.
+    pub(crate) inner: Q,
+    /// Submissions the counters do not show yet.
+    pub(crate) lag: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// While set, `submit` submits nothing.
+    pub(crate) hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+// SAFETY: forwards to the device, which keeps the promise; holding a submission back hands
+// nothing back.
+unsafe impl<Q: Queue> Queue for Lagging<Q> {
+    fn kind(&self) -> &'static str {
+        "lagging"
+    }
+    unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.push(op) }
+    }
+    fn submit(&mut self) -> io::Result<usize> {
+        if !self.hold.load(std::sync::atomic::Ordering::SeqCst) {
+            self.inner.submit()?;
+        }
+        Ok(0)
+    }
+    fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
+        self.inner.poll(sink)
+    }
+    fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+        self.inner.wait(min, timeout)
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn counters(&self) -> QueueCounters {
+        let mut c = self.inner.counters();
+        let lag = self.lag.load(std::sync::atomic::Ordering::SeqCst);
+        c.submitted = c.submitted.saturating_sub(lag);
+        c
+    }
+}
+
 /// A pipe: (read end, write end), both non-blocking for the test's own reads and writes.
 pub(crate) fn pipe() -> (std::fs::File, std::fs::File) {
     use std::os::fd::{FromRawFd, OwnedFd, RawFd};

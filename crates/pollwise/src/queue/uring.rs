@@ -1,13 +1,13 @@
 //! The io_uring queue: a real ring, set up by our own path so every flag is reachable.
 //!
 //! [`UringQueue::new`] turns its [`UringOptions`] into setup flags and sets the ring up through
-//! [`sys::uring::setup`](crate::sys::uring::setup), which reaches every flag (the io-uring
+//! `sys::uring::setup`, which reaches every flag (the io-uring
 //! crate's builder has none for `IORING_SETUP_HYBRID_IOPOLL`). A flag the kernel refuses comes
 //! back as a [`SetupError`] naming the flags, the feature, the errno and what the feature needs.
 //!
 //! The ring's features are probed at setup ([`UringQueue::features`]): a timed
 //! [`Queue::wait`] needs `EXT_ARG` (Linux 5.11), and on a ring without it fails at once with an
-//! `Unsupported` error carrying a [`MissingFeature`](crate::sys::uring::MissingFeature), rather
+//! `Unsupported` error carrying a [`MissingFeature`], rather
 //! than entering the kernel with an argument it would misread.
 //!
 //! Polling here depends on the ring: a plain ring posts completions from the interrupt into
@@ -20,9 +20,9 @@
 //! timer ([`Queue::sleep`]) when they want to give the CPU away.
 //!
 //! [`Queue::cancel_all`] is one `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` (Linux 5.19). Whether
-//! the kernel has the flag is probed ([`cancel_any_supported`](crate::sys::uring::cancel_any_supported)),
+//! the kernel has the flag is probed (`sys::uring::cancel_any_supported`),
 //! and an `EINVAL` on the cancellation's own completion is read as the same answer: then
-//! `cancel_all` is `Unsupported` (a [`MissingFeature`](crate::sys::uring::MissingFeature) named
+//! `cancel_all` is `Unsupported` (a [`MissingFeature`] named
 //! `"ASYNC_CANCEL_ANY"`) and callers cancel each operation with [`Queue::cancel`], which every
 //! kernel with io_uring reads and writes has.
 
@@ -38,11 +38,14 @@ use super::{
 };
 
 use crate::sys::uring::{
-    self as sys, Features, Opcodes, SetupParams, IORING_ENTER_GETEVENTS, IORING_SETUP_ATTACH_WQ,
-    IORING_SETUP_COOP_TASKRUN, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
-    IORING_SETUP_IOPOLL, IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, IORING_SETUP_SQ_AFF,
+    self as sys, IORING_ENTER_GETEVENTS, IORING_SETUP_ATTACH_WQ, IORING_SETUP_COOP_TASKRUN,
+    IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_IOPOLL,
+    IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, IORING_SETUP_SQ_AFF,
 };
-pub use crate::sys::uring::{SetupError, IORING_SETUP_HYBRID_IOPOLL};
+pub use crate::sys::uring::{
+    Features, MissingFeature, Opcodes, SetupError, SetupParams, SetupStage,
+    IORING_SETUP_HYBRID_IOPOLL,
+};
 
 /// How to set a ring up. `Default` is a plain ring of 128 entries.
 #[derive(Debug, Clone, Default)]

@@ -4,7 +4,7 @@
 //! responses out) and an eventfd doorbell. Ringing the doorbell is a system call on the client's
 //! side and a wake-up plus an eventfd read on the reactor's, so, as virtio does with
 //! `VRING_USED_F_NO_NOTIFY` (or event-idx), the reactor tells the client when it need not ring:
-//! while the loop is polling this channel, it lowers the channel's [`Doorbell`] flag
+//! while the loop is polling this channel, it lowers the channel's `Doorbell` flag
 //! ([`Source::poll_begin`]) and the client only pushes.
 //!
 //! The race to close is the classic one: the reactor stops polling and sets the flag just as the
@@ -14,7 +14,7 @@
 //! looks at the ring once more ([`Requests::poll_end`], then the reactor's final `ready()`
 //! check). With both fences sequentially consistent, at least one side sees the other's store:
 //! either the client rings or the reactor finds the request. This is the crate's one doorbell
-//! protocol ([`crate::sync::doorbell`]), checked by its loom model
+//! protocol (`sync::doorbell`), checked by its loom model
 //! (`no_lost_wakeup_when_polling_stops` is this very moment).
 
 use std::os::fd::{AsRawFd, RawFd};

@@ -156,11 +156,27 @@ pub fn leaked_bytes() -> u64 {
     crate::leaks::leaks().bytes
 }
 
+/// A queue's record of the operation a request has in flight (see
+/// [`Tracked`](crate::queue::Tracked)): its class, when it was queued and when its submission
+/// returned. It lives in the request's own record, so a request in flight has one record, not
+/// one here and another in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Issue {
+    pub(crate) class: ReqClass,
+    pub(crate) queued_ns: u64,
+    pub(crate) submitted_ns: Option<u64>,
+    /// Which of the queue's pushes this is (a restarted request is pushed again under the same
+    /// handle: this tells the pushes apart).
+    pub(crate) push: u64,
+}
+
 #[derive(Debug)]
 struct Req {
     meta: ReqMeta,
     state: State,
     progress: Progress,
+    /// Set while a queue has an operation of the request in flight.
+    issue: Option<Issue>,
 }
 
 /// Fixed request slots with their buffers; see the module docs.
@@ -254,7 +270,45 @@ impl Slab {
             meta,
             state: State::Prepared,
             progress: Progress::default(),
+            issue: None,
         })
+    }
+
+    fn in_kernel_state(s: State) -> bool {
+        matches!(s, State::InFlight | State::Cancelled)
+    }
+
+    /// Records (or, with `None`, forgets) the operation a queue has in flight for `h`.
+    pub(crate) fn set_issue(&mut self, h: Handle, issue: Option<Issue>) {
+        if let Ok(r) = self.slots.get_mut(h) {
+            r.issue = issue;
+        }
+    }
+
+    /// The operation a queue has in flight for `h`, while the kernel holds the request.
+    pub(crate) fn issue(&self, h: Handle) -> Option<Issue> {
+        self.slots
+            .get(h)
+            .ok()
+            .filter(|r| Slab::in_kernel_state(r.state))
+            .and_then(|r| r.issue)
+    }
+
+    /// As [`issue`](Slab::issue), mutably.
+    pub(crate) fn issue_mut(&mut self, h: Handle) -> Option<&mut Issue> {
+        self.slots
+            .get_mut(h)
+            .ok()
+            .filter(|r| Slab::in_kernel_state(r.state))
+            .and_then(|r| r.issue.as_mut())
+    }
+
+    /// Every request a queue has an operation in flight for, in slot order.
+    pub(crate) fn issued(&self) -> impl Iterator<Item = (Handle, Issue)> + '_ {
+        self.slots
+            .iter()
+            .filter(|(_, r)| Slab::in_kernel_state(r.state))
+            .filter_map(|(h, r)| r.issue.map(|i| (h, i)))
     }
 
     /// The handle of the live request in slot `index`, if any.

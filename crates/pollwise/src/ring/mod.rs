@@ -291,7 +291,7 @@ impl RawRing {
         })
     }
 
-    /// `io_uring_enter` on the ring (see [`enter::enter`]); the registered-ring flag is added
+    /// `io_uring_enter` on the ring (see `sys::enter::enter`); the registered-ring flag is added
     /// when the view enters by a registered index.
     pub fn enter(
         &self,

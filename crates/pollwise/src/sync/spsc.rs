@@ -9,7 +9,7 @@
 //! (acquire), reads the slot, then stores the head (release) so the producer may reuse it. Head
 //! and tail are free-running `usize` counters, so full is `tail - head == capacity`.
 //!
-//! Under `--cfg loom` the atomics come from loom (through the [`sync`](super) facade) and the
+//! Under `--cfg loom` the atomics come from loom (through the crate's `sync` facade) and the
 //! protocol is model-checked
 //! (`RUSTFLAGS="--cfg loom" cargo test -p pollwise --lib sync::spsc::loom_tests --release`).
 

@@ -39,7 +39,7 @@ impl EventFd {
     }
 
     /// Reads and clears the count (0 if it was not rung): the fd is unreadable until the next
-    /// ring. Taking the count is a sleeper's token (see [`crate::sync::doorbell`]).
+    /// ring. Taking the count is a sleeper's token (see `sync::doorbell`).
     pub fn drain(&self) -> u64 {
         let mut v: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64 from our own non-blocking fd; EAGAIN

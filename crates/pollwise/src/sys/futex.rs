@@ -1,6 +1,6 @@
 //! Futex wait and wake on a 32-bit atomic word (private to the process).
 //!
-//! The words are std atomics, not the [`crate::sync`] facade's: the kernel needs their address.
+//! The words are std atomics, not the crate's `sync` facade's: the kernel needs their address.
 
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;

@@ -87,13 +87,13 @@ pub struct SetupParams {
     pub entries: u32,
     /// `IORING_SETUP_*` flags.
     pub flags: u32,
-    /// Completion queue entries (with [`IORING_SETUP_CQSIZE`]).
+    /// Completion queue entries (with `IORING_SETUP_CQSIZE`).
     pub cq_entries: u32,
-    /// The SQPOLL thread's CPU (with [`IORING_SETUP_SQ_AFF`]).
+    /// The SQPOLL thread's CPU (with `IORING_SETUP_SQ_AFF`).
     pub sq_thread_cpu: u32,
     /// The SQPOLL thread's idle time before it sleeps, in milliseconds.
     pub sq_thread_idle_ms: u32,
-    /// The ring whose workers to share (with [`IORING_SETUP_ATTACH_WQ`]).
+    /// The ring whose workers to share (with `IORING_SETUP_ATTACH_WQ`).
     pub wq_fd: RawFd,
 }
 
@@ -115,7 +115,7 @@ pub enum SetupStage {
 #[derive(Debug, thiserror::Error)]
 #[error("io_uring setup with {flags} failed: {source}; {hint}")]
 pub struct SetupError {
-    /// The setup flags asked for, by name ([`setup_flag_names`]).
+    /// The setup flags asked for, by name (`setup_flag_names`).
     pub flags: String,
     /// Which step failed.
     pub stage: SetupStage,

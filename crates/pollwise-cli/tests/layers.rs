@@ -1,0 +1,174 @@
+//! The CLI's imports point down its layers (docs/design.md): options → spec → jobs → commands,
+//! a report renders and never runs a job. Each top-level module has a floor below; a module may
+//! name (`crate::x`, or `pollwise_cli::x` from main.rs) only modules on lower floors. A new module
+//! must be given a floor here, so the order is decided once, in one place.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Floors, lowest first; modules on one floor do not use each other.
+const FLOORS: &[&[&str]] = &[
+    &["cleanup", "device", "errno", "hooks", "latency", "passes", "steady"],
+    &["signals"],
+    &["error"],
+    &["exec", "filekind", "fill", "limits", "outfile", "platform"],
+    &["iolog", "vstate"],
+    &["extras"],
+    &["spec"],
+    &["options", "target"],
+    &["report"],
+    &["job"],
+    &["calibrate", "jobs"],
+    &["advise", "compare", "run"],
+    &["scenario"],
+    &["main"],
+];
+
+fn floor_of(module: &str) -> Option<usize> {
+    FLOORS.iter().position(|f| f.contains(&module))
+}
+
+/// The top-level modules a source text names through `crate::` (or `pollwise_cli::`), comments
+/// left out (a doc link is not an import).
+fn named_modules(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in src.lines() {
+        let code = match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        for prefix in ["crate::", "pollwise_cli::"] {
+            let mut rest = code;
+            while let Some(i) = rest.find(prefix) {
+                let before = rest[..i].chars().last();
+                rest = &rest[i + prefix.len()..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                if let Some(group) = rest.strip_prefix('{') {
+                    // `crate::{a, b::c}`: each item's first segment (one line's worth).
+                    let end = group.find('}').unwrap_or(group.len());
+                    for item in group[..end].split(',') {
+                        let first = item.trim().split("::").next().unwrap_or("");
+                        if !first.is_empty() {
+                            out.push(first.to_string());
+                        }
+                    }
+                } else {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        out.push(name);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The top-level module a source file belongs to (`src/report/json.rs` → `report`).
+fn module_of(src_dir: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src_dir).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every import that does not point down, as "file: uses module (floor a -> floor b)".
+fn violations(files: &[(String, String, String)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (name, module, src) in files {
+        if module == "lib" {
+            continue;
+        }
+        let Some(own) = floor_of(module) else {
+            bad.push(format!(
+                "{name}: module `{module}` has no floor in tests/layers.rs"
+            ));
+            continue;
+        };
+        for used in named_modules(src) {
+            if used == *module {
+                continue;
+            }
+            match floor_of(&used) {
+                Some(f) if f < own => {}
+                Some(f) => bad.push(format!(
+                    "{name}: uses `{used}` (floor {f}) from `{module}` (floor {own})"
+                )),
+                // Items of lib.rs itself (re-exports) and names that are not modules.
+                None => {}
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn every_import_points_down() {
+    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src_dir, &mut paths);
+    let mut files = Vec::new();
+    let mut seen = BTreeMap::new();
+    for path in &paths {
+        let module = module_of(&src_dir, path);
+        *seen.entry(module.clone()).or_insert(0) += 1;
+        let src = std::fs::read_to_string(path).unwrap();
+        files.push((path.display().to_string(), module, src));
+    }
+    // Every module of lib.rs is on a floor (a module missing from FLOORS fails above too).
+    for m in FLOORS.iter().flat_map(|f| f.iter()) {
+        assert!(
+            seen.contains_key(*m),
+            "tests/layers.rs names `{m}`, which src/ lacks"
+        );
+    }
+    let bad = violations(&files);
+    assert!(
+        bad.is_empty(),
+        "imports that run back up:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn an_import_up_a_floor_is_caught() {
+    let files = vec![
+        (
+            "report/mod.rs".to_string(),
+            "report".to_string(),
+            "use crate::{error::Error, job::run_job};\n/// [`crate::jobs`] in a comment\n"
+                .to_string(),
+        ),
+        (
+            "options/build.rs".to_string(),
+            "options".to_string(),
+            "let s = crate::spec::JobSpec::default(); let t = crate::target::x();".to_string(),
+        ),
+        ("new.rs".to_string(), "new".to_string(), String::new()),
+    ];
+    let bad = violations(&files);
+    assert_eq!(bad.len(), 3, "{bad:#?}");
+    assert!(bad[0].contains("uses `job`"), "{}", bad[0]);
+    assert!(bad[1].contains("uses `target`"), "{}", bad[1]);
+    assert!(bad[2].contains("no floor"), "{}", bad[2]);
+}
