@@ -1219,13 +1219,8 @@ fn job_thread(
         .extra
         .latency
         .map(|l| Arc::new(crate::latency::LatControl::new(l, spec.iodepth)));
-    // The engine's hooks; those of completions and issues are the phase's.
-    let phase = crate::hooks::PhaseHooks::default();
-    let wants_done = spec.logs.any()
-        || (run.live.is_some() && live.is_some())
-        || run.steady.is_some()
-        || lat.is_some()
-        || spec.extra.min_rate.is_some();
+    // The engine's hooks; those of completions and issues are each phase's own
+    // (Engine::replace_hooks), none at first.
     let hooks = || {
         // Stop early on a signal, when another thread of the job failed or this one is too slow.
         let failed = failed.clone();
@@ -1242,8 +1237,8 @@ fn job_thread(
                 || stop_lat.as_ref().is_some_and(|l| l.stop())
         });
         Hooks {
-            on_done: wants_done.then(|| phase.on_done()),
-            on_issue: spec.extra.write_iolog.is_some().then(|| phase.on_issue()),
+            on_done: None,
+            on_issue: None,
             stop_check: Some(stop_check),
             gate: spec.extra.gate(),
             // fio's ramp runs at depth 1 too, and a slow request there counts as a miss.
@@ -1256,7 +1251,7 @@ fn job_thread(
             let (hook, now) = (l.clone(), clock.now_ns());
             l.start(now);
             l.set_ramp(true);
-            phase.set_done(Some(Box::new(move |d| hook.on_done(d))));
+            engine.replace_hooks(Some(Box::new(move |d| hook.on_done(d))), None);
         }
         if !spec.ramp_time.is_zero() {
             if let Some(t) = live {
@@ -1294,15 +1289,16 @@ fn job_thread(
             Arc::new(std::sync::Mutex::new(l))
         });
         // fio's write_iolog: every request the job issues, in order, from the window's start.
+        let mut on_issue: Option<pollwise::engine::OnIssue> = None;
         let iolog = match spec.extra.write_iolog.as_deref() {
             Some(p) => {
                 let w = crate::iolog::Writer::create(p, &spec.filename, t0)?;
                 let hook = Arc::clone(&w);
-                phase.set_issue(Some(Box::new(move |dir, off, len, now| {
+                on_issue = Some(Box::new(move |dir, off, len, now| {
                     if let Ok(mut w) = hook.lock() {
                         w.request(dir, off, len, now);
                     }
-                })));
+                }));
                 Some(w)
             }
             None => None,
@@ -1327,6 +1323,7 @@ fn job_thread(
             l.set_ramp(false);
             l.start(t0);
         }
+        let mut on_done: Option<pollwise::engine::OnDone> = None;
         if log.is_some()
             || counters.is_some()
             || steady.is_some()
@@ -1335,7 +1332,7 @@ fn job_thread(
         {
             let (hook_log, hook_live) = (log.clone(), counters.map(|(_, t)| Arc::clone(t)));
             let (hook_steady, hook_lat) = (steady.clone(), lat.clone());
-            phase.set_done(Some(Box::new(move |d| {
+            on_done = Some(Box::new(move |d| {
                 if let Some(s) = &hook_steady {
                     s.add(i, u64::from(d.len));
                 }
@@ -1366,8 +1363,9 @@ fn job_thread(
                         }
                     }
                 }
-            })));
+            }));
         }
+        engine.replace_hooks(on_done, on_issue);
         if let Some(((l, _), t)) = counters {
             l.measuring(t);
         }
@@ -1528,8 +1526,7 @@ fn job_thread(
             );
         }
         // Verify reads and later phases are not the measured period's: out of the logs.
-        phase.set_done(None);
-        phase.set_issue(None);
+        engine.replace_hooks(None, None);
         let iologged = match &iolog {
             Some(w) => w
                 .lock()

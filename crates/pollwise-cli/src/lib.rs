@@ -18,7 +18,6 @@ pub mod exec;
 pub mod extras;
 pub mod filekind;
 pub mod fill;
-pub mod hooks;
 pub mod iolog;
 pub mod job;
 pub mod jobs;

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Floors, lowest first; modules on one floor do not use each other.
 const FLOORS: &[&[&str]] = &[
-    &[
-        "cleanup", "device", "errno", "hooks", "latency", "passes", "steady",
-    ],
+    &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
     &["error"],
     &["exec", "filekind", "fill", "limits", "outfile", "platform"],

@@ -23,7 +23,8 @@
 //! An engine is fully described when built ([`build`]): its [`EngineConfig`] (one part
 //! per concept: [`config`], [`pattern`], [`pacing`], [`verify`], [`content`], [`sync`],
 //! [`errors`]) and its [`Hooks`], checked once. Only what a job changes while it runs is a
-//! method: [`Engine::set_deadline`] (the stop time is known when a phase starts),
+//! method: [`Engine::replace_hooks`] (each phase of a job has its own),
+//! [`Engine::set_deadline`] (the stop time is known when a phase starts),
 //! [`Engine::pace_from`], [`Engine::set_byte_limit`] and [`Engine::set_verify_pass`] (the
 //! measured period's start and size) and [`Engine::reset_stats`] (after a ramp).
 
@@ -213,6 +214,21 @@ pub struct EngineStats {
 pub const DRAIN_GRACE: Duration = deadline::DRAIN_GRACE;
 
 impl Engine {
+    /// Replaces the completion and issue hooks ([`Hooks::on_done`], [`Hooks::on_issue`]),
+    /// returning the old ones. A job's phases (a ramp, the measured period, a verification
+    /// pass) each want their own, and a hook runs on every request: swapping it here keeps a
+    /// lock or an indirection off that path.
+    pub fn replace_hooks(
+        &mut self,
+        on_done: Option<OnDone>,
+        on_issue: Option<OnIssue>,
+    ) -> (Option<OnDone>, Option<OnIssue>) {
+        (
+            std::mem::replace(&mut self.on_done, on_done),
+            std::mem::replace(&mut self.on_issue, on_issue),
+        )
+    }
+
     /// Bounds the run in time: once clock time `stop_ns` + [`DRAIN_GRACE`] has passed, whatever
     /// is still in flight is cancelled (waits, polls and the drain included) and counted by
     /// [`Engine::cancelled`], not as an error. `None` removes the bound (a later verification
