@@ -4,7 +4,7 @@
 //! (`offset`, `offset_increment`, `size=N%`), `loops`, per-direction block sizes, rates, CPUs,
 //! fio's `iodepth_batch_complete_min=0`, and the grouping options (`stonewall`,
 //! `group_reporting`). [`resolve`] turns percentages and loops into bytes against the target;
-//! [`JobExtras::apply`] sets them on one thread's engine.
+//! [`JobExtras::configure`] writes them into one thread's engine configuration.
 //!
 //! [`plan`] resolves each job against its target; [`run_jobs`] runs jobs as fio does:
 //! concurrently, except that a job with `stonewall` (fio's `wait_for_previous`) starts after
