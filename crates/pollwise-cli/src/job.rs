@@ -57,8 +57,7 @@ pub struct Run {
     pub model_wall: Option<std::time::Instant>,
 }
 
-/// The largest ring (and so `iodepth`) the kernel allows.
-pub const MAX_IODEPTH: u32 = 32768;
+pub use crate::spec::MAX_IODEPTH;
 
 /// The most buffers the kernel registers with one ring (`IORING_MAX_REG_BUFFERS`, 16384).
 pub const MAX_FIXED_BUFFERS: u32 = 16384;

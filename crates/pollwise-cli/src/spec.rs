@@ -16,6 +16,10 @@ use pollwise::queue::sync::SyncCall;
 
 use crate::{Error, Result};
 
+/// The largest ring (and so `iodepth`, and a batch) the kernel allows: the option table's
+/// bound and the check of a spec built by code.
+pub const MAX_IODEPTH: u32 = 32768;
+
 /// Parses fio's `rw` names.
 pub fn parse_rw(s: &str) -> Result<Rw> {
     Rw::from_name(s).ok_or_else(|| {

@@ -8,6 +8,8 @@
 
 use pollwise::units::TimeUnit;
 
+use crate::spec::MAX_IODEPTH;
+
 /// What kind of value an option takes; the table checks values against it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -378,7 +380,7 @@ pub const OPTIONS: &[Opt] = &[
         opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
         &["blocksize"],
     ),
-    opt("iodepth", int(1, 32768), val("1"), C::Job, Job, "requests in flight per job thread"),
+    opt("iodepth", int(1, MAX_IODEPTH as u64), val("1"), C::Job, Job, "requests in flight per job thread"),
     opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each; each thread is a job of its own in the report (one with --group_reporting)"),
     opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)"),
     opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)"),
@@ -561,8 +563,8 @@ pub const OPTIONS: &[Opt] = &[
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),
     // scenarios
     opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention", "run", "compare"]), "hybrid-contention: thread counts to run every mode at (run: fio's tiobench profile's option, which a job does not use; accepted and unused, as fio)"),
-    // A batch is the ring's depth: at most the depth a ring takes (job::MAX_IODEPTH).
-    opt("batch", int(1, 32768), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
+    // A batch is the ring's depth: at most the depth a ring takes.
+    opt("batch", int(1, MAX_IODEPTH as u64), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
     opt("rings", int(2, 256), val("16"), C::Scenario, Only(&["shared-poller"]), "rings (clients) on the polling CPU: one heavy, the rest sparse"),
