@@ -1,12 +1,13 @@
-//! The CLI's imports point down its layers (docs/design.md): options → spec → jobs → commands,
-//! a report renders and never runs a job. Each top-level module has a floor below; a module may
-//! name (`crate::x`, or `pollwise_cli::x` from main.rs) only modules on lower floors. A new module
-//! must be given a floor here, so the order is decided once, in one place.
+//! Imports point down the layers (docs/design.md), in the command and in the library. In the
+//! CLI: options → spec → jobs → commands, a report renders and never runs a job; in the library:
+//! base → requests → completions → waiting → drivers. Each top-level module of a crate has a
+//! floor below; a module may name (`crate::x`, or `pollwise_cli::x` from main.rs) only modules
+//! on lower floors. A new module must be given a floor here, so the order is decided once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Floors, lowest first; modules on one floor do not use each other.
+/// The CLI's floors, lowest first; modules on one floor do not use each other.
 const FLOORS: &[&[&str]] = &[
     &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
@@ -24,8 +25,21 @@ const FLOORS: &[&[&str]] = &[
     &["main"],
 ];
 
-fn floor_of(module: &str) -> Option<usize> {
-    FLOORS.iter().position(|f| f.contains(&module))
+/// The library's floors (crates/pollwise/src), lowest first.
+const LIBRARY_FLOORS: &[&[&str]] = &[
+    &["leaks", "rng", "sync", "sys", "units"],
+    &["clock", "content", "pattern", "ring", "verify"],
+    &["digest", "error"],
+    &["request"],
+    &["predict", "prio", "queue"],
+    &["policy"],
+    &["poller", "reactor", "stats", "waiter"],
+    &["engine"],
+    &["platform"],
+];
+
+fn floor_in(floors: &[&[&str]], module: &str) -> Option<usize> {
+    floors.iter().position(|f| f.contains(&module))
 }
 
 /// The top-level modules a source text names through `crate::` (or `pollwise_cli::`), comments
@@ -93,13 +107,13 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Every import that does not point down, as "file: uses module (floor a -> floor b)".
-fn violations(files: &[(String, String, String)]) -> Vec<String> {
+fn violations(floors: &[&[&str]], files: &[(String, String, String)]) -> Vec<String> {
     let mut bad = Vec::new();
     for (name, module, src) in files {
         if module == "lib" {
             continue;
         }
-        let Some(own) = floor_of(module) else {
+        let Some(own) = floor_in(floors, module) else {
             bad.push(format!(
                 "{name}: module `{module}` has no floor in tests/layers.rs"
             ));
@@ -109,7 +123,7 @@ fn violations(files: &[(String, String, String)]) -> Vec<String> {
             if used == *module {
                 continue;
             }
-            match floor_of(&used) {
+            match floor_in(floors, &used) {
                 Some(f) if f < own => {}
                 Some(f) => bad.push(format!(
                     "{name}: uses `{used}` (floor {f}) from `{module}` (floor {own})"
@@ -122,27 +136,43 @@ fn violations(files: &[(String, String, String)]) -> Vec<String> {
     bad
 }
 
-#[test]
-fn every_import_points_down() {
-    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Every import of the crate whose sources are in `src_dir` that does not point down `floors`.
+fn check_crate(src_dir: &Path, floors: &[&[&str]]) -> Vec<String> {
     let mut paths = Vec::new();
-    rust_files(&src_dir, &mut paths);
+    rust_files(src_dir, &mut paths);
     let mut files = Vec::new();
     let mut seen = BTreeMap::new();
     for path in &paths {
-        let module = module_of(&src_dir, path);
+        let module = module_of(src_dir, path);
         *seen.entry(module.clone()).or_insert(0) += 1;
         let src = std::fs::read_to_string(path).unwrap();
         files.push((path.display().to_string(), module, src));
     }
-    // Every module of lib.rs is on a floor (a module missing from FLOORS fails above too).
-    for m in FLOORS.iter().flat_map(|f| f.iter()) {
+    // Every module named on a floor exists (a module missing from the floors fails below).
+    for m in floors.iter().flat_map(|f| f.iter()) {
         assert!(
             seen.contains_key(*m),
-            "tests/layers.rs names `{m}`, which src/ lacks"
+            "tests/layers.rs names `{m}`, which {} lacks",
+            src_dir.display()
         );
     }
-    let bad = violations(&files);
+    violations(floors, &files)
+}
+
+#[test]
+fn every_import_of_the_command_points_down() {
+    let bad = check_crate(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), FLOORS);
+    assert!(
+        bad.is_empty(),
+        "imports that run back up:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_import_of_the_library_points_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pollwise/src");
+    let bad = check_crate(&src, LIBRARY_FLOORS);
     assert!(
         bad.is_empty(),
         "imports that run back up:\n{}",
@@ -166,7 +196,7 @@ fn an_import_up_a_floor_is_caught() {
         ),
         ("new.rs".to_string(), "new".to_string(), String::new()),
     ];
-    let bad = violations(&files);
+    let bad = violations(FLOORS, &files);
     assert_eq!(bad.len(), 3, "{bad:#?}");
     assert!(bad[0].contains("uses `job`"), "{}", bad[0]);
     assert!(bad[1].contains("uses `target`"), "{}", bad[1]);

@@ -229,6 +229,50 @@ impl fmt::Display for Limit {
     }
 }
 
+/// A buffer that cannot be made as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BufError {
+    /// A zero-byte buffer: nothing could be read into it.
+    #[error("a buffer must hold at least 1 byte")]
+    Empty,
+    /// The alignment is not a power of two.
+    #[error("alignment {0} is not a power of two")]
+    Align(usize),
+    /// Length and alignment together overflow the address space.
+    #[error("{len} bytes aligned to {align} is too large")]
+    TooLarge {
+        /// Bytes asked for.
+        len: usize,
+        /// Alignment asked for.
+        align: usize,
+    },
+    /// The allocator had no memory for it.
+    #[error("out of memory for a buffer of {0} bytes")]
+    NoMemory(usize),
+}
+
+/// A capacity a slot table (`request::slots::Slots`) cannot have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CapacityError {
+    /// Zero slots: nothing could ever be inserted.
+    #[error("must be at least 1")]
+    Zero,
+    /// More slots than a handle can index.
+    #[error("is {given}, above the most a handle can index ({max})")]
+    TooLarge {
+        /// Slots asked for.
+        given: usize,
+        /// The most a handle can index.
+        max: usize,
+    },
+    /// `max` tables are alive already: no id is left to tell a new one's handles apart.
+    #[error("cannot make another table: {max} are alive")]
+    TooManyTables {
+        /// The most tables alive at once.
+        max: usize,
+    },
+}
+
 /// What is wrong with a configuration value, for [`Error::Config`]: typed, so a front end
 /// can tell what was refused without reading the phrase. Its `Display` is the phrase that
 /// follows the field's name; [`Reason::names_value`] says whether it starts with the value
@@ -282,9 +326,9 @@ pub enum Reason {
     /// The io_uring fd monitor could not be set up.
     FdMonSetup(io::Error),
     /// A table of request slots of a size it cannot have.
-    Capacity(crate::request::slots::CapacityError),
+    Capacity(CapacityError),
     /// A request buffer that cannot be made.
-    Buffer(crate::request::buffers::BufError),
+    Buffer(BufError),
     /// A duration that does not parse.
     Duration {
         /// The text given.
@@ -561,7 +605,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::slots::CapacityError;
     use crate::units::DurationError;
     use crate::units::LatencyError;
 
@@ -594,7 +637,7 @@ mod tests {
             },
             Reason::FdMonSetup(io::Error::from_raw_os_error(libc::ENOMEM)),
             Reason::Capacity(CapacityError::Zero),
-            Reason::Buffer(crate::request::buffers::BufError::Empty),
+            Reason::Buffer(BufError::Empty),
             Reason::Duration {
                 given: "10".into(),
                 error: DurationError::NoUnit,

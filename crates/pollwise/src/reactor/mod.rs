@@ -429,7 +429,10 @@ impl Reactor {
         let slots = cfg
             .max_sources
             .checked_add(1)
-            .ok_or(CapacityError::TooLarge(cfg.max_sources))
+            .ok_or(CapacityError::TooLarge {
+                given: cfg.max_sources,
+                max: crate::request::slots::MAX_SLOTS,
+            })
             .and_then(Slots::new)
             .map_err(|e| Error::config("max_sources", Reason::Capacity(e)))?;
         let mut r = Reactor {

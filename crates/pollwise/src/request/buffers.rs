@@ -3,27 +3,7 @@
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
-/// A buffer that cannot be made as asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum BufError {
-    /// A zero-byte buffer: nothing could be read into it.
-    #[error("a buffer must hold at least 1 byte")]
-    Empty,
-    /// The alignment is not a power of two.
-    #[error("alignment {0} is not a power of two")]
-    Align(usize),
-    /// Length and alignment together overflow the address space.
-    #[error("{len} bytes aligned to {align} is too large")]
-    TooLarge {
-        /// Bytes asked for.
-        len: usize,
-        /// Alignment asked for.
-        align: usize,
-    },
-    /// The allocator had no memory for it.
-    #[error("out of memory for a buffer of {0} bytes")]
-    NoMemory(usize),
-}
+pub use crate::error::BufError;
 
 /// A heap buffer with a given alignment (4096 for O_DIRECT), zero-filled, owned.
 pub struct AlignedBuf {

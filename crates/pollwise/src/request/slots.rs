@@ -123,19 +123,7 @@ impl StaleHandle {
 /// index stays free so no handle is ever all ones (a value queues may reserve).
 pub const MAX_SLOTS: usize = INDEX_MASK as usize;
 
-/// A capacity a [`Slots`] table cannot have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CapacityError {
-    /// Zero slots: nothing could ever be inserted.
-    #[error("must be at least 1")]
-    Zero,
-    /// More slots than a handle can index.
-    #[error("is {0}, above the most a handle can index ({MAX_SLOTS})")]
-    TooLarge(usize),
-    /// [`MAX_TABLES`] tables are alive already: no id is left to tell this one's handles apart.
-    #[error("cannot make another table: {MAX_TABLES} are alive")]
-    TooManyTables,
-}
+pub use crate::error::CapacityError;
 
 struct Slot<T> {
     generation: u32,
@@ -167,7 +155,10 @@ impl<T> Slots<T> {
             return Err(CapacityError::Zero);
         }
         if capacity > MAX_SLOTS {
-            return Err(CapacityError::TooLarge(capacity));
+            return Err(CapacityError::TooLarge {
+                given: capacity,
+                max: MAX_SLOTS,
+            });
         }
         let slots = (0..capacity)
             .map(|_| Slot {
@@ -176,7 +167,7 @@ impl<T> Slots<T> {
             })
             .collect();
         let free = (0..capacity as u32).rev().collect();
-        let owner = take_table_id().ok_or(CapacityError::TooManyTables)?;
+        let owner = take_table_id().ok_or(CapacityError::TooManyTables { max: MAX_TABLES })?;
         Ok(Slots { owner, slots, free })
     }
 
