@@ -10,34 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// A tmpfs of `mib` MiB at a directory of its own, unmounted when dropped.
-struct Tmpfs(tempfile::TempDir);
-
-impl Tmpfs {
-    fn mount(mib: u64) -> Tmpfs {
-        let d = common::tempdir();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(d.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "mounting a tmpfs failed: this test needs root");
-        Tmpfs(d)
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        // Lazily if a process still holds it: the mount never outlives the test.
-        let ok = Command::new("umount")
-            .arg(self.0.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
-        }
-    }
-}
+use common::Tmpfs;
 
 fn run_file(dir: &Path, text: &str) -> (i32, Value, String) {
     std::fs::write(dir.join("fill.fio"), text).unwrap();
@@ -61,7 +34,7 @@ const SURFACE_SCAN: &str = "[global]\nbs=64k\ndirect=1\nioengine=sync\nverify=me
 #[test]
 fn fill_device_writes_until_the_filesystem_is_full_and_the_next_job_reads_it_back() {
     let fs = Tmpfs::mount(16);
-    let dir = fs.0.path();
+    let dir = fs.path();
     // The job file takes its page of the tmpfs first.
     std::fs::write(dir.join("fill.fio"), SURFACE_SCAN).unwrap();
     let before = pollwise::sys::fs::space(dir).unwrap().available;
@@ -85,7 +58,7 @@ fn fill_device_writes_until_the_filesystem_is_full_and_the_next_job_reads_it_bac
 fn fill_device_with_a_size_writes_the_size() {
     let fs = Tmpfs::mount(16);
     let (code, v, err) = run_file(
-        fs.0.path(),
+        fs.path(),
         "[j]\nbs=64k\nrw=write\nfill_device=1\nsize=1m\nfilename=f\n",
     );
     assert_eq!(code, 0, "{err}");
@@ -116,7 +89,7 @@ fn fill_device_on_the_root_filesystem_is_refused_and_creates_nothing() {
 fn fill_device_on_a_random_write_is_refused_naming_the_line() {
     let fs = Tmpfs::mount(16);
     let (code, _, err) = run_file(
-        fs.0.path(),
+        fs.path(),
         "[j]\nbs=64k\nrw=randwrite\nfill_device=1\nfilename=f\n",
     );
     assert_eq!(code, 2, "{err}");

@@ -282,51 +282,17 @@ fn run_pollwise(dir: &Path, name: &str, fio: &Value) -> (i32, String, String) {
     common::outcome(out)
 }
 
-/// A tmpfs of [`FILL_MIB`] MiB mounted at a directory of its own, unmounted when dropped: where
-/// a file with `fill_device` runs (pollwise fills no filesystem but one of its own).
-struct Tmpfs(tempfile::TempDir);
-
-/// The size of the tmpfs a `fill_device` file fills.
+/// The size of the tmpfs a `fill_device` file fills (pollwise fills no filesystem but one of
+/// its own).
 const FILL_MIB: u64 = 64;
-
-impl Tmpfs {
-    fn mount() -> Tmpfs {
-        let d = common::tempdir();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={FILL_MIB}m"), "tmpfs"])
-            .arg(d.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "mounting a tmpfs at {} failed: the fill_device files need root to mount one",
-            d.path().display()
-        );
-        Tmpfs(d)
-    }
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        // Lazily if a process still holds it: the mount never outlives the test.
-        let ok = Command::new("umount")
-            .arg(self.0.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
-        }
-    }
-}
 
 fn outcome_of(name: &str, all: &Value) -> Outcome {
     let fio = &all[name];
     let set = data().join(fio["set"].as_str().unwrap());
     let text = std::fs::read_to_string(set.join(name)).unwrap_or_default();
-    let tmpfs = text.contains("fill_device").then(Tmpfs::mount);
+    let tmpfs = text
+        .contains("fill_device")
+        .then(|| common::Tmpfs::mount(FILL_MIB));
     let temp;
     let d: &Path = match &tmpfs {
         Some(t) => t.path(),

@@ -333,27 +333,37 @@ fn io_size_with_holes_makes_fios_passes() {
         ("io_size=3m\n", 0, 192),
     ];
     for (extra, reads, writes) in cases {
-        let d = tempdir();
         let text = format!(
             "[j]\nbs=16k\nrw=write:112k\nfilename=h.dat\nio_size=8m\nsize=8m\noffset=120k\n{extra}"
         );
-        let (code, v, err) = run_file(d.path(), "holes.fio", &text, &[]);
-        assert_eq!(code, 0, "{extra}: {err}");
-        let j = &v["jobs"][0];
-        assert_eq!(
-            (
-                j["read"]["total_ios"].as_u64(),
-                j["write"]["total_ios"].as_u64()
-            ),
-            (Some(reads), Some(writes)),
-            "{extra}"
-        );
+        let j = one_job("holes.fio", &text, extra);
+        assert_counts(&j, (reads, writes), extra);
         assert_eq!(
             j["write"]["io_bytes"].as_u64(),
             Some(writes * 16384),
             "{extra}"
         );
     }
+}
+
+/// Runs job file `text` (one job) as `name` in a directory of its own: its JSON entry.
+fn one_job(name: &str, text: &str, what: &str) -> serde_json::Value {
+    let d = tempdir();
+    let (code, v, err) = run_file(d.path(), name, text, &[]);
+    assert_eq!(code, 0, "{what}: {err}");
+    v["jobs"][0].clone()
+}
+
+/// A job's read and write request counts are `(reads, writes)`.
+fn assert_counts(j: &serde_json::Value, (reads, writes): (u64, u64), what: &str) {
+    assert_eq!(
+        (
+            j["read"]["total_ios"].as_u64(),
+            j["write"]["total_ios"].as_u64()
+        ),
+        (Some(reads), Some(writes)),
+        "{what}"
+    );
 }
 
 #[test]
@@ -388,20 +398,9 @@ fn experimental_verify_with_loops_reads_back_the_first_pass_and_writes_a_pass_le
         ("loops=3\nbs=8k\n", 128, 256),
     ];
     for (extra, reads, writes) in cases {
-        let d = tempdir();
         let text = format!(
             "[j]\nfilename=f\nsize=1M\nrw=randwrite\ndo_verify=1\nverify=md5\nexperimental_verify=1\n{extra}"
         );
-        let (code, v, err) = run_file(d.path(), "e.fio", &text, &[]);
-        assert_eq!(code, 0, "{extra}: {err}");
-        let j = &v["jobs"][0];
-        assert_eq!(
-            (
-                j["read"]["total_ios"].as_u64(),
-                j["write"]["total_ios"].as_u64()
-            ),
-            (Some(reads), Some(writes)),
-            "{extra}"
-        );
+        assert_counts(&one_job("e.fio", &text, extra), (reads, writes), extra);
     }
 }

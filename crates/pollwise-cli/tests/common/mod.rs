@@ -173,3 +173,44 @@ pub fn tiny_platform(dir: &std::path::Path) -> String {
     std::fs::write(&f, text).unwrap();
     f.display().to_string()
 }
+
+/// A tmpfs of a given size mounted at a directory of its own (mounting needs root), unmounted
+/// when dropped: where a `fill_device` job runs, since pollwise fills no filesystem but one of
+/// its own.
+pub struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `mib` MiB.
+    pub fn mount(mib: u64) -> Tmpfs {
+        let d = tempdir();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(d.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "mounting a tmpfs at {} failed: fill_device tests need root to mount one",
+            d.path().display()
+        );
+        Tmpfs(d)
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily if a process still holds it: the mount never outlives the test.
+        let ok = Command::new("umount")
+            .arg(self.0.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+        }
+    }
+}

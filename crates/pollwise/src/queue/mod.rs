@@ -929,14 +929,19 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         } = self;
         inner.poll(&mut |c: Completion| {
             let token = Handle::from_user_data(c.user_data);
-            if let Ok(info) = ops.remove(token) {
+            // The caller's completion carries its own user_data, not the queue's token.
+            let mut hand = |info: OpInfo| {
+                let user_data = info.user_data;
                 sink(
                     &info,
                     Completion {
-                        user_data: info.user_data,
+                        user_data,
                         result: c.result,
                     },
-                );
+                )
+            };
+            if let Ok(info) = ops.remove(token) {
+                hand(info);
                 return;
             }
             let request = requests.as_mut().and_then(|slab| {
@@ -957,13 +962,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             });
             if let Some(info) = request {
                 *request_ops -= 1;
-                sink(
-                    &info,
-                    Completion {
-                        user_data: info.user_data,
-                        result: c.result,
-                    },
-                );
+                hand(info);
                 return;
             }
             {
