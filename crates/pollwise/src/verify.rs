@@ -93,7 +93,7 @@ impl std::fmt::Display for Mismatch {
         match *self {
             Mismatch::NoHeader { offset } => write!(
                 f,
-                "verify: block at offset {offset} has no verify header (corrupt: zeroed or overwritten, or never written with --verify)"
+                "verify: block at offset {offset} has no verify header (corrupt: zeroed or overwritten, or never written with verification headers)"
             ),
             Mismatch::OtherLength {
                 offset,
