@@ -190,20 +190,7 @@ fn invalidate_drops_the_page_cache_before_a_buffered_job_by_default() {
     // One 4 KiB buffered read at the file's start: only it (and the kernel's readahead) can
     // bring pages back.
     let read = |more: &[&str]| {
-        let mut args = vec![
-            "run",
-            "--name=r",
-            file.as_str(),
-            "--size=8M",
-            "--io_size=4k",
-            "--bs=4k",
-            "--rw=read",
-            "--direct=0",
-            "--output-format=json",
-        ];
-        args.extend_from_slice(more);
-        let (code, _out, err) = pollwise(&args);
-        assert_eq!(code, 0, "{err}");
+        read_first_block(&file, more);
     };
     warm();
     read(&[]);
@@ -354,20 +341,7 @@ fn invalidate_flushes_a_block_devices_buffer_cache() {
         held.read_to_end(&mut sink).unwrap();
         std::io::Seek::rewind(&mut held).unwrap();
         let before = dev.reads();
-        let mut args = vec![
-            "run",
-            "--name=r",
-            file.as_str(),
-            "--size=8M",
-            "--io_size=4k",
-            "--bs=4k",
-            "--rw=read",
-            "--direct=0",
-            "--output-format=json",
-        ];
-        args.extend_from_slice(more);
-        let (code, _out, err) = pollwise(&args);
-        assert_eq!(code, 0, "{err}");
+        read_first_block(&file, more);
         dev.reads() - before
     };
     assert!(
@@ -379,4 +353,23 @@ fn invalidate_flushes_a_block_devices_buffer_cache() {
         0,
         "invalidate=0 reads the cache"
     );
+}
+
+/// One buffered 4 KiB read at the start of `file` (a `--filename=` argument) with `more`
+/// options, which must succeed.
+fn read_first_block(file: &str, more: &[&str]) {
+    let mut args = vec![
+        "run",
+        "--name=r",
+        file,
+        "--size=8M",
+        "--io_size=4k",
+        "--bs=4k",
+        "--rw=read",
+        "--direct=0",
+        "--output-format=json",
+    ];
+    args.extend_from_slice(more);
+    let (code, _out, err) = pollwise(&args);
+    assert_eq!(code, 0, "{err}");
 }

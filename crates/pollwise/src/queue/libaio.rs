@@ -453,22 +453,8 @@ mod tests {
         let (_d, f) = direct_file();
         let mut q = LibaioQueue::new(&[f.as_raw_fd()], 2, false).unwrap();
         let mut page = Box::new(Page([0; 4096]));
-        // Real-time level 0 (root here), then a class the kernel does not have: io_submit
-        // checks aio_reqprio under IOCB_FLAG_IOPRIO and refuses the second with EINVAL.
-        for (ud, prio) in [(1u64, 0x2000u16), (2, 7 << 13)] {
-            let op = Op {
-                ioprio: prio,
-                ..Op::read(0, page.0.as_mut_ptr(), 4096, 0, ud)
-            };
-            // SAFETY: the page outlives the read, reaped below before the next one.
-            unsafe { q.push(&op) }.unwrap();
-            q.wait(1, Some(Duration::from_secs(10))).unwrap();
-            let mut got = Vec::new();
-            q.poll(&mut |c| got.push(c)).unwrap();
-            assert_eq!(got.len(), 1);
-            let want = if ud == 1 { 4096 } else { -libc::EINVAL };
-            assert_eq!(got[0].result, want, "ioprio {prio:#x}");
-        }
+        // io_submit checks aio_reqprio under IOCB_FLAG_IOPRIO and refuses a class it lacks.
+        super::super::testing::check_ioprio_reaches_the_kernel(&mut q, &mut page.0);
     }
 
     #[test]

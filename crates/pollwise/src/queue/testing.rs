@@ -339,3 +339,23 @@ pub(crate) fn pipe() -> (std::fs::File, std::fs::File) {
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     (r.into(), w.into())
 }
+
+/// Reads 4 KiB at offset 0 of fd index 0 into `buf` twice, with a request priority the
+/// kernel takes (real-time level 0: root here) and then a class it does not have: the second
+/// fails with `EINVAL` only if the request's `ioprio` reached the kernel.
+pub(crate) fn check_ioprio_reaches_the_kernel(q: &mut dyn Queue, buf: &mut [u8; 4096]) {
+    for (ud, prio) in [(1u64, 0x2000u16), (2, 7 << 13)] {
+        let op = Op {
+            ioprio: prio,
+            ..Op::read(0, buf.as_mut_ptr(), 4096, 0, ud)
+        };
+        // SAFETY: buf outlives the read, reaped below before the next one.
+        unsafe { q.push(&op) }.unwrap();
+        q.wait(1, Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        q.poll(&mut |c| got.push(c)).unwrap();
+        assert_eq!(got.len(), 1);
+        let want = if ud == 1 { 4096 } else { -libc::EINVAL };
+        assert_eq!(got[0].result, want, "ioprio {prio:#x}");
+    }
+}
