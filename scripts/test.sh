@@ -67,7 +67,7 @@ RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --lib --no-deps --locked
 if [ "$mode" = quick ]; then
   echo "== quick: the library's unit tests, the command's main tests, the docs"
   cargo test --workspace --lib --locked
-  cargo test -p pollwise --locked --test module_docs
+  cargo test -p pollwise --locked --test module_docs --test public_face
   cargo test -p pollwise-cli --locked --test cli --test options_cli --test docs
   echo "quick check passed: bash scripts/test.sh runs the whole suite"
   exit 0

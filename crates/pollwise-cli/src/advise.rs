@@ -34,9 +34,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use pollwise::platform::Platform;
 use pollwise::policy::Mode;
-use pollwise::stats::Stats;
+use pollwise_bench::platform::Platform;
+use pollwise_bench::stats::Stats;
 use serde_json::{json, Value};
 
 use crate::extras::Rate;
@@ -367,7 +367,7 @@ pub fn sweep(
     let start = Instant::now();
     // A cell whose model runs past the budget in real time is stopped there (its drain then
     // takes the grace at most) and cut.
-    let wall = start + budget.saturating_sub(pollwise::engine::DRAIN_GRACE);
+    let wall = start + budget.saturating_sub(pollwise_bench::engine::DRAIN_GRACE);
     let mut groups: Vec<(u32, u32)> = thread_counts(platform.cores)
         .into_iter()
         .flat_map(|t| DEPTHS.iter().map(move |&q| (t, q)))

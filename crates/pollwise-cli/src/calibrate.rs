@@ -36,14 +36,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pollwise::clock::FakeClock;
-use pollwise::engine::{Engine, EngineConfig, Stop};
-use pollwise::platform::Platform;
 use pollwise::policy::poll::Poll;
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
-use pollwise::stats::thread_cpu_ns;
+use pollwise_bench::engine::{Engine, EngineConfig, Stop};
+use pollwise_bench::platform::Platform;
+use pollwise_bench::stats::thread_cpu_ns;
 
 use crate::{Error, Result};
 

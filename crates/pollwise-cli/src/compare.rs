@@ -18,7 +18,7 @@ use crate::job::{prepare_target, run_job, JobSpec};
 pub use crate::options::defaults::compare::DEFAULT_SIZE;
 use crate::{Error, Result};
 use pollwise::policy::Mode;
-use pollwise::stats::{Stats, PERCENTILES};
+use pollwise_bench::stats::{Stats, PERCENTILES};
 use serde_json::json;
 
 use crate::options::Opts;

@@ -5,8 +5,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use pollwise::engine::{EngineConfig, Gate, PacingConfig, PatternConfig, RateLimit, SyncEvery};
-pub use pollwise::pattern::BlockSizes;
+use pollwise_bench::engine::{
+    EngineConfig, Gate, PacingConfig, PatternConfig, RateLimit, SyncEvery,
+};
+pub use pollwise_bench::pattern::BlockSizes;
 
 use crate::{Error, Result};
 
@@ -108,13 +110,13 @@ pub struct JobExtras {
     /// `wait_for`: the name of an earlier job this one starts after.
     pub wait_for: Option<String>,
     /// `random_distribution` other than `random`.
-    pub distribution: Option<pollwise::pattern::Distribution>,
+    pub distribution: Option<pollwise_bench::pattern::Distribution>,
     /// `exitall` (with `exitall_on_error`): what this job's end stops, if anything.
     pub exit: Option<ExitAll>,
     /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
     pub zones: Option<(u64, u64, u64)>,
     /// fio's checksum besides the crc32c header, and `verify_interval`.
-    pub verify_mode: pollwise::digest::Verify,
+    pub verify_mode: pollwise_bench::digest::Verify,
     /// `do_verify=0`: write the verify headers, read nothing back.
     pub skip_verify: bool,
     /// `verify_backlog`: read back every this many blocks written, while the job runs.
@@ -131,14 +133,14 @@ pub struct JobExtras {
     pub number_ios: Option<u64>,
     /// What writes write (`zero_buffers`, `buffer_pattern`, `refill_buffers`,
     /// `scramble_buffers`, `buffer_compress_percentage`; fio's default otherwise).
-    pub content: pollwise::content::Content,
+    pub content: pollwise_bench::content::Content,
     /// `ratemin` / `rate_iops_min` with `ratecycle`: fail the job below this rate.
     pub min_rate: Option<MinRate>,
     /// `prio` / `prioclass`: the job threads' own I/O priority (`ioprio_set`).
     pub ioprio: Option<u16>,
     /// Request priorities (the cmdprio options, and `prio`/`prioclass` on io_uring and
     /// libaio, which carry a priority per request).
-    pub cmdprio: Option<pollwise::prio::CmdPrio>,
+    pub cmdprio: Option<pollwise_bench::prio::CmdPrio>,
     /// fio's syncs and page-cache handling (`fsync`, `fdatasync`, `end_fsync`, `fsync_on_close`,
     /// `invalidate`, `sync`).
     pub sync: SyncSpec,
@@ -450,7 +452,7 @@ impl JobExtras {
         if let Some(p) = self.ioprio {
             // fio's ioprio_set(IOPRIO_WHO_PROCESS, 0, ...): this thread's own priority, for the
             // engines that carry none per request.
-            if let Err(e) = pollwise::prio::set_thread_ioprio(p) {
+            if let Err(e) = pollwise_bench::prio::set_thread_ioprio(p) {
                 return Err(Error::Unsupported(format!(
                     "cannot set the job's I/O priority (prio/prioclass, ioprio_set): {e}; the real-time class needs CAP_SYS_ADMIN or CAP_SYS_NICE"
                 )));

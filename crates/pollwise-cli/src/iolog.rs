@@ -16,8 +16,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use pollwise::engine::Replayed;
 use pollwise::request::Dir;
+use pollwise_bench::engine::Replayed;
 
 use crate::error::{Error, Result};
 

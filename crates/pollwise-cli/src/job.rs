@@ -15,9 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock;
-use pollwise::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Hooks, Stop};
 use pollwise::policy::Mode;
-use pollwise::queue::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise::queue::libaio::LibaioQueue;
 use pollwise::queue::null::NullQueue;
 use pollwise::queue::posixaio::PosixaioQueue;
@@ -26,8 +24,10 @@ use pollwise::queue::sync::{SyncCall, SyncQueue};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::Queue;
 use pollwise::request::Slab;
-use pollwise::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
-use pollwise::verify;
+use pollwise_bench::engine::{sub_policy, sub_queue, Ended, Engine, EngineConfig, Hooks, Stop};
+use pollwise_bench::fault::{FaultQueue, FaultReport, FaultTally};
+use pollwise_bench::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
+use pollwise_bench::verify;
 
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
@@ -1030,7 +1030,7 @@ fn measure(
     let t1 = clock.now_ns();
     let c1 = thread_cpu_ns();
     let r1 = Rusage::thread();
-    let pollwise::engine::EngineStats {
+    let pollwise_bench::engine::EngineStats {
         mut read,
         mut write,
         queue: q1,
@@ -1156,7 +1156,7 @@ fn ran_as_asked(
             format!(
                 "its {} requests were all still in flight {} ms after its end and were cancelled: the device answered none in time; give a longer --runtime",
                 seen.cancelled,
-                pollwise::engine::DRAIN_GRACE.as_millis()
+                pollwise_bench::engine::DRAIN_GRACE.as_millis()
             )
         } else {
             "no request completed: give a longer --runtime, or a higher --rate_iops".into()
@@ -1288,7 +1288,7 @@ fn job_thread(
             Arc::new(std::sync::Mutex::new(l))
         });
         // fio's write_iolog: every request the job issues, in order, from the window's start.
-        let mut on_issue: Option<pollwise::engine::OnIssue> = None;
+        let mut on_issue: Option<pollwise_bench::engine::OnIssue> = None;
         let iolog = match spec.extra.write_iolog.as_deref() {
             Some(p) => {
                 let w = crate::iolog::Writer::create(p, &spec.filename, t0)?;
@@ -1322,7 +1322,7 @@ fn job_thread(
             l.set_ramp(false);
             l.start(t0);
         }
-        let mut on_done: Option<pollwise::engine::OnDone> = None;
+        let mut on_done: Option<pollwise_bench::engine::OnDone> = None;
         if log.is_some()
             || counters.is_some()
             || steady.is_some()
@@ -1471,7 +1471,7 @@ fn job_thread(
                     ));
                 }
             };
-            let tick = pollwise::engine::Tick {
+            let tick = pollwise_bench::engine::Tick {
                 first_ns: t0.saturating_add(tick_ns),
                 every: Duration::from_nanos(tick_ns),
                 f: &mut on_tick,
@@ -1521,7 +1521,7 @@ fn job_thread(
             eprintln!(
                 "pollwise: job {}: {cancelled} requests still in flight {} ms after --runtime were cancelled; they are in no result",
                 spec.name,
-                pollwise::engine::DRAIN_GRACE.as_millis()
+                pollwise_bench::engine::DRAIN_GRACE.as_millis()
             );
         }
         // Verify reads and later phases are not the measured period's: out of the logs.
@@ -1619,9 +1619,9 @@ fn job_thread(
 }
 
 /// The errors `engine` saw since it was made, and the blocks that failed verification.
-fn errors_of(engine: &Engine) -> pollwise::stats::Errors {
+fn errors_of(engine: &Engine) -> pollwise_bench::stats::Errors {
     let e = engine.errors();
-    pollwise::stats::Errors {
+    pollwise_bench::stats::Errors {
         total: e.failed,
         continued: e.continued,
         first: e.first_error,
@@ -1877,7 +1877,7 @@ pub fn run_job_within(spec: &JobSpec, wall: std::time::Instant) -> Result<Option
 fn run_model_threads(
     spec: &JobSpec,
     run: &Run,
-    platform: &pollwise::platform::Platform,
+    platform: &pollwise_bench::platform::Platform,
 ) -> Result<(Vec<Stats>, Rusage, Option<String>)> {
     let IoEngine::Sim(device) = spec.ioengine else {
         return Err(Error::Usage(
@@ -1890,8 +1890,8 @@ fn run_model_threads(
     if spec.sim_latency_given {
         p.device = device;
     }
-    let jobs: Vec<pollwise::platform::ThreadJob> = (0..spec.numjobs as usize)
-        .map(|i| pollwise::platform::ThreadJob {
+    let jobs: Vec<pollwise_bench::platform::ThreadJob> = (0..spec.numjobs as usize)
+        .map(|i| pollwise_bench::platform::ThreadJob {
             cfg: engine_config_for(spec, target.size, i),
             policy: spec.policy,
             seed: spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -1911,18 +1911,18 @@ fn run_model_threads(
     // Virtual time bounds a model (its drain is bounded in real time too); only `advise`'s
     // budget bounds its measured period in real time (a model runs several times slower than
     // the wall clock, and that is the work asked for: a signal stops it at once).
-    let limits = pollwise::platform::Limits {
+    let limits = pollwise_bench::platform::Limits {
         wall: run.model_wall,
         stop: Some(Arc::new(crate::signals::interrupted)),
     };
     let started = std::time::Instant::now();
-    let results = pollwise::platform::run_with(&p, &jobs, &limits)?;
+    let results = pollwise_bench::platform::run_with(&p, &jobs, &limits)?;
     let cancelled: u64 = results.iter().map(|r| r.cancelled).sum();
     if cancelled > 0 {
         eprintln!(
             "pollwise: job {}: {cancelled} modelled requests still in flight {} ms (virtual) after --runtime or a stop were cancelled; they are in no result",
             spec.name,
-            pollwise::engine::DRAIN_GRACE.as_millis()
+            pollwise_bench::engine::DRAIN_GRACE.as_millis()
         );
     }
     let cut = (!crate::signals::interrupted())

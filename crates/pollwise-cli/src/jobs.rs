@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 pub use crate::extras::{parse_cpus, JobExtras, Rate};
-use pollwise::stats::Stats;
+use pollwise_bench::stats::Stats;
 
 use crate::job::{prepare_target, run_job_threads, IoEngine, JobSpec, Run, SIM_DEFAULT_SIZE};
 use crate::options::cmdline::Setting;

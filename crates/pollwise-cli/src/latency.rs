@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pollwise::engine::{DepthLimit, Done};
+use pollwise_bench::engine::{DepthLimit, Done};
 
 /// What `latency_target` and its options ask for.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -41,7 +41,7 @@ type Report = (Output, ReportOpts, RunExtras);
 /// `direct=0`), where `pollwise run` defaults to random O_DIRECT reads.
 fn fio_base() -> JobSpec {
     JobSpec {
-        rw: pollwise::engine::Rw::Read,
+        rw: pollwise_bench::engine::Rw::Read,
         direct: false,
         ..JobSpec::default()
     }

@@ -12,8 +12,8 @@
 
 use std::path::Path;
 
-use pollwise::platform::Platform;
 use pollwise::queue::sim::LatencyModel;
+use pollwise_bench::platform::Platform;
 
 use serde_json::{json, Map, Value};
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use pollwise::stats::Stats;
+use pollwise_bench::stats::Stats;
 
 use crate::job::{IoEngine, JobSpec, Run};
 use crate::jobs::run_jobs;

@@ -3,7 +3,7 @@
 //!
 //! The first stop signal asks the jobs to stop: every engine loop checks [`interrupted`] before
 //! each submission, while thinking and in its waits, drains what is in flight (for
-//! [`pollwise::engine::DRAIN_GRACE`] at most), and the command prints the results so far,
+//! [`pollwise_bench::engine::DRAIN_GRACE`] at most), and the command prints the results so far,
 //! marked as interrupted, removes its files and exits with 128 + the signal (130 for SIGINT,
 //! 143 for SIGTERM, 129 for SIGHUP, 142 for SIGALRM). A second signal exits at once, still
 //! removing the files pollwise made ([`crate::cleanup`]); so does the first if the command has

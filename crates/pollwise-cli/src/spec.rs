@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use pollwise::engine::Rw;
-use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::LatencyModel;
 use pollwise::queue::sync::SyncCall;
+pub use pollwise_bench::engine::Rw;
+use pollwise_bench::engine::SubmitMode;
 
 use crate::{Error, Result};
 
@@ -163,7 +163,7 @@ pub struct JobSpec {
     /// What the requests go to (fio's `ioengine`).
     pub ioengine: IoEngine,
     /// The modelled platform a `--ioengine=sim` job runs on, in virtual time (`--platform`).
-    pub platform: Option<pollwise::platform::Platform>,
+    pub platform: Option<pollwise_bench::platform::Platform>,
     /// `--sim_latency` was given (with a platform, it replaces the platform's device).
     pub sim_latency_given: bool,
     /// Job-file options beyond one engine loop: ranges, rates, CPUs, grouping (see `jobs`).
@@ -171,9 +171,9 @@ pub struct JobSpec {
     /// fio's logs (`write_lat_log`, `write_bw_log`, `write_iops_log`) this job writes.
     pub logs: LogSpec,
     /// Faults to inject (`--fault`), on any engine.
-    pub fault: Option<pollwise::queue::fault::FaultSpec>,
+    pub fault: Option<pollwise_bench::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
-    pub continue_on_error: pollwise::engine::ContinueOn,
+    pub continue_on_error: pollwise_bench::engine::ContinueOn,
 }
 
 impl Default for JobSpec {
@@ -219,7 +219,7 @@ impl Default for JobSpec {
             extra: crate::extras::JobExtras::default(),
             logs: LogSpec::default(),
             fault: None,
-            continue_on_error: pollwise::engine::ContinueOn::None,
+            continue_on_error: pollwise_bench::engine::ContinueOn::None,
         }
     }
 }

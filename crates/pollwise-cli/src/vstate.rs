@@ -47,8 +47,9 @@ pub fn save(dir: &Path, w: Whose<'_>, blocks: &[(u64, u32)]) -> Result<()> {
             )));
         }
     }
-    let ranges =
-        pollwise::engine::merge_ranges(blocks.iter().map(|&(o, l)| (o, o + l as u64)).collect());
+    let ranges = pollwise_bench::engine::merge_ranges(
+        blocks.iter().map(|&(o, l)| (o, o + l as u64)).collect(),
+    );
     let mut text = format!("{MAGIC}\njob {}\n", w.job);
     for (s, e) in ranges {
         text.push_str(&format!("written {s} {e}\n"));

@@ -7,10 +7,10 @@ mod common;
 use std::time::Duration;
 
 use pollwise::clock;
-use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::request::Dir;
+use pollwise_bench::engine::{Engine, Stop};
 use pollwise_cli::job::{engine_config, run_job, JobSpec, Rw};
 use pollwise_cli::Error;
 

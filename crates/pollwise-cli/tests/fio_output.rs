@@ -214,7 +214,7 @@ fn percentiles_print_in_numeric_order() {
         out.find(&format!("\"{k}\""))
             .unwrap_or_else(|| panic!("{k}: {out}"))
     };
-    for w in pollwise::stats::PERCENTILES.windows(2) {
+    for w in pollwise_bench::stats::PERCENTILES.windows(2) {
         let (a, b) = (format!("{:.6}", w[0]), format!("{:.6}", w[1]));
         assert!(pos(&a) < pos(&b), "{a} after {b}");
     }

@@ -25,15 +25,24 @@ const FLOORS: &[&[&str]] = &[
     &["main"],
 ];
 
-/// The library's floors (crates/pollwise/src), lowest first.
+/// The waiting library's floors (crates/pollwise/src), lowest first.
 const LIBRARY_FLOORS: &[&[&str]] = &[
     &["leaks", "rng", "sync", "sys", "units"],
-    &["clock", "content", "pattern", "ring", "verify"],
-    &["digest", "error"],
+    &["clock", "ring"],
+    &["error"],
     &["request"],
-    &["predict", "prio", "queue"],
+    &["predict", "queue"],
     &["policy"],
-    &["poller", "reactor", "stats", "waiter"],
+    &["poller", "reactor", "waiter"],
+];
+
+/// The benchmark's floors (crates/pollwise-bench/src), lowest first: it stands on the whole
+/// waiting library, which never names it.
+const BENCH_FLOORS: &[&[&str]] = &[
+    &["content", "fault", "model", "pattern", "verify"],
+    &["digest"],
+    &["prio"],
+    &["stats"],
     &["engine"],
     &["platform"],
 ];
@@ -177,6 +186,49 @@ fn every_import_of_the_library_points_down() {
         bad.is_empty(),
         "imports that run back up:\n{}",
         bad.join("\n")
+    );
+}
+
+#[test]
+fn every_import_of_the_benchmark_points_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pollwise-bench/src");
+    let bad = check_crate(&src, BENCH_FLOORS);
+    assert!(
+        bad.is_empty(),
+        "imports that run back up:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_waiting_library_never_names_the_benchmark() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../pollwise/src"),
+        &mut files,
+    );
+    let named: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .contains("pollwise_bench")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        named.is_empty(),
+        "the waiting library names the benchmark: {named:?}"
+    );
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../pollwise/Cargo.toml"),
+    )
+    .unwrap();
+    assert!(
+        !manifest
+            .lines()
+            .any(|l| l.trim_start().starts_with("pollwise-bench")),
+        "pollwise depends on the benchmark"
     );
 }
 

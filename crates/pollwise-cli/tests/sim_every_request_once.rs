@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pollwise::clock::FakeClock;
-use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
+use pollwise_bench::engine::{Engine, Stop};
 use pollwise_cli::job::{engine_config, run_job, IoEngine, JobSpec};
 use pollwise_cli::Error;
 
@@ -55,7 +55,7 @@ fn engine_on_a_fake_clock_is_exact_and_loses_nothing() {
         let policy = PolicyConfig::new(mode).build(clock.clone());
         let mut e = Engine::new(Box::new(q), policy, clock, cfg).unwrap();
         e.run(Stop::Ios(5_000)).unwrap();
-        let pollwise::engine::EngineStats {
+        let pollwise_bench::engine::EngineStats {
             read,
             queue: qc,
             policy: pc,

@@ -13,10 +13,10 @@ use std::path::Path;
 use std::process::Command;
 
 use pollwise::clock;
-use pollwise::engine::{Engine, Stop};
-use pollwise::pattern::BlockSizes;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise_bench::engine::{Engine, Stop};
+use pollwise_bench::pattern::BlockSizes;
 use pollwise_cli::job::{engine_config, JobSpec, Rw};
 use serde_json::Value;
 
@@ -58,7 +58,7 @@ fn damage(path: &Path, offset: u64, bytes: &[u8]) {
 fn writing_engine(
     path: &Path,
     rw: Rw,
-    configure: impl FnOnce(&mut pollwise::engine::EngineConfig),
+    configure: impl FnOnce(&mut pollwise_bench::engine::EngineConfig),
 ) -> Engine {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
@@ -111,7 +111,7 @@ fn verify_backlog_reads_back_while_the_job_runs_and_catches_a_damaged_block_then
     let path = d.path().join("clean");
     let mut e = writing_engine(&path, Rw::Write, |c| c.checks.backlog = Some(64));
     e.run(Stop::Ios(256)).unwrap();
-    let pollwise::engine::EngineStats {
+    let pollwise_bench::engine::EngineStats {
         read: r, write: w, ..
     } = e.stats();
     assert_eq!(w.ios, 256);
@@ -128,7 +128,7 @@ fn verify_backlog_reads_back_while_the_job_runs_and_catches_a_damaged_block_then
     damage(&path, 5 * 4096 + 100, b"XXXX");
     let err = e.run(Stop::Ios(256)).unwrap_err().to_string();
     assert!(err.contains("offset 20480"), "{err}");
-    let pollwise::engine::EngineStats {
+    let pollwise_bench::engine::EngineStats {
         read: r, write: w, ..
     } = e.stats();
     assert!(

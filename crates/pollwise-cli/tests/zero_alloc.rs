@@ -15,9 +15,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pollwise::clock;
-use pollwise::engine::{Engine, Stop};
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::uring::{UringOptions, UringQueue};
+use pollwise_bench::engine::{Engine, Stop};
 use pollwise_cli::job::{engine_config, prepare_target, JobSpec, Rw};
 
 struct Counting;
@@ -94,7 +94,7 @@ fn steady_state_allocates_nothing_per_io() {
             let r = e.run(Stop::Ios(7_000));
             COUNTING.with(|c| c.set(false));
             r.unwrap();
-            let pollwise::engine::EngineStats { read, write, .. } = e.stats();
+            let pollwise_bench::engine::EngineStats { read, write, .. } = e.stats();
             assert_eq!(read.ios + write.ios, 7_000);
             assert_eq!(
                 ALLOCS.load(Ordering::Relaxed),

@@ -720,7 +720,7 @@ fn summary() -> String {
             }
         }
     }
-    let ru = pollwise::stats::Rusage::process();
+    let ru = pollwise::clock::Rusage::process();
     let p = &s.policy;
     let mode_ns = match st.mode {
         Some(Mode::Auto) => format!(

@@ -8,6 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+/// CPU time, the other clock a wait is measured by: a process's or a thread's user and system
+/// time (getrusage), and the calling thread's CPU clock.
+pub use crate::sys::rusage::{thread_cpu_ns, Rusage};
+
 /// A source of monotonic time in nanoseconds.
 pub trait Clock: Send + Sync {
     /// Nanoseconds since an arbitrary fixed origin; never goes backwards.

@@ -158,9 +158,10 @@ pub enum Error {
         /// Bytes asked for.
         len: u32,
     },
-    /// Data read back did not match what was written: where, and how.
+    /// Data read back did not match what was written: where, and how (the verifier's own
+    /// account of the mismatch, which callers may downcast).
     #[error("{0}")]
-    Verify(crate::verify::Mismatch),
+    Verify(Box<dyn std::error::Error + Send + Sync>),
     /// A name the library does not know (a statistic, a mode).
     #[error("unknown {what} '{given}': use {choices}")]
     Unknown {

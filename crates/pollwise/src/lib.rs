@@ -8,71 +8,40 @@
 //! - a [`queue::Queue`] is a source of completions (a real io_uring ring, ...);
 //! - a [`policy::WaitPolicy`] is a way of waiting on any queue (interrupt, poll, ...).
 //!
-//! Requests live in a [`request::Slab`] of fixed, recycled slots (no allocation per I/O), time is
-//! read through an injected [`clock::Clock`] so policy decisions can be tested exactly, and
-//! [`stats`] records latency histograms, CPU and every policy's counters. [`engine`] drives
-//! requests through all of it.
+//! Requests live in a [`request::Slab`] of fixed, recycled slots (no allocation per I/O), and
+//! time is read through an injected [`clock::Clock`] so policy decisions can be tested exactly.
+//! A [`waiter::Waiter`] brings a policy to a ring you own; the [`reactor`] and the
+//! [`poller::SharedPoller`] serve many sources from one thread. This crate only waits: the
+//! benchmark built on it (workloads, verification, statistics, the platform model) is the
+//! `pollwise-bench` crate, so a program that links pollwise links no benchmark.
 //!
 //! # Example
 //!
-//! Random 4 KiB `O_DIRECT` reads of a temp file through a real io_uring ring, waited on under
-//! `hybrid` (sleep part of each read's predicted latency, then poll), and their median latency:
+//! A NOP through your own io-uring ring, waited on under `hybrid`; the CQE stays yours:
 //!
 //! ```
-//! use std::fs::OpenOptions;
-//! use std::io::Write;
-//! use std::os::fd::AsRawFd;
-//! use std::os::unix::fs::OpenOptionsExt;
-//!
-//! use pollwise::clock::monotonic;
-//! use pollwise::engine::{Engine, EngineConfig, Stop};
-//! use pollwise::policy::{Mode, PolicyConfig};
-//! use pollwise::queue::uring::{UringOptions, UringQueue};
+//! use io_uring::{opcode, IoUring};
+//! use pollwise::{policy::Mode, waiter::UringWaiter};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // A 4 MiB file in the temp directory (O_DIRECT needs a disk filesystem, or tmpfs on Linux 6.6+).
-//! const SIZE: usize = 4 << 20;
-//! let mut tmp = tempfile::NamedTempFile::new()?;
-//! tmp.write_all(&vec![0x5a; SIZE])?;
-//! tmp.as_file().sync_all()?;
-//! let file = OpenOptions::new()
-//!     .read(true)
-//!     .custom_flags(libc::O_DIRECT)
-//!     .open(tmp.path())?;
-//!
-//! // A plain ring over the file (the ring reads `file`'s fd: `file` outlives `engine`).
-//! let ring = UringQueue::new(
-//!     &UringOptions { entries: 8, ..Default::default() },
-//!     &[file.as_raw_fd()],
-//!     false,
-//! )?;
-//! let clock = monotonic();
-//! let hybrid = PolicyConfig::new(Mode::Hybrid).build(clock.clone());
-//! // Random 4 KiB reads at queue depth 1 over the whole file.
-//! let cfg = EngineConfig { size: SIZE as u64, ..EngineConfig::default() };
-//! let mut engine = Engine::new(Box::new(ring), hybrid, clock, cfg)?;
-//! engine.run(Stop::Ios(2_000))?;
-//!
-//! let stats = engine.stats();
-//! assert_eq!(stats.read.ios, 2_000);
-//! println!(
-//!     "{} reads, p50 {:.1} us, {} io_uring_enter calls; hybrid slept {} times",
-//!     stats.read.ios,
-//!     stats.read.pct(50.0) as f64 / 1e3,
-//!     stats.queue.enters,
-//!     stats.policy.wait.sleeps,
-//! );
+//! let mut ring = IoUring::new(8)?;
+//! let mut waiter = UringWaiter::new(&ring, Mode::Hybrid)?;
+//! let nop = opcode::Nop::new().build().user_data(42);
+//! // SAFETY: a NOP names no buffer.
+//! unsafe { ring.submission().push(&nop)? };
+//! waiter.submit_and_wait(1)?;
+//! let cqe = ring.completion().next().expect("the NOP's completion");
+//! assert_eq!(cqe.user_data(), 42);
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! `examples/` has one program per use: `ring_with_policy` (your own ring, requests from a
-//! [`request::Slab`], waited on by a policy you name), `reactor_channel` (a [`reactor`] serving
-//! a channel) and `shared_poller` (a [`poller::SharedPoller`] with two clients).
+//! `examples/` has `own_ring` (QD4 reads on your own ring in every mode) and `reactor_channel`
+//! (a [`reactor`] serving a channel).
 //!
-//! Features: `io-uring` (default) adds `ring::UringView`; `internals` makes the benchmark's own
-//! modules (`sys`, `platform`, `queue::model`, `rng`, `units`) public for the `pollwise` command.
-//! They are not the library's face and may change in any release.
+//! Features: `io-uring` (default) adds `ring::UringView`; `internals` makes the modules the
+//! benchmark and the command are built from (`sys`, `rng`, `units`) public. They are not the
+//! library's face and may change in any release.
 
 /// Field-by-field arithmetic for a struct of `u64` counters, written once: `add` sums `o` into
 /// `self` field by field, and `fields` (where asked for) lists each field's name and value in
@@ -114,28 +83,20 @@ macro_rules! internal_mod {
 }
 
 pub mod clock;
-pub mod content;
-pub mod digest;
-pub mod engine;
 mod error;
 pub mod leaks;
-pub mod pattern;
 pub mod policy;
 pub mod poller;
 pub mod predict;
-pub mod prio;
 pub mod queue;
 pub mod reactor;
 pub mod request;
 pub mod ring;
 pub use sync::spsc;
-pub mod stats;
 mod sync;
-pub mod verify;
 pub mod waiter;
 
 internal_mod! {
-    platform;
     rng;
     sys;
     units;

@@ -1,10 +1,10 @@
 //! The library's public face: what `cargo doc -p pollwise` shows without the `internals` feature.
 //!
-//! A library user gets the waiter and its policies, queues, ring views, requests, the engine and
-//! its workload vocabulary, stats, clock, errors, the reactor and the shared poller. The
-//! benchmark's internals (raw system calls, the platform model, the random generator, the size
-//! and duration grammar, the lock-free building blocks) are private unless the `internals`
-//! feature is on, which only the `pollwise` command enables. This test documents the crate
+//! A library user gets the waiter and its policies, queues, ring views, requests, clock, errors,
+//! the reactor and the shared poller; the benchmark (engine, workloads, stats, the platform
+//! model) is another crate. The internals the benchmark is built from (raw system calls, the
+//! random generator, the size and duration grammar) are private unless the `internals` feature
+//! is on, which only the benchmark and the `pollwise` command enable. This test documents the crate
 //! without the feature (its own target dir, so the workspace's unified features do not apply)
 //! and compares the modules rustdoc lists with the face below: a module made public, or one
 //! of the face made private, fails it until the list here is changed on purpose.
@@ -14,13 +14,12 @@ use std::process::Command;
 
 /// Every public module path, without the `internals` feature.
 const FACE: &[&str] = &[
-    "clock", "content", "digest", "engine", "leaks", "pattern", "policy", "poller", "predict",
-    "prio", "queue", "reactor", "request", "ring", "spsc", "stats", "verify", "waiter",
+    "clock", "leaks", "policy", "poller", "predict", "queue", "reactor", "request", "ring", "spsc",
+    "waiter",
 ];
 
-/// Internal modules, which must not appear anywhere in the face (by last path segment, or whole
-/// path for `queue::model`).
-const INTERNAL: &[&str] = &["sys", "platform", "rng", "units", "queue::model"];
+/// Internal modules, which must not appear anywhere in the face (by last path segment).
+const INTERNAL: &[&str] = &["sys", "rng", "units"];
 
 /// The `"mod"` list of a rustdoc `sidebar-items.js`.
 fn modules(sidebar: &str) -> Vec<String> {

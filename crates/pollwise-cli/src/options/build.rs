@@ -4,11 +4,11 @@ use std::str::FromStr;
 
 use crate::spec::{IoEngine, JobSpec};
 use crate::{Error, Result};
-use pollwise::engine::SubmitMode;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::predict::Statistic;
 use pollwise::queue::sim::LatencyModel;
 use pollwise::queue::sync::SyncCall;
+use pollwise_bench::engine::SubmitMode;
 
 use super::{Opts, SizeOrPercent};
 use crate::extras::{parse_cpus, BlockSizes, Rate};
@@ -37,8 +37,8 @@ fn fault_rate(v: &str, item: &str) -> Result<f64> {
 }
 
 /// Parses `--fault`'s value (`KIND:RATE[,KIND:RATE...]`, `spike:RATE:DURATION`). A kind given twice takes the last rate.
-pub fn parse_fault(v: &str) -> Result<pollwise::queue::fault::FaultSpec> {
-    let mut f = pollwise::queue::fault::FaultSpec::default();
+pub fn parse_fault(v: &str) -> Result<pollwise_bench::fault::FaultSpec> {
+    let mut f = pollwise_bench::fault::FaultSpec::default();
     if v.trim().is_empty() {
         return Err(usage(format!("--fault is empty: write {FAULT_FORM}")));
     }
@@ -310,7 +310,7 @@ impl Opts {
             s.verify = match v.as_str() {
                 "crc32c" | "crc32c-intel" | "meta" => true,
                 "0" | "none" => false,
-                other => match pollwise::digest::Digest::from_name(other) {
+                other => match pollwise_bench::digest::Digest::from_name(other) {
                     Some(d) => {
                         s.extra.verify_mode.digest = Some(d);
                         true
@@ -372,7 +372,7 @@ impl Opts {
             s.fault = (!f.is_empty()).then_some(f);
         }
         if let Some(v) = self.take_str("continue_on_error")? {
-            s.continue_on_error = pollwise::engine::ContinueOn::from_name(&v).ok_or_else(|| {
+            s.continue_on_error = pollwise_bench::engine::ContinueOn::from_name(&v).ok_or_else(|| {
                 usage(format!(
                     "--continue_on_error={v} is not one of none, read, write, io, verify, all (or fio's 0 and 1)"
                 ))
@@ -518,7 +518,7 @@ impl Opts {
         s.extra.verify_state_save = self.take_bool("verify_state_save")? == Some(true);
         s.extra.verify_state_load = self.take_bool("verify_state_load")? == Some(true);
         if let Some(p) = self.take_str("verify_pattern")? {
-            let bytes = pollwise::content::parse_pattern(&p).map_err(|why| {
+            let bytes = pollwise_bench::content::parse_pattern(&p).map_err(|why| {
                 usage(format!(
                     "--verify_pattern={p}: {why}{}",
                     self.at("verify_pattern")
@@ -697,10 +697,10 @@ impl Opts {
 
     /// fio's buffer options: what writes write.
     fn take_content(&mut self, s: &mut JobSpec) -> Result<()> {
-        use pollwise::content::Bytes;
+        use pollwise_bench::content::Bytes;
         let c = &mut s.extra.content;
         if let Some(p) = self.take_str("buffer_pattern")? {
-            let bytes = pollwise::content::parse_pattern(&p)
+            let bytes = pollwise_bench::content::parse_pattern(&p)
                 .map_err(|why| usage(format!("--buffer_pattern={p}: {why}")))?;
             c.bytes = Bytes::Pattern(bytes);
         }
@@ -724,7 +724,7 @@ impl Opts {
         let global = self.take_bool("dedupe_global")?.unwrap_or(false);
         if pct > 0 {
             let working = mode.as_deref() == Some("working_set");
-            c.dedupe = Some(pollwise::content::Dedupe {
+            c.dedupe = Some(pollwise_bench::content::Dedupe {
                 percentage: pct as u8,
                 working_set: working.then_some(ws as u8),
                 global: working && global,
@@ -1134,7 +1134,7 @@ impl Opts {
 impl Opts {
     /// fio's `prio`, `prioclass` and its cmdprio options (engines/cmdprio.c in fio 3.33).
     fn take_prio(&mut self, s: &mut JobSpec) -> Result<()> {
-        use pollwise::prio::{ioprio_value, CmdPrio, DirPrio, CLASS_RT};
+        use pollwise_bench::prio::{ioprio_value, CmdPrio, DirPrio, CLASS_RT};
         let level = self.take_u64("prio")?;
         let class = self.take_u64("prioclass")?;
         let perc = self.take_str("cmdprio_percentage")?;
@@ -1437,8 +1437,8 @@ fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
 }
 
 /// fio's `random_distribution`: `None` for `random`.
-fn parse_distribution(v: &str) -> Result<Option<pollwise::pattern::Distribution>> {
-    use pollwise::pattern::Distribution as D;
+fn parse_distribution(v: &str) -> Result<Option<pollwise_bench::pattern::Distribution>> {
+    use pollwise_bench::pattern::Distribution as D;
     let bad = |why: &str| {
         usage(format!(
             "--random_distribution={v}: {why}: write random, zipf:1.2, pareto:0.2, normal:10 or zoned:50/5:30/15:20/80"

@@ -1034,7 +1034,7 @@ mod tests {
             .map(|m| m.name())
             .collect();
         assert_eq!(MODES, lib.as_slice());
-        let submit: Vec<&str> = pollwise::engine::SubmitMode::ALL
+        let submit: Vec<&str> = pollwise_bench::engine::SubmitMode::ALL
             .iter()
             .map(|m| m.name())
             .collect();

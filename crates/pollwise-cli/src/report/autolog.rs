@@ -21,9 +21,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use pollwise::engine::Engine;
 use pollwise::policy::auto::Reason;
 use pollwise::policy::PolicyCounters;
+use pollwise_bench::engine::Engine;
 
 use super::logs::write_error;
 use crate::spec::LogSpec;

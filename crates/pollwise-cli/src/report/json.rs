@@ -5,10 +5,10 @@
 //! it has samples. Bins use fio's own bucketing (`plat_val_to_idx`: 64 buckets per power of two,
 //! keyed by the bucket's midpoint in ns), so fio's consumers (`fio_jsonplus_clat2csv`) read them.
 
-use pollwise::stats::{pct_of, DirStats, LatSummary, Moments, Stats};
+use pollwise_bench::stats::{pct_of, DirStats, LatSummary, Moments, Stats};
 use serde_json::{json, Map, Value};
 
-use pollwise::stats::Histogram;
+use pollwise_bench::stats::Histogram;
 
 /// fio's percentile key: `99.900000`.
 pub fn pct_key(p: f64) -> String {
@@ -82,7 +82,7 @@ pub struct PctOpts {
 impl Default for PctOpts {
     fn default() -> Self {
         PctOpts {
-            list: pollwise::stats::PERCENTILES.to_vec(),
+            list: pollwise_bench::stats::PERCENTILES.to_vec(),
             slat: false,
             clat: true,
             lat: false,
@@ -209,8 +209,11 @@ pub fn dir_json(
         let prios: Vec<Value> = with_samples
             .map(|(p, h, mo)| {
                 let mut m = Map::new();
-                m.insert("prioclass".into(), json!(pollwise::prio::class_of(*p)));
-                m.insert("prio".into(), json!(pollwise::prio::level_of(*p)));
+                m.insert(
+                    "prioclass".into(),
+                    json!(pollwise_bench::prio::class_of(*p)),
+                );
+                m.insert("prio".into(), json!(pollwise_bench::prio::level_of(*p)));
                 m.insert(name.into(), lat_json(h, mo, o.clat || o.lat, o, None));
                 Value::Object(m)
             })
@@ -230,7 +233,7 @@ pub fn empty_dir_json(o: &PctOpts) -> Value {
 /// fio's `sync` object (pollwise issues no syncs).
 /// fio's `sync` block: `total_ios` counts the fsyncs (fio's `DDIR_SYNC` only, so an
 /// fdatasync job says 0 there, as fio 3.33 does), `lat_ns` every sync's latency.
-pub fn sync_json(s: &pollwise::stats::SyncStats, o: &PctOpts) -> Value {
+pub fn sync_json(s: &pollwise_bench::stats::SyncStats, o: &PctOpts) -> Value {
     let lat = match &s.lat {
         Some(d) => lat_json(&d.lat, &d.moments[0], true, o, None),
         None => json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}),
@@ -352,7 +355,7 @@ pub fn bucket_source(s: &Stats) -> (Histogram<u64>, &'static str) {
 /// requests resubmitted for the rest of a short transfer and the failures the job went on past
 /// (fio's `total_err` and `first_error` are `failed` and `first_error`). Spikes are latency: the
 /// job does not see them as such, so `seen` has no `spike`.
-pub fn faults_json(f: &pollwise::queue::fault::FaultReport) -> Value {
+pub fn faults_json(f: &pollwise_bench::fault::FaultReport) -> Value {
     let injected: serde_json::Map<String, Value> = f
         .injected
         .fields()
@@ -378,7 +381,7 @@ pub fn faults_json(f: &pollwise::queue::fault::FaultReport) -> Value {
 
 /// The blocks that failed verification: the first ones by offset and what was wrong, and the
 /// count of all.
-pub fn bad_blocks_json(b: &pollwise::verify::BadBlocks) -> Value {
+pub fn bad_blocks_json(b: &pollwise_bench::verify::BadBlocks) -> Value {
     let named: Vec<Value> = b
         .named
         .iter()
@@ -501,7 +504,7 @@ mod tests {
         assert_ne!(plat_val_to_idx(259), plat_val_to_idx(260));
         // Beyond fio's last group everything lands in the last bucket.
         assert_eq!(plat_val_to_idx(u64::MAX), PLAT_NR - 1);
-        let mut h = pollwise::stats::new_histogram();
+        let mut h = pollwise_bench::stats::new_histogram();
         for v in [256u64, 257, 258, 259, 16_300, 16_340, 1_000_000] {
             h.record(v).unwrap();
         }
@@ -517,7 +520,7 @@ mod tests {
 
     #[test]
     fn latency_buckets_are_fios() {
-        let mut h = pollwise::stats::new_histogram();
+        let mut h = pollwise_bench::stats::new_histogram();
         for v in [1u64, 3, 1_500, 15_000, 15_001, 2_500_000_000] {
             h.record(v).unwrap();
         }

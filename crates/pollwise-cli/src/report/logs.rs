@@ -30,8 +30,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use pollwise::engine::Done;
 use pollwise::request::Dir;
+use pollwise_bench::engine::Done;
 
 use crate::spec::{LogKind as Kind, LogSpec};
 use crate::{Error, Result};
@@ -199,7 +199,8 @@ impl ThreadLog {
         let prio = if log_prio {
             format!("0x{prio:04x}")
         } else {
-            u8::from(pollwise::prio::class_of(prio) == pollwise::prio::CLASS_RT).to_string()
+            u8::from(pollwise_bench::prio::class_of(prio) == pollwise_bench::prio::CLASS_RT)
+                .to_string()
         };
         let r = if with_offset {
             writeln!(f, "{ms}, {value}, {ddir}, {bs}, {offset}, {prio}")

@@ -20,7 +20,7 @@ pub mod text;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pollwise::stats::{DirStats, Stats};
+use pollwise_bench::stats::{DirStats, Stats};
 use serde_json::{json, Map, Value};
 
 pub use json::{clat_json, jobs_json, pct_key, to_pretty, PctOpts};

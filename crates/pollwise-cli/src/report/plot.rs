@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use pollwise::stats::Stats;
+use pollwise_bench::stats::Stats;
 use serde_json::{json, Value};
 
 use crate::options::table::{self, MODES};
@@ -37,7 +37,7 @@ mod advise;
 /// the start of the measured period (for `compare`, of the mode's rounds back to back).
 pub fn samples_json(s: &Stats) -> Value {
     let n = s.read.samples.len().max(s.write.samples.len());
-    let at = |v: &[pollwise::stats::Sample], i: usize| v.get(i).copied().unwrap_or_default();
+    let at = |v: &[pollwise_bench::stats::Sample], i: usize| v.get(i).copied().unwrap_or_default();
     (0..n)
         .map(|i| {
             let (r, w) = (at(&s.read.samples, i), at(&s.write.samples, i));

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use pollwise::engine::Rw;
 use pollwise::request::Dir;
-use pollwise::stats::Stats;
+use pollwise_bench::engine::Rw;
+use pollwise_bench::stats::Stats;
 
 /// `--eta`: when to print the ETA line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use pollwise::stats::{pct_of, DirStats, Histogram, LatSummary, Moments};
+use pollwise_bench::stats::{pct_of, DirStats, Histogram, LatSummary, Moments};
 
 use super::json::{bucket_source, pct_carriers};
 use super::JobFigures;

@@ -37,7 +37,6 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use pollwise::clock::{self, Clock, MonotonicClock};
-use pollwise::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise::policy::choice::ChoiceStatus;
 use pollwise::policy::{Mode, PolicyConfig};
 use pollwise::queue::channel::{ChannelOp, ChannelQueue};
@@ -46,7 +45,8 @@ use pollwise::queue::{Completion, OpKind, RequestOp, RequestsMut, Tracked};
 use pollwise::reactor::channel::{self, ChannelClient, ChannelSource, Requests, Responses};
 use pollwise::reactor::{Ctx, FdMonCounters, Reactor, ReactorConfig, ReactorCounters, Source};
 use pollwise::request::{Handle, ReqMeta, Slab};
-use pollwise::stats::DirStats;
+use pollwise_bench::engine::{Engine, EngineConfig, Rw, Stop};
+use pollwise_bench::stats::DirStats;
 
 use crate::{Error, Result};
 
@@ -523,7 +523,7 @@ fn client_thread(
     // The reactor takes its counters at its next iteration: make that one now.
     notifier.notify();
     run?;
-    let pollwise::engine::EngineStats {
+    let pollwise_bench::engine::EngineStats {
         read: lat,
         queue: q,
         ..

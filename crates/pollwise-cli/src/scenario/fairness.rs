@@ -34,12 +34,12 @@ pub use crate::options::defaults::fairness::{
 use crate::spec::JobSpec;
 use crate::{Error, Result};
 use pollwise::clock::{self, Clock};
-use pollwise::engine::{Done, Engine, Stop};
 use pollwise::policy::choice::ChoiceStatus;
 use pollwise::poller::{cpu_list, ClientOptions, PollerConfig, RequestTiming, SharedPoller};
 use pollwise::queue::DROP_BOUND;
 use pollwise::request::Slab;
-use pollwise::stats::DirStats;
+use pollwise_bench::engine::{Done, Engine, Stop};
+use pollwise_bench::stats::DirStats;
 use serde_json::json;
 
 use super::shared_poller::{

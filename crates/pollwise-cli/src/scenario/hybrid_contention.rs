@@ -23,7 +23,7 @@ pub use crate::options::defaults::hybrid_contention::{
 };
 use crate::{Error, Result};
 use pollwise::policy::Mode;
-use pollwise::stats::Stats;
+use pollwise_bench::stats::Stats;
 use serde_json::json;
 
 use crate::compare::take_modes;

@@ -14,8 +14,8 @@ use std::thread::JoinHandle;
 
 use crate::job::{engine_config, JobSpec};
 use crate::{Error, Result};
-use pollwise::engine::EngineConfig;
 use pollwise::poller::pin_to_cpus;
+use pollwise_bench::engine::EngineConfig;
 
 use crate::options::Opts;
 use crate::report::Output;

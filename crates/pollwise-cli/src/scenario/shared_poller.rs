@@ -37,13 +37,13 @@ pub use crate::options::defaults::shared_poller::{
 };
 use crate::{Error, Result};
 use pollwise::clock;
-use pollwise::engine::{Engine, Stop};
 use pollwise::policy::choice::ChoiceStatus;
 use pollwise::poller::{
     allowed_cpus, cpu_list, ClientOptions, PollerConfig, PollerCounters, SharedPoller,
 };
 use pollwise::queue::Queue;
-use pollwise::stats::DirStats;
+use pollwise_bench::engine::{Engine, Stop};
+use pollwise_bench::stats::DirStats;
 
 use super::{client_config, joined, spawn_client};
 use serde_json::json;

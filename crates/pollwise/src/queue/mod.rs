@@ -27,12 +27,7 @@
 
 pub mod channel;
 pub mod deadline;
-pub mod fault;
 pub mod libaio;
-// The platform model's queue: benchmark internals (the crate's `internals` feature).
-internal_mod! {
-    model;
-}
 pub mod null;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 #[cfg(not(loom))]

@@ -273,9 +273,9 @@ impl SimTime {
 /// The operations of a simulated device: queued, then in flight until due, with latencies drawn
 /// from a [`LatencyModel`]. [`SimQueue`] and the platform model's queue keep their own time and
 /// costs around it.
-pub(crate) struct Device {
+pub struct Device {
     /// The latency model for operations started from now on.
-    pub(crate) model: LatencyModel,
+    pub model: LatencyModel,
     rng: Rng,
     entries: usize,
     pending: Vec<(u64, i32)>,
@@ -288,7 +288,7 @@ pub(crate) struct Device {
 impl Device {
     /// A device taking up to `entries` (at least 1) queued operations per submit, with
     /// latencies from `model` drawn with `seed`.
-    pub(crate) fn new(model: LatencyModel, seed: u64, entries: usize) -> Self {
+    pub fn new(model: LatencyModel, seed: u64, entries: usize) -> Self {
         let entries = entries.max(1);
         Device {
             model,
@@ -302,7 +302,7 @@ impl Device {
     }
 
     /// `WouldBlock` when the submission queue is full.
-    pub(crate) fn room(&self) -> io::Result<()> {
+    pub fn room(&self) -> io::Result<()> {
         if self.pending.len() >= self.entries {
             return Err(io::Error::from(io::ErrorKind::WouldBlock));
         }
@@ -310,7 +310,7 @@ impl Device {
     }
 
     /// Queues `op` for the next submit: a read or a write transfers all it asked for.
-    pub(crate) fn queue(&mut self, op: &Op) {
+    pub fn queue(&mut self, op: &Op) {
         let result = match op.kind {
             OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
             OpKind::Nop | OpKind::Trim | OpKind::Fsync { .. } => 0,
@@ -319,29 +319,29 @@ impl Device {
     }
 
     /// Operations queued and not yet submitted.
-    pub(crate) fn pending(&self) -> usize {
+    pub fn pending(&self) -> usize {
         self.pending.len()
     }
 
     /// Operations submitted and not yet reaped.
-    pub(crate) fn flying(&self) -> usize {
+    pub fn flying(&self) -> usize {
         self.flying.len()
     }
 
     /// Operations queued or in flight.
-    pub(crate) fn in_flight(&self) -> usize {
+    pub fn in_flight(&self) -> usize {
         self.pending.len() + self.flying.len()
     }
 
     /// Starts every queued operation at `now`; returns how many.
-    pub(crate) fn start(&mut self, now: u64) -> usize {
+    pub fn start(&mut self, now: u64) -> usize {
         self.start_each(|latency| now.saturating_add(latency))
     }
 
     /// Starts every queued operation, in queue order: `due_of` turns the latency drawn for it
     /// into its completion time (a shared device starts them in turn, and may add to the
     /// latency); returns how many.
-    pub(crate) fn start_each(&mut self, mut due_of: impl FnMut(u64) -> u64) -> usize {
+    pub fn start_each(&mut self, mut due_of: impl FnMut(u64) -> u64) -> usize {
         let n = self.pending.len();
         for (user_data, result) in self.pending.drain(..) {
             let due = due_of(self.model.sample(&mut self.rng));
@@ -353,7 +353,7 @@ impl Device {
     }
 
     /// Hands `sink` every operation due by `now`, earliest first; returns how many.
-    pub(crate) fn reap(&mut self, now: u64, sink: &mut dyn FnMut(Completion)) -> usize {
+    pub fn reap(&mut self, now: u64, sink: &mut dyn FnMut(Completion)) -> usize {
         let mut n = 0;
         while let Some(Reverse((due, _, user_data, result))) = self.flying.peek().copied() {
             if due > now {
@@ -367,7 +367,7 @@ impl Device {
     }
 
     /// When the `k`-th (1-based) earliest operation in flight completes.
-    pub(crate) fn kth_due(&mut self, k: usize) -> u64 {
+    pub fn kth_due(&mut self, k: usize) -> u64 {
         if k == 1 {
             return self.flying.peek().map_or(0, |r| r.0 .0);
         }
@@ -378,13 +378,13 @@ impl Device {
     }
 
     /// Operations in flight due by `now`.
-    pub(crate) fn ready(&self, now: u64) -> usize {
+    pub fn ready(&self, now: u64) -> usize {
         // Cheap enough for the depths a simulation uses; exact for any min.
         self.flying.iter().filter(|r| r.0 .0 <= now).count()
     }
 
     /// Every operation in flight not due by `now` completes at `now`, with `-ECANCELED`.
-    pub(crate) fn cancel(&mut self, now: u64) {
+    pub fn cancel(&mut self, now: u64) {
         let mut v = std::mem::take(&mut self.flying).into_vec();
         for Reverse((due, _, _, result)) in v.iter_mut() {
             if *due > now {
