@@ -296,6 +296,9 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         for i in 0..runs.len() {
             let k = (i + r) % runs.len();
             let stats = run_job(&runs[k].spec)?;
+            if runs[k].spec.policy.mode == Mode::Auto {
+                runs[k].spec.policy.auto_resume = auto_held(&stats.beliefs);
+            }
             runs[k].rounds.push(stats);
             if crate::signals::interrupted() {
                 break 'rounds;
@@ -303,6 +306,16 @@ pub fn run(o: &mut Opts, json: bool) -> Result<Output> {
         }
     }
     Ok(render(&spec, rounds, slice, &runs, json))
+}
+
+/// The mode auto held when a round ended (its `auto.current.*` belief): the next round of
+/// auto resumes it. Interleaving cuts one run of auto into rounds; a program that runs as long
+/// explores once and then holds, so each round does not start its exploration again.
+fn auto_held(beliefs: &[(String, f64)]) -> Option<Mode> {
+    beliefs
+        .iter()
+        .find_map(|(k, v)| (*v == 1.0).then(|| k.strip_prefix("auto.current."))?)
+        .and_then(|m| m.parse().ok())
 }
 
 fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json: bool) -> Output {

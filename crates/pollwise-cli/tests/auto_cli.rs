@@ -6,17 +6,19 @@ mod common;
 use common::{json_of, usage_error};
 
 #[test]
-fn a_bad_latency_slack_gets_exit_2_naming_the_flag() {
+fn a_bad_slack_gets_exit_2_naming_the_flag() {
     for v in ["-0.1", "11", "nan", "x"] {
-        usage_error(
-            &[
-                "run",
-                "--ioengine=sim",
-                "--mode=auto",
-                &format!("--auto_latency_slack={v}"),
-            ],
-            &["--auto_latency_slack"],
-        );
+        for flag in ["--auto_slack", "--auto_latency_slack"] {
+            usage_error(
+                &[
+                    "run",
+                    "--ioengine=sim",
+                    "--mode=auto",
+                    &format!("{flag}={v}"),
+                ],
+                &[flag],
+            );
+        }
     }
 }
 
@@ -29,7 +31,7 @@ fn auto_runs_on_the_simulated_device_and_says_what_it_did() {
         "--size=16M",
         "--runtime=10s",
         "--mode=auto",
-        "--auto_latency_slack=0.2",
+        "--auto_slack=0.2",
         "--output-format=json",
     ]);
     let job = &v["jobs"][0];
@@ -51,6 +53,14 @@ fn auto_runs_on_the_simulated_device_and_says_what_it_did() {
     assert_eq!(current, 1, "exactly one current mode: {b}");
     assert!(b["auto.switches"].as_f64().is_some(), "{b}");
     assert!(b["auto.reason.contention"].as_f64().is_some(), "{b}");
+    assert!(b["auto.reason.long_wait"].as_f64().is_some(), "{b}");
+    // What it decided against: the fastest candidate and the slack's line.
+    assert!(b["auto.line_ns"].as_f64().is_some_and(|l| l > 0.0), "{b}");
+    let fastest = modes
+        .iter()
+        .filter(|m| b[format!("auto.fastest.{m}")] == 1.0)
+        .count();
+    assert_eq!(fastest, 1, "exactly one fastest mode: {b}");
 }
 
 #[test]

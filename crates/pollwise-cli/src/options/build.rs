@@ -1051,7 +1051,7 @@ impl Opts {
             take_u64("poll_max_ns") => p.poll_max_ns;
             take_u64("poll_grow") => p.poll_grow;
             take_u64("poll_shrink") => p.poll_shrink;
-            take_f64("auto_latency_slack") => p.auto_latency_slack;
+            take_f64("auto_slack") => p.auto_latency_slack;
         }
         Ok(p)
     }
@@ -1587,7 +1587,7 @@ mod tests {
                 "poll_max_ns",
                 "poll_grow",
                 "poll_shrink",
-                "auto_latency_slack",
+                "auto_slack",
                 "name",
                 "ramp_time",
                 "thinktime",

@@ -8,17 +8,19 @@
 //! **Rule.** `auto` owns one instance of each candidate ([`poll`](super::poll),
 //! [`hybrid`](super::hybrid), [`interrupt`](super::interrupt), [`adaptive`](super::adaptive)) and
 //! forwards each wait to the current one, switching only between waits, so every completion
-//! reaches the sink exactly once, from exactly one policy. It keeps the least CPU per I/O whose
-//! median *lat* ([`OpInfo::queued_ns`] to reaped: fio's lat, which counts every candidate's
-//! submission once) stays within `slack` (0.10) of poll's; with [`DEEP_IN_FLIGHT`] requests in
-//! flight or more it judges time per completion instead. Under CPU contention it waits by interrupt.
+//! reaches the sink exactly once, from exactly one policy. Its objective: the least CPU per I/O
+//! among the candidates whose throughput (completions per second of wall time, the caller's own
+//! work included) is within `slack` (0.10) of the fastest candidate's. Waits of
+//! [`LONG_WAIT_NS`] or more block, without spinning to find out more. Under CPU contention it
+//! waits by interrupt.
 //!
-//! **States.** *Explore*: each candidate for one epoch ([`SETTLE_IOS`] completions to settle, then
-//! at least [`EPOCH_IOS`] completions and [`EXPLORE_EPOCH_NS`]); a candidate within [`CLOSE_CALL`]
-//! of the line is measured twice. *Hold*: the best, re-measured epoch by epoch; a median that moves
-//! by [`SHIFT`] for [`SHIFT_EPOCHS`] epochs, or the end of the hold (doubling from [`HOLD_MIN_NS`]
-//! to [`HOLD_MAX_NS`]), explores again. *Contended*: interrupt, until a calm period (doubling up to
-//! [`CALM_MAX_NS`]) has passed.
+//! **States.** *Explore*: each candidate for one epoch, interrupt first ([`SETTLE_IOS`]
+//! completions to settle, then at least [`EPOCH_IOS`] completions and [`EXPLORE_EPOCH_NS`]); a
+//! candidate within [`CLOSE_CALL`] of the line is measured twice, with the fastest. *Hold*: the
+//! best, re-measured epoch by epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`]
+//! epochs, the end of the hold (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or a long wait
+//! in a spinning mode explores again. *Contended*: interrupt, until a calm period (doubling up
+//! to [`CALM_MAX_NS`]) has passed.
 //!
 //! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
 //! reason is counted ([`AutoCounters`](super::AutoCounters), the JSON's `auto_*` counters;
@@ -38,8 +40,8 @@ use crate::queue::{Completion, OpInfo};
 // look for them.
 pub use super::choice::{
     Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, DEEP_IN_FLIGHT, EPOCH_IOS,
-    EPOCH_NS, EXPLORE_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
-    SPREAD_FOR_ADAPTIVE,
+    EPOCH_NS, EXPLORE_EPOCH_NS, HOLD_MAX_NS, HOLD_MIN_NS, LONG_WAITS, LONG_WAIT_NS, SETTLE_IOS,
+    SHIFT, SHIFT_EPOCHS, SPREAD_FOR_ADAPTIVE,
 };
 
 /// The `auto` policy. See the module docs.
@@ -62,7 +64,8 @@ impl HybridProbe for Box<dyn WaitPolicy> {
 
 impl Auto {
     /// `auto` over the candidates `cfg` describes (its hybrid and adaptive knobs), keeping the
-    /// median within `cfg.auto_latency_slack` of polling's, reading contention from `/proc`.
+    /// throughput within `cfg.auto_latency_slack` of the fastest candidate's, reading contention
+    /// from `/proc`.
     pub fn new(clock: Arc<dyn Clock>, cfg: &PolicyConfig) -> Self {
         Auto::with_signals(clock, cfg, Box::new(ProcSignals::new()))
     }
@@ -84,7 +87,12 @@ impl Auto {
             ],
             clock,
             // The caller validates; a slack that is no number falls back to the default.
-            ch: Chooser::new(cfg.auto_latency_slack, signals, true),
+            ch: Chooser::new(cfg.auto_latency_slack, signals, true)
+                .judging_throughput()
+                .resuming(
+                    cfg.auto_resume
+                        .and_then(|m| CANDIDATES.iter().position(|&c| c == m.name())),
+                ),
         }
     }
 
@@ -146,6 +154,7 @@ impl WaitPolicy for Auto {
         // candidate what is in flight: auto forwards nothing but the wait itself.
         let Auto { clock, cands, ch } = self;
         let cur = ch.current_index();
+        let start = clock.now_ns();
         let n = cands[cur].wait_with(q, min, &mut |op: &OpInfo, c: Completion| {
             // lat (queued to reaped), not clat: see the module docs. An operation the queue
             // did not record (slot usize::MAX) has no times.
@@ -155,7 +164,8 @@ impl WaitPolicy for Auto {
             sink(op, c);
         })?;
         let now = self.clock.now_ns();
-        self.ch.after_wait(n, now, &self.cands[HYBRID]);
+        let took = now.saturating_sub(start);
+        self.ch.after_timed_wait(n, took, now, &self.cands[HYBRID]);
         Ok(n)
     }
 
@@ -394,11 +404,14 @@ mod tests {
             "never polled while contended"
         );
         assert_eq!(r.p.completions_in("interrupt"), r.done);
-        // The contention goes: after the calm period, an exploration starting with poll.
+        // The contention goes: after the calm period, an exploration starting with interrupt,
+        // then poll.
         r.runnable.store(1, Ordering::SeqCst);
         let t = r.clock.now_ns();
         r.qd1_until(100_000, |p| p.reason_count(Reason::ContentionGone) == 1);
         assert!(r.clock.now_ns() - t >= CALM_MIN_NS);
+        assert_eq!(r.p.current(), "interrupt");
+        r.qd1_until(10_000, |p| p.current() == "poll");
         assert_eq!(r.p.current(), "poll");
         // It comes back while exploring: interrupt at once, and a longer calm next time.
         r.qd1(500);

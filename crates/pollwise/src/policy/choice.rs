@@ -19,16 +19,23 @@ pub const SETTLE_IOS: u64 = 64;
 pub const EPOCH_IOS: u64 = 256;
 /// Least time an epoch measures: 20 ms.
 pub const EPOCH_NS: u64 = 20_000_000;
-/// Least time an epoch measures while exploring: 5 ms ([`EPOCH_IOS`] completions still).
-/// Every millisecond an exploration spends in a candidate that loses costs that candidate's CPU:
-/// at QD1 on this project's VM, three 20 ms epochs (poll, hybrid, interrupt) are 9% of a 0.67 s
-/// run spent at 2.7x interrupt's CPU per I/O, which alone puts auto 1.10-1.15x above interrupt;
-/// at QD32 the four epochs cost 10-20%. A median of 256 latencies is as good measured in 5 ms as
-/// in 20 ms; what a longer epoch buys is less of the device's drift from one moment to the next,
-/// which a close call ([`CLOSE_CALL`]) measures twice instead. Holding epochs keep
-/// [`EPOCH_NS`]: they cost nothing extra, and the longer the epoch, the less a median moves by
-/// chance and starts an exploration.
-pub const EXPLORE_EPOCH_NS: u64 = 5_000_000;
+/// Least time an epoch measures while exploring: 10 ms ([`EPOCH_IOS`] completions still).
+/// Every millisecond an exploration spends in a candidate that loses costs that candidate's CPU
+/// (at QD1 on a 2-vCPU VM, three 20 ms epochs were 9% of a 0.67 s run at 2.7x interrupt's CPU
+/// per I/O); but a candidate judged on its throughput is judged on wall time, which one
+/// descheduling of a few milliseconds moves by a third in a 5 ms epoch. 10 ms halves that, and
+/// a close call ([`CLOSE_CALL`]) is measured twice. Holding epochs keep [`EPOCH_NS`]: they
+/// cost nothing extra, and the longer the epoch, the less a median moves by chance.
+pub const EXPLORE_EPOCH_NS: u64 = 10_000_000;
+/// A wait this long is one that spinning cannot pay for: a wake-up costs tens of microseconds
+/// (4-50 us late on the VMs measured), under a tenth of 1 ms, so blocking keeps the throughput
+/// within the default slack while spinning would burn the whole wait. Waits that long (a timer,
+/// a slow device, an idle peer) block: see [`Reason::LongWait`].
+pub const LONG_WAIT_NS: u64 = 1_000_000;
+/// Long waits in one epoch of interrupt, at least half of its waits, from which the chooser
+/// holds interrupt without trying the spinning candidates ([`Reason::LongWait`]): one slow
+/// completion on a fast device is not enough.
+pub const LONG_WAITS: u64 = 2;
 /// A candidate whose median sits within this share of the slack's line (poll's median x
 /// (1 + slack)) is a close call: the exploration measures poll and it once more, and decides
 /// on the means of the two epochs each. On this project's VM, interrupt's median at QD1 is
@@ -72,11 +79,13 @@ pub enum Reason {
     Contention,
     /// The contention is gone: explore again.
     ContentionGone,
+    /// Waits are longer than [`LONG_WAIT_NS`]: interrupt, without spinning to find out more.
+    LongWait,
 }
 
 impl Reason {
     /// Every reason, in report order.
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::Start,
         Reason::Explore,
         Reason::Best,
@@ -84,6 +93,7 @@ impl Reason {
         Reason::Periodic,
         Reason::Contention,
         Reason::ContentionGone,
+        Reason::LongWait,
     ];
 
     /// The reason's name in reports.
@@ -96,6 +106,7 @@ impl Reason {
             Reason::Periodic => "periodic",
             Reason::Contention => "contention",
             Reason::ContentionGone => "contention_gone",
+            Reason::LongWait => "long_wait",
         }
     }
 }
@@ -178,7 +189,7 @@ pub struct ChoiceStatus {
     /// The reason of the last decision.
     pub last_reason: Reason,
     /// How often each of [`Reason::ALL`] was the reason of a decision.
-    pub reasons: [u64; 7],
+    pub reasons: [u64; Reason::ALL.len()],
     /// The switches, epochs, time and completions per mode.
     pub counters: AutoCounters,
 }
@@ -223,6 +234,9 @@ enum Phase {
 }
 
 struct Epoch {
+    /// Waits of [`LONG_WAIT_NS`] or more since the mode was chosen, and shorter ones.
+    long_waits: u64,
+    short_waits: u64,
     settle_left: u64,
     start_ns: u64,
     start_cpu: u64,
@@ -235,6 +249,10 @@ struct Epoch {
 pub struct Chooser {
     pub(crate) slack: f64,
     with_hybrid: bool,
+    /// Judge every candidate on its throughput ([`Chooser::judging_throughput`]).
+    throughput: bool,
+    /// The candidate to hold first ([`Chooser::resuming`]).
+    resume: Option<usize>,
     cur: usize,
     sampler: ContentionSampler,
     phase: Phase,
@@ -252,7 +270,7 @@ pub struct Chooser {
     shifted_epochs: u32,
     epochs: u64,
     switches: u64,
-    reasons: [u64; 7],
+    reasons: [u64; Reason::ALL.len()],
     last_reason: Reason,
     last_switch: Option<Switch>,
     mode_ns: [u64; 4],
@@ -272,10 +290,14 @@ impl Chooser {
                 super::DEFAULT_AUTO_LATENCY_SLACK
             },
             with_hybrid,
-            cur: POLL,
+            throughput: false,
+            resume: None,
+            cur: INTERRUPT,
             sampler: ContentionSampler::new(signals),
             phase: Phase::Idle,
             epoch: Epoch {
+                long_waits: 0,
+                short_waits: 0,
                 settle_left: SETTLE_IOS,
                 start_ns: 0,
                 start_cpu: 0,
@@ -294,13 +316,31 @@ impl Chooser {
             shifted_epochs: 0,
             epochs: 0,
             switches: 0,
-            reasons: [0; 7],
+            reasons: [0; Reason::ALL.len()],
             last_reason: Reason::Start,
             last_switch: None,
             mode_ns: [0; 4],
             mode_ios: [0; 4],
             mode_since: 0,
         }
+    }
+
+    /// This chooser judges every candidate on its throughput (completions per second of wall
+    /// time, the waiter's own work between waits included), at any depth: the objective of a
+    /// thread that waits for its own I/O, whose throughput is what its waits decide. Without it
+    /// (a loop serving others' requests, whose rate the clients set) the median latency is the
+    /// judge below [`DEEP_IN_FLIGHT`].
+    pub fn judging_throughput(mut self) -> Self {
+        self.throughput = true;
+        self
+    }
+
+    /// This chooser's first decision holds `cand` (a [`CANDIDATES`] index) for [`HOLD_MIN_NS`],
+    /// without exploring: the choice an earlier run of the same work ended with, carried on
+    /// as one run would have. Contention still comes first.
+    pub fn resuming(mut self, cand: Option<usize>) -> Self {
+        self.resume = cand.filter(|&c| c < CANDIDATES.len());
+        self
     }
 
     /// Whether the first decision is still to be made ([`start`](Chooser::start)).
@@ -319,6 +359,8 @@ impl Chooser {
         if self.sampler.contended() {
             self.phase = Phase::Contended { calm_since: None };
             self.switch(INTERRUPT, Reason::Contention, now);
+        } else if let Some(c) = self.resume {
+            self.hold(c, Reason::Start, now);
         } else {
             self.explore(Reason::Start, now, probe);
         }
@@ -413,20 +455,24 @@ impl Chooser {
         self.epoch.settle_left = SETTLE_IOS;
         self.epoch.ios = 0;
         self.epoch.lats.clear();
+        self.epoch.long_waits = 0;
+        self.epoch.short_waits = 0;
     }
 
     fn explore(&mut self, reason: Reason, now: u64, probe: &dyn HybridProbe) {
+        // Interrupt first: it costs least to measure, and its waits show whether they are long
+        // enough to block on (see [`LONG_WAIT_NS`]) before any candidate spins through one.
         let (mut plan, mut len) = if self.with_hybrid {
-            ([POLL, HYBRID, INTERRUPT, ADAPTIVE], 3)
+            ([INTERRUPT, POLL, HYBRID, ADAPTIVE], 3)
         } else {
             // No timed sleep to try: the adaptive window is the middle ground, always tried.
-            ([POLL, INTERRUPT, ADAPTIVE, HYBRID], 3)
+            ([INTERRUPT, POLL, ADAPTIVE, HYBRID], 3)
         };
         // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
         let lead = probe.hybrid_lead_ns().filter(|&v| v > 0).map(|v| v as f64);
         if let (true, Some(lead), Some(p)) = (self.with_hybrid, lead, self.est[POLL]) {
             if lead >= p.p50_ns / 2.0 {
-                plan = [POLL, INTERRUPT, ADAPTIVE, HYBRID];
+                plan = [INTERRUPT, POLL, ADAPTIVE, HYBRID];
                 len = 2;
                 self.hybrid_skipped += 1;
             }
@@ -442,24 +488,40 @@ impl Chooser {
         self.switch(plan[0], reason, now);
     }
 
-    /// The cheapest candidate (not poll) whose median is a close call against the slack's line
-    /// and whose CPU per I/O is below poll's (else it cannot win either way).
-    fn close_call(&self) -> Option<usize> {
-        let p = self.est[POLL]?;
-        let line = self.judged(&p) * (1.0 + self.slack);
+    /// The fastest candidate measured: the least [`judged`](Self::judged) time.
+    fn fastest(&self) -> Option<usize> {
         (0..CANDIDATES.len())
-            .filter(|&i| i != POLL)
-            .filter_map(|i| self.est[i].map(|e| (i, e)))
-            .filter(|(_, e)| {
-                e.cpu_per_io_ns < p.cpu_per_io_ns
-                    && (self.judged(e) / line.max(1.0) - 1.0).abs() <= CLOSE_CALL
-            })
-            .min_by(|a, b| a.1.cpu_per_io_ns.total_cmp(&b.1.cpu_per_io_ns))
+            .filter_map(|i| self.est[i].map(|e| (i, self.judged(&e))))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(i, _)| i)
     }
 
-    /// What candidates are judged on, in nanoseconds, less is better: the median latency, or with
-    /// many requests in flight (see [`DEEP_IN_FLIGHT`]) the time per completion.
+    /// The slack's line: the fastest candidate's judged time, plus the slack.
+    fn line(&self) -> Option<f64> {
+        let f = self.est[self.fastest()?]?;
+        Some(self.judged(&f) * (1.0 + self.slack))
+    }
+
+    /// The cheapest candidate (not the fastest) whose judged time is a close call against the
+    /// slack's line and whose CPU per I/O is below the fastest's (else it cannot win either
+    /// way).
+    fn close_call(&self) -> Option<(usize, usize)> {
+        let f = self.fastest()?;
+        let (fe, line) = (self.est[f]?, self.line()?);
+        (0..CANDIDATES.len())
+            .filter(|&i| i != f)
+            .filter_map(|i| self.est[i].map(|e| (i, e)))
+            .filter(|(_, e)| {
+                e.cpu_per_io_ns < fe.cpu_per_io_ns
+                    && (self.judged(e) / line.max(1.0) - 1.0).abs() <= CLOSE_CALL
+            })
+            .min_by(|a, b| a.1.cpu_per_io_ns.total_cmp(&b.1.cpu_per_io_ns))
+            .map(|(i, _)| (f, i))
+    }
+
+    /// What candidates are judged on, in nanoseconds, less is better: the time per completion
+    /// when judging throughput (see [`judging_throughput`](Self::judging_throughput) and
+    /// [`DEEP_IN_FLIGHT`]), else the median latency.
     fn judged(&self, e: &Estimate) -> f64 {
         if self.on_throughput() {
             1e9 / e.ios_per_s.max(1e-9)
@@ -468,31 +530,33 @@ impl Chooser {
         }
     }
 
-    /// Whether poll's epoch had [`DEEP_IN_FLIGHT`] requests in flight or more.
+    /// Whether candidates are judged on throughput: always for a thread's own waits, else once
+    /// poll's epoch had [`DEEP_IN_FLIGHT`] requests in flight or more.
     fn on_throughput(&self) -> bool {
-        self.est[POLL].is_some_and(|p| p.in_flight() >= DEEP_IN_FLIGHT)
+        self.throughput || self.est[POLL].is_some_and(|p| p.in_flight() >= DEEP_IN_FLIGHT)
     }
 
-    /// The least CPU per I/O among the candidates whose latency ([`judged`](Self::judged)) is
-    /// within the slack of poll's.
+    /// The objective: the least CPU per I/O among the candidates whose judged time is within
+    /// the slack of the fastest's (interrupt when nothing was measured).
     fn best(&self) -> usize {
-        let Some(p) = self.est[POLL] else {
+        let Some(line) = self.line() else {
             return INTERRUPT;
         };
-        let limit = self.judged(&p) * (1.0 + self.slack);
-        let mut best = POLL;
+        let mut best: Option<(usize, Estimate)> = None;
         for (i, e) in self.est.iter().enumerate() {
-            if let Some(e) = e {
-                let b = self.est[best].unwrap_or(p);
-                if self.judged(e) <= limit
-                    && (e.cpu_per_io_ns < b.cpu_per_io_ns
-                        || (e.cpu_per_io_ns == b.cpu_per_io_ns && self.judged(e) < self.judged(&b)))
-                {
-                    best = i;
-                }
+            let Some(e) = *e else { continue };
+            if self.judged(&e) > line {
+                continue;
+            }
+            let better = best.map_or(true, |(_, b)| {
+                e.cpu_per_io_ns < b.cpu_per_io_ns
+                    || (e.cpu_per_io_ns == b.cpu_per_io_ns && self.judged(&e) < self.judged(&b))
+            });
+            if better {
+                best = Some((i, e));
             }
         }
-        best
+        best.map_or(INTERRUPT, |(i, _)| i)
     }
 
     fn finish_epoch(&mut self, now: u64) -> Estimate {
@@ -567,32 +631,19 @@ impl Chooser {
                         again,
                     };
                     self.switch(plan[at], Reason::Explore, now);
-                } else if let Some(c) = close {
-                    // Poll first again: the pair is measured in the same order as the first
-                    // round, and the means of the two rounds decide.
+                } else if let Some((f, c)) = close {
+                    // The pair again, the fastest first: the means of the two rounds decide.
                     self.close_calls += 1;
                     self.phase = Phase::Explore {
-                        plan: [POLL, c, c, c],
+                        plan: [f, c, c, c],
                         len: 2,
                         at: 0,
                         again: true,
                     };
-                    self.switch(POLL, Reason::Explore, now);
+                    self.switch(f, Reason::Explore, now);
                 } else {
                     let best = self.best();
-                    self.hold_ns = if self.last_best == Some(best) {
-                        (self.hold_ns * 2).min(HOLD_MAX_NS)
-                    } else {
-                        HOLD_MIN_NS
-                    };
-                    self.last_best = Some(best);
-                    // An exploration that ran its course without contention: calm resets.
-                    self.calm_ns = CALM_MIN_NS;
-                    self.after_contention = false;
-                    self.phase = Phase::Hold {
-                        until_ns: now + self.hold_ns,
-                    };
-                    self.switch(best, Reason::Best, now);
+                    self.hold(best, Reason::Best, now);
                 }
             }
             Phase::Hold { until_ns } => {
@@ -612,6 +663,55 @@ impl Chooser {
             }
             Phase::Contended { .. } => self.begin_epoch_counting(now, est, probe),
         }
+    }
+
+    /// Ends an exploration: holds `best` (for twice as long as last time if it was the last
+    /// exploration's choice too).
+    fn hold(&mut self, best: usize, reason: Reason, now: u64) {
+        self.hold_ns = if self.last_best == Some(best) {
+            (self.hold_ns * 2).min(HOLD_MAX_NS)
+        } else {
+            HOLD_MIN_NS
+        };
+        self.last_best = Some(best);
+        // An exploration that ran its course without contention: calm resets.
+        self.calm_ns = CALM_MIN_NS;
+        self.after_contention = false;
+        self.phase = Phase::Hold {
+            until_ns: now + self.hold_ns,
+        };
+        self.switch(best, reason, now);
+    }
+
+    /// A wait in the current mode brought `n` completions and took `wait_ns`: as
+    /// [`after_wait`](Self::after_wait), and a wait of [`LONG_WAIT_NS`] or more decides. In a
+    /// mode that spins, one is enough: it was burnt, and the chooser explores again from
+    /// interrupt. In interrupt while exploring, [`LONG_WAITS`] of them, at least half of the
+    /// mode's waits, mean the waits are long: interrupt is held and no spinning mode is tried.
+    pub fn after_timed_wait(&mut self, n: usize, wait_ns: u64, now: u64, probe: &dyn HybridProbe) {
+        let long = wait_ns >= LONG_WAIT_NS;
+        if long {
+            self.epoch.long_waits += 1;
+        } else {
+            self.epoch.short_waits += 1;
+        }
+        let exploring = matches!(self.phase, Phase::Explore { .. });
+        if long && self.cur != INTERRUPT && self.started() {
+            if !matches!(self.phase, Phase::Contended { .. }) {
+                self.mode_ios[self.cur] += n as u64;
+                self.explore(Reason::LongWait, now, probe);
+                return;
+            }
+        } else if exploring
+            && self.cur == INTERRUPT
+            && self.epoch.long_waits >= LONG_WAITS
+            && self.epoch.long_waits >= self.epoch.short_waits
+        {
+            self.mode_ios[self.cur] += n as u64;
+            self.hold(INTERRUPT, Reason::LongWait, now);
+            return;
+        }
+        self.after_wait(n, now, probe);
     }
 
     /// Starts the next epoch of the same mode at once (no settling), keeping `est` as its latest
@@ -745,6 +845,11 @@ impl Chooser {
             ));
         }
         b.push(("auto.close_calls".to_string(), self.close_calls as f64));
+        // The decision's terms: the fastest candidate and the line the others are held to.
+        if let (Some(f), Some(line)) = (self.fastest(), self.line()) {
+            b.push((format!("auto.fastest.{}", CANDIDATES[f]), 1.0));
+            b.push(("auto.line_ns".to_string(), line));
+        }
         b.push((
             "auto.judged_on_throughput".to_string(),
             f64::from(u8::from(self.on_throughput())),
@@ -876,12 +981,12 @@ mod tests {
         let mut c = Chooser::new(0.10, Box::new(never), false);
         let ms = 1_000_000;
         c.start(0, &NoHybrid);
-        // Exploration without hybrid: poll, interrupt, adaptive. Interrupt is within 10% of
+        // Exploration without hybrid: interrupt, poll, adaptive. Interrupt is within 10% of
         // poll's median (and not a close call) at half its CPU: the best.
-        assert_eq!(c.current(), "poll");
-        c.on_epoch(est(10_000.0, 10_000.0), 20 * ms, &NoHybrid);
         assert_eq!(c.current(), "interrupt");
-        c.on_epoch(est(10_000.0, 5_000.0), 40 * ms, &NoHybrid);
+        c.on_epoch(est(10_000.0, 5_000.0), 20 * ms, &NoHybrid);
+        assert_eq!(c.current(), "poll");
+        c.on_epoch(est(10_000.0, 10_000.0), 40 * ms, &NoHybrid);
         assert_eq!(c.current(), "adaptive");
         c.on_epoch(est(12_000.0, 7_000.0), 60 * ms, &NoHybrid);
         assert_eq!(c.current(), "interrupt");
@@ -891,12 +996,13 @@ mod tests {
         c.on_epoch(est(10_000.0, 5_000.0), 100 * ms, &NoHybrid);
         assert_eq!(c.reason_count(Reason::ClatShift), 0);
         assert_eq!(c.current(), "interrupt");
-        // Two in a row: a change, explored again from poll.
+        // Two in a row: a change, explored again from interrupt.
         c.on_epoch(est(15_000.0, 5_000.0), 120 * ms, &NoHybrid);
         assert_eq!(c.reason_count(Reason::ClatShift), 0);
         c.on_epoch(est(15_000.0, 5_000.0), 140 * ms, &NoHybrid);
         assert_eq!(c.reason_count(Reason::ClatShift), 1);
-        assert_eq!(c.current(), "poll");
+        assert_eq!(c.reason_count(Reason::Explore), 2);
+        assert_eq!(c.current(), "interrupt");
     }
 
     fn never() -> Box<FlappingSignals> {
@@ -915,12 +1021,25 @@ mod tests {
 
     /// As [`explored`], with poll's estimate given.
     fn explored_with(poll: Estimate, interrupt: Estimate, adaptive: Estimate) -> Chooser {
-        let mut c = Chooser::new(0.10, never(), false);
+        explore_all(
+            Chooser::new(0.10, never(), false),
+            &[
+                ("poll", poll),
+                ("interrupt", interrupt),
+                ("adaptive", adaptive),
+            ],
+        )
+    }
+
+    /// `c` started and given, epoch by epoch (20 ms each), the estimate of whichever
+    /// candidate it is in, until it decides.
+    fn explore_all(mut c: Chooser, of: &[(&str, Estimate)]) -> Chooser {
         let ms = 1_000_000;
         c.start(0, &NoHybrid);
-        c.on_epoch(poll, 20 * ms, &NoHybrid);
-        c.on_epoch(interrupt, 40 * ms, &NoHybrid);
-        c.on_epoch(adaptive, 60 * ms, &NoHybrid);
+        for t in 1..=of.len() as u64 {
+            let e = of.iter().find(|(n, _)| *n == c.current()).unwrap().1;
+            c.on_epoch(e, t * 20 * ms, &NoHybrid);
+        }
         c
     }
 
@@ -960,15 +1079,16 @@ mod tests {
         let mut c = Chooser::new(0.10, never(), false);
         c.start(0, &NoHybrid);
         let mut t = 0;
-        // Settle, then EPOCH_IOS completions: the exploring epoch ends once 5 ms have passed.
+        // Settle, then EPOCH_IOS completions: the exploring epoch ends once its least time has
+        // passed.
         c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
-        assert_eq!(c.current(), "poll");
+        assert_eq!(c.current(), "interrupt");
         t += EXPLORE_EPOCH_NS - 1;
         c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
-        assert_eq!(c.current(), "poll", "5 ms have not passed");
+        assert_eq!(c.current(), "interrupt", "the least time has not passed");
         t += 1;
         c.after_wait(1, t, &NoHybrid);
-        assert_eq!(c.current(), "interrupt", "the first epoch ended");
+        assert_eq!(c.current(), "poll", "the first epoch ended");
         // Run the exploration out the same way.
         for _ in 0..2 {
             c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
@@ -977,7 +1097,8 @@ mod tests {
         }
         assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(t));
         let epochs = c.epochs();
-        // Holding (after settling): as many completions in 5 ms end no epoch; 20 ms do.
+        // Holding (after settling): as many completions in an exploring epoch's time end no
+        // epoch; 20 ms do.
         c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
         t += EXPLORE_EPOCH_NS;
         c.after_wait(4 * EPOCH_IOS as usize, t, &NoHybrid);
@@ -1027,5 +1148,98 @@ mod tests {
         // At QD32, candidates that serve 75% of poll's rate are out, though their medians
         // are near poll's.
         assert_eq!(decided(400_000.0, [60_000.0, 60_000.0]).current(), "poll");
+    }
+
+    #[test]
+    fn the_fastest_candidate_sets_the_line_not_poll() {
+        // Hybrid 10 us, poll 12 us (spinning slowed the device), interrupt 13 us: within 10% of
+        // poll's, but 1.3x the fastest's. Hybrid is the cheapest within the line.
+        let c = explore_all(
+            Chooser::new(0.10, never(), true).judging_throughput(),
+            &[
+                ("poll", est(12_000.0, 12_000.0)),
+                ("hybrid", est(10_000.0, 6_000.0)),
+                ("interrupt", est(13_000.0, 4_000.0)),
+            ],
+        );
+        assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(0));
+        assert_eq!(c.current(), "hybrid");
+        // A device whose completion needs the CPU that poll spins on: poll is the slowest,
+        // interrupt the fastest and cheapest.
+        let c = explore_all(
+            Chooser::new(0.10, never(), true).judging_throughput(),
+            &[
+                ("poll", est(30_000.0, 30_000.0)),
+                ("hybrid", est(22_000.0, 15_000.0)),
+                ("interrupt", est(15_000.0, 9_000.0)),
+            ],
+        );
+        assert_eq!(c.current(), "interrupt");
+    }
+
+    #[test]
+    fn a_waiters_own_chooser_judges_throughput_at_any_depth() {
+        // One request in flight, interrupt's median as poll's, but its waits leave the
+        // caller 0.8x the completions per second (its wake-ups delay the next submission).
+        let slow = Estimate {
+            ios_per_s: 80_000.0,
+            ..est(10_000.0, 5_000.0)
+        };
+        let c = explore_all(
+            Chooser::new(0.10, never(), false).judging_throughput(),
+            &[
+                ("poll", est(10_000.0, 10_000.0)),
+                ("interrupt", slow),
+                ("adaptive", est(10_000.0, 10_000.0)),
+            ],
+        );
+        assert_eq!(c.current(), "poll", "{:?}", c.beliefs(0));
+        assert!(c
+            .beliefs(0)
+            .contains(&("auto.judged_on_throughput".to_string(), 1.0)));
+        // The loop's chooser judges the median there: interrupt, at half the CPU.
+        let c = explored(slow, est(10_000.0, 10_000.0));
+        assert_eq!(c.current(), "interrupt");
+    }
+
+    #[test]
+    fn long_waits_block_without_spinning() {
+        let ms = 1_000_000;
+        let mut c = Chooser::new(0.10, never(), true).judging_throughput();
+        c.start(0, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        // 300 ms timers: two waits, both long: interrupt is held, nothing spun.
+        c.after_timed_wait(1, 300 * ms, 300 * ms, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        assert_eq!(
+            c.reason_count(Reason::LongWait),
+            0,
+            "one long wait is not enough"
+        );
+        c.after_timed_wait(1, 300 * ms, 600 * ms, &NoHybrid);
+        assert_eq!(c.reason_count(Reason::LongWait), 1);
+        assert_eq!(c.current(), "interrupt");
+        assert_eq!(c.switches(), 0, "no spinning mode was tried");
+        assert!(c.completions_in("interrupt") == 2);
+        // A fast device with one slow completion among many keeps exploring.
+        let mut c = Chooser::new(0.10, never(), true).judging_throughput();
+        c.start(0, &NoHybrid);
+        let mut t = 0;
+        c.after_timed_wait(1, 2 * ms, t, &NoHybrid);
+        for _ in 0..10 {
+            t += 10_000;
+            c.after_timed_wait(1, 10_000, t, &NoHybrid);
+        }
+        c.after_timed_wait(1, 2 * ms, t, &NoHybrid);
+        assert_eq!(c.reason_count(Reason::LongWait), 0);
+        // A long wait in a spinning mode: explored again from interrupt at once.
+        c.after_timed_wait(SETTLE_IOS as usize, 10_000, t, &NoHybrid);
+        t += EXPLORE_EPOCH_NS;
+        c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
+        assert_eq!(c.current(), "poll");
+        c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        assert_eq!(c.reason_count(Reason::LongWait), 1);
+        assert_eq!(c.last_reason(), Reason::LongWait);
     }
 }

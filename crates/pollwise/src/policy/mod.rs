@@ -270,7 +270,7 @@ pub fn polled_wait(mode: Mode, kernel_hybrid: bool) -> &'static str {
     }
 }
 
-/// auto's default latency slack: a median up to 10% above polling's.
+/// auto's default slack: a throughput down to 10% below the fastest mode's.
 pub const DEFAULT_AUTO_LATENCY_SLACK: f64 = 0.10;
 
 /// Everything needed to build a policy.
@@ -294,9 +294,13 @@ pub struct PolicyConfig {
     pub poll_grow: u64,
     /// adaptive: the window's shrink divisor (0 resets the window to 0).
     pub poll_shrink: u64,
-    /// auto: how much higher than polling's the median latency may be (0.10: 10%), in return
-    /// for less CPU per I/O.
+    /// auto: how much lower than the fastest mode's its throughput may be (0.10: 10%), in
+    /// return for less CPU per I/O.
     pub auto_latency_slack: f64,
+    /// auto: the mode an earlier run of the same work held when it ended. auto starts by
+    /// holding it, as one long run would have gone on, instead of exploring again (a benchmark
+    /// cut into interleaved rounds sets it from the round before).
+    pub auto_resume: Option<Mode>,
 }
 
 impl PolicyConfig {
@@ -311,6 +315,7 @@ impl PolicyConfig {
             poll_grow: 0,
             poll_shrink: 0,
             auto_latency_slack: DEFAULT_AUTO_LATENCY_SLACK,
+            auto_resume: None,
         }
     }
 
