@@ -19,6 +19,7 @@ pub mod exec;
 pub mod extras;
 pub mod filekind;
 pub mod fill;
+pub mod infile;
 pub mod iolog;
 pub mod job;
 pub mod jobs;

@@ -103,24 +103,29 @@ fn harmless(m: &Metadata) -> bool {
     (major, minor) == (1, 3) || matches!(major, 4 | 5 | 136..=143)
 }
 
-/// The target `m` (or the resolved `path`) is, if any.
-fn target_of(path: &Path, m: Option<&Metadata>) -> Option<PathBuf> {
+/// The target `m` (or the resolved `path`) is, if any, or else the input of this run it is
+/// (a job file, a replayed log, a platform file, a report to plot: see [`crate::infile`]), in
+/// words: `the job's target T`, `the job file J, which this run reads`.
+fn target_of(path: &Path, m: Option<&Metadata>) -> Option<String> {
     let resolved = resolve(path);
     let id = m.map(|m| (m.dev(), m.ino()));
     // An inode is only the target's while the target still has it: a removed target's inode
     // number is given to the next new file.
     let still = |t: &Protected| std::fs::metadata(&t.path).ok().map(|m| (m.dev(), m.ino())) == t.id;
-    targets()
+    let target = targets()
         .iter()
         .find(|t| t.path == resolved || (id.is_some() && t.id == id && still(t)))
-        .map(|t| t.path.clone())
+        .map(|t| format!("the job's target {}", show(&t.path)));
+    target.or_else(|| {
+        crate::infile::input_of(&resolved, id)
+            .map(|(what, p)| format!("{what} {}, which this run reads", show(&p)))
+    })
 }
 
-fn is_target_error(what: &str, path: &Path, target: &Path) -> Error {
+fn is_target_error(what: &str, path: &Path, target: &str) -> Error {
     Error::Usage(format!(
-        "{} is the job's target {}: writing it would overwrite the data; name another file",
+        "{} is {target}: writing it would overwrite that data; name another file",
         named(what, path),
-        show(target)
     ))
 }
 
@@ -264,7 +269,11 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
             .iter()
             .find(|(t, tid)| *t == r || (id.is_some() && *tid == id))
         {
-            return Err(is_target_error(what, path, t));
+            return Err(is_target_error(
+                what,
+                path,
+                &format!("the job's target {}", show(t)),
+            ));
         }
         let m = check_before_open(what, path)?;
         let special = m.as_ref().is_some_and(|m| !m.file_type().is_file());

@@ -13,6 +13,7 @@ const FLOORS: &[&[&str]] = &[
     &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
     &["error"],
+    &["infile"],
     &["exec", "filekind", "fill", "limits", "outfile", "platform"],
     &["iolog", "vstate"],
     &["extras"],
