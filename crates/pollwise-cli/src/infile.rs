@@ -167,6 +167,14 @@ pub fn input_of(resolved: &Path, id: Option<(u64, u64)>) -> Option<(String, Path
         .map(|i| (i.what.clone(), i.path.clone()))
 }
 
+/// The input of this run that `path` names (by its resolved path, or by device and inode), if
+/// any: (what it is, its path).
+pub fn input_at(path: &Path) -> Option<(String, PathBuf)> {
+    let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    input_of(&resolved, id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -195,6 +195,17 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
             named(what, path)
         )));
     }
+    // A mounted filesystem's image, by any name (known by device and inode).
+    if let Some(why) = ft
+        .is_file()
+        .then(|| crate::device::write_hazard(path))
+        .flatten()
+    {
+        return Err(Error::Usage(format!(
+            "{} {why}: replacing it would lose that data; name another file",
+            named(what, path)
+        )));
+    }
     Ok(Some(m))
 }
 

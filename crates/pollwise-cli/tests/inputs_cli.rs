@@ -271,3 +271,41 @@ fn no_output_is_one_of_the_runs_inputs() {
     );
     unchanged(&named_like_a_chart, &report_bytes);
 }
+
+#[test]
+fn no_target_written_is_one_of_the_runs_inputs() {
+    let d = tempdir();
+    let dir = d.path();
+    let log = iolog(dir);
+    let log_bytes = std::fs::read(&log).unwrap();
+    let link = dir.join("log.link");
+    std::fs::hard_link(&log, &link).unwrap();
+    let replay = format!("--read_iolog={}", log.display());
+    for target in [&log, &link] {
+        refused_at_once(
+            &[
+                "run",
+                "--rw=write",
+                "--size=64k",
+                &replay,
+                &format!("--replay_redirect={}", target.display()),
+            ],
+            dir,
+            &["the --read_iolog file", "which this run reads"],
+        );
+        unchanged(&log, &log_bytes);
+    }
+    let job = dir.join("j.fio");
+    std::fs::write(&job, "[j]\nrw=write\nsize=64k\n").unwrap();
+    let job_bytes = std::fs::read(&job).unwrap();
+    refused_at_once(
+        &[
+            "run",
+            job.to_str().unwrap(),
+            &format!("--filename={}", job.display()),
+        ],
+        dir,
+        &["the job file", "which this run reads"],
+    );
+    unchanged(&job, &job_bytes);
+}

@@ -191,6 +191,17 @@ fn a_mounted_image_is_not_written_under_another_name() {
     };
     write(&hard);
     write(&bound);
+    // Nor is a report written over it (renamed over the name, the image would be lost).
+    refused(
+        &[
+            "run",
+            &arg("filename", &dir.join("data")),
+            "--rw=write",
+            "--size=64k",
+            &arg("output", &hard),
+        ],
+        &["backs the loop device", "mounted at"],
+    );
     drop(unbind);
     // The name the device was set up with, removed: the hard link is what is left of it.
     std::fs::remove_file(&lo.img).unwrap();
