@@ -491,6 +491,9 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         });
     }
     let path = &spec.filename;
+    if spec.extra.made_up_names {
+        crate::filekind::made_up(path)?;
+    }
     // A FIFO would block the open below, a character device never end: refused first.
     crate::filekind::check_target("--filename", path)?;
     check_polled_io(spec)?;
