@@ -196,7 +196,7 @@ pub fn parse(text: &str, o: &ReplayOpts) -> std::result::Result<IoLog, (usize, S
 pub struct Writer {
     path: PathBuf,
     name: String,
-    f: std::io::BufWriter<std::fs::File>,
+    f: std::io::BufWriter<crate::outfile::Stream>,
     t0: u64,
     error: Option<std::io::Error>,
 }
@@ -251,12 +251,13 @@ impl Writer {
         let r = writeln!(self.f, "{t} {} close", self.name).and_then(|_| self.f.flush());
         self.keep(r);
         match self.error.take() {
+            // Not committed: the new log is removed, an old one is left as it was.
             Some(e) => Err(Error::Io(format!(
                 "cannot write the I/O log {}: {}",
                 self.path.display(),
                 crate::errno::explain(&e, crate::errno::Op::Write)
             ))),
-            None => Ok(()),
+            None => self.f.get_mut().commit(),
         }
     }
 }

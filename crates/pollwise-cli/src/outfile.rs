@@ -11,8 +11,9 @@
 //! - A whole file (a report, a chart) is written to a new file beside it (`O_EXCL`), synced and
 //!   renamed over the name: a full disk or a signal leaves the old file, never an empty or
 //!   half-written one ([`write_whole`]).
-//! - A streamed file (a log) is opened with `O_NOFOLLOW` and without `O_TRUNC`, checked by
-//!   inode, then emptied ([`create_stream`]).
+//! - A streamed file (a log) is written the same way, a new file beside the name renamed over
+//!   it when the stream is committed ([`create_stream`]): a full disk leaves the old log, never
+//!   an emptied one.
 //! - A block device is never an output; a FIFO must have a reader when it is opened (opening
 //!   it would block).
 
@@ -302,36 +303,112 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
     Ok(())
 }
 
-/// Opens a file to stream into (a log): created if missing (mode 0666 less the umask), emptied
-/// if it exists, never through a symbolic link that stores something, never a target.
-pub fn create_stream(what: &str, path: &Path) -> Result<File> {
+/// Opens a file to stream into (a log): never through a symbolic link that stores something,
+/// never a target or an input. A regular file is written as a new file beside the name and
+/// renamed over it by [`Stream::commit`], so a full disk or a failed run leaves the old file as
+/// it was, never an emptied or half-written one; a pipe, a terminal or `/dev/null` is written in
+/// place.
+pub fn create_stream(what: &str, path: &Path) -> Result<Stream> {
     let m = check_before_open(what, path)?;
     if let Some(m) = m.as_ref().filter(|m| !m.file_type().is_file()) {
-        // A harmless link or a pipe, terminal, /dev/null named directly: nothing to empty.
-        return open_special(what, path, m);
+        // A harmless link or a pipe, terminal, /dev/null named directly: nothing to replace.
+        return Ok(Stream {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            to: To::InPlace(open_special(what, path, m)?),
+        });
     }
-    // O_NONBLOCK: had the name become a FIFO since the check, the open must not block (a FIFO
-    // is then refused below); it changes nothing for a regular file.
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| open_error(what, path, &e))?;
-    let m = f.metadata().map_err(|e| open_error(what, path, &e))?;
-    if !m.file_type().is_file() {
-        // Replaced between the check and the open by something that is not a plain file.
-        return Err(Error::Usage(format!(
-            "{} is not a regular file: name a file",
-            named(what, path)
-        )));
+    let mode = m.as_ref().map(|m| m.mode() & 0o777);
+    let tmp =
+        NewFile::beside(path, mode.unwrap_or(0o666)).map_err(|e| open_error(what, path, &e))?;
+    Ok(Stream {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        to: To::Beside(tmp, mode),
+    })
+}
+
+/// A file being streamed (see [`create_stream`]).
+#[derive(Debug)]
+pub struct Stream {
+    what: String,
+    path: PathBuf,
+    to: To,
+}
+
+#[derive(Debug)]
+enum To {
+    /// A pipe, a terminal or `/dev/null`.
+    InPlace(File),
+    /// A new file beside the name, and the mode of the file it replaces, if any.
+    Beside(NewFile, Option<u32>),
+}
+
+impl Stream {
+    fn shared(&self) -> &File {
+        match &self.to {
+            To::InPlace(f) => f,
+            To::Beside(t, _) => &t.file,
+        }
     }
-    if let Some(t) = target_of(path, Some(&m)) {
-        return Err(is_target_error(what, path, &t));
+
+    fn file(&mut self) -> &mut File {
+        match &mut self.to {
+            To::InPlace(f) => f,
+            To::Beside(t, _) => &mut t.file,
+        }
     }
-    f.set_len(0).map_err(|e| open_error(what, path, &e))?;
-    Ok(f)
+
+    /// Puts what was written in place: synced and renamed over the name (once; a second call
+    /// does nothing). Not called, the stream's new file is removed when it is dropped.
+    pub fn commit(&mut self) -> Result<()> {
+        let (what, path) = (&self.what, &self.path);
+        let To::Beside(tmp, mode) = &mut self.to else {
+            return Ok(());
+        };
+        if tmp.keep {
+            return Ok(());
+        }
+        tmp.file
+            .sync_all()
+            .and_then(|_| match mode {
+                // The mode asked for was cut by the umask; a replaced file keeps its own.
+                Some(m) => tmp
+                    .file
+                    .set_permissions(std::fs::Permissions::from_mode(*m)),
+                None => Ok(()),
+            })
+            .map_err(|e| open_error(what, path, &e))?;
+        // The name may have become a target or an input meanwhile: checked once more.
+        if let Some(t) = target_of(path, std::fs::symlink_metadata(path).ok().as_ref()) {
+            return Err(is_target_error(what, path, &t));
+        }
+        std::fs::rename(&tmp.path, path).map_err(|e| open_error(what, path, &e))?;
+        tmp.keep = true;
+        Ok(())
+    }
+}
+
+impl std::io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file().flush()
+    }
+}
+
+/// Written through a shared reference, as a `&File` is (a report goes on after the interim
+/// ones through the same open file).
+impl std::io::Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.shared().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.shared().flush()
+    }
 }
 
 /// Writes `bytes` as the whole of `path`: to a new file beside it (`O_EXCL | O_NOFOLLOW`, the old file's
@@ -373,6 +450,7 @@ pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// A new file beside an output (`.NAME.PID.N.tmp`, created with `O_EXCL | O_NOFOLLOW`),
 /// removed on drop unless kept.
+#[derive(Debug)]
 struct NewFile {
     path: PathBuf,
     file: File,
@@ -457,7 +535,8 @@ mod tests {
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         let e = create_stream("--write_lat_log", &link)
-            .unwrap_err()
+            .err()
+            .unwrap()
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
@@ -478,7 +557,10 @@ mod tests {
         for p in [&t, &hard] {
             let e = write_whole("--output", p, b"x").unwrap_err().to_string();
             assert!(e.contains("target"), "{e}");
-            let e = create_stream("--write_bw_log", p).unwrap_err().to_string();
+            let e = create_stream("--write_bw_log", p)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains("target"), "{e}");
         }
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "data");

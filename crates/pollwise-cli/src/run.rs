@@ -203,7 +203,7 @@ struct Interim {
     output: Option<PathBuf>,
     special: bool,
     written: std::sync::Mutex<String>,
-    stream: std::sync::Mutex<Option<std::fs::File>>,
+    stream: std::sync::Mutex<Option<crate::outfile::Stream>>,
     failed: std::sync::Mutex<Option<Error>>,
 }
 
