@@ -130,6 +130,37 @@ fn is_target_error(what: &str, path: &Path, target: &str) -> Error {
     ))
 }
 
+/// The caller's own descriptor `path` names (`/dev/stdout`, `/dev/stderr`, `/dev/fd/1`,
+/// `/proc/self/fd/2`): 1 or 2. These links are the system's, not planted; what they lead to
+/// (a terminal, a pipe, a file the shell opened) is written in place, through the descriptor
+/// itself, so a `>>` append or a pipe works as it does for fio.
+fn caller_fd(path: &Path) -> Option<i32> {
+    match path.to_str()? {
+        "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1" => Some(1),
+        "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2" => Some(2),
+        _ => None,
+    }
+}
+
+/// A new descriptor for the caller's descriptor `fd` (1 or 2), as a file.
+fn dup_caller(what: &str, path: &Path, fd: i32) -> Result<File> {
+    use std::os::fd::AsFd as _;
+    let owned = if fd == 1 {
+        std::io::stdout().as_fd().try_clone_to_owned()
+    } else {
+        std::io::stderr().as_fd().try_clone_to_owned()
+    };
+    owned
+        .map(File::from)
+        .map_err(|e| open_error(what, path, &e))
+}
+
+/// Whether an output at `path` is written in place rather than replaced whole: the caller's
+/// descriptor, a pipe, a terminal, `/dev/null`.
+pub fn in_place(path: &Path) -> bool {
+    caller_fd(path).is_some() || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
 /// What `path` is now, before it is opened: checks the rules that do not need the open file.
 /// Returns the metadata of an existing file (a link's target for a harmless link).
 fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
@@ -141,6 +172,14 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
             "{} names a directory: name a file in it",
             named(what, path)
         )));
+    }
+    if caller_fd(path).is_some() {
+        // Not a planted link; what it leads to may still be a target or an input.
+        let m = std::fs::metadata(path).map_err(|e| open_error(what, path, &e))?;
+        if let Some(t) = target_of(path, Some(&m)) {
+            return Err(is_target_error(what, path, &t));
+        }
+        return Ok(Some(m));
     }
     let lm = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -288,7 +327,8 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
             ));
         }
         let m = check_before_open(what, path)?;
-        let special = m.as_ref().is_some_and(|m| !m.file_type().is_file());
+        let special =
+            caller_fd(path).is_some() || m.as_ref().is_some_and(|m| !m.file_type().is_file());
         if !special {
             if let Some((w, p)) = seen.get(&r) {
                 return Err(Error::Usage(format!(
@@ -310,6 +350,13 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
 /// place.
 pub fn create_stream(what: &str, path: &Path) -> Result<Stream> {
     let m = check_before_open(what, path)?;
+    if let Some(fd) = caller_fd(path) {
+        return Ok(Stream {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            to: To::InPlace(dup_caller(what, path, fd)?),
+        });
+    }
     if let Some(m) = m.as_ref().filter(|m| !m.file_type().is_file()) {
         // A harmless link or a pipe, terminal, /dev/null named directly: nothing to replace.
         return Ok(Stream {
@@ -417,9 +464,15 @@ impl std::io::Write for &Stream {
 /// written in place.
 pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
     let m = check_before_open(what, path)?;
-    if let Some(m) = m.as_ref().filter(|m| !m.file_type().is_file()) {
-        // A pipe or a terminal: written in place, nothing to sync.
-        let mut f = open_special(what, path, m)?;
+    let in_place = match caller_fd(path) {
+        Some(fd) => Some(dup_caller(what, path, fd)?),
+        None => match m.as_ref().filter(|m| !m.file_type().is_file()) {
+            Some(m) => Some(open_special(what, path, m)?),
+            None => None,
+        },
+    };
+    if let Some(mut f) = in_place {
+        // The caller's descriptor, a pipe or a terminal: written in place, nothing to sync.
         return f
             .write_all(bytes)
             .and_then(|_| f.flush())

@@ -209,10 +209,7 @@ struct Interim {
 
 impl Interim {
     fn new(output: Option<PathBuf>) -> Interim {
-        let special = output
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .is_some_and(|m| !m.is_file());
+        let special = output.as_ref().is_some_and(|p| crate::outfile::in_place(p));
         Interim {
             output,
             special,

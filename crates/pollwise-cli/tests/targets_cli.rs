@@ -521,3 +521,52 @@ fn batch_is_named_as_batch() {
     ]);
     assert!(!err.contains("--iodepth"), "{err}");
 }
+
+/// `--output=/dev/stdout` (and `/dev/stderr`, `/dev/fd/1`) is the caller's own descriptor, not
+/// a planted link: written in place wherever the shell pointed it, a file opened for appending
+/// included; still never the target.
+#[test]
+fn dev_stdout_is_the_callers_own_output() {
+    let (d, data, _bytes) = data_dir();
+    let f = arg("filename", &data);
+    let out = d.path().join("out.txt");
+    std::fs::write(&out, "kept\n").unwrap();
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let append = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+            .args([
+                "run",
+                &f,
+                "--rw=randread",
+                "--runtime=0.2",
+                "--output-format=terse",
+                &format!("--output={name}"),
+            ])
+            .stdout(append)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {err}");
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("kept\n"), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+    // Pointed at the target, it is refused.
+    let o = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args([
+            "run",
+            &f,
+            "--rw=randread",
+            "--runtime=0.2",
+            "--output=/dev/stderr",
+        ])
+        .stderr(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&data)
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
