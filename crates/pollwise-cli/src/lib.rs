@@ -4,7 +4,7 @@
 //! options, jobs and their threads, laying out files, the scenarios and the reports. The binary
 //! (`main.rs`) only dispatches; the parts are a library so the integration tests can drive them.
 
-// Unsafe code only where a module allows it, each block with its reason (`loopdev`'s ioctl).
+// Unsafe code only where a module allows it, each block with its reason (`loopdev`'s ioctl, `procsignal`'s kill).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -30,6 +30,7 @@ pub mod options;
 pub mod outfile;
 pub mod passes;
 pub mod platform;
+pub mod procsignal;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The CLI's floors, lowest first; modules on one floor do not use each other.
 const FLOORS: &[&[&str]] = &[
-    &["loopdev"],
+    &["loopdev", "procsignal"],
     &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
     &["error"],
