@@ -412,28 +412,17 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
 }
 
 /// Why writing `path` (a regular file or a block device) would damage data in use: it backs a
-/// loop device that is mounted, swap or held.
+/// loop device that is mounted, swap or held. The backing file is known by device and inode
+/// ([`crate::loopdev`]), so a hard link or a bind mount of it is the same file.
 fn backed_loop_in_use(path: &Path) -> Option<String> {
-    let me = std::fs::canonicalize(path).ok()?;
-    for e in std::fs::read_dir("/sys/block").ok()?.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("loop") {
-            continue;
-        }
-        let Some(backing) = read_trim(&e.path().join("loop/backing_file")) else {
-            continue;
-        };
-        let backing = backing.trim_end_matches(" (deleted)");
-        if Path::new(backing) != me {
-            continue;
-        }
-        let dev = read_trim(&e.path().join("dev")).and_then(|d| {
-            let (a, b) = d.split_once(':')?;
-            Some((a.parse().ok()?, b.parse().ok()?))
-        })?;
-        let node = PathBuf::from(format!("/dev/{name}"));
-        if let Some(why) = in_use(&node, dev) {
-            return Some(format!("backs the loop device {name}, which {why}"));
+    let m = std::fs::metadata(path).ok()?;
+    for b in crate::loopdev::backing(&m) {
+        let node = PathBuf::from(format!("/dev/{}", b.name));
+        if let Some(why) = in_use(&node, b.dev) {
+            return Some(format!(
+                "backs the loop device {} (its backing file {}), which {why}",
+                b.name, b.path
+            ));
         }
     }
     None

@@ -10,11 +10,12 @@
 //!
 //! The library is found, in order: `--preload=PATH`, `POLLWISE_PRELOAD`, next to this binary
 //! (a cargo build puts both in `target/<profile>/`), or in `../lib/` from it (an install).
-//! Signals from a terminal reach CMD directly; pollwise waits for it to end.
+//! Signals from a terminal reach CMD directly; every signal fio handles (INT, TERM, HUP, ALRM,
+//! USR1) sent to pollwise is passed on to CMD at once ([`signals::forward`]), and pollwise
+//! waits for CMD to end and reaps it: it never exits leaving CMD running.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use pollwise::policy::Mode;
 use serde_json::Value;
@@ -179,6 +180,12 @@ pub fn run(a: &ExecArgs) -> Result<(i32, String)> {
         Ok(p) if !p.trim().is_empty() => format!("{} {p}", lib.display()),
         _ => lib.display().to_string(),
     };
+    // From here every signal goes to CMD (kept until it has started); one that came before
+    // ends this command as it would any other.
+    let forward = signals::forward();
+    if let Some(sig) = signals::received() {
+        return Ok((signals::exit_code(sig), String::new()));
+    }
     let mut child = Command::new(&a.cmd[0])
         .args(&a.cmd[1..])
         .env("LD_PRELOAD", preload)
@@ -197,22 +204,11 @@ pub fn run(a: &ExecArgs) -> Result<(i32, String)> {
                 crate::errno::plain(&e)
             ))
         })?;
-    let mut forwarded = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => {}
-            Err(e) => return Err(Error::Io(format!("cannot wait for {}: {e}", a.cmd[0]))),
-        }
-        if signals::received() == Some(libc::SIGTERM) && !forwarded {
-            // A terminal's SIGINT reaches CMD itself; a SIGTERM sent to pollwise is passed on.
-            forwarded = true;
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    forward.to(child.id());
+    let status = child
+        .wait()
+        .map_err(|e| Error::Io(format!("cannot wait for {}: {e}", a.cmd[0])))?;
+    drop(forward);
     let code = match (
         status.code(),
         std::os::unix::process::ExitStatusExt::signal(&status),

@@ -79,6 +79,9 @@ pub struct JobExtras {
     /// One file per clone (fio's default names, `jobname.jobnum.filenum`): thread `i` does its
     /// I/O on `clone_files[i]`; empty: every thread uses the job's `filename`.
     pub clone_files: Vec<std::path::PathBuf>,
+    /// The job's file names were made up by pollwise (fio's `filename_format`, default
+    /// `$jobname.$jobnum.$filenum`), not given: they are never followed as links.
+    pub made_up_names: bool,
     /// `filesize`: the file's size when it differs from the I/O's `size`.
     pub filesize: Option<u64>,
     /// fio's `fill_device`: a sequential write of the file until its filesystem is full (the

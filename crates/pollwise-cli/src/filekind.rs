@@ -85,10 +85,18 @@ pub fn open_target(
     option: &str,
     path: &Path,
 ) -> std::result::Result<File, OpenError> {
+    let nofollow = if is_made_up(path) {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
     let f = opts
-        .custom_flags(flags | libc::O_NONBLOCK)
+        .custom_flags(flags | libc::O_NONBLOCK | nofollow)
         .open(path)
         .map_err(|e| {
+            if nofollow != 0 && e.raw_os_error() == Some(libc::ELOOP) {
+                return OpenError::Kind(planted(path));
+            }
             // A FIFO with no reader refuses a write-only non-blocking open with ENXIO.
             // A null sink's own error (O_DIRECT on /dev/null: EINVAL) is the system's.
             match std::fs::metadata(path).map(|m| {
@@ -106,6 +114,42 @@ pub fn open_target(
     }
     pollwise::sys::fs::set_nonblocking(&f, false).map_err(OpenError::Open)?;
     Ok(f)
+}
+
+/// The names pollwise made up for targets (see [`made_up`]).
+static MADE_UP: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn made_up_names() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
+    // A panic while holding the lock leaves a list that is still valid.
+    MADE_UP.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn is_made_up(path: &Path) -> bool {
+    made_up_names().iter().any(|p| p == path)
+}
+
+fn planted(path: &Path) -> Error {
+    Error::Usage(format!(
+        "{} is a symbolic link, and pollwise made this name up itself (filename_format, $jobname.$jobnum.$filenum): it does not follow a link there (another user may have planted it); remove the link, or name the file with filename=",
+        crate::error::shown(&path.display().to_string())
+    ))
+}
+
+/// Marks `path` as a target name pollwise made up (fio's `filename_format`), not one the user
+/// gave: a symbolic link there now is refused, and every later [`open_target`] of it opens with
+/// `O_NOFOLLOW`, so a link planted after this check is refused too (a new file is created with
+/// `O_EXCL`, which follows no link either).
+pub fn made_up(path: &Path) -> Result<()> {
+    {
+        let mut names = made_up_names();
+        if !names.iter().any(|p| p == path) {
+            names.push(path.to_path_buf());
+        }
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(planted(path)),
+        _ => Ok(()),
+    }
 }
 
 /// Why [`open_target`] failed.
@@ -175,5 +219,22 @@ mod tests {
         std::fs::write(&f, b"x").unwrap();
         let file = open_target(OpenOptions::new().read(true), 0, "--filename", &f).unwrap();
         assert!(!pollwise::sys::fs::is_nonblocking(&file).unwrap());
+    }
+
+    #[test]
+    fn a_made_up_name_is_opened_without_following_a_link_planted_after_the_check() {
+        let d = tempfile::tempdir().unwrap();
+        let name = d.path().join("job1.0.0");
+        std::fs::write(&name, b"old").unwrap();
+        made_up(&name).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::fs::remove_file(&name).unwrap();
+        std::os::unix::fs::symlink(&victim, &name).unwrap();
+        match open_target(OpenOptions::new().write(true), 0, "--filename", &name) {
+            Err(OpenError::Kind(e)) => assert!(e.to_string().contains("symbolic link"), "{e}"),
+            other => panic!("opened through the link: {other:?}"),
+        }
+        assert!(made_up(&name).is_err());
     }
 }

@@ -73,15 +73,24 @@ pub struct ReplayOpts {
     pub time_scale: u32,
 }
 
+/// The largest I/O log read: some ten million requests, which replay holds in memory.
+pub const MAX_LOG: u64 = 256 << 20;
+
 /// Reads the log at `path` (`what` names the option and where it was given, for messages).
 pub fn read(path: &Path, o: &ReplayOpts, what: &str) -> Result<IoLog> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::Usage(format!(
-            "{what}: cannot read the I/O log {shown}: {}; give fio's I/O log (written with write_iolog)",
-            crate::errno::plain(&e)
-        ))
-    })?;
+    let text = crate::infile::read_text("the --read_iolog file", path, MAX_LOG)
+        .map_err(|e| {
+            Error::Usage(format!(
+                "{what}: {}; give fio's I/O log (a regular file written with write_iolog)",
+                e.about(&format!("the I/O log {shown}"))
+            ))
+        })?
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{what}: the I/O log {shown} is not text: give fio's I/O log (written with write_iolog)"
+            ))
+        })?;
     parse(&text, o)
         .map_err(|(line, why)| Error::Usage(format!("{what}: the I/O log {shown}:{line} {why}")))
 }
@@ -187,7 +196,7 @@ pub fn parse(text: &str, o: &ReplayOpts) -> std::result::Result<IoLog, (usize, S
 pub struct Writer {
     path: PathBuf,
     name: String,
-    f: std::io::BufWriter<std::fs::File>,
+    f: std::io::BufWriter<crate::outfile::Stream>,
     t0: u64,
     error: Option<std::io::Error>,
 }
@@ -242,12 +251,13 @@ impl Writer {
         let r = writeln!(self.f, "{t} {} close", self.name).and_then(|_| self.f.flush());
         self.keep(r);
         match self.error.take() {
+            // Not committed: the new log is removed, an old one is left as it was.
             Some(e) => Err(Error::Io(format!(
                 "cannot write the I/O log {}: {}",
                 self.path.display(),
                 crate::errno::explain(&e, crate::errno::Op::Write)
             ))),
-            None => Ok(()),
+            None => self.f.get_mut().commit(),
         }
     }
 }

@@ -447,7 +447,18 @@ fn check_polled_io(spec: &JobSpec) -> Result<()> {
 /// ([`crate::device::write_hazard`]). Reads are allowed, as fio allows them.
 pub fn check_in_use(spec: &JobSpec) -> Result<()> {
     let writes = spec.rw.modifies();
-    if !writes || spec.extra.allow_mounted_write || !spec.ioengine.has_file() {
+    if !writes || !spec.ioengine.has_file() {
+        return Ok(());
+    }
+    if let Some((what, p)) = crate::infile::input_at(&spec.filename) {
+        return Err(Error::Usage(format!(
+            "--filename={} is {what} {}, which this run reads: writing it (--rw={}) would overwrite it; name another file",
+            crate::error::shown(&spec.filename.display().to_string()),
+            p.display(),
+            spec.rw.name()
+        )));
+    }
+    if spec.extra.allow_mounted_write {
         return Ok(());
     }
     match crate::device::write_hazard(&spec.filename) {
@@ -480,6 +491,9 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
         });
     }
     let path = &spec.filename;
+    if spec.extra.made_up_names {
+        crate::filekind::made_up(path)?;
+    }
     // A FIFO would block the open below, a character device never end: refused first.
     crate::filekind::check_target("--filename", path)?;
     check_polled_io(spec)?;

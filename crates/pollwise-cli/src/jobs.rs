@@ -69,10 +69,13 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             spec.filename.display()
         )));
     }
+    // fio aligns an offset given as a percentage upwards to the smallest block size, so that
+    // a file of any length gives whole-block requests (O_DIRECT needs them).
+    let align = (x.min_bs(spec.bs) as u64).max(1);
     let bytes = |v: Option<SizeOrPercent>| match v {
         None => 0,
         Some(SizeOrPercent::Bytes(b)) => b,
-        Some(SizeOrPercent::Percent(p)) => pct_of(p, full),
+        Some(SizeOrPercent::Percent(p)) => pct_of(p, full).div_ceil(align) * align,
     };
     let offset = bytes(x.offset);
     let increment = bytes(x.offset_increment);

@@ -11,8 +11,9 @@
 //! - A whole file (a report, a chart) is written to a new file beside it (`O_EXCL`), synced and
 //!   renamed over the name: a full disk or a signal leaves the old file, never an empty or
 //!   half-written one ([`write_whole`]).
-//! - A streamed file (a log) is opened with `O_NOFOLLOW` and without `O_TRUNC`, checked by
-//!   inode, then emptied ([`create_stream`]).
+//! - A streamed file (a log) is written the same way, a new file beside the name renamed over
+//!   it when the stream is committed ([`create_stream`]): a full disk leaves the old log, never
+//!   an emptied one.
 //! - A block device is never an output; a FIFO must have a reader when it is opened (opening
 //!   it would block).
 
@@ -103,25 +104,61 @@ fn harmless(m: &Metadata) -> bool {
     (major, minor) == (1, 3) || matches!(major, 4 | 5 | 136..=143)
 }
 
-/// The target `m` (or the resolved `path`) is, if any.
-fn target_of(path: &Path, m: Option<&Metadata>) -> Option<PathBuf> {
+/// The target `m` (or the resolved `path`) is, if any, or else the input of this run it is
+/// (a job file, a replayed log, a platform file, a report to plot: see [`crate::infile`]), in
+/// words: `the job's target T`, `the job file J, which this run reads`.
+fn target_of(path: &Path, m: Option<&Metadata>) -> Option<String> {
     let resolved = resolve(path);
     let id = m.map(|m| (m.dev(), m.ino()));
     // An inode is only the target's while the target still has it: a removed target's inode
     // number is given to the next new file.
     let still = |t: &Protected| std::fs::metadata(&t.path).ok().map(|m| (m.dev(), m.ino())) == t.id;
-    targets()
+    let target = targets()
         .iter()
         .find(|t| t.path == resolved || (id.is_some() && t.id == id && still(t)))
-        .map(|t| t.path.clone())
+        .map(|t| format!("the job's target {}", show(&t.path)));
+    target.or_else(|| {
+        crate::infile::input_of(&resolved, id)
+            .map(|(what, p)| format!("{what} {}, which this run reads", show(&p)))
+    })
 }
 
-fn is_target_error(what: &str, path: &Path, target: &Path) -> Error {
+fn is_target_error(what: &str, path: &Path, target: &str) -> Error {
     Error::Usage(format!(
-        "{} is the job's target {}: writing it would overwrite the data; name another file",
+        "{} is {target}: writing it would overwrite that data; name another file",
         named(what, path),
-        show(target)
     ))
+}
+
+/// The caller's own descriptor `path` names (`/dev/stdout`, `/dev/stderr`, `/dev/fd/1`,
+/// `/proc/self/fd/2`): 1 or 2. These links are the system's, not planted; what they lead to
+/// (a terminal, a pipe, a file the shell opened) is written in place, through the descriptor
+/// itself, so a `>>` append or a pipe works as it does for fio.
+fn caller_fd(path: &Path) -> Option<i32> {
+    match path.to_str()? {
+        "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1" => Some(1),
+        "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2" => Some(2),
+        _ => None,
+    }
+}
+
+/// A new descriptor for the caller's descriptor `fd` (1 or 2), as a file.
+fn dup_caller(what: &str, path: &Path, fd: i32) -> Result<File> {
+    use std::os::fd::AsFd as _;
+    let owned = if fd == 1 {
+        std::io::stdout().as_fd().try_clone_to_owned()
+    } else {
+        std::io::stderr().as_fd().try_clone_to_owned()
+    };
+    owned
+        .map(File::from)
+        .map_err(|e| open_error(what, path, &e))
+}
+
+/// Whether an output at `path` is written in place rather than replaced whole: the caller's
+/// descriptor, a pipe, a terminal, `/dev/null`.
+pub fn in_place(path: &Path) -> bool {
+    caller_fd(path).is_some() || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 /// What `path` is now, before it is opened: checks the rules that do not need the open file.
@@ -135,6 +172,14 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
             "{} names a directory: name a file in it",
             named(what, path)
         )));
+    }
+    if caller_fd(path).is_some() {
+        // Not a planted link; what it leads to may still be a target or an input.
+        let m = std::fs::metadata(path).map_err(|e| open_error(what, path, &e))?;
+        if let Some(t) = target_of(path, Some(&m)) {
+            return Err(is_target_error(what, path, &t));
+        }
+        return Ok(Some(m));
     }
     let lm = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -187,6 +232,17 @@ fn check_before_open(what: &str, path: &Path) -> Result<Option<Metadata>> {
     if ft.is_block_device() {
         return Err(Error::Usage(format!(
             "{} is a block device: pollwise writes reports and logs to files; name a file",
+            named(what, path)
+        )));
+    }
+    // A mounted filesystem's image, by any name (known by device and inode).
+    if let Some(why) = ft
+        .is_file()
+        .then(|| crate::device::write_hazard(path))
+        .flatten()
+    {
+        return Err(Error::Usage(format!(
+            "{} {why}: replacing it would lose that data; name another file",
             named(what, path)
         )));
     }
@@ -264,10 +320,15 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
             .iter()
             .find(|(t, tid)| *t == r || (id.is_some() && *tid == id))
         {
-            return Err(is_target_error(what, path, t));
+            return Err(is_target_error(
+                what,
+                path,
+                &format!("the job's target {}", show(t)),
+            ));
         }
         let m = check_before_open(what, path)?;
-        let special = m.as_ref().is_some_and(|m| !m.file_type().is_file());
+        let special =
+            caller_fd(path).is_some() || m.as_ref().is_some_and(|m| !m.file_type().is_file());
         if !special {
             if let Some((w, p)) = seen.get(&r) {
                 return Err(Error::Usage(format!(
@@ -282,36 +343,119 @@ pub fn check_outputs(outputs: &[(String, PathBuf)], targets: &[PathBuf]) -> Resu
     Ok(())
 }
 
-/// Opens a file to stream into (a log): created if missing (mode 0666 less the umask), emptied
-/// if it exists, never through a symbolic link that stores something, never a target.
-pub fn create_stream(what: &str, path: &Path) -> Result<File> {
+/// Opens a file to stream into (a log): never through a symbolic link that stores something,
+/// never a target or an input. A regular file is written as a new file beside the name and
+/// renamed over it by [`Stream::commit`], so a full disk or a failed run leaves the old file as
+/// it was, never an emptied or half-written one; a pipe, a terminal or `/dev/null` is written in
+/// place.
+pub fn create_stream(what: &str, path: &Path) -> Result<Stream> {
     let m = check_before_open(what, path)?;
+    if let Some(fd) = caller_fd(path) {
+        return Ok(Stream {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            to: To::InPlace(dup_caller(what, path, fd)?),
+        });
+    }
     if let Some(m) = m.as_ref().filter(|m| !m.file_type().is_file()) {
-        // A harmless link or a pipe, terminal, /dev/null named directly: nothing to empty.
-        return open_special(what, path, m);
+        // A harmless link or a pipe, terminal, /dev/null named directly: nothing to replace.
+        return Ok(Stream {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            to: To::InPlace(open_special(what, path, m)?),
+        });
     }
-    // O_NONBLOCK: had the name become a FIFO since the check, the open must not block (a FIFO
-    // is then refused below); it changes nothing for a regular file.
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| open_error(what, path, &e))?;
-    let m = f.metadata().map_err(|e| open_error(what, path, &e))?;
-    if !m.file_type().is_file() {
-        // Replaced between the check and the open by something that is not a plain file.
-        return Err(Error::Usage(format!(
-            "{} is not a regular file: name a file",
-            named(what, path)
-        )));
+    let mode = m.as_ref().map(|m| m.mode() & 0o777);
+    let tmp =
+        NewFile::beside(path, mode.unwrap_or(0o666)).map_err(|e| open_error(what, path, &e))?;
+    Ok(Stream {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        to: To::Beside(tmp, mode),
+    })
+}
+
+/// A file being streamed (see [`create_stream`]).
+#[derive(Debug)]
+pub struct Stream {
+    what: String,
+    path: PathBuf,
+    to: To,
+}
+
+#[derive(Debug)]
+enum To {
+    /// A pipe, a terminal or `/dev/null`.
+    InPlace(File),
+    /// A new file beside the name, and the mode of the file it replaces, if any.
+    Beside(NewFile, Option<u32>),
+}
+
+impl Stream {
+    fn shared(&self) -> &File {
+        match &self.to {
+            To::InPlace(f) => f,
+            To::Beside(t, _) => &t.file,
+        }
     }
-    if let Some(t) = target_of(path, Some(&m)) {
-        return Err(is_target_error(what, path, &t));
+
+    fn file(&mut self) -> &mut File {
+        match &mut self.to {
+            To::InPlace(f) => f,
+            To::Beside(t, _) => &mut t.file,
+        }
     }
-    f.set_len(0).map_err(|e| open_error(what, path, &e))?;
-    Ok(f)
+
+    /// Puts what was written in place: synced and renamed over the name (once; a second call
+    /// does nothing). Not called, the stream's new file is removed when it is dropped.
+    pub fn commit(&mut self) -> Result<()> {
+        let (what, path) = (&self.what, &self.path);
+        let To::Beside(tmp, mode) = &mut self.to else {
+            return Ok(());
+        };
+        if tmp.keep {
+            return Ok(());
+        }
+        tmp.file
+            .sync_all()
+            .and_then(|_| match mode {
+                // The mode asked for was cut by the umask; a replaced file keeps its own.
+                Some(m) => tmp
+                    .file
+                    .set_permissions(std::fs::Permissions::from_mode(*m)),
+                None => Ok(()),
+            })
+            .map_err(|e| open_error(what, path, &e))?;
+        // The name may have become a target or an input meanwhile: checked once more.
+        if let Some(t) = target_of(path, std::fs::symlink_metadata(path).ok().as_ref()) {
+            return Err(is_target_error(what, path, &t));
+        }
+        std::fs::rename(&tmp.path, path).map_err(|e| open_error(what, path, &e))?;
+        tmp.keep = true;
+        Ok(())
+    }
+}
+
+impl std::io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file().flush()
+    }
+}
+
+/// Written through a shared reference, as a `&File` is (a report goes on after the interim
+/// ones through the same open file).
+impl std::io::Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.shared().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.shared().flush()
+    }
 }
 
 /// Writes `bytes` as the whole of `path`: to a new file beside it (`O_EXCL | O_NOFOLLOW`, the old file's
@@ -320,9 +464,15 @@ pub fn create_stream(what: &str, path: &Path) -> Result<File> {
 /// written in place.
 pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
     let m = check_before_open(what, path)?;
-    if let Some(m) = m.as_ref().filter(|m| !m.file_type().is_file()) {
-        // A pipe or a terminal: written in place, nothing to sync.
-        let mut f = open_special(what, path, m)?;
+    let in_place = match caller_fd(path) {
+        Some(fd) => Some(dup_caller(what, path, fd)?),
+        None => match m.as_ref().filter(|m| !m.file_type().is_file()) {
+            Some(m) => Some(open_special(what, path, m)?),
+            None => None,
+        },
+    };
+    if let Some(mut f) = in_place {
+        // The caller's descriptor, a pipe or a terminal: written in place, nothing to sync.
         return f
             .write_all(bytes)
             .and_then(|_| f.flush())
@@ -353,6 +503,7 @@ pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// A new file beside an output (`.NAME.PID.N.tmp`, created with `O_EXCL | O_NOFOLLOW`),
 /// removed on drop unless kept.
+#[derive(Debug)]
 struct NewFile {
     path: PathBuf,
     file: File,
@@ -437,7 +588,8 @@ mod tests {
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         let e = create_stream("--write_lat_log", &link)
-            .unwrap_err()
+            .err()
+            .unwrap()
             .to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
@@ -458,7 +610,10 @@ mod tests {
         for p in [&t, &hard] {
             let e = write_whole("--output", p, b"x").unwrap_err().to_string();
             assert!(e.contains("target"), "{e}");
-            let e = create_stream("--write_bw_log", p).unwrap_err().to_string();
+            let e = create_stream("--write_bw_log", p)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains("target"), "{e}");
         }
         assert_eq!(std::fs::read_to_string(&t).unwrap(), "data");

@@ -48,6 +48,9 @@ fn bad(origin: &str, field: &str, why: String) -> Error {
     Error::Usage(format!("--platform={origin}: field '{field}' {why}"))
 }
 
+/// The largest platform file read: a platform is a few dozen fields.
+pub const MAX_PLATFORM_FILE: u64 = 1 << 20;
+
 /// The platform `arg` names: a preset, or a JSON file.
 pub fn load(arg: &str) -> Result<Platform> {
     if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == arg) {
@@ -61,12 +64,15 @@ pub fn load(arg: &str) -> Result<Platform> {
             names.join(", ")
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::Usage(format!(
-            "--platform={arg}: cannot read the file: {}",
-            crate::errno::plain(&e)
-        ))
-    })?;
+    let text = crate::infile::read_text("the --platform file", path, MAX_PLATFORM_FILE)
+        .map_err(|e| {
+            Error::Usage(format!(
+                "--platform={arg} {e}; name a preset or a platform .json file (`pollwise calibrate --output-format=json` makes one)"
+            ))
+        })?
+        .ok_or_else(|| {
+            Error::Usage(format!("--platform={arg}: not JSON text: name a platform .json file"))
+        })?;
     parse(arg, &text)
 }
 

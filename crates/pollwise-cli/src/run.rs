@@ -203,16 +203,13 @@ struct Interim {
     output: Option<PathBuf>,
     special: bool,
     written: std::sync::Mutex<String>,
-    stream: std::sync::Mutex<Option<std::fs::File>>,
+    stream: std::sync::Mutex<Option<crate::outfile::Stream>>,
     failed: std::sync::Mutex<Option<Error>>,
 }
 
 impl Interim {
     fn new(output: Option<PathBuf>) -> Interim {
-        let special = output
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .is_some_and(|m| !m.is_file());
+        let special = output.as_ref().is_some_and(|p| crate::outfile::in_place(p));
         Interim {
             output,
             special,

@@ -14,6 +14,11 @@
 //! SIGUSR1 (fio's status dump) asks the running `run` for its interim report, the one
 //! `--status-interval` prints ([`set_status_hook`]); where there is none, a line says so.
 //!
+//! While `pollwise exec` runs a program ([`forward`]), every one of these signals is passed on to
+//! the program at once instead, and exec waits for it to end: pollwise never exits leaving it
+//! running. A signal the kernel sent (a terminal's Ctrl-C or hangup) reached the program's
+//! process group, the program included, already, and is not sent twice.
+//!
 //! The handler itself only writes to a pipe (signal-hook's iterator); a watcher thread does the
 //! rest, so nothing async-signal-unsafe runs in the handler.
 
@@ -23,7 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGTERM, SIGUSR1};
-use signal_hook::iterator::Signals;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::low_level::siginfo::Cause;
 
 static FIRST: AtomicI32 = AtomicI32::new(0);
 static GRACEFUL: AtomicBool = AtomicBool::new(false);
@@ -44,16 +51,83 @@ static STATUS: Mutex<Option<StatusHook>> = Mutex::new(None);
 pub fn install() -> std::io::Result<()> {
     let mut all = STOP_SIGNALS.to_vec();
     all.push(SIGUSR1);
-    let mut signals = Signals::new(all)?;
+    let mut signals = SignalsInfo::<WithOrigin>::new(all)?;
     std::thread::Builder::new()
         .name("pollwise-signals".into())
         .stack_size(256 << 10)
         .spawn(move || {
-            for sig in signals.forever() {
-                on_signal(sig);
+            for info in signals.forever() {
+                if !forwarded(info.signal, info.cause == Cause::Kernel) {
+                    on_signal(info.signal);
+                }
             }
         })?;
     Ok(())
+}
+
+/// Where signals go instead (see [`forward`]): 0 nowhere, -1 a program being started (they
+/// are kept until it has a pid), else the program's pid. Read and set with [`KEPT`] locked.
+static FORWARD: AtomicI32 = AtomicI32::new(0);
+
+/// Signals that came while the program was being started.
+static KEPT: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn kept() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    // A panic while holding the lock leaves a list that is still valid.
+    KEPT.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Passes `sig` on to the program signals are forwarded to, if there is one: whether it was
+/// taken (then this process does nothing more with it).
+fn forwarded(sig: i32, by_kernel: bool) -> bool {
+    let mut kept = kept();
+    match FORWARD.load(Ordering::SeqCst) {
+        0 => false,
+        -1 => {
+            if !by_kernel {
+                kept.push(sig);
+            }
+            true
+        }
+        pid => {
+            if !by_kernel {
+                let _ = crate::procsignal::send(pid as u32, sig);
+            }
+            true
+        }
+    }
+}
+
+/// From now until the guard drops, every signal pollwise watches is passed on to a program
+/// instead of acting here; until [`Forward::to`] names the program, they are kept for it.
+pub fn forward() -> Forward {
+    let mut k = kept();
+    k.clear();
+    FORWARD.store(-1, Ordering::SeqCst);
+    Forward
+}
+
+/// See [`forward`].
+pub struct Forward;
+
+impl Forward {
+    /// The program is `pid`: the signals kept so far are sent to it now, the later ones as
+    /// they come.
+    pub fn to(&self, pid: u32) {
+        let mut k = kept();
+        FORWARD.store(pid as i32, Ordering::SeqCst);
+        for sig in k.drain(..) {
+            let _ = crate::procsignal::send(pid, sig);
+        }
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        let mut k = kept();
+        FORWARD.store(0, Ordering::SeqCst);
+        k.clear();
+    }
 }
 
 /// Whether the running command stops its jobs on the first signal (and prints what it has)

@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 /// The CLI's floors, lowest first; modules on one floor do not use each other.
 const FLOORS: &[&[&str]] = &[
+    &["loopdev", "procsignal"],
     &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
     &["error"],
+    &["infile"],
     &["exec", "filekind", "fill", "limits", "outfile", "platform"],
     &["iolog", "vstate"],
     &["extras"],

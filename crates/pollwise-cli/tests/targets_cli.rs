@@ -82,6 +82,17 @@ impl Drop for Loop {
     }
 }
 
+/// A mount undone on drop (if still there).
+struct Unmount(Option<PathBuf>);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = Command::new("umount").arg(&p).status();
+        }
+    }
+}
+
 /// A run that must be refused before it writes: exit 2, one line naming `needles`.
 fn refused(args: &[&str], needles: &[&str]) {
     let (code, _out, err) = pollwise(args);
@@ -144,6 +155,59 @@ fn a_mounted_device_is_not_written_but_may_be_read() {
         "--allow_mounted_write=1",
     ]);
     assert_eq!(code, 0, "{err}");
+}
+
+/// A mounted image is known by device and inode, not by the path it was set up with: a hard
+/// link to it, a bind mount of it and a name left after the first was removed are all refused.
+#[test]
+fn a_mounted_image_is_not_written_under_another_name() {
+    let Some(mut lo) = Loop::ext4() else {
+        return;
+    };
+    lo.mount();
+    let dir = lo._dir.path().to_path_buf();
+    let hard = dir.join("img.hard");
+    std::fs::hard_link(&lo.img, &hard).unwrap();
+    let bound = dir.join("img.bound");
+    std::fs::write(&bound, b"").unwrap();
+    sh(
+        "mount",
+        &["--bind", lo.img.to_str().unwrap(), bound.to_str().unwrap()],
+    );
+    let unbind = Unmount(Some(bound.clone()));
+    let fix = "--allow_mounted_write=1";
+    let write = |p: &Path| {
+        refused(
+            &[
+                "run",
+                &arg("filename", p),
+                "--rw=write",
+                "--direct=0",
+                "--size=1M",
+                "--runtime=0.3",
+            ],
+            &["backs the loop device", "mounted at", fix],
+        )
+    };
+    write(&hard);
+    write(&bound);
+    // Nor is a report written over it (renamed over the name, the image would be lost).
+    refused(
+        &[
+            "run",
+            &arg("filename", &dir.join("data")),
+            "--rw=write",
+            "--size=64k",
+            &arg("output", &hard),
+        ],
+        &["backs the loop device", "mounted at"],
+    );
+    drop(unbind);
+    // The name the device was set up with, removed: the hard link is what is left of it.
+    std::fs::remove_file(&lo.img).unwrap();
+    write(&hard);
+    lo.umount();
+    sh("fsck.ext4", &["-n", "-f", &lo.dev]);
 }
 
 #[test]
@@ -456,4 +520,53 @@ fn batch_is_named_as_batch() {
         "--batch=100000",
     ]);
     assert!(!err.contains("--iodepth"), "{err}");
+}
+
+/// `--output=/dev/stdout` (and `/dev/stderr`, `/dev/fd/1`) is the caller's own descriptor, not
+/// a planted link: written in place wherever the shell pointed it, a file opened for appending
+/// included; still never the target.
+#[test]
+fn dev_stdout_is_the_callers_own_output() {
+    let (d, data, _bytes) = data_dir();
+    let f = arg("filename", &data);
+    let out = d.path().join("out.txt");
+    std::fs::write(&out, "kept\n").unwrap();
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let append = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+            .args([
+                "run",
+                &f,
+                "--rw=randread",
+                "--runtime=0.2",
+                "--output-format=terse",
+                &format!("--output={name}"),
+            ])
+            .stdout(append)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {err}");
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("kept\n"), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+    // Pointed at the target, it is refused.
+    let o = Command::new(env!("CARGO_BIN_EXE_pollwise"))
+        .args([
+            "run",
+            &f,
+            "--rw=randread",
+            "--runtime=0.2",
+            "--output=/dev/stderr",
+        ])
+        .stderr(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&data)
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -975,6 +975,7 @@ impl Opts {
                 None => std::path::PathBuf::from(name),
             }
         };
+        s.extra.made_up_names = true;
         let nrfiles = nrfiles.unwrap_or(1).max(1);
         if nrfiles > 1 {
             if s.numjobs > 1 {

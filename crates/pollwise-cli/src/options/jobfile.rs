@@ -95,39 +95,23 @@ fn setting(line: &str, at: Origin) -> Result<Setting> {
 pub const MAX_JOB_FILE: u64 = 1 << 20;
 
 fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
-    use std::io::Read as _;
     let by = from
         .map(|o| format!(" (included at {o})"))
         .unwrap_or_default();
-    let cannot = |e: &dyn std::fmt::Display| {
-        usage(format!("cannot read job file {}{by}: {e}", path.display()))
-    };
-    // A device or a FIFO (`/dev/zero`, `/dev/stdin`) never ends or blocks: only regular files.
-    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
-    if !meta.is_file() {
-        return Err(usage(format!(
-            "job file {}{by} is not a regular file: name a file holding the job's options",
-            path.display()
-        )));
-    }
-    let mut bytes = Vec::new();
-    // Non-blocking, so a FIFO put in its place since cannot hang the open.
-    let f = crate::filekind::open_target(std::fs::File::options().read(true), 0, "job file", path)
-        .map_err(|e| match e {
-            crate::filekind::OpenError::Open(e) => cannot(&e),
-            crate::filekind::OpenError::Kind(e) => e,
-        })?;
-    f.take(MAX_JOB_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| cannot(&e))?;
-    if bytes.len() as u64 > MAX_JOB_FILE {
-        return Err(usage(format!(
-            "job file {}{by} is larger than {} MiB: a job file holds a few lines of options",
-            path.display(),
-            MAX_JOB_FILE >> 20
-        )));
-    }
-    String::from_utf8(bytes).map_err(|_| {
+    // A device or a FIFO (`/dev/zero`, `/dev/stdin`) never ends or blocks: only regular files,
+    // under a cap (see `infile`).
+    let text = crate::infile::read_text("the job file", path, MAX_JOB_FILE).map_err(|e| {
+        let fix = match e {
+            crate::infile::Refused::Io(_) => "check the path",
+            crate::infile::Refused::NotAFile(_) => "name a file holding the job's options",
+            crate::infile::Refused::Larger(_) => "a job file holds a few lines of options",
+        };
+        usage(format!(
+            "{}; {fix}",
+            e.about(&format!("job file {}{by}", path.display()))
+        ))
+    })?;
+    text.ok_or_else(|| {
         usage(format!(
             "job file {}{by} is not UTF-8 text: a job file holds lines of key=value",
             path.display()

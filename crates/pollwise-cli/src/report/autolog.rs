@@ -17,7 +17,6 @@
 //! The engine's tick hook calls [`AutoLog::tick`] every 500 ms (fio's `avg_msec`), so a line is
 //! written at the first tick at least a second after the previous line.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -69,7 +68,7 @@ pub fn path(name: &str, spec: &LogSpec, thread: u32) -> PathBuf {
 /// A job thread's auto log.
 pub struct AutoLog {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<crate::outfile::Stream>,
     t0: u64,
     last_ns: u64,
     seen: Seen,
@@ -115,7 +114,11 @@ impl AutoLog {
         if let Err(e) = self.out.flush() {
             self.error.get_or_insert(write_error(&self.path, &e));
         }
-        self.error.take().map_or(Ok(()), Err)
+        // Not committed on an error: the new log is removed, an old one is left as it was.
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.get_mut().commit(),
+        }
     }
 
     fn line(&mut self, now_ns: u64, engine: &Engine) {

@@ -26,7 +26,7 @@
 //! pollwise attributes an I/O to the window in which it completed, slat included (fio puts a
 //! slat in the window of its submission).
 
-use std::fs::File;
+use crate::outfile::Stream;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -66,7 +66,7 @@ struct Window {
 /// One job thread's logs: opened before the run, fed by the engine's completion hook, written
 /// out in chunks and at [`ThreadLog::finish`].
 pub struct ThreadLog {
-    files: [Option<(PathBuf, BufWriter<File>)>; 5],
+    files: [Option<(PathBuf, BufWriter<Stream>)>; 5],
     avg_ns: u64,
     offset: bool,
     /// `log_prio`.
@@ -85,7 +85,7 @@ impl ThreadLog {
     /// Creates (truncating, as fio) thread `thread`'s log files for `spec`; `dirs` says whether
     /// the job reads, writes and trims.
     pub fn open(spec: &LogSpec, thread: u32, dirs: [bool; 3]) -> Result<ThreadLog> {
-        let mut files: [Option<(PathBuf, BufWriter<File>)>; 5] = Default::default();
+        let mut files: [Option<(PathBuf, BufWriter<Stream>)>; 5] = Default::default();
         for (k, path) in spec.paths(thread) {
             let f = crate::outfile::create_stream(k.what(), &path)?;
             files[k.index()] = Some((path, BufWriter::with_capacity(1 << 16, f)));
@@ -182,10 +182,14 @@ impl ThreadLog {
                 self.error.get_or_insert(msg);
             }
         }
-        match self.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
+        if let Some(e) = self.error.take() {
+            // Not committed: the new logs are removed, old ones are left as they were.
+            return Err(e);
         }
+        for (_, f) in self.files.iter_mut().flatten() {
+            f.get_mut().commit()?;
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -61,7 +61,7 @@ pub struct RunExtras {
     /// `--output` when it is a pipe or a terminal the interim reports were streamed to: the
     /// report goes on after them, through the same open file (a FIFO's reader would see the
     /// end of its input were it closed).
-    pub stream: Option<std::fs::File>,
+    pub stream: Option<crate::outfile::Stream>,
 }
 
 /// fio's `--output-format`.

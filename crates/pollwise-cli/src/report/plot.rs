@@ -144,15 +144,15 @@ impl Report {
     }
 }
 
+/// The largest report read: a long run's samples make a few MiB.
+pub const MAX_REPORT: u64 = 64 << 20;
+
 /// Reads the report at `path` and draws its charts into `dir` (created if missing).
 pub fn plot_file(path: &Path, dir: &Path) -> Result<Written> {
     let what = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::Usage(format!(
-            "cannot read {what}: {}; {REPORT_FIX}",
-            crate::errno::plain(&e)
-        ))
-    })?;
+    let text = crate::infile::read_text("the report to plot", path, MAX_REPORT)
+        .map_err(|e| Error::Usage(format!("{}; {REPORT_FIX}", e.about(&what.to_string()))))?
+        .ok_or_else(|| Error::Usage(format!("{what} is not text; {REPORT_FIX}")))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| Error::Usage(format!("{what} is not JSON ({e}); {REPORT_FIX}")))?;
     let data = Report::from_json(&v)
