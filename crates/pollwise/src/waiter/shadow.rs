@@ -266,8 +266,17 @@ impl Shadow {
         let min = u32::try_from(min).unwrap_or(u32::MAX);
         let need = self.unconsumed(ring).saturating_add(min);
         let (to_submit, wake) = self.to_submit(ring);
-        let fresh =
-            |s: &Shadow, ring: &RawRing| ring.cq_tail().wrapping_sub(s.seen_cq.get()) >= min;
+        // CQEs posted past those seen and those the caller consumed (unseen ones too): the
+        // kernel counts from the head.
+        let fresh = |s: &Shadow, ring: &RawRing| {
+            let (seen, head) = (s.seen_cq.get(), ring.cq_head());
+            let from = if head.wrapping_sub(seen) <= u32::MAX / 2 {
+                head
+            } else {
+                seen
+            };
+            ring.cq_tail().wrapping_sub(from) >= min
+        };
         let timed_out = |is_deadline: bool| {
             if is_deadline {
                 Err(etime())
