@@ -11,11 +11,18 @@
 //! the same return values (`-ETIME` only when no CQE came in time, `-EINTR`, the count of SQEs
 //! submitted), the same `*cqe_ptr` (the first CQE, left on the ring).
 //!
+//! Each call replays liburing's own loop with the waiter's wait as each `io_uring_enter`, so the
+//! counts, errors and SQ state are liburing's (a short submit stops where the kernel stopped).
+//! It interposes `sigaction` and `signal` too, wrapping each handler the program installs so
+//! that a delivery ends a spinning wait with `-EINTR`, as it ends liburing's blocking enter. A
+//! forked child starts with fresh state: no lock is held across `fork`.
+//!
 //! It falls back to liburing's own function (`dlsym(RTLD_NEXT)`) for anything it cannot do
 //! exactly: a signal mask given (the wait would have to swap it atomically), a ring with setup
 //! flags it does not know or without `IORING_FEAT_EXT_ARG`, a peek (nothing to decide), a ring
 //! another thread is waiting on, an unknown mode. `io_uring_get_events` is only counted, and
 //! `io_uring_queue_exit` forgets the ring's waiter before liburing tears the ring down.
+//! docs/library.md has a table: each function, what liburing does, what each mode does.
 //!
 //! At exit it appends one JSON line to the file `POLLWISE_SUMMARY` names (if set): the mode,
 //! calls per function, waits taken over, spins, sleeps, blocks, time in each mode, the
