@@ -57,6 +57,18 @@
 // load (kept for comparison).
 #define POLLWISE_MODE_DPAS 6
 
+// The least hybrid fraction: a sleep of less than a thousandth of the prediction is no sleep.
+#define POLLWISE_HYBRID_FRACTION_MIN 0.001
+
+// The largest auto latency slack: 10 (a median eleven times polling's).
+#define POLLWISE_AUTO_LATENCY_SLACK_MAX 10.0
+
+// The least adaptive window: 1 µs.
+#define POLLWISE_ADAPTIVE_MAX_NS_MIN 1000
+
+// The largest adaptive window: 1 s.
+#define POLLWISE_ADAPTIVE_MAX_NS_MAX 1000000000
+
 // A waiter: policy state only. Opaque; made by `pollwise_waiter_new*`, freed by
 // `pollwise_waiter_free`.
 typedef struct pollwise_waiter pollwise_waiter;
@@ -165,8 +177,17 @@ struct pollwise_waiter *pollwise_waiter_new(uint32_t mode);
 // `name` is null or a NUL-terminated string.
 struct pollwise_waiter *pollwise_waiter_new_named(const char *name);
 
+// Why `pollwise_waiter_new_with` would refuse `options`: one line naming the option and its
+// range (a static string), or NULL when every option is in range. A null `options` is refused.
+//
+// # Safety
+//
+// `options` is null or points to a `pollwise_options`.
+const char *pollwise_options_error(const struct pollwise_options *options);
+
 // A waiter with `options`; NULL for a null pointer, an unknown mode or an option out of
-// range (a hybrid fraction outside (0, 1], a negative slack).
+// range (`pollwise_options_error` says which): a hybrid fraction outside [0.001, 1], an auto
+// latency slack outside [0, 10], an adaptive window outside [1 µs, 1 s].
 //
 // # Safety
 //
@@ -193,24 +214,33 @@ const char *pollwise_mode_name(const struct pollwise_waiter *w);
 //
 // # Safety
 //
-// `w` is a live waiter used by no other thread.
+// `w` is a live waiter (a note for a waiter another thread is using is dropped).
 void pollwise_note_submit(struct pollwise_waiter *w, uint64_t user_data, int is_write, uint32_t len);
+
+// Counts a signal delivered to the calling thread, so that a spinning wait on it ends with
+// `-EINTR` as a blocking one does. Async-signal-safe: call it first thing in each signal
+// handler whose signal should end a wait (the preload library does this for every handler).
+void pollwise_note_signal(void);
 
 // Waits until at least `wait_nr` CQEs are ready on `ring` (submitting first what the caller
 // published when `submit` is nonzero; the caller has already made its SQ tail visible), or
 // until `timeout_ns` nanoseconds pass (a negative `timeout_ns`: no limit). Returns how many
 // CQEs are ready, or a negated errno: `-ETIME`, `-EINTR`, `-EINVAL` (bad arguments, a ring
-// with setup flags this library does not know), or the kernel's. `wait_nr` 0 never blocks.
+// with setup flags this library does not know), `-EBUSY` (another thread is using the
+// waiter), or the kernel's. As the kernel's enter, a signal or the timeout ends the wait with
+// the count ready when the CQ holds CQEs (fewer than `wait_nr`), and a submission the kernel
+// stopped short (an SQE that failed at submission) returns at once. `wait_nr` 0 never blocks.
 // The CQEs stay on the ring for the caller to consume.
 //
 // # Safety
 //
-// `w` is a live waiter used by no other thread; `ring` points to a `pollwise_ring` whose
-// pointers point into a mapped ring that stays mapped during the call, and whose CQ no other
-// thread consumes during the call.
+// `w` is a live waiter; `ring` points to a `pollwise_ring` whose pointers point into a mapped
+// ring that stays mapped during the call, and whose CQ no other thread consumes during the
+// call.
 int pollwise_wait_ring(struct pollwise_waiter *w, const struct pollwise_ring *ring, unsigned int wait_nr, int64_t timeout_ns, int submit);
 
-// Copies what the waiter did into `out`. Returns 0, or `-EINVAL` for a null pointer.
+// Copies what the waiter did into `out`. Returns 0, `-EINVAL` for a null pointer, or `-EBUSY`
+// while another thread is inside a call on the waiter.
 //
 // # Safety
 //

@@ -8,13 +8,15 @@
 //! Ownership: a `pollwise_waiter` belongs to its caller from `pollwise_waiter_new*` until
 //! `pollwise_waiter_free`; the ring stays the caller's, and a waiter never consumes a CQE,
 //! changes a `user_data` or touches a buffer. Threads: a waiter is used by one thread at a
-//! time (it may move between threads between calls); the ring must not have its CQ consumed by
-//! another thread during a wait on it. Errors are negated errnos, as liburing's: `-ETIME` when
-//! a timeout passed, `-EINTR` when a signal ended a blocking wait, `-EINVAL` for bad arguments.
+//! time (it may move between threads between calls; a second thread gets `-EBUSY`); the ring
+//! must not have its CQ consumed by another thread during a wait on it. Errors are negated
+//! errnos, as liburing's: `-ETIME` when a timeout passed, `-EINTR` when a signal ended the wait
+//! (spins learn of it from `pollwise_note_signal`), `-EINVAL` for bad arguments.
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, c_uint, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
@@ -56,6 +58,8 @@ const MODES: [(u32, Mode, &CStr); 7] = [
 pub struct pollwise_waiter {
     w: Waiter,
     name: &'static CStr,
+    /// A thread is inside a call that uses the waiter: another gets `-EBUSY`.
+    busy: AtomicBool,
 }
 
 /// What a waiter needs of a ring, filled by `pollwise_ring_of` from a liburing
@@ -202,6 +206,7 @@ fn new_waiter(c: &PolicyConfig) -> *mut pollwise_waiter {
         Box::into_raw(Box::new(pollwise_waiter {
             w: Waiter::new(c),
             name: name_of(c.mode),
+            busy: AtomicBool::new(false),
         }))
     })
     .unwrap_or(std::ptr::null_mut())
@@ -236,8 +241,50 @@ pub unsafe extern "C" fn pollwise_waiter_new_named(name: *const c_char) -> *mut 
     }
 }
 
+/// The least hybrid fraction: a sleep of less than a thousandth of the prediction is no sleep.
+pub const POLLWISE_HYBRID_FRACTION_MIN: f64 = 0.001;
+/// The largest auto latency slack: 10 (a median eleven times polling's).
+pub const POLLWISE_AUTO_LATENCY_SLACK_MAX: f64 = 10.0;
+/// The least adaptive window: 1 µs.
+pub const POLLWISE_ADAPTIVE_MAX_NS_MIN: u64 = 1_000;
+/// The largest adaptive window: 1 s.
+pub const POLLWISE_ADAPTIVE_MAX_NS_MAX: u64 = 1_000_000_000;
+
+/// What is wrong with `o`, in one line, or `None`.
+fn options_error(o: &pollwise_options) -> Option<&'static CStr> {
+    if mode_of(o.mode).is_none() {
+        return Some(c"mode: not a POLLWISE_MODE_* value");
+    }
+    if !(o.hybrid_fraction >= POLLWISE_HYBRID_FRACTION_MIN && o.hybrid_fraction <= 1.0) {
+        return Some(c"hybrid_fraction: out of range, give a fraction in [0.001, 1]");
+    }
+    if !(o.auto_latency_slack >= 0.0 && o.auto_latency_slack <= POLLWISE_AUTO_LATENCY_SLACK_MAX) {
+        return Some(c"auto_latency_slack: out of range, give a fraction in [0, 10]");
+    }
+    if !(POLLWISE_ADAPTIVE_MAX_NS_MIN..=POLLWISE_ADAPTIVE_MAX_NS_MAX).contains(&o.adaptive_max_ns) {
+        return Some(c"adaptive_max_ns: out of range, give nanoseconds in [1000, 1000000000]");
+    }
+    None
+}
+
+/// Why `pollwise_waiter_new_with` would refuse `options`: one line naming the option and its
+/// range (a static string), or NULL when every option is in range. A null `options` is refused.
+///
+/// # Safety
+///
+/// `options` is null or points to a `pollwise_options`.
+#[no_mangle]
+pub unsafe extern "C" fn pollwise_options_error(options: *const pollwise_options) -> *const c_char {
+    // SAFETY: the caller passes null or a valid pollwise_options.
+    match unsafe { options.as_ref() } {
+        None => c"options: a null pointer".as_ptr(),
+        Some(o) => options_error(o).map_or(std::ptr::null(), CStr::as_ptr),
+    }
+}
+
 /// A waiter with `options`; NULL for a null pointer, an unknown mode or an option out of
-/// range (a hybrid fraction outside (0, 1], a negative slack).
+/// range (`pollwise_options_error` says which): a hybrid fraction outside [0.001, 1], an auto
+/// latency slack outside [0, 10], an adaptive window outside [1 µs, 1 s].
 ///
 /// # Safety
 ///
@@ -250,13 +297,12 @@ pub unsafe extern "C" fn pollwise_waiter_new_with(
     let Some(o) = (unsafe { options.as_ref() }) else {
         return std::ptr::null_mut();
     };
+    if options_error(o).is_some() {
+        return std::ptr::null_mut();
+    }
     let Some(mode) = mode_of(o.mode) else {
         return std::ptr::null_mut();
     };
-    let frac_ok = o.hybrid_fraction > 0.0 && o.hybrid_fraction <= 1.0;
-    if !frac_ok || o.auto_latency_slack.is_nan() || o.auto_latency_slack < 0.0 {
-        return std::ptr::null_mut();
-    }
     let mut c = PolicyConfig::new(mode);
     c.hybrid_fraction = o.hybrid_fraction;
     c.poll_max_ns = o.adaptive_max_ns;
@@ -297,7 +343,7 @@ pub unsafe extern "C" fn pollwise_mode_name(w: *const pollwise_waiter) -> *const
 ///
 /// # Safety
 ///
-/// `w` is a live waiter used by no other thread.
+/// `w` is a live waiter (a note for a waiter another thread is using is dropped).
 #[no_mangle]
 pub unsafe extern "C" fn pollwise_note_submit(
     w: *mut pollwise_waiter,
@@ -305,25 +351,35 @@ pub unsafe extern "C" fn pollwise_note_submit(
     is_write: c_int,
     len: u32,
 ) {
-    // SAFETY: the caller passes a live waiter or null, used by this thread only.
-    if let Some(w) = unsafe { w.as_mut() } {
-        let dir = if is_write != 0 { Dir::Write } else { Dir::Read };
-        w.w.note_submit(user_data, ReqClass { dir, len });
-    }
+    let dir = if is_write != 0 { Dir::Write } else { Dir::Read };
+    // SAFETY: the caller passes a live waiter or null. A waiter another thread is using is
+    // left as it is (the note is dropped).
+    let _ = unsafe { with_waiter(w, |w| w.w.note_submit(user_data, ReqClass { dir, len })) };
+}
+
+/// Counts a signal delivered to the calling thread, so that a spinning wait on it ends with
+/// `-EINTR` as a blocking one does. Async-signal-safe: call it first thing in each signal
+/// handler whose signal should end a wait (the preload library does this for every handler).
+#[no_mangle]
+pub extern "C" fn pollwise_note_signal() {
+    pollwise::waiter::note_signal();
 }
 
 /// Waits until at least `wait_nr` CQEs are ready on `ring` (submitting first what the caller
 /// published when `submit` is nonzero; the caller has already made its SQ tail visible), or
 /// until `timeout_ns` nanoseconds pass (a negative `timeout_ns`: no limit). Returns how many
 /// CQEs are ready, or a negated errno: `-ETIME`, `-EINTR`, `-EINVAL` (bad arguments, a ring
-/// with setup flags this library does not know), or the kernel's. `wait_nr` 0 never blocks.
+/// with setup flags this library does not know), `-EBUSY` (another thread is using the
+/// waiter), or the kernel's. As the kernel's enter, a signal or the timeout ends the wait with
+/// the count ready when the CQ holds CQEs (fewer than `wait_nr`), and a submission the kernel
+/// stopped short (an SQE that failed at submission) returns at once. `wait_nr` 0 never blocks.
 /// The CQEs stay on the ring for the caller to consume.
 ///
 /// # Safety
 ///
-/// `w` is a live waiter used by no other thread; `ring` points to a `pollwise_ring` whose
-/// pointers point into a mapped ring that stays mapped during the call, and whose CQ no other
-/// thread consumes during the call.
+/// `w` is a live waiter; `ring` points to a `pollwise_ring` whose pointers point into a mapped
+/// ring that stays mapped during the call, and whose CQ no other thread consumes during the
+/// call.
 #[no_mangle]
 pub unsafe extern "C" fn pollwise_wait_ring(
     w: *mut pollwise_waiter,
@@ -332,14 +388,48 @@ pub unsafe extern "C" fn pollwise_wait_ring(
     timeout_ns: i64,
     submit: c_int,
 ) -> c_int {
-    // SAFETY: the caller passes a live waiter, or null, used by this thread only.
-    let Some(w) = (unsafe { w.as_mut() }) else {
-        return -libc::EINVAL;
-    };
     // SAFETY: the caller passes a valid pollwise_ring or null.
     let Some(r) = (unsafe { ring.as_ref() }) else {
         return -libc::EINVAL;
     };
+    // SAFETY: the caller passes a live waiter or null.
+    with_waiter(w, |w| wait_ring(w, r, wait_nr, timeout_ns, submit)).unwrap_or_else(|e| e)
+}
+
+/// Runs `f` with the waiter `w` held by this thread: `Err(-EINVAL)` for null, `Err(-EBUSY)` when
+/// another thread is inside a call on it.
+///
+/// # Safety
+///
+/// `w` is null or a live waiter.
+unsafe fn with_waiter<T>(
+    w: *mut pollwise_waiter,
+    f: impl FnOnce(&mut pollwise_waiter) -> T,
+) -> Result<T, c_int> {
+    if w.is_null() {
+        return Err(-libc::EINVAL);
+    }
+    // SAFETY: a live waiter (the caller's): the flag is only ever used atomically through a
+    // shared reference, so two threads calling at once may both read it; one wins the swap.
+    if unsafe { &(*w).busy }.swap(true, Ordering::Acquire) {
+        return Err(-libc::EBUSY);
+    }
+    // SAFETY: this thread set the busy flag: no other call touches the waiter until it is
+    // cleared below.
+    let held = unsafe { &mut *w };
+    let r = f(held);
+    held.busy.store(false, Ordering::Release);
+    Ok(r)
+}
+
+/// [`pollwise_wait_ring`] with the waiter held by this thread.
+fn wait_ring(
+    w: &mut pollwise_waiter,
+    r: &pollwise_ring,
+    wait_nr: c_uint,
+    timeout_ns: i64,
+    submit: c_int,
+) -> c_int {
     let parts = RingParts {
         enter_fd: r.enter_fd,
         registered: r.registered != 0,
@@ -374,7 +464,8 @@ pub unsafe extern "C" fn pollwise_wait_ring(
     }
 }
 
-/// Copies what the waiter did into `out`. Returns 0, or `-EINVAL` for a null pointer.
+/// Copies what the waiter did into `out`. Returns 0, `-EINVAL` for a null pointer, or `-EBUSY`
+/// while another thread is inside a call on the waiter.
 ///
 /// # Safety
 ///
@@ -384,17 +475,20 @@ pub unsafe extern "C" fn pollwise_get_stats(
     w: *const pollwise_waiter,
     out: *mut pollwise_stats,
 ) -> c_int {
-    // SAFETY: the caller passes a live waiter or null.
-    let Some(w) = (unsafe { w.as_ref() }) else {
-        return -libc::EINVAL;
-    };
     if out.is_null() {
         return -libc::EINVAL;
     }
-    let s = pollwise_stats::from(&w.w.stats());
-    // SAFETY: out is non-null and the caller says it points to a writable pollwise_stats.
-    unsafe { out.write(s) };
-    0
+    // SAFETY: the caller passes a live waiter or null (made by Box::into_raw: mutable memory,
+    // whose busy flag keeps a thread waiting through it from being read meanwhile).
+    match unsafe { with_waiter(w.cast_mut(), |w| pollwise_stats::from(&w.w.stats())) } {
+        Ok(s) => {
+            // SAFETY: out is non-null and the caller says it points to a writable
+            // pollwise_stats.
+            unsafe { out.write(s) };
+            0
+        }
+        Err(e) => e,
+    }
 }
 
 #[cfg(test)]

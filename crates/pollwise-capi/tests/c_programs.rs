@@ -178,3 +178,75 @@ fn the_unmodified_c_program_waits_through_the_preload_library_in_every_mode() {
         }
     }
 }
+
+/// liburing's rules, one check each (tests/c/liburing_rules.c): each holds plain, under the
+/// preload library in every mode, and for the C API's own checks through the C ABI.
+const RULES: [&str; 10] = [
+    "signal",
+    "signal_restart",
+    "signal_fn",
+    "two_one_ready",
+    "fork",
+    "short_submit",
+    "single_issuer",
+    "timespec",
+    "timer_slack",
+    "idle_cpu",
+];
+
+fn cc_rules(exe: &Path, flags: &[String]) {
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(exe)
+        .arg(root().join("tests/c/liburing_rules.c"))
+        .args(flags)
+        .arg("-lpthread")
+        .arg("-lm"));
+}
+
+#[test]
+fn liburing_rules_hold_plain_and_under_the_preload_library_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("liburing_rules");
+    cc_rules(&exe, &["-luring".to_string()]);
+    let preload = prefix().join("lib/libpollwise_preload.so");
+    let mut failed = Vec::new();
+    for check in RULES {
+        let plain = Command::new(&exe).arg(check).output().unwrap();
+        assert!(
+            plain.status.success(),
+            "{check} fails plain: liburing itself differs here:\n{}",
+            String::from_utf8_lossy(&plain.stderr)
+        );
+        for mode in Mode::ALL.iter().map(|m| m.name()) {
+            let out = Command::new(&exe)
+                .arg(check)
+                .env("LD_PRELOAD", &preload)
+                .env("POLLWISE_MODE", mode)
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                failed.push(format!(
+                    "{check} under {mode}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn the_c_api_refuses_a_second_thread_and_options_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("liburing_rules_capi");
+    let mut flags = vec!["-DUSE_POLLWISE".to_string()];
+    flags.extend(pkg_config(&["--cflags", "--libs"]));
+    cc_rules(&exe, &flags);
+    for check in ["capi_busy", "capi_options"] {
+        run(Command::new(&exe)
+            .arg(check)
+            .env("LD_LIBRARY_PATH", prefix().join("lib")));
+    }
+}

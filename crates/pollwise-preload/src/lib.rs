@@ -11,11 +11,18 @@
 //! the same return values (`-ETIME` only when no CQE came in time, `-EINTR`, the count of SQEs
 //! submitted), the same `*cqe_ptr` (the first CQE, left on the ring).
 //!
+//! Each call replays liburing's own loop with the waiter's wait as each `io_uring_enter`, so the
+//! counts, errors and SQ state are liburing's (a short submit stops where the kernel stopped).
+//! It interposes `sigaction` and `signal` too, wrapping each handler the program installs so
+//! that a delivery ends a spinning wait with `-EINTR`, as it ends liburing's blocking enter. A
+//! forked child starts with fresh state: no lock is held across `fork`.
+//!
 //! It falls back to liburing's own function (`dlsym(RTLD_NEXT)`) for anything it cannot do
 //! exactly: a signal mask given (the wait would have to swap it atomically), a ring with setup
 //! flags it does not know or without `IORING_FEAT_EXT_ARG`, a peek (nothing to decide), a ring
 //! another thread is waiting on, an unknown mode. `io_uring_get_events` is only counted, and
 //! `io_uring_queue_exit` forgets the ring's waiter before liburing tears the ring down.
+//! docs/library.md has a table: each function, what liburing does, what each mode does.
 //!
 //! At exit it appends one JSON line to the file `POLLWISE_SUMMARY` names (if set): the mode,
 //! calls per function, waits taken over, spins, sleeps, blocks, time in each mode, the
@@ -26,13 +33,13 @@ use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::ring::{RawRing, RingParts, FEAT_EXT_ARG};
-use pollwise::waiter::{Waiter, WaiterStats};
+use pollwise::ring::{RawRing, RingParts, FEAT_EXT_ARG, SETUP_SQPOLL, SQ_NEED_WAKEUP};
+use pollwise::waiter::{note_signal, Waiter, WaiterStats};
 
 /// liburing's `struct io_uring_sq` (liburing 2.x: the layout of liburing.so.2).
 #[repr(C)]
@@ -175,17 +182,66 @@ struct State {
     retired: Mutex<WaiterStats>,
 }
 
-fn state() -> &'static State {
-    static S: OnceLock<State> = OnceLock::new();
-    S.get_or_init(|| {
-        let text = std::env::var("POLLWISE_MODE").unwrap_or_else(|_| "auto".into());
+impl State {
+    fn new(mode_text: String) -> State {
         State {
-            mode: text.trim().parse().ok(),
-            mode_text: text,
+            mode: mode_text.trim().parse().ok(),
+            mode_text,
             rings: RwLock::new(HashMap::new()),
             retired: Mutex::new(WaiterStats::default()),
         }
-    })
+    }
+}
+
+/// The state, made on first use. A forked child gets a fresh one ([`after_fork_in_child`]): a
+/// lock some other thread of the parent held at the fork would never be released in the child.
+static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+
+fn state() -> &'static State {
+    let p = STATE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: STATE only ever holds pointers from Box::into_raw that are never freed.
+        return unsafe { &*p };
+    }
+    let text = std::env::var("POLLWISE_MODE").unwrap_or_else(|_| "auto".into());
+    let fresh = Box::into_raw(Box::new(State::new(text)));
+    match STATE.compare_exchange(
+        std::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: fresh was just made by Box::into_raw and is never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(won) => {
+            // SAFETY: fresh lost the race and was never shared: freed once, here.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: as above: a pointer from Box::into_raw, never freed.
+            unsafe { &*won }
+        }
+    }
+}
+
+/// In a forked child (pthread_atfork): a fresh state and fresh counts. The parent's state is
+/// left as it was (never freed): its locks may be held by threads the child does not have. The
+/// child's rings get new waiters on first use, and its summary counts the child's calls.
+extern "C" fn after_fork_in_child() {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: as in state(): a pointer from Box::into_raw, never freed.
+    let text = unsafe { &*p }.mode_text.clone();
+    STATE.store(Box::into_raw(Box::new(State::new(text))), Ordering::Release);
+    for c in COUNTS
+        .calls
+        .iter()
+        .chain(&COUNTS.taken)
+        .chain(&COUNTS.fallbacks)
+    {
+        c.store(0, Ordering::Relaxed);
+    }
+    COUNTS.rings.store(0, Ordering::Relaxed);
 }
 
 fn fallback(reason: usize) {
@@ -223,15 +279,64 @@ macro_rules! call_real {
     }};
 }
 
+/// What a wait needs of liburing's `struct io_uring`: the fields set at setup, read one by one
+/// through the pointer. Never a reference to the whole struct during a wait: another thread may
+/// be preparing SQEs in it (liburing lets one thread submit while another waits).
+#[derive(Clone, Copy)]
+struct Fixed {
+    flags: u32,
+    ring_fd: c_int,
+    features: u32,
+    enter_ring_fd: c_int,
+    int_flags: u8,
+    sq_khead: *mut u32,
+    sq_ktail: *mut u32,
+    sq_kflags: *mut u32,
+    cq_khead: *mut u32,
+    cq_ktail: *mut u32,
+    cq_mask: u32,
+    cqes: *mut Cqe,
+}
+
+/// The fields of `ring` a wait needs.
+///
+/// # Safety
+///
+/// `ring` points to a live ring set up by liburing.
+unsafe fn fixed(ring: *const IoUring) -> Fixed {
+    use std::ptr::addr_of;
+    // SAFETY: the caller's: a live ring; each read is of a field set at setup and not written
+    // after, through the pointer (no reference to fields other threads may write).
+    unsafe {
+        let kring_mask = addr_of!((*ring).cq.kring_mask).read();
+        Fixed {
+            flags: addr_of!((*ring).flags).read(),
+            ring_fd: addr_of!((*ring).ring_fd).read(),
+            features: addr_of!((*ring).features).read(),
+            enter_ring_fd: addr_of!((*ring).enter_ring_fd).read(),
+            int_flags: addr_of!((*ring).int_flags).read(),
+            sq_khead: addr_of!((*ring).sq.khead).read(),
+            sq_ktail: addr_of!((*ring).sq.ktail).read(),
+            sq_kflags: addr_of!((*ring).sq.kflags).read(),
+            cq_khead: addr_of!((*ring).cq.khead).read(),
+            cq_ktail: addr_of!((*ring).cq.ktail).read(),
+            // kring_mask points at the CQ ring mask in the ring's mapping, set up by
+            // io_uring_queue_init and valid while the ring is.
+            cq_mask: *kring_mask,
+            cqes: addr_of!((*ring).cq.cqes).read(),
+        }
+    }
+}
+
 /// The ring's waiter, made on first use; `None` (counted) when another thread holds it.
-fn slot_of(ring: &IoUring, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
+fn slot_of(fx: &Fixed, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
     let st = state();
     let found = st.rings.read().ok().and_then(|m| m.get(&key).cloned());
     let make = || {
         COUNTS.rings.fetch_add(1, Ordering::Relaxed);
         Arc::new(Mutex::new(Slot {
-            ring_fd: ring.ring_fd,
-            cq_head: ring.cq.khead as usize,
+            ring_fd: fx.ring_fd,
+            cq_head: fx.cq_khead as usize,
             waiter: Waiter::new(&PolicyConfig::new(mode)),
         }))
     };
@@ -244,13 +349,13 @@ fn slot_of(ring: &IoUring, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
     };
     {
         let mut g = slot.try_lock().ok()?;
-        if g.ring_fd != ring.ring_fd || g.cq_head != ring.cq.khead as usize {
+        if g.ring_fd != fx.ring_fd || g.cq_head != fx.cq_khead as usize {
             // A new ring at the address of one that went away: start afresh.
             if let Ok(mut r) = st.retired.lock() {
                 add_stats(&mut r, &g.waiter.stats());
             }
-            g.ring_fd = ring.ring_fd;
-            g.cq_head = ring.cq.khead as usize;
+            g.ring_fd = fx.ring_fd;
+            g.cq_head = fx.cq_khead as usize;
             g.waiter = Waiter::new(&PolicyConfig::new(mode));
             COUNTS.rings.fetch_add(1, Ordering::Relaxed);
         }
@@ -276,27 +381,24 @@ fn add_stats(a: &mut WaiterStats, b: &WaiterStats) {
 }
 
 /// The ring by pointers.
-fn raw_of(ring: &IoUring) -> Option<RawRing> {
-    let registered = ring.int_flags & INT_FLAG_REG_RING != 0;
-    // SAFETY: kring_mask points at the CQ ring mask in the ring's mapping, set up by
-    // io_uring_queue_init and valid while the ring is (the caller is using it).
-    let cq_mask = unsafe { *ring.cq.kring_mask };
+fn raw_of(fx: &Fixed) -> Option<RawRing> {
+    let registered = fx.int_flags & INT_FLAG_REG_RING != 0;
     let parts = RingParts {
         enter_fd: if registered {
-            ring.enter_ring_fd
+            fx.enter_ring_fd
         } else {
-            ring.ring_fd
+            fx.ring_fd
         },
         registered,
-        setup_flags: ring.flags,
-        features: ring.features,
-        sq_head: ring.sq.khead,
-        sq_tail: ring.sq.ktail,
-        sq_flags: ring.sq.kflags,
-        cq_head: ring.cq.khead,
-        cq_tail: ring.cq.ktail,
-        cq_mask,
-        cqes: ring.cq.cqes.cast(),
+        setup_flags: fx.flags,
+        features: fx.features,
+        sq_head: fx.sq_khead,
+        sq_tail: fx.sq_ktail,
+        sq_flags: fx.sq_kflags,
+        cq_head: fx.cq_khead,
+        cq_tail: fx.cq_ktail,
+        cq_mask: fx.cq_mask,
+        cqes: fx.cqes.cast(),
     };
     // SAFETY: the pointers are liburing's own into the ring's mapping, valid while the ring is;
     // the view is used only inside the call the application made on this ring, during which
@@ -305,67 +407,187 @@ fn raw_of(ring: &IoUring) -> Option<RawRing> {
 }
 
 /// liburing's `__io_uring_flush_sq`: publishes the SQEs taken with `io_uring_get_sqe`.
-fn flush_sq(ring: &mut IoUring) {
-    let tail = ring.sq.sqe_tail;
-    if ring.sq.sqe_head != tail {
-        ring.sq.sqe_head = tail;
-        // SAFETY: ktail points at the SQ tail in the ring's mapping; liburing stores it the
-        // same way (a release store, so the kernel sees the SQEs before the tail).
-        unsafe { (*ring.sq.ktail.cast::<AtomicU32>()).store(tail, Ordering::Release) };
+///
+/// # Safety
+///
+/// `ring` is a live ring whose SQ side the calling thread owns (it is submitting).
+unsafe fn flush_sq(ring: *mut IoUring, fx: &Fixed) {
+    use std::ptr::{addr_of, addr_of_mut};
+    // SAFETY: the caller owns the SQ side: sqe_head and sqe_tail are this thread's to read and
+    // write (liburing does the same in the same place).
+    unsafe {
+        let tail = addr_of!((*ring).sq.sqe_tail).read();
+        if addr_of!((*ring).sq.sqe_head).read() != tail {
+            addr_of_mut!((*ring).sq.sqe_head).write(tail);
+            // ktail points at the SQ tail in the ring's mapping; liburing stores it the same
+            // way (a release store, so the kernel sees the SQEs before the tail).
+            (*fx.sq_ktail.cast::<AtomicU32>()).store(tail, Ordering::Release);
+        }
     }
 }
 
 /// The first CQE on the ring, or null (liburing's `__io_uring_peek_cqe` on a ring with
 /// `EXT_ARG`, which posts no internal timeout CQEs).
-fn first_cqe(ring: &IoUring) -> *mut Cqe {
+fn first_cqe(fx: &Fixed) -> *mut Cqe {
     // SAFETY: the CQ head and tail are in the ring's mapping; the tail is loaded with Acquire,
     // so the entry it covers is published.
     let (head, tail) = unsafe {
         (
-            (*ring.cq.khead.cast::<AtomicU32>()).load(Ordering::Relaxed),
-            (*ring.cq.ktail.cast::<AtomicU32>()).load(Ordering::Acquire),
+            (*fx.cq_khead.cast::<AtomicU32>()).load(Ordering::Relaxed),
+            (*fx.cq_ktail.cast::<AtomicU32>()).load(Ordering::Acquire),
         )
     };
     if head == tail {
         return std::ptr::null_mut();
     }
-    let shift = u32::from(ring.flags & SETUP_CQE32 != 0);
-    // SAFETY: as above: kring_mask is valid while the ring is.
-    let mask = unsafe { *ring.cq.kring_mask };
+    let shift = u32::from(fx.flags & SETUP_CQE32 != 0);
     // In bounds of the CQE array (mask + 1 entries, twice as many halves with CQE32);
     // wrapping_add keeps it a pointer computation without unsafe.
-    ring.cq.cqes.wrapping_add(((head & mask) << shift) as usize)
+    fx.cqes
+        .wrapping_add(((head & fx.cq_mask) << shift) as usize)
 }
 
-fn cq_ready(ring: &IoUring) -> u32 {
+fn cq_ready(fx: &Fixed) -> u32 {
     // SAFETY: as in first_cqe.
     unsafe {
-        (*ring.cq.ktail.cast::<AtomicU32>())
+        (*fx.cq_ktail.cast::<AtomicU32>())
             .load(Ordering::Acquire)
-            .wrapping_sub((*ring.cq.khead.cast::<AtomicU32>()).load(Ordering::Relaxed))
+            .wrapping_sub((*fx.cq_khead.cast::<AtomicU32>()).load(Ordering::Relaxed))
     }
 }
 
-fn sq_head(ring: &IoUring) -> u32 {
+fn sq_head(fx: &Fixed) -> u32 {
     // SAFETY: the SQ head is in the ring's mapping.
-    unsafe { (*ring.sq.khead.cast::<AtomicU32>()).load(Ordering::Acquire) }
+    unsafe { (*fx.sq_khead.cast::<AtomicU32>()).load(Ordering::Acquire) }
+}
+
+fn sq_tail(fx: &Fixed) -> u32 {
+    // SAFETY: the SQ tail is in the ring's mapping.
+    unsafe { (*fx.sq_ktail.cast::<AtomicU32>()).load(Ordering::Acquire) }
+}
+
+fn sq_flags(fx: &Fixed) -> u32 {
+    // SAFETY: the SQ flags are in the ring's mapping.
+    unsafe { (*fx.sq_kflags.cast::<AtomicU32>()).load(Ordering::Acquire) }
+}
+
+/// A `__kernel_timespec` as the kernel reads it: `tv_sec` seconds plus `tv_nsec` nanoseconds,
+/// neither clamped (a `tv_nsec` of 2e9 is 2 s more); a negative sum has passed already.
+fn timeout_of(ts: &KernelTimespec) -> Duration {
+    let ns = i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec);
+    Duration::from_nanos(u64::try_from(ns.max(0)).unwrap_or(u64::MAX))
+}
+
+/// How a call waits, in liburing's words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `io_uring_submit_and_wait`: one enter, whose result is the call's.
+    OneEnter,
+    /// `_io_uring_get_cqe`'s loop (every other function).
+    GetCqe,
 }
 
 /// What a call asks.
 struct Ask {
     func: usize,
+    shape: Shape,
     /// Publish the SQEs taken (the `submit_and_wait*` functions).
     flush: bool,
-    /// Submit what is published.
-    submit: bool,
-    /// How many SQEs the caller said to submit (`__io_uring_get_cqe`'s `submit`); `None`: all
-    /// that are published.
+    /// How many SQEs to submit (`__io_uring_get_cqe`'s `submit`); `None`: every one published
+    /// and not consumed when `flush`, else none.
     count: Option<u32>,
     wait_nr: u32,
     ts: *const KernelTimespec,
     sigmask: *const libc::sigset_t,
-    /// The call returns the count submitted (`io_uring_submit_and_wait`), not 0.
-    returns_submitted: bool,
+}
+
+/// One `io_uring_enter(submit, wait_nr, GETEVENTS)` done by the waiter, returning what the
+/// kernel's would: the count of SQEs consumed when it submitted any (the wait's error hidden, as
+/// the kernel hides it), else 0 or the negated errno. `Err` when the waiter could not follow the
+/// ring (nothing was done).
+fn enter(
+    w: &mut Waiter,
+    raw: &RawRing,
+    fx: &Fixed,
+    submit: u32,
+    wait_nr: u32,
+    timeout: Option<Duration>,
+) -> Result<c_int, ()> {
+    let head0 = sq_head(fx);
+    let r = if submit > 0 {
+        w.submit_and_wait_timeout(raw, wait_nr, timeout)
+    } else {
+        w.wait_timeout(raw, wait_nr, timeout)
+    };
+    if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory) {
+        return Err(());
+    }
+    let consumed = if submit == 0 {
+        0
+    } else if fx.flags & SETUP_SQPOLL != 0 {
+        // The kernel says it took what it was asked: its thread submits.
+        submit
+    } else {
+        sq_head(fx).wrapping_sub(head0).min(submit)
+    };
+    Ok(match r {
+        _ if consumed > 0 => consumed.min(i32::MAX as u32) as c_int,
+        Ok(_) => 0,
+        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+    })
+}
+
+/// liburing 2.3's `sq_ring_needs_enter`: SQEs to submit, and on SQPOLL a sleeping thread.
+fn sq_needs_enter(fx: &Fixed, submit: u32) -> bool {
+    submit > 0 && (fx.flags & SETUP_SQPOLL == 0 || sq_flags(fx) & SQ_NEED_WAKEUP != 0)
+}
+
+/// liburing 2.3's `_io_uring_get_cqe` with the waiter's enters: peek; enter when fewer CQEs are
+/// ready than asked or SQEs are to be submitted; return once a CQE was there before an enter;
+/// with a timeout, enter once. The result and the CQE found, as liburing's.
+fn get_cqe(
+    w: &mut Waiter,
+    raw: &RawRing,
+    fx: &Fixed,
+    mut submit: u32,
+    wait_nr: u32,
+    timeout: Option<Duration>,
+) -> Result<(c_int, *mut Cqe), ()> {
+    let mut err: c_int = 0;
+    let mut looped = false;
+    loop {
+        let cqe = first_cqe(fx);
+        let need = wait_nr > cq_ready(fx) || sq_needs_enter(fx, submit);
+        if !need {
+            return Ok((err, cqe));
+        }
+        if looped && timeout.is_some() {
+            if cqe.is_null() && err == 0 {
+                err = -libc::ETIME;
+            }
+            return Ok((err, cqe));
+        }
+        let ret = enter(w, raw, fx, submit, wait_nr, timeout);
+        let ret = match ret {
+            Ok(r) => r,
+            Err(()) if !looped => return Err(()),
+            Err(()) => -libc::ENOMEM,
+        };
+        if ret < 0 {
+            if err == 0 {
+                err = ret;
+            }
+            return Ok((err, cqe));
+        }
+        submit = submit.saturating_sub(ret as u32);
+        if !cqe.is_null() {
+            return Ok((err, cqe));
+        }
+        if !looped {
+            looped = true;
+            err = ret;
+        }
+    }
 }
 
 /// Waits as `ask` says through the ring's waiter; `None` to fall back to liburing.
@@ -376,8 +598,9 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         fallback(R_MODE);
         return None;
     };
-    // SAFETY: the application passes its own live ring, as liburing requires.
-    let ring = unsafe { ring.as_mut() }?;
+    if ring.is_null() {
+        return None;
+    }
     if ask.wait_nr == 0 {
         fallback(R_PEEK);
         return None;
@@ -386,25 +609,19 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         fallback(R_SIGMASK);
         return None;
     }
-    if ring.features & FEAT_EXT_ARG == 0 {
+    // SAFETY: the application passes its own live ring, as liburing requires.
+    let fx = unsafe { fixed(ring) };
+    if fx.features & FEAT_EXT_ARG == 0 {
         fallback(R_NO_EXT_ARG);
         return None;
     }
-    let Some(raw) = raw_of(ring) else {
+    let Some(raw) = raw_of(&fx) else {
         fallback(R_FLAGS);
         return None;
     };
-    let timeout = if ask.ts.is_null() {
-        None
-    } else {
-        // SAFETY: a non-null ts is the application's __kernel_timespec, as liburing reads it.
-        let ts = unsafe { &*ask.ts };
-        Some(Duration::new(
-            ts.tv_sec.max(0) as u64,
-            ts.tv_nsec.clamp(0, 999_999_999) as u32,
-        ))
-    };
-    let Some(slot) = slot_of(ring, ring as *const IoUring as usize, mode) else {
+    // SAFETY: a non-null ts is the application's __kernel_timespec, as liburing reads it.
+    let timeout = unsafe { ask.ts.as_ref() }.map(timeout_of);
+    let Some(slot) = slot_of(&fx, ring as usize, mode) else {
         fallback(R_BUSY);
         return None;
     };
@@ -413,63 +630,38 @@ fn take_over(ring: *mut IoUring, cqe_ptr: *mut *mut Cqe, ask: Ask) -> Option<c_i
         return None;
     };
     if ask.flush {
-        flush_sq(ring);
+        // SAFETY: a submitting call: the calling thread owns the ring's SQ side.
+        unsafe { flush_sq(ring, &fx) };
     }
-    let had_cqe = cq_ready(ring) > 0;
-    // What liburing's enter would say it submitted: the count asked, or every SQE published and
-    // not consumed; nothing for a plain wait (what other threads submit meanwhile is theirs).
-    let submitted = match (ask.submit, ask.count) {
-        (false, _) => 0,
-        (true, Some(n)) => n as c_int,
-        (true, None) => {
-            // SAFETY: ktail points at the SQ tail in the ring's mapping.
-            let tail = unsafe { (*ring.sq.ktail.cast::<AtomicU32>()).load(Ordering::Acquire) };
-            tail.wrapping_sub(sq_head(ring)).min(i32::MAX as u32) as c_int
-        }
+    // What liburing's enter is asked to submit: the count given, or (flushing) every SQE
+    // published and not consumed (liburing's __io_uring_flush_sq returns that).
+    let submit = match ask.count {
+        Some(n) => n,
+        None if ask.flush => sq_tail(&fx).wrapping_sub(sq_head(&fx)),
+        None => 0,
     };
-    let r = catch_unwind(AssertUnwindSafe(|| {
-        if ask.submit {
-            g.waiter.submit_and_wait_timeout(&raw, ask.wait_nr, timeout)
-        } else {
-            g.waiter.wait_timeout(&raw, ask.wait_nr, timeout)
-        }
+    let r = catch_unwind(AssertUnwindSafe(|| match ask.shape {
+        Shape::OneEnter => enter(&mut g.waiter, &raw, &fx, submit, ask.wait_nr, timeout)
+            .map(|r| (r, std::ptr::null_mut())),
+        Shape::GetCqe => get_cqe(&mut g.waiter, &raw, &fx, submit, ask.wait_nr, timeout),
     }));
     drop(g);
-    let Ok(r) = r else {
-        fallback(R_PANIC);
-        return None;
-    };
-    if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory) {
-        // The waiter could not follow the ring (no record table left): nothing was waited.
-        fallback(R_BUSY);
-        return None;
-    }
-    COUNTS.taken[ask.func].fetch_add(1, Ordering::Relaxed);
-    // What liburing returns when the wait went well: the count the enter submitted, unless a
-    // CQE was there before it entered (then 0); io_uring_submit_and_wait: the count.
-    let ok = if ask.returns_submitted || !had_cqe {
-        submitted
-    } else {
-        0
-    };
-    let ret = match r {
-        Ok(_) => ok,
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            if errno == libc::ETIME && cq_ready(ring) > 0 && !ask.returns_submitted {
-                // A timeout with CQEs ready is no error in liburing.
-                ok
-            } else if submitted > 0 && (ask.returns_submitted || !had_cqe) {
-                // The kernel returns the count submitted, hiding the wait's error.
-                submitted
-            } else {
-                -errno
-            }
+    let (ret, cqe) = match r {
+        Ok(Ok(x)) => x,
+        Ok(Err(())) => {
+            // The waiter could not follow the ring (no record table left): nothing was done.
+            fallback(R_BUSY);
+            return None;
+        }
+        Err(_) => {
+            fallback(R_PANIC);
+            return None;
         }
     };
+    COUNTS.taken[ask.func].fetch_add(1, Ordering::Relaxed);
     if !cqe_ptr.is_null() {
         // SAFETY: a non-null cqe_ptr is the application's out-pointer.
-        unsafe { *cqe_ptr = first_cqe(ring) };
+        unsafe { *cqe_ptr = cqe };
     }
     Some(ret)
 }
@@ -490,13 +682,12 @@ pub unsafe extern "C" fn __io_uring_get_cqe(
 ) -> c_int {
     let ask = Ask {
         func: GET_CQE,
+        shape: Shape::GetCqe,
         flush: false,
-        submit: submit > 0,
         count: Some(submit),
         wait_nr,
         ts: std::ptr::null(),
         sigmask,
-        returns_submitted: false,
     };
     if let Some(r) = take_over(ring, cqe_ptr, ask) {
         return r;
@@ -533,13 +724,12 @@ pub unsafe extern "C" fn io_uring_wait_cqes(
 ) -> c_int {
     let ask = Ask {
         func: WAIT_CQES,
+        shape: Shape::GetCqe,
         flush: false,
-        submit: false,
         count: None,
         wait_nr,
         ts,
         sigmask,
-        returns_submitted: false,
     };
     if let Some(r) = take_over(ring, cqe_ptr, ask) {
         return r;
@@ -574,13 +764,12 @@ pub unsafe extern "C" fn io_uring_wait_cqe_timeout(
 ) -> c_int {
     let ask = Ask {
         func: WAIT_CQE_TIMEOUT,
+        shape: Shape::GetCqe,
         flush: false,
-        submit: false,
         count: None,
         wait_nr: 1,
         ts,
         sigmask: std::ptr::null(),
-        returns_submitted: false,
     };
     if let Some(r) = take_over(ring, cqe_ptr, ask) {
         return r;
@@ -603,13 +792,12 @@ pub unsafe extern "C" fn io_uring_wait_cqe_timeout(
 pub unsafe extern "C" fn io_uring_submit_and_wait(ring: *mut IoUring, wait_nr: c_uint) -> c_int {
     let ask = Ask {
         func: SUBMIT_AND_WAIT,
+        shape: Shape::OneEnter,
         flush: true,
-        submit: true,
         count: None,
         wait_nr,
         ts: std::ptr::null(),
         sigmask: std::ptr::null(),
-        returns_submitted: true,
     };
     if let Some(r) = take_over(ring, std::ptr::null_mut(), ask) {
         return r;
@@ -637,13 +825,12 @@ pub unsafe extern "C" fn io_uring_submit_and_wait_timeout(
 ) -> c_int {
     let ask = Ask {
         func: SUBMIT_AND_WAIT_TIMEOUT,
+        shape: Shape::GetCqe,
         flush: true,
-        submit: true,
         count: None,
         wait_nr,
         ts,
         sigmask,
-        returns_submitted: false,
     };
     if let Some(r) = take_over(ring, cqe_ptr, ask) {
         return r;
@@ -666,7 +853,8 @@ pub unsafe extern "C" fn io_uring_submit_and_wait_timeout(
 }
 
 /// liburing's `io_uring_queue_exit`: forgets the ring's waiter (its counts are kept for the
-/// summary), then lets liburing tear the ring down.
+/// summary), then lets liburing tear the ring down. Takes no lock another thread may hold for
+/// long: a waiter another thread is waiting through is forgotten uncounted.
 ///
 /// # Safety
 ///
@@ -677,8 +865,10 @@ pub unsafe extern "C" fn io_uring_queue_exit(ring: *mut IoUring) {
     let st = state();
     let gone = st.rings.write().ok().and_then(|mut m| m.remove(&key));
     if let Some(slot) = gone {
-        if let (Ok(g), Ok(mut r)) = (slot.lock(), st.retired.lock()) {
-            add_stats(&mut r, &g.waiter.stats());
+        if let Ok(g) = slot.try_lock() {
+            if let Ok(mut r) = st.retired.lock() {
+                add_stats(&mut r, &g.waiter.stats());
+            }
         }
     }
     static CACHE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -707,10 +897,147 @@ pub unsafe extern "C" fn io_uring_get_events(ring: *mut IoUring) -> c_int {
     )
 }
 
+/// The program's handler for each signal, and whether it takes `siginfo` (`SA_SIGINFO`): the
+/// kernel calls [`counting_handler`] instead, which counts the delivery for the waits and calls
+/// it. 0: none wrapped.
+static HANDLERS: [AtomicUsize; 65] = [const { AtomicUsize::new(0) }; 65];
+static TAKES_INFO: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
+
+/// The handler the kernel runs for a signal the program handles: counts the delivery on this
+/// thread ([`note_signal`]: a spinning wait ends with `EINTR`, as a blocking enter would), then
+/// runs the program's handler as it asked to be run.
+extern "C" fn counting_handler(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    note_signal();
+    let Some(i) = usize::try_from(sig).ok().filter(|&i| i < HANDLERS.len()) else {
+        return;
+    };
+    let h = HANDLERS[i].load(Ordering::Acquire);
+    if h == 0 || h == libc::SIG_DFL || h == libc::SIG_IGN {
+        return;
+    }
+    if TAKES_INFO[i].load(Ordering::Acquire) {
+        // SAFETY: h is the program's SA_SIGINFO handler for sig, installed through sigaction.
+        let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+            unsafe { std::mem::transmute(h) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: h is the program's plain handler for sig, installed through sigaction or
+        // signal.
+        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(h) };
+        f(sig);
+    }
+}
+
+/// [`counting_handler`]'s address, as `sa_sigaction` holds it.
+fn wrapper_addr() -> usize {
+    counting_handler as *const () as usize
+}
+
+/// The C library's own `sigaction`.
+fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    static CACHE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    let p = real(&CACHE, c"sigaction");
+    if p.is_null() {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        return -1;
+    }
+    type F = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+    // SAFETY: p is the C library's sigaction, of type F.
+    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(p) };
+    // SAFETY: the caller's arguments, null or valid sigaction structs.
+    unsafe { f(sig, act, old) }
+}
+
+/// `sigaction`, interposed: a handler the program installs is wrapped by [`counting_handler`],
+/// so that a signal ends a spinning wait as it ends liburing's blocking enter; what the program
+/// reads back is its own handler and flags.
+///
+/// # Safety
+///
+/// As the C library's: `act` and `old` are null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    let slot = usize::try_from(sig)
+        .ok()
+        .filter(|&i| i > 0 && i < HANDLERS.len());
+    let Some(i) = slot else {
+        return real_sigaction(sig, act, old);
+    };
+    let prev = (
+        HANDLERS[i].load(Ordering::Acquire),
+        TAKES_INFO[i].load(Ordering::Acquire),
+    );
+    // SAFETY: the caller passes null or a valid sigaction.
+    let wrapped = unsafe { act.as_ref() }.and_then(|a| {
+        let h = a.sa_sigaction;
+        if h == libc::SIG_DFL || h == libc::SIG_IGN || h == wrapper_addr() {
+            return None;
+        }
+        let mut w = *a;
+        w.sa_sigaction = wrapper_addr();
+        w.sa_flags |= libc::SA_SIGINFO;
+        Some((w, h, a.sa_flags & libc::SA_SIGINFO != 0))
+    });
+    if let Some((_, h, info)) = &wrapped {
+        // Before the kernel can call the wrapper with this signal.
+        TAKES_INFO[i].store(*info, Ordering::Release);
+        HANDLERS[i].store(*h, Ordering::Release);
+    }
+    let r = match &wrapped {
+        Some((w, _, _)) => real_sigaction(sig, w, old),
+        None => real_sigaction(sig, act, old),
+    };
+    if r != 0 && wrapped.is_some() {
+        TAKES_INFO[i].store(prev.1, Ordering::Release);
+        HANDLERS[i].store(prev.0, Ordering::Release);
+    }
+    // SAFETY: the caller passes null or a writable sigaction, which real_sigaction filled.
+    if let Some(o) = unsafe { old.as_mut() } {
+        if r == 0 && o.sa_sigaction == wrapper_addr() && prev.0 != 0 {
+            o.sa_sigaction = prev.0;
+            if !prev.1 {
+                o.sa_flags &= !libc::SA_SIGINFO;
+            }
+        }
+    }
+    r
+}
+
+/// `signal`, interposed: glibc's BSD semantics (`SA_RESTART`, the signal blocked in its
+/// handler) through the interposed [`sigaction`].
+///
+/// # Safety
+///
+/// As the C library's.
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: a zeroed sigaction is a valid one (empty mask, no flags).
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: act.sa_mask is a sigset_t of ours.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaddset(&mut act.sa_mask, sig);
+    }
+    // SAFETY: a zeroed sigaction, to be filled.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: both point to sigactions of ours.
+    if unsafe { sigaction(sig, &act, &mut old) } < 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
+}
+
 /// The summary line: see the module docs.
 fn summary() -> String {
     let st = state();
-    let mut s = st.retired.lock().map(|r| *r).unwrap_or_default();
+    let mut s = st.retired.try_lock().map(|r| *r).unwrap_or_default();
     let mut busy = 0;
     if let Ok(m) = st.rings.try_read() {
         for slot in m.values() {
@@ -809,11 +1136,15 @@ extern "C" fn write_summary() {
     });
 }
 
-/// Runs when the library is loaded: registers the summary for exit.
+/// Runs when the library is loaded: registers the summary for exit, and a fresh state for
+/// forked children.
 extern "C" fn on_load() {
     // SAFETY: atexit takes a plain extern "C" function with no arguments, which write_summary
     // is; it may run on any thread at exit and only reads shared state with try-locks.
     unsafe { libc::atexit(write_summary) };
+    // SAFETY: the child handler is a plain extern "C" function with no arguments; it runs in the
+    // child alone, right after the fork, and takes no lock.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
 }
 
 #[used]

@@ -411,44 +411,92 @@ fn a_registered_ring_fd_is_entered_by_index() {
     }
 }
 
-extern "C" fn on_usr1(_: libc::c_int) {}
+/// The handlers of the signal tests: each counts the delivery for the Waiter's spins, as
+/// `pollwise::waiter::note_signal` asks.
+extern "C" fn on_signal(_: libc::c_int) {
+    pollwise::waiter::note_signal();
+}
 
-/// A signal that interrupts a blocking wait ends it with EINTR (a handler ran; the caller
-/// decides whether to wait again), as `io_uring_enter` does.
-#[test]
-fn a_signal_ends_a_blocking_wait_with_eintr() {
-    // SAFETY: installs a handler that does nothing for SIGUSR1, which nothing else in this test
-    // binary uses; without SA_RESTART, so a blocking io_uring_enter returns EINTR.
+/// Installs `on_signal` for `sig`, with `flags` (SA_RESTART or not).
+fn handle(sig: libc::c_int, flags: libc::c_int) {
+    // SAFETY: a zeroed sigaction is valid; the handler only counts (async-signal-safe), and the
+    // signals given are used by no other test of this binary.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr1 as *const () as usize;
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = flags;
         libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+        assert_eq!(libc::sigaction(sig, &sa, std::ptr::null_mut()), 0);
     }
-    let ts = types::Timespec::new().sec(5);
-    for &mode in &[Mode::Interrupt, Mode::Adaptive] {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiter = std::thread::spawn(move || {
-            let mut ring = IoUring::new(4).unwrap();
-            let view = UringView::new(&ring).unwrap();
-            let mut w = Waiter::new(&PolicyConfig::new(mode));
-            let sqe = opcode::Timeout::new(&ts).build().user_data(7);
-            // SAFETY: the timespec outlives the request.
-            unsafe { ring.submission().push(&sqe) }.unwrap();
-            // SAFETY: pthread_self has no preconditions.
-            tx.send(unsafe { libc::pthread_self() } as usize).unwrap();
-            let t0 = Instant::now();
-            let r = w.submit_and_wait_timeout(&view, 1, Some(Duration::from_secs(4)));
-            (r.map_err(|e| e.kind()), t0.elapsed(), w.stats().interrupted)
-        });
-        let tid = rx.recv().unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: tid is the live waiting thread's pthread_t (it is joined below).
-        let sent = unsafe { libc::pthread_kill(tid as libc::pthread_t, libc::SIGUSR1) };
-        assert_eq!(sent, 0);
-        let (r, took, interrupted) = waiter.join().unwrap();
-        assert_eq!(r, Err(io::ErrorKind::Interrupted), "{mode:?}");
+}
+
+/// A Waiter in `mode` waits for `wait_nr` CQEs of a 5 s timeout request (and a NOP, when
+/// `nop`), with a 4 s limit; `sig` is sent to its thread 200 ms in. What the wait returned, how
+/// long it took, and the Waiter's count of interrupted waits.
+fn signalled_wait(
+    mode: Mode,
+    sig: libc::c_int,
+    nop: bool,
+    wait_nr: u32,
+) -> (Result<u32, io::ErrorKind>, Duration, u64) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let ts = types::Timespec::new().sec(5);
+        let mut ring = IoUring::new(4).unwrap();
+        let view = UringView::new(&ring).unwrap();
+        let mut w = Waiter::new(&PolicyConfig::new(mode));
+        let sqe = opcode::Timeout::new(&ts).build().user_data(7);
+        // SAFETY: the timespec outlives the request (the ring is dropped first, in this thread).
+        unsafe { ring.submission().push(&sqe) }.unwrap();
+        if nop {
+            // SAFETY: a NOP names no memory.
+            unsafe {
+                ring.submission()
+                    .push(&opcode::Nop::new().build().user_data(8))
+            }
+            .unwrap();
+        }
+        // SAFETY: pthread_self has no preconditions.
+        tx.send(unsafe { libc::pthread_self() } as usize).unwrap();
+        let t0 = Instant::now();
+        let r = w.submit_and_wait_timeout(&view, wait_nr, Some(Duration::from_secs(4)));
+        let took = t0.elapsed();
+        drop(ring);
+        (r.map_err(|e| e.kind()), took, w.stats().interrupted)
+    });
+    let tid = rx.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: tid is the live waiting thread's pthread_t (it is joined below).
+    let sent = unsafe { libc::pthread_kill(tid as libc::pthread_t, sig) };
+    assert_eq!(sent, 0);
+    waiter.join().unwrap()
+}
+
+/// A signal delivered to the waiting thread ends the wait in every mode, spins included, with
+/// EINTR, as liburing's `io_uring_enter` does with or without SA_RESTART (a handler ran; the
+/// caller decides whether to wait again).
+#[test]
+fn a_signal_ends_a_wait_with_eintr_in_every_mode() {
+    handle(libc::SIGUSR1, 0);
+    handle(libc::SIGUSR2, libc::SA_RESTART);
+    for &mode in Mode::ALL {
+        for sig in [libc::SIGUSR1, libc::SIGUSR2] {
+            let (r, took, interrupted) = signalled_wait(mode, sig, false, 1);
+            assert_eq!(r, Err(io::ErrorKind::Interrupted), "{mode:?} {sig}");
+            assert!(took < Duration::from_secs(3), "{mode:?} {sig}: {took:?}");
+            assert_eq!(interrupted, 1, "{mode:?} {sig}");
+        }
+    }
+}
+
+/// A signal while waiting for 2 CQEs with 1 already posted ends the wait with that one, as the
+/// kernel's enter does (it returns 0, not EINTR, when the CQ holds CQEs).
+#[test]
+fn a_signal_ends_a_wait_for_two_with_the_one_ready() {
+    handle(libc::SIGURG, 0);
+    for &mode in Mode::ALL {
+        let (r, took, _) = signalled_wait(mode, libc::SIGURG, true, 2);
+        assert_eq!(r, Ok(1), "{mode:?}");
         assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
-        assert_eq!(interrupted, 1);
     }
 }

@@ -10,8 +10,9 @@
 //! A wait that finds nothing ready polls when enough requests are due (deadline passed, slept or
 //! declined already, or no prediction yet), else sleeps in [`Queue::wait`] with a timeout until
 //! enough will be due, so the wanted completions end the sleep if they come first. **A request
-//! sleeps at most once.** Sleeps under [`MIN_SLEEP_NS`] poll instead. On an IOPOLL ring the sleep
-//! is a timer's and each spin an enter in which the kernel polls.
+//! sleeps at most once.** Sleeps under [`MIN_SLEEP_NS`] poll instead. A spin that found nothing for
+//! [`SPIN_BOUND_NS`] blocks (no prediction yet, or a request late past its deadline, must not hold
+//! a core for long). On an IOPOLL ring the sleep is a timer's and each spin a polling enter.
 //!
 //! **Only sleeps that pay.** A sleep costs CPU (enter, timer, two context switches); hybrid learns
 //! that cost here from the thread's CPU time around sampled sleeps, and after [`LEARN_SLEEPS`]
@@ -40,6 +41,9 @@ use crate::queue::{Completion, OpInfo, WaitOutcome};
 
 /// Sleeps shorter than this (1 µs) cost more than they save: poll instead.
 pub const MIN_SLEEP_NS: u64 = 1_000;
+/// The longest a spin goes on without a completion before it blocks (1 ms: beyond a flash
+/// device's latency, so their spins are untouched; a 300 ms timer spins 1 ms, not 150).
+pub const SPIN_BOUND_NS: u64 = 1_000_000;
 /// Timed-out sleeps per lateness window: the timer lead is the least lateness of a window.
 pub const LATE_WINDOW: u32 = 32;
 /// How much the timer lead grows when a sleep ended after the deadline it was for.
@@ -333,6 +337,25 @@ impl Hybrid {
         n
     }
 
+    /// One step of a spin that found nothing at `now`, started at `spin_from`: past
+    /// [`SPIN_BOUND_NS`] on a queue whose completions end a wait, a blocking wait instead.
+    fn bounded_spin_step(
+        &mut self,
+        q: &mut DynQueue,
+        need: usize,
+        now: u64,
+        spin_from: &mut Option<u64>,
+    ) -> io::Result<()> {
+        let from = *spin_from.get_or_insert(now);
+        if now.saturating_sub(from) >= SPIN_BOUND_NS && q.completions_wake() {
+            *spin_from = None;
+            self.c.blocks += 1;
+            q.wait(need, None)?;
+            return Ok(());
+        }
+        spin_step(q, need, &mut self.c)
+    }
+
     /// What to do when a poll found nothing and `need` completions are still wanted.
     fn plan(&mut self, q: &DynQueue, now: u64, need: usize) -> Plan {
         self.refresh(q);
@@ -504,10 +527,13 @@ impl WaitPolicy for Hybrid {
         let mut woke_at: Option<u64> = None;
         // The next poll is the first after a sleep that timed out.
         let mut fresh_wake = false;
+        // When the spin going on began finding nothing.
+        let mut spin_from: Option<u64> = None;
         while got < min {
             let (n, first) = self.poll_once(q, sink)?;
             got += n;
             if n > 0 {
+                spin_from = None;
                 if std::mem::take(&mut fresh_wake) && self.polled {
                     // No completion could end the sleep: found at once, it came during it.
                     self.h.oversleeps += 1;
@@ -518,14 +544,15 @@ impl WaitPolicy for Hybrid {
                 continue;
             }
             fresh_wake = false;
+            let now = self.clock.now_ns();
             if woke_at.is_some() {
-                spin_step(q, min - got, &mut self.c)?;
+                self.bounded_spin_step(q, min - got, now, &mut spin_from)?;
                 continue;
             }
-            let now = self.clock.now_ns();
             match self.plan(q, now, min - got) {
-                Plan::Poll => spin_step(q, min - got, &mut self.c)?,
+                Plan::Poll => self.bounded_spin_step(q, min - got, now, &mut spin_from)?,
                 Plan::Sleep { until_ns, why } => {
+                    spin_from = None;
                     // Every request this sleep is for has had its sleep.
                     let fate = if why == Why::Rule {
                         Fate::Slept

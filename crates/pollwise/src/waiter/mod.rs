@@ -2,28 +2,35 @@
 //!
 //! **Rule.** A program that has its own io_uring ring asks a Waiter to wait until `wait_nr` CQEs are
 //! ready instead of calling `io_uring_enter(GETEVENTS)` itself; the Waiter waits the way its `Mode`
-//! says and returns when the CQ holds at least `wait_nr` CQEs. It never consumes a CQE, never
-//! rewrites a `user_data`, never touches a buffer: the caller reaps as it always did.
+//! says and returns what that enter would. It never consumes a CQE, never rewrites a `user_data`,
+//! never touches a buffer: the caller reaps as it always did.
 //!
-//! **What it knows.** It reads the ring: every SQE published (the SQ tail) is a request, submitted
-//! when the kernel consumes it, ended by a CQE without `IORING_CQE_F_MORE`. A caller that wants
-//! per-class predictions notes each request's `user_data` and class ([`Waiter::note_submit`]);
-//! without notes CQEs end requests oldest first. The policies are the crate's own
+//! **What it knows.** Every SQE published is a request, submitted when the kernel consumes it,
+//! ended by a CQE without `IORING_CQE_F_MORE`; [`Waiter::note_submit`] adds a `user_data` and class
+//! for per-class predictions, else CQEs end requests oldest first. The policies are the crate's own
 //! ([`policy`](crate::policy)), over a shadow of the ring that observes CQEs rather than reaping.
 //!
-//! **Ring kinds.** Plain rings are polled by reading the CQ tail; on DEFER_TASKRUN, COOP_TASKRUN and
-//! IOPOLL rings a poll is a non-blocking `GETEVENTS` enter. IOPOLL rings have no interrupts: a
-//! blocking wait is an enter that polls in the kernel. SQPOLL threads are woken when asleep.
-//! Overflowed completions and pending task work are flushed before spinning. Registered ring fds
-//! are entered by index. A peek (`wait_nr` 0) never blocks.
+//! **Ring kinds.** A poll on a DEFER_TASKRUN, COOP_TASKRUN or IOPOLL ring is a non-blocking
+//! `GETEVENTS` enter; on IOPOLL a blocking wait is an enter that polls in the kernel. SQPOLL
+//! threads are woken when asleep, overflow and task work are flushed before spinning, registered
+//! ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
 //!
-//! **Ends.** At least `wait_nr` CQEs, the timeout (`ETIME`) or a signal (`EINTR`); other errors are
-//! the kernel's. With no request believed in flight the wait blocks in the kernel, as
-//! `io_uring_enter` would. In hybrid and auto the Waiter sets the thread's timer slack to 1 ns.
-//! A Waiter is `Send`: one thread at a time waits through it, on rings that thread may enter.
+//! **Ends, as the kernel's enter ends.** `Ok(ready)` once `wait_nr` CQEs are ready. A signal whose
+//! handler runs on the thread ends any wait, spins included (they learn it from [`note_signal`]),
+//! and so does the timeout: `Ok(ready)` with fewer than asked when the CQ holds any, else `EINTR`
+//! or `ETIME`. With no request believed in flight the wait blocks in the kernel.
+//!
+//! **Submission, as one enter submits.** `submit_and_wait*` submits once: the kernel consumes SQEs
+//! up to the first that fails at submission (its CQE carries the error); stopped short, the call
+//! returns at once, without waiting. A refused submission (`EEXIST`: a SINGLE_ISSUER ring entered
+//! from another thread) is the call's error.
+//!
+//! **Thread state.** A sleep of the policy's own sets the thread's timer slack to 1 ns, and the
+//! call restores the slack it found. One thread at a time waits through a Waiter (it is `Send`).
 //! docs/library.md has the C API and the preload library built on it.
 
 mod shadow;
+pub mod signals;
 
 use std::collections::VecDeque;
 use std::io;
@@ -37,6 +44,7 @@ use crate::queue::{Op, OpKind, Tracked};
 use crate::request::{Dir, ReqClass};
 use crate::ring::{RawRing, Ring};
 use shadow::Shadow;
+pub use signals::note_signal;
 
 /// What a [`Waiter`] did, counted by the Waiter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -106,8 +114,6 @@ pub struct Waiter {
     known_sq: u32,
     notes: VecDeque<(u64, ReqClass)>,
     s: WaiterStats,
-    /// The timer slack of this thread was set for microsecond sleeps.
-    slack_set: bool,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -136,7 +142,6 @@ impl Waiter {
             known_sq: 0,
             notes: VecDeque::new(),
             s: WaiterStats::default(),
-            slack_set: false,
         }
     }
 
@@ -304,19 +309,20 @@ impl Waiter {
         timeout: Option<Duration>,
     ) -> io::Result<u32> {
         let t0 = Instant::now();
-        if !self.slack_set && matches!(self.mode, Mode::Hybrid | Mode::Auto) {
-            // Microsecond sleeps need a 1 ns timer slack (the default stretches them by 50 us).
-            let _ = crate::sys::timerslack::set_timer_slack_1ns();
-            self.slack_set = true;
-        }
+        // Signals counted from here on end the wait; those before it were handled before it.
+        let signals0 = signals::deliveries();
         let r = self
             .attach(ring)
-            .and_then(|()| self.run_attached(ring, wait_nr, submit, timeout, t0));
+            .and_then(|()| self.run_attached(ring, wait_nr, submit, timeout, t0, signals0));
         if let Some(t) = self.track.as_mut() {
             let sh = t.inner();
             sh.ring.set(None);
             sh.deadline.set(None);
             sh.may_submit.set(false);
+            if let Some(old) = sh.slack.take() {
+                // The thread's timer slack as the call found it.
+                let _ = crate::sys::timerslack::set_timer_slack_ns(old);
+            }
         }
         if wait_nr == 0 {
             self.s.peeks += 1;
@@ -329,7 +335,18 @@ impl Waiter {
                 _ => {}
             }
         }
-        r
+        match r {
+            // The kernel's rule: a wait a signal or its timeout ended returns 0, not the error,
+            // when the CQ holds CQEs.
+            Err(e)
+                if wait_nr > 0
+                    && matches!(e.raw_os_error(), Some(libc::EINTR | libc::ETIME))
+                    && ring.cq_ready() > 0 =>
+            {
+                Ok(ring.cq_ready())
+            }
+            r => r,
+        }
     }
 
     fn run_attached(
@@ -339,6 +356,7 @@ impl Waiter {
         submit: bool,
         timeout: Option<Duration>,
         t0: Instant,
+        signals0: u64,
     ) -> io::Result<u32> {
         self.sync_submissions(ring)?;
         let Some(t) = self.track.as_mut() else {
@@ -348,9 +366,21 @@ impl Waiter {
             let sh = t.inner();
             sh.may_submit.set(submit);
             sh.deadline.set(timeout.map(|d| t0 + d));
+            sh.signals.set(signals0);
         }
         if submit {
-            t.submit()?;
+            // One submission, as one enter makes: what the kernel does not consume now stays in
+            // the SQ (an SQPOLL ring's thread is still woken when it sleeps).
+            let sqpoll = ring.kind().sqpoll();
+            let pending = ring.sq_tail().wrapping_sub(ring.sq_head());
+            let consumed = t.submit()?;
+            if !sqpoll {
+                t.inner().may_submit.set(false);
+                if pending <= u32::MAX / 2 && consumed < pending as usize {
+                    // The kernel stopped at an SQE that failed at submission and did not wait.
+                    return Ok(ring.cq_ready());
+                }
+            }
         }
         if wait_nr == 0 {
             // A peek: one look, with a non-blocking enter where completions need one.

@@ -10,8 +10,11 @@
 //! foreign). CQEs the caller consumed before the shadow saw them end records unread.
 //!
 //! Time limits: the call's deadline is checked by every empty poll and caps every wait, so any
-//! policy's loop ends with `ETIME` when it passes; a signal during a blocking enter ends it with
-//! `EINTR`. Both come back as `io::Error`s with those errnos.
+//! policy's loop ends with `ETIME` when it passes. Signals: a signal during an enter ends it with
+//! `EINTR`, and so does an enter the kernel ended before its CQEs and before its timer (the
+//! kernel returns 0 rather than `EINTR` when CQEs are posted); every empty poll ends with `EINTR`
+//! once a handler ran on the thread ([`signals`](super::signals)). Both come back as
+//! `io::Error`s with those errnos; the waiter turns them into what the kernel would return.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -21,6 +24,9 @@ use std::time::{Duration, Instant};
 use crate::queue::{Completion, Op, Queue, QueueCounters, WaitOutcome, RESERVED_USER_DATA};
 use crate::ring::{RawRing, CQE_F_MORE, SQ_CQ_OVERFLOW, SQ_NEED_WAKEUP, SQ_TASKRUN};
 use crate::sys::enter::{GETEVENTS, SQ_WAKEUP};
+use crate::sys::timerslack;
+
+use super::signals;
 
 /// One request the shadow believes in flight.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +68,10 @@ pub(super) struct Shadow {
     pub seen_cq: Cell<u32>,
     /// The SQ head when last read.
     sq_head: Cell<u32>,
+    /// The thread's signal count when the call began ([`signals::deliveries`]).
+    pub signals: Cell<u64>,
+    /// The thread's timer slack before this call set it to 1 ns for a sleep, to restore.
+    pub slack: Cell<Option<u64>>,
     records: VecDeque<Rec>,
     c: Cell<QueueCounters>,
     pub seen: Seen,
@@ -73,6 +83,10 @@ fn no_ring() -> io::Error {
 
 fn etime() -> io::Error {
     io::Error::from_raw_os_error(libc::ETIME)
+}
+
+fn eintr() -> io::Error {
+    io::Error::from_raw_os_error(libc::EINTR)
 }
 
 impl Shadow {
@@ -103,6 +117,24 @@ impl Shadow {
 
     fn deadline_passed(&self) -> bool {
         self.deadline.get().is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// A signal handler ran on this thread since the call began.
+    fn interrupted(&self) -> bool {
+        signals::deliveries() != self.signals.get()
+    }
+
+    /// Before a sleep of the policy's own (not the caller's timeout): the thread's timer slack
+    /// to 1 ns, so a microsecond sleep is not stretched by the default 50 µs. The slack it had
+    /// is kept for the waiter to restore when the call ends.
+    fn fine_timers(&self) {
+        if self.slack.get().is_none() {
+            if let Ok(old) = timerslack::timer_slack_ns() {
+                if old > 1 && timerslack::set_timer_slack_ns(1).is_ok() {
+                    self.slack.set(Some(old));
+                }
+            }
+        }
     }
 
     /// CQEs seen and not consumed, after ending the records of CQEs consumed unseen (handed to
@@ -234,8 +266,17 @@ impl Shadow {
         let min = u32::try_from(min).unwrap_or(u32::MAX);
         let need = self.unconsumed(ring).saturating_add(min);
         let (to_submit, wake) = self.to_submit(ring);
-        let fresh =
-            |s: &Shadow, ring: &RawRing| ring.cq_tail().wrapping_sub(s.seen_cq.get()) >= min;
+        // CQEs posted past those seen and those the caller consumed (unseen ones too): the
+        // kernel counts from the head.
+        let fresh = |s: &Shadow, ring: &RawRing| {
+            let (seen, head) = (s.seen_cq.get(), ring.cq_head());
+            let from = if head.wrapping_sub(seen) <= u32::MAX / 2 {
+                head
+            } else {
+                seen
+            };
+            ring.cq_tail().wrapping_sub(from) >= min
+        };
         let timed_out = |is_deadline: bool| {
             if is_deadline {
                 Err(etime())
@@ -252,7 +293,13 @@ impl Shadow {
             match limit {
                 Some(l) if !is_deadline || !kind.iopoll() => {
                     // A timed sleep (hybrid's, on IOPOLL: sleep, then the next poll enters).
+                    if !is_deadline {
+                        self.fine_timers();
+                    }
                     std::thread::sleep(l);
+                    if self.interrupted() {
+                        return Err(eintr());
+                    }
                     if is_deadline {
                         return Err(etime());
                     }
@@ -265,6 +312,9 @@ impl Shadow {
                     if fresh(self, ring) {
                         break Ok(WaitOutcome::Ready);
                     }
+                    if self.interrupted() {
+                        break Err(eintr());
+                    }
                     if self.deadline_passed() {
                         break Err(etime());
                     }
@@ -273,24 +323,34 @@ impl Shadow {
                     // IOPOLL: the kernel polls until `need` are posted.
                     ring.enter(0, need, GETEVENTS, None)?;
                     self.bump(|c| c.enters += 1);
+                    if !fresh(self, ring) && self.interrupted() {
+                        return Err(eintr());
+                    }
                     Ok(WaitOutcome::Ready)
                 }
             }
         } else {
+            if limit.is_some() && !is_deadline {
+                self.fine_timers();
+            }
+            let entered = Instant::now();
             let r = ring.enter(to_submit, need, GETEVENTS | wake, limit);
             self.bump(|c| c.enters += 1);
-            match r {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+            // The kernel's timer fired: ETIME, or 0 (or the count submitted) when CQEs are
+            // posted, after the whole limit (a timer never fires early).
+            let timer_fired = match r {
+                Ok(_) => limit.is_some_and(|l| entered.elapsed() >= l),
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => true,
                 Err(e) => return Err(e),
-            }
+            };
             if fresh(self, ring) {
                 Ok(WaitOutcome::Ready)
-            } else if limit.is_some() && (!is_deadline || self.deadline_passed()) {
-                timed_out(is_deadline)
+            } else if !timer_fired || self.interrupted() {
+                // The kernel ended the wait before its CQEs and before its timer: a signal (it
+                // returns 0, not EINTR, when CQEs are posted).
+                Err(eintr())
             } else {
-                // Woken early (no limit passed): the policy looks and waits again.
-                Ok(WaitOutcome::TimedOut)
+                timed_out(is_deadline)
             }
         }
     }
@@ -367,6 +427,9 @@ unsafe impl Queue for Shadow {
                 self.bump(|c| c.enters += 1);
             }
             let n = self.observe(&ring, sink);
+            if n == 0 && self.interrupted() {
+                return Err(eintr());
+            }
             if n == 0 && self.deadline_passed() {
                 return Err(etime());
             }
