@@ -32,6 +32,11 @@ pub const EXPLORE_EPOCH_NS: u64 = 10_000_000;
 /// within the default slack while spinning would burn the whole wait. Waits that long (a timer,
 /// a slow device, an idle peer) block: see [`Reason::LongWait`].
 pub const LONG_WAIT_NS: u64 = 1_000_000;
+/// Longest an exploring epoch lasts once it has a completion: 50 ms. A candidate that serves a
+/// few hundred completions in more than that is far off the fastest (a spinning thread that
+/// starves the device's own worker serves a twentieth of interrupt's rate), and measuring it
+/// to the end of a full epoch would spend seconds at its cost.
+pub const EXPLORE_MAX_NS: u64 = 50_000_000;
 /// Long waits in one epoch of interrupt, at least half of its waits, from which the chooser
 /// holds interrupt without trying the spinning candidates ([`Reason::LongWait`]): one slow
 /// completion on a fast device is not enough.
@@ -237,6 +242,10 @@ struct Epoch {
     /// Waits of [`LONG_WAIT_NS`] or more since the mode was chosen, and shorter ones.
     long_waits: u64,
     short_waits: u64,
+    /// When the mode was chosen, the thread's CPU time then, and completions since.
+    switch_ns: u64,
+    switch_cpu: u64,
+    switch_ios: u64,
     settle_left: u64,
     start_ns: u64,
     start_cpu: u64,
@@ -298,6 +307,9 @@ impl Chooser {
             epoch: Epoch {
                 long_waits: 0,
                 short_waits: 0,
+                switch_ns: 0,
+                switch_cpu: 0,
+                switch_ios: 0,
                 settle_left: SETTLE_IOS,
                 start_ns: 0,
                 start_cpu: 0,
@@ -457,23 +469,29 @@ impl Chooser {
         self.epoch.lats.clear();
         self.epoch.long_waits = 0;
         self.epoch.short_waits = 0;
+        self.epoch.switch_ns = now;
+        self.epoch.switch_ios = 0;
+        if matches!(self.phase, Phase::Explore { .. }) {
+            self.epoch.switch_cpu = self.sampler.thread_cpu_ns();
+        }
     }
 
     fn explore(&mut self, reason: Reason, now: u64, probe: &dyn HybridProbe) {
         // Interrupt first: it costs least to measure, and its waits show whether they are long
         // enough to block on (see [`LONG_WAIT_NS`]) before any candidate spins through one.
+        // Adaptive, the middle ground, is always tried: at depth its short spins often serve as
+        // fast as polling at interrupt's cost.
         let (mut plan, mut len) = if self.with_hybrid {
-            ([INTERRUPT, POLL, HYBRID, ADAPTIVE], 3)
+            ([INTERRUPT, ADAPTIVE, HYBRID, POLL], 4)
         } else {
-            // No timed sleep to try: the adaptive window is the middle ground, always tried.
-            ([INTERRUPT, POLL, ADAPTIVE, HYBRID], 3)
+            ([INTERRUPT, ADAPTIVE, POLL, HYBRID], 3)
         };
         // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
         let lead = probe.hybrid_lead_ns().filter(|&v| v > 0).map(|v| v as f64);
         if let (true, Some(lead), Some(p)) = (self.with_hybrid, lead, self.est[POLL]) {
             if lead >= p.p50_ns / 2.0 {
-                plan = [INTERRUPT, POLL, ADAPTIVE, HYBRID];
-                len = 2;
+                plan = [INTERRUPT, ADAPTIVE, POLL, HYBRID];
+                len = 3;
                 self.hybrid_skipped += 1;
             }
         }
@@ -588,6 +606,27 @@ impl Chooser {
         }
     }
 
+    /// An exploring epoch cut short at [`EXPLORE_MAX_NS`]: measured from the switch, settling
+    /// included (what there is of it is all there is to judge).
+    fn finish_slow_epoch(&mut self, now: u64) -> Estimate {
+        let e = &self.epoch;
+        let (wall, ios) = (now.saturating_sub(e.switch_ns).max(1), e.switch_ios.max(1));
+        let cpu = self.sampler.thread_cpu_ns().saturating_sub(e.switch_cpu);
+        let t = wall as f64 / ios as f64;
+        let mut est = Estimate {
+            p50_ns: t,
+            p90_ns: t,
+            cpu_per_io_ns: cpu as f64 / ios as f64,
+            ios_per_s: ios as f64 * 1e9 / wall as f64,
+            mean_ns: t,
+        };
+        if !self.epoch.lats.is_empty() {
+            let m = self.finish_epoch(now);
+            (est.p50_ns, est.p90_ns, est.mean_ns) = (m.p50_ns, m.p90_ns, m.mean_ns);
+        }
+        est
+    }
+
     fn on_epoch(&mut self, est: Estimate, now: u64, probe: &dyn HybridProbe) {
         self.epochs += 1;
         let cur = self.cur;
@@ -696,7 +735,8 @@ impl Chooser {
             self.epoch.short_waits += 1;
         }
         let exploring = matches!(self.phase, Phase::Explore { .. });
-        if long && self.cur != INTERRUPT && self.started() {
+        // Adaptive blocks once its window is spent: a long wait costs it the window only.
+        if long && (self.cur == POLL || self.cur == HYBRID) && self.started() {
             if !matches!(self.phase, Phase::Contended { .. }) {
                 self.mode_ios[self.cur] += n as u64;
                 self.explore(Reason::LongWait, now, probe);
@@ -767,12 +807,23 @@ impl Chooser {
     pub fn after_wait(&mut self, n: usize, now: u64, probe: &dyn HybridProbe) {
         let n = n as u64;
         self.mode_ios[self.cur] += n;
+        self.epoch.switch_ios += n;
         if self.sampler.maybe_sample(now) {
             let before = (self.switches, self.reasons);
             self.on_sample(now, probe);
             if (self.switches, self.reasons) != before {
                 return;
             }
+        }
+        // Interrupt costs nothing to measure for long, and its long waits have a rule of their own.
+        if matches!(self.phase, Phase::Explore { .. })
+            && self.cur != INTERRUPT
+            && self.epoch.switch_ios > 0
+            && now.saturating_sub(self.epoch.switch_ns) >= EXPLORE_MAX_NS
+        {
+            let est = self.finish_slow_epoch(now);
+            self.on_epoch(est, now, probe);
+            return;
         }
         if self.epoch.settle_left > 0 {
             if n >= self.epoch.settle_left {
@@ -985,10 +1036,10 @@ mod tests {
         // poll's median (and not a close call) at half its CPU: the best.
         assert_eq!(c.current(), "interrupt");
         c.on_epoch(est(10_000.0, 5_000.0), 20 * ms, &NoHybrid);
-        assert_eq!(c.current(), "poll");
-        c.on_epoch(est(10_000.0, 10_000.0), 40 * ms, &NoHybrid);
         assert_eq!(c.current(), "adaptive");
-        c.on_epoch(est(12_000.0, 7_000.0), 60 * ms, &NoHybrid);
+        c.on_epoch(est(12_000.0, 7_000.0), 40 * ms, &NoHybrid);
+        assert_eq!(c.current(), "poll");
+        c.on_epoch(est(10_000.0, 10_000.0), 60 * ms, &NoHybrid);
         assert_eq!(c.current(), "interrupt");
         assert_eq!(c.reason_count(Reason::Best), 1);
         // One epoch 50% slower, then one as before: noise, the hold goes on.
@@ -1088,7 +1139,7 @@ mod tests {
         assert_eq!(c.current(), "interrupt", "the least time has not passed");
         t += 1;
         c.after_wait(1, t, &NoHybrid);
-        assert_eq!(c.current(), "poll", "the first epoch ended");
+        assert_eq!(c.current(), "adaptive", "the first epoch ended");
         // Run the exploration out the same way.
         for _ in 0..2 {
             c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
@@ -1160,6 +1211,7 @@ mod tests {
                 ("poll", est(12_000.0, 12_000.0)),
                 ("hybrid", est(10_000.0, 6_000.0)),
                 ("interrupt", est(13_000.0, 4_000.0)),
+                ("adaptive", est(12_500.0, 5_000.0)),
             ],
         );
         assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(0));
@@ -1172,6 +1224,7 @@ mod tests {
                 ("poll", est(30_000.0, 30_000.0)),
                 ("hybrid", est(22_000.0, 15_000.0)),
                 ("interrupt", est(15_000.0, 9_000.0)),
+                ("adaptive", est(17_000.0, 10_000.0)),
             ],
         );
         assert_eq!(c.current(), "interrupt");
@@ -1236,10 +1289,49 @@ mod tests {
         c.after_timed_wait(SETTLE_IOS as usize, 10_000, t, &NoHybrid);
         t += EXPLORE_EPOCH_NS;
         c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
-        assert_eq!(c.current(), "poll");
+        assert_eq!(c.current(), "adaptive");
+        // Adaptive blocks after its window: a long wait there decides nothing.
+        c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+        assert_eq!(c.current(), "adaptive");
+        assert_eq!(c.reason_count(Reason::LongWait), 0);
+        t += 5 * ms;
+        c.after_timed_wait(SETTLE_IOS as usize, 10_000, t, &NoHybrid);
+        t += EXPLORE_EPOCH_NS;
+        c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
+        assert_eq!(c.current(), "hybrid");
         c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
         assert_eq!(c.current(), "interrupt");
         assert_eq!(c.reason_count(Reason::LongWait), 1);
         assert_eq!(c.last_reason(), Reason::LongWait);
+    }
+
+    #[test]
+    fn a_candidate_far_off_the_pace_is_cut_short() {
+        let ms = 1_000_000;
+        let mut c = Chooser::new(0.10, never(), false).judging_throughput();
+        c.start(0, &NoHybrid);
+        assert_eq!(c.current(), "interrupt");
+        // Interrupt: 20k completions per second.
+        let mut t = 0;
+        c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
+        t += 16 * ms;
+        c.after_wait(EPOCH_IOS as usize + 64, t, &NoHybrid);
+        assert_eq!(c.current(), "adaptive");
+        // Adaptive starves the device: 7 completions in 50 ms, far short of an epoch.
+        for _ in 0..7 {
+            t += 7 * ms;
+            c.after_wait(1, t, &NoHybrid);
+        }
+        assert_eq!(c.current(), "adaptive", "49 ms: not yet");
+        t += 2 * ms;
+        c.after_wait(1, t, &NoHybrid);
+        assert_eq!(
+            c.current(),
+            "poll",
+            "cut short at 50 ms: {:?}",
+            c.beliefs(t)
+        );
+        let a = c.estimate("adaptive").unwrap();
+        assert!((a.ios_per_s - 8.0 / 0.051).abs() < 1.0, "{a:?}");
     }
 }

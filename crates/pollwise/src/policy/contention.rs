@@ -136,6 +136,11 @@ impl CpuSignals for ProcSignals {
         let runnable = ProcSignals::pread(&self.loadavg, &mut self.buf).and_then(parse_loadavg);
         let pressure_us =
             ProcSignals::pread(&self.pressure, &mut self.buf).and_then(parse_pressure);
+        // The cores *this* thread may run on now: a job thread pins itself after its policy is
+        // built (fio's cpus_allowed), and 16 threads on 8 of 16 cores are contended.
+        if let Ok(n) = std::thread::available_parallelism() {
+            self.cores = n.get() as u32;
+        }
         Reading {
             runnable,
             pressure_us,
