@@ -98,3 +98,9 @@ bash scripts/guest/test.sh target/debug/pollwise
 # for every test (scripts/liburing_suite.sh; the suite's build is cached).
 echo "== liburing's test suite under the preload library (scripts/liburing_suite.sh)"
 bounded bash scripts/liburing_suite.sh
+
+# The decision matrix, brief: every wait mode completes I/O in every condition auto is judged in
+# (disk, RAM loop device, contention, timers under exec). Speed is judged by the full matrix
+# (bash bench/decision_matrix.sh --runs 3), a benchmark, not here.
+echo "== the decision matrix, brief (bench/decision_matrix.py --brief)"
+bounded python3 bench/decision_matrix.py --brief --pollwise target/debug/pollwise
