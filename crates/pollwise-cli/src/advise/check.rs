@@ -339,33 +339,47 @@ pub fn median_figures(runs: &[Figures]) -> Figures {
     }
 }
 
-/// Runs `checks` for real with `base`'s job within `budget`, in two interleaved rounds when
-/// each run can still be [`super::sweep::MIN_REAL_RUN`] long, and stores each cell's median
-/// figures. Returns a note when there was no time for any.
+/// Runs `checks` for real with `base`'s job within `budget` (the first ones, as many as fit
+/// when not all do), in two interleaved rounds when each run can still be
+/// [`super::sweep::MIN_REAL_RUN`] long, and stores each cell's median figures, a real run of the
+/// sweep counted among them. Returns how many cells ran, and a note when some could not.
 pub fn run_checks(
     base: &JobSpec,
     points: &mut [Point],
     checks: &[usize],
     budget: Duration,
     target: Target,
-) -> Result<Option<String>> {
+) -> Result<(usize, Option<String>)> {
     use super::sweep::{MIN_REAL_RUN, REAL_RUN_OVERHEAD};
-    let cost = |runs: usize| {
-        (base.ramp_time + REAL_RUN_OVERHEAD + MIN_REAL_RUN).as_secs_f64() * runs as f64
-    };
-    let rounds = if cost(2 * checks.len()) <= budget.as_secs_f64() {
-        2
-    } else if cost(checks.len()) <= budget.as_secs_f64() {
-        1
+    let one = (base.ramp_time + REAL_RUN_OVERHEAD + MIN_REAL_RUN).as_secs_f64();
+    let fit = (budget.as_secs_f64() / one) as usize;
+    let all = checks.len();
+    let (rounds, checks) = if fit >= 2 * all {
+        (2, checks)
     } else {
-        return Ok(Some(format!(
-            "no real checks: {:.1}s left of --time, not enough for {} short runs",
-            budget.as_secs_f64(),
-            checks.len()
-        )));
+        (1, &checks[..all.min(fit)])
     };
-    let each = real_run_time(budget, rounds * checks.len(), base.ramp_time);
-    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); points.len()];
+    let note = match (checks.len(), all - checks.len()) {
+        (_, 0) => None,
+        (0, n) => Some(format!(
+            "no real checks: {:.1}s left of --time, not enough for {n} short runs",
+            budget.as_secs_f64()
+        )),
+        (ran, n) => Some(format!(
+            "{ran} cells checked for real, {n} not: {:.1}s left of --time was not enough for more",
+            budget.as_secs_f64()
+        )),
+    };
+    // A tenth kept back: the runs' starts and stops vary.
+    let each = real_run_time(
+        budget.mul_f64(0.9),
+        rounds * checks.len().max(1),
+        base.ramp_time,
+    );
+    let mut runs: Vec<Vec<Figures>> = points
+        .iter()
+        .map(|p| p.real.into_iter().collect())
+        .collect();
     'rounds: for _ in 0..rounds {
         for &i in checks {
             if crate::signals::interrupted() {
@@ -382,7 +396,7 @@ pub fn run_checks(
             points[i].real = Some(median_figures(r));
         }
     }
-    Ok(None)
+    Ok((checks.len(), note))
 }
 
 /// Where a checked cell's real figures are more than [`MODEL_HOLDS`] off the model's, which

@@ -269,11 +269,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     // Phase 2: the sweep, with what is left but the checks' share (0.4 when checking) and a
     // margin for the report.
     let left = (budget - calibrate_s - 0.5).max(0.0);
-    let share = if a.way == Way::ModelAndCheck {
-        0.6
-    } else {
-        1.0
-    };
+    let share = if a.way == Way::ModelOnly { 1.0 } else { 0.6 };
     let sweep_budget = Duration::from_secs_f64(left * share);
     let (mut points, cut, real_each) = match a.way {
         Way::Real => sweep::sweep_real(&base, &grid, a.target, sweep_budget)?,
@@ -293,26 +289,33 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         .collect();
     let beside: Vec<Vec<usize>> = (0..OBJECTIVES.len())
         .map(|k| match (a.way, first[k]) {
-            (Way::ModelAndCheck, Some(p)) => alternates(&points, k, p, a.target, cores),
-            _ => Vec::new(),
+            (Way::ModelOnly, _) | (_, None) => Vec::new(),
+            (_, Some(p)) => alternates(&points, k, p, a.target, cores),
         })
         .collect();
     let mut notes = Vec::new();
-    // Phase 4: real checks.
-    if a.way == Way::ModelAndCheck {
-        let mut checks: Vec<usize> = first.iter().flatten().copied().collect();
-        checks.extend(beside.iter().flatten());
-        checks.sort_unstable();
-        checks.dedup();
+    let mut checked = 0;
+    // Phase 4: real checks (for a job run for real, more runs of the sweep's best: one short
+    // run of a busy machine can rank two cells either way).
+    if a.way != Way::ModelOnly {
+        // The picks first, then the cells beside them: when time is short, the picks run.
+        let mut checks: Vec<usize> = Vec::new();
+        for i in first.iter().flatten().chain(beside.iter().flatten()) {
+            if !checks.contains(i) {
+                checks.push(*i);
+            }
+        }
         if !checks.is_empty() {
             let left = (budget - t0.elapsed().as_secs_f64() - 0.5).max(0.0);
-            notes.extend(check::run_checks(
+            let (ran, note) = check::run_checks(
                 &base,
                 &mut points,
                 &checks,
                 Duration::from_secs_f64(left),
                 a.target,
-            )?);
+            )?;
+            checked = ran;
+            notes.extend(note);
         }
     }
     let mut picks = Vec::new();
@@ -327,7 +330,8 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             continue;
         };
         if a.way == Way::Real {
-            picks.push((Some(p), DecidedBy::RealRuns, none_why));
+            let pick = check::real_choice(&points, k, p, &beside[k], a.target);
+            picks.push((pick, DecidedBy::RealRuns, none_why));
             continue;
         }
         if k == 0 {
@@ -349,10 +353,15 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     match a.way {
         Way::ModelOnly => notes.push("no real checks: --ioengine=sim models the platform only".into()),
         Way::Real => notes.push(format!(
-            "{}: real runs decide: every cell ran for real, {} ms each after a {} ms ramp, unpaced (the paced loads are modelled ones; not here)",
+            "{}: real runs decide: every cell ran for real, {} ms each after a {} ms ramp, unpaced (paced loads are fractions of a modelled peak: none here){}",
             not_modelled_why(&base),
             real_each.as_millis(),
-            base.ramp_time.as_millis()
+            base.ramp_time.as_millis(),
+            if checked > 0 {
+                format!("; {checked} cells, each objective's best first, ran again and count by their median")
+            } else {
+                String::new()
+            }
         )),
         Way::ModelAndCheck => notes.push(format!(
             "calibrated with the job's requests ({}): the model's device is this job's",
