@@ -173,6 +173,11 @@ fn args(o: &mut Opts) -> Result<Args> {
             base.ioengine.name()
         )));
     }
+    if way == Way::ModelOnly && base.platform.is_none() {
+        base.platform = Some(crate::platform::load("here")?);
+    }
+    // The real runs write when --rw does: refuse a mounted device before calibrating.
+    crate::job::check_in_use(&base)?;
     if way == Way::ModelAndCheck && time < MIN_TIME_ON_A_FILE {
         return Err(Error::Usage(format!(
             "--time={}s is too short to model anything: calibrating the file takes about 2s of it; give --time={}s or more (60s by default)",
@@ -180,11 +185,6 @@ fn args(o: &mut Opts) -> Result<Args> {
             MIN_TIME_ON_A_FILE.as_secs()
         )));
     }
-    if way == Way::ModelOnly && base.platform.is_none() {
-        base.platform = Some(crate::platform::load("here")?);
-    }
-    // The real runs write when --rw does: refuse a mounted device before calibrating.
-    crate::job::check_in_use(&base)?;
     Ok(Args {
         depth: depth_given.then_some(base.iodepth),
         threads: threads_given.then_some(base.numjobs),
