@@ -915,12 +915,27 @@ pub fn to_text(c: &Calibration) -> String {
     s
 }
 
-/// `pollwise calibrate`'s command line: `--filename=F`, `--output-format=normal|json`,
-/// `--output=FILE`.
+/// `--bs=SIZE` for calibrate: 512 bytes to 64 MiB, a multiple of 512 (O_DIRECT's sector).
+fn parse_bs(v: &str) -> Result<u32> {
+    pollwise::units::parse_size(v)
+        .ok()
+        .filter(|&b| (512..=64 << 20).contains(&b) && b % 512 == 0)
+        .map(|b| b as u32)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--bs={v}: calibrate times requests of 512 bytes to 64 MiB, a multiple of 512: e.g. --bs=4k or --bs=128k"
+            ))
+        })
+}
+
+/// `pollwise calibrate`'s command line: `--filename=F`, `--bs=SIZE`, `--rw=PATTERN`,
+/// `--rwmixread=PCT` (the requests timed: 4 KiB random reads by default),
+/// `--output-format=normal|json`, `--output=FILE`.
 pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<PathBuf>)> {
     let mut filename = None;
     let mut json = false;
     let mut output = None;
+    let mut pattern = Pattern::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (k, v) = match a.split_once('=') {
@@ -945,9 +960,24 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
                 }
             },
             "__output" => output = Some(PathBuf::from(v)),
+            "__bs" => pattern.bs = parse_bs(&v)?,
+            "__rw" => {
+                pattern.rw = Rw::from_name(&v).filter(|r| !r.trims()).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--rw={v}: calibrate times randread, randwrite, randrw, read, write or rw"
+                    ))
+                })?
+            }
+            "__rwmixread" => {
+                pattern.rwmixread = v.parse().ok().filter(|&p: &u32| p <= 100).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--rwmixread={v}: give the percentage of reads, 0 to 100"
+                    ))
+                })?
+            }
             _ => {
                 return Err(Error::Usage(format!(
-                    "`pollwise calibrate` takes --filename=F, --output-format=normal|json and --output=FILE, not {k}"
+                    "`pollwise calibrate` takes --filename=F, --bs=SIZE, --rw=PATTERN, --rwmixread=PCT, --output-format=normal|json and --output=FILE, not {k}"
                 )))
             }
         }
@@ -964,7 +994,15 @@ pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<P
             std::slice::from_ref(&path),
         )?;
     }
-    let c = calibrate(&path)?;
+    if pattern.rw.writes() {
+        // Timing writes overwrites the target's blocks: never a mounted filesystem's.
+        crate::job::check_in_use(&crate::job::JobSpec {
+            filename: path.clone(),
+            rw: pattern.rw,
+            ..crate::job::JobSpec::default()
+        })?;
+    }
+    let c = calibrate_for(&path, pattern)?;
     Ok((to_text(&c), to_json(&c), json, output))
 }
 
@@ -1008,6 +1046,38 @@ mod tests {
             vec![(1, 20_000), (4, 50_000), (8, 90_000)]
         );
         assert_eq!(depth_curve(&figs([0, 33_000, 50_000, 90_000])), vec![]);
+    }
+
+    #[test]
+    fn a_pattern_says_its_writes_and_mixes_them_evenly() {
+        let p = Pattern {
+            bs: 128 << 10,
+            rw: Rw::RandRw,
+            rwmixread: 70,
+        };
+        assert_eq!(p.write_pct(), 30);
+        assert_eq!(p.words(), "128 KiB randrw (70% reads)");
+        assert_eq!(Pattern::default().words(), "4 KiB randread");
+        assert_eq!(Pattern { rw: Rw::Write, ..p }.write_pct(), 100);
+        assert!(!Pattern {
+            rw: Rw::RandTrim,
+            ..p
+        }
+        .timed());
+        // Bresenham's accumulator: 3 writes in every 10 requests, spread out.
+        let (mut mix, mut writes) = (0, Vec::new());
+        for i in 0..10 {
+            mix += p.write_pct();
+            if mix >= 100 {
+                mix -= 100;
+                writes.push(i);
+            }
+        }
+        assert_eq!(writes, vec![3, 6, 9]);
+        assert_eq!(parse_bs("128k").unwrap(), 128 << 10);
+        for bad in ["0", "100", "1g", "fast"] {
+            assert!(parse_bs(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -370,3 +370,28 @@ fn too_short_a_time_fails_with_one_line() {
         &["--time=1s", "give --time="],
     );
 }
+
+/// `pollwise calibrate` times the requests it is given (4 KiB random reads by default), so a
+/// platform file can be a job's; a size it cannot time is one line.
+#[test]
+fn calibrate_times_the_requests_it_is_given() {
+    let (_dir, file) = written_file();
+    let name = format!("--filename={}", file.display());
+    let v = json_of(&["calibrate", &name, "--bs=64k", "--output-format=json"]);
+    let c = &v["calibration"];
+    assert_eq!(
+        (c["bs"].as_u64(), c["rw"].as_str()),
+        (Some(64 << 10), Some("randread")),
+        "{c}"
+    );
+    let v = json_of(&["calibrate", &name, "--output-format=json"]);
+    assert_eq!(v["calibration"]["bs"], 4096);
+    usage_error(
+        &["calibrate", &name, "--bs=100"],
+        &["--bs=100", "e.g. --bs=4k"],
+    );
+    usage_error(
+        &["calibrate", &name, "--rw=trim"],
+        &["--rw=trim", "randread"],
+    );
+}

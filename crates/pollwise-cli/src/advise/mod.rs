@@ -351,7 +351,16 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     }
     let real_s = t0.elapsed().as_secs_f64() - calibrate_s - model_s;
     match a.way {
-        Way::ModelOnly => notes.push("no real checks: --ioengine=sim models the platform only".into()),
+        Way::ModelOnly => {
+            notes.push("no real checks: --ioengine=sim models the platform only".into());
+            if pattern_of(&base) != Pattern::default() {
+                notes.push(format!(
+                    "the platform's device is its own, whatever the job's requests ({}): a preset's is 4 KiB random reads; `pollwise calibrate --filename=F {}--output-format=json` makes a platform timed with this job's",
+                    pattern_of(&base).words(),
+                    render::job_options(&base)
+                ));
+            }
+        }
         Way::Real => notes.push(format!(
             "{}: real runs decide: every cell ran for real, {} ms each after a {} ms ramp, unpaced (paced loads are fractions of a modelled peak: none here){}",
             not_modelled_why(&base),
