@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use super::sweep::{cell_spec, real_run_time, Figures, Point};
+use super::sweep::{failed_note, real_run, real_run_time, Figures, Point};
 use super::Target;
-use crate::job::{run_job, JobSpec};
+use crate::job::JobSpec;
 use crate::report::us;
 use crate::Result;
 
@@ -342,14 +342,15 @@ pub fn median_figures(runs: &[Figures]) -> Figures {
 /// Runs `checks` for real with `base`'s job within `budget` (the first ones, as many as fit
 /// when not all do), in two interleaved rounds when each run can still be
 /// [`super::sweep::MIN_REAL_RUN`] long, and stores each cell's median figures, a real run of the
-/// sweep counted among them. Returns how many cells ran, and a note when some could not.
+/// sweep counted among them. Returns how many cells ran, and notes where some could not (no
+/// time, or a failed run: see [`real_run`]).
 pub fn run_checks(
     base: &JobSpec,
     points: &mut [Point],
     checks: &[usize],
     budget: Duration,
     target: Target,
-) -> Result<(usize, Option<String>)> {
+) -> Result<(usize, Vec<String>)> {
     use super::sweep::{MIN_REAL_RUN, REAL_RUN_OVERHEAD};
     let one = (base.ramp_time + REAL_RUN_OVERHEAD + MIN_REAL_RUN).as_secs_f64();
     let fit = (budget.as_secs_f64() / one) as usize;
@@ -376,6 +377,7 @@ pub fn run_checks(
         rounds * checks.len().max(1),
         base.ramp_time,
     );
+    let mut failed = Vec::new();
     let mut runs: Vec<Vec<Figures>> = points
         .iter()
         .map(|p| p.real.into_iter().collect())
@@ -385,10 +387,10 @@ pub fn run_checks(
             if crate::signals::interrupted() {
                 break 'rounds;
             }
-            let mut s = cell_spec(base, &points[i].cell);
-            s.runtime = each;
-            let stats = run_job(&s)?;
-            runs[i].push(Figures::of(&stats, target));
+            match real_run(base, &points[i].cell, each, target)? {
+                Ok(f) => runs[i].push(f),
+                Err(why) => failed.push((points[i].cell, why)),
+            }
         }
     }
     for (i, r) in runs.iter().enumerate() {
@@ -396,7 +398,10 @@ pub fn run_checks(
             points[i].real = Some(median_figures(r));
         }
     }
-    Ok((checks.len(), note))
+    Ok((
+        checks.len(),
+        note.into_iter().chain(failed_note(&failed)).collect(),
+    ))
 }
 
 /// Where a checked cell's real figures are more than [`MODEL_HOLDS`] off the model's, which

@@ -271,11 +271,14 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let left = (budget - calibrate_s - 0.5).max(0.0);
     let share = if a.way == Way::ModelOnly { 1.0 } else { 0.6 };
     let sweep_budget = Duration::from_secs_f64(left * share);
-    let (mut points, cut, real_each) = match a.way {
-        Way::Real => sweep::sweep_real(&base, &grid, a.target, sweep_budget)?,
+    let (mut points, cut, real_each, failed) = match a.way {
+        Way::Real => {
+            let r = sweep::sweep_real(&base, &grid, a.target, sweep_budget)?;
+            (r.points, r.cut, r.each, r.failed)
+        }
         _ => {
             let (p, c) = sweep::sweep(&base, &platform, &grid, a.target, sweep_budget)?;
-            (p, c, Duration::ZERO)
+            (p, c, Duration::ZERO, Vec::new())
         }
     };
     if points.is_empty() && !crate::signals::interrupted() {
@@ -293,7 +296,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
             (_, Some(p)) => alternates(&points, k, p, a.target, cores),
         })
         .collect();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = sweep::failed_note(&failed).into_iter().collect();
     let mut checked = 0;
     // Phase 4: real checks (for a job run for real, more runs of the sweep's best: one short
     // run of a busy machine can rank two cells either way).
@@ -307,7 +310,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
         }
         if !checks.is_empty() {
             let left = (budget - t0.elapsed().as_secs_f64() - 0.5).max(0.0);
-            let (ran, note) = check::run_checks(
+            let (ran, more) = check::run_checks(
                 &base,
                 &mut points,
                 &checks,
@@ -315,7 +318,7 @@ pub fn run(o: &mut Opts) -> Result<Output> {
                 a.target,
             )?;
             checked = ran;
-            notes.extend(note);
+            notes.extend(more);
         }
     }
     let mut picks = Vec::new();

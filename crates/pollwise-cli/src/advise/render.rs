@@ -129,9 +129,11 @@ pub fn render(r: &Report) -> Output {
     };
     let mut text = format!(
         "pollwise advise on {} (platform '{}', {} cores), job {} {} {}, latency target {target_words}, --time={}s\n",
-        r.filename
-            .as_ref()
-            .map_or("the model".into(), |f| f.display().to_string()),
+        match (&r.filename, r.way) {
+            (Some(f), _) => f.display().to_string(),
+            (None, Way::Real) => "no file".into(),
+            (None, _) => "the model".into(),
+        },
         r.platform.name,
         r.platform.cores,
         r.job.ioengine.name(),

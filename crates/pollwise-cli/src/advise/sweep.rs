@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::Target;
 use crate::extras::Rate;
 use crate::job::{run_job, run_job_within, IoEngine, JobSpec};
-use crate::Result;
+use crate::{Error, Result};
 
 /// Queue depths the model sweeps when the job does not give one.
 pub const DEPTHS: &[u32] = &[1, 4, 16, 64];
@@ -301,6 +301,41 @@ pub fn sweep(
     Ok((points, cut))
 }
 
+/// A real run of cell `c` of `base`'s job, measured for `runtime`: its figures, or why it
+/// failed where a run of a busy machine can fail without the job being wrong (an I/O error:
+/// no request completed in a short run, a run cut short). Other errors (the job's options) end
+/// advise.
+pub fn real_run(
+    base: &JobSpec,
+    c: &Cell,
+    runtime: Duration,
+    target: Target,
+) -> Result<std::result::Result<Figures, String>> {
+    let mut s = cell_spec(base, c);
+    s.runtime = runtime;
+    match run_job(&s) {
+        Ok(stats) => Ok(Ok(Figures::of(&stats, target))),
+        Err(Error::Io(why)) => Ok(Err(why)),
+        Err(e) => Err(e),
+    }
+}
+
+/// A real run that failed: its cell, and why.
+pub type Failed = (Cell, String);
+
+/// Failed real runs in a note: how many, and the first one's cause.
+pub fn failed_note(failed: &[Failed]) -> Option<String> {
+    let (c, why) = failed.first()?;
+    Some(format!(
+        "{} real run{} failed and count for nothing; the first, {} qd {} threads {}: {why}",
+        failed.len(),
+        if failed.len() == 1 { "" } else { "s" },
+        c.name(),
+        c.qd,
+        c.threads
+    ))
+}
+
 /// The measured time of each real run when `runs` of them share `budget`: what is left after
 /// each one's ramp and start, within [`MIN_REAL_RUN`] and [`MAX_REAL_RUN`].
 pub fn real_run_time(budget: Duration, runs: usize, ramp: Duration) -> Duration {
@@ -310,21 +345,35 @@ pub fn real_run_time(budget: Duration, runs: usize, ramp: Duration) -> Duration 
     Duration::from_secs_f64(each.clamp(MIN_REAL_RUN.as_secs_f64(), MAX_REAL_RUN.as_secs_f64()))
 }
 
+/// What a sweep run for real found.
+pub struct RealSweep {
+    /// The cells that ran, with their real figures.
+    pub points: Vec<Point>,
+    /// The cells cut for lack of time.
+    pub cut: Vec<Cell>,
+    /// Each run's measured time.
+    pub each: Duration,
+    /// The runs that failed.
+    pub failed: Vec<Failed>,
+}
+
 /// The sweep of `grid` run for real with `base`'s job (its engine, file, block size and mix),
 /// unpaced, within `budget` of wall time: the points (real figures only), the cells cut for
-/// lack of time, and each run's measured time.
+/// lack of time, each run's measured time, and the runs that failed (see [`real_run`]; when
+/// every run failed, the first failure is the error).
 pub fn sweep_real(
     base: &JobSpec,
     grid: &Grid,
     target: Target,
     budget: Duration,
-) -> Result<(Vec<Point>, Vec<Cell>, Duration)> {
+) -> Result<RealSweep> {
     let start = Instant::now();
     // A tenth kept back: the runs' starts and stops vary, and the last must fit.
     let each = real_run_time(budget.mul_f64(0.9), grid.len(), base.ramp_time);
     let cost = each + base.ramp_time + REAL_RUN_OVERHEAD;
     let mut points = Vec::new();
     let mut cut = Vec::new();
+    let mut failed = Vec::new();
     for (threads, qd) in grid.groups() {
         for &(mode, hipri) in &grid.modes {
             let cell = Cell {
@@ -339,17 +388,25 @@ pub fn sweep_real(
                 cut.push(cell);
                 continue;
             }
-            let mut s = cell_spec(base, &cell);
-            s.runtime = each;
-            let stats = run_job(&s)?;
-            points.push(Point {
-                cell,
-                model: None,
-                real: Some(Figures::of(&stats, target)),
-            });
+            match real_run(base, &cell, each, target)? {
+                Ok(f) => points.push(Point {
+                    cell,
+                    model: None,
+                    real: Some(f),
+                }),
+                Err(why) => failed.push((cell, why)),
+            }
         }
     }
-    Ok((points, cut, each))
+    if let (true, Some((_, why))) = (points.is_empty(), failed.first()) {
+        return Err(Error::Io(why.clone()));
+    }
+    Ok(RealSweep {
+        points,
+        cut,
+        each,
+        failed,
+    })
 }
 
 #[cfg(test)]
