@@ -214,7 +214,7 @@ fn parse_for(cmd: &'static CommandSpec, rest: &[String], name: Name) -> Result<P
 }
 
 /// `pollwise calibrate --help`.
-const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--output-format=normal|json] [--output=FILE]\n\n  Measures, in about two seconds, the costs that decide the wait modes on this machine:\n  a system call, a completion-queue check, the submit call, QD1 completion latency (polled),\n  a blocking wait's latency and CPU, a timed sleep's lateness and CPU, a context switch,\n  the engine's work per request, and the cores. F is an existing file or block device\n  (at least 1 MiB), read with O_DIRECT when it allows. The JSON's `platform` object is a\n  file --platform takes: pollwise run --ioengine=sim --platform=FILE.json ...\n";
+const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--bs=4k] [--rw=randread] [--rwmixread=50] [--output-format=normal|json] [--output=FILE]\n\n  Measures, in about two seconds, the costs that decide the wait modes on this machine:\n  a system call, a completion-queue check, the submit call, QD1 completion latency (polled),\n  a blocking wait's latency and CPU, a timed sleep's lateness and CPU, a context switch,\n  the engine's work per request, and the cores. F is an existing file or block device\n  (at least 1 MiB), read with O_DIRECT when it allows. The requests timed are 4 KiB random\n  reads, or --bs, --rw and --rwmixread's (a pattern that writes overwrites F's blocks).\n  The JSON's `platform` object is a file --platform takes:\n  pollwise run --ioengine=sim --platform=FILE.json ...\n";
 
 /// Whether `word`, first on the command line, is pollwise's `run` written fio's way: an option
 /// (`pollwise --bs=4k --name=j`) or a job file that exists (`pollwise job.fio`).

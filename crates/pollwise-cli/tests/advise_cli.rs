@@ -36,8 +36,8 @@ fn help_exits_0_and_typos_are_caught() {
         &["--latency_target=99:1ms"],
     );
     usage_error(
-        &["advise", "--ioengine=sim", "--iodepth=4"],
-        &["--iodepth", "advise"],
+        &["advise", "--ioengine=sim", "--mode=poll"],
+        &["--mode", "advise"],
     );
     usage_error(&["advise"], &["--filename"]);
 }
@@ -115,18 +115,31 @@ fn same_figures_twice_and_the_picks_are_the_sweeps_best() {
 
 #[test]
 fn a_short_time_cuts_the_sweep_and_says_so() {
-    // nvme-baremetal's 8 cores make 16-thread cells: far more than 1 s of modelling.
+    // nvme-baremetal's 8 cores make 16-thread cells: far more than 3 s of modelling.
     let t = std::time::Instant::now();
-    let (code, out, err) = pollwise(&[
+    let v = json_of(&[
         "advise",
         "--ioengine=sim",
         "--platform=nvme-baremetal",
-        "--time=1s",
+        "--time=3s",
+        "--output-format=json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("the sweep was cut"), "{out}");
+    let a = &v["advise"];
+    assert!(a["cells_modelled"].as_u64().unwrap() > 0, "{a}");
+    assert!(a["cells_cut"].as_u64().unwrap() > 0, "{a}");
+    assert!(a["notes"].to_string().contains("the sweep was cut"), "{a}");
     // Within its time, with room for a loaded machine (one cell may overrun the estimate).
-    assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{:?}", t.elapsed());
+    // A second leaves no time for one cell: one line naming the fix, not an empty report.
+    usage_error(
+        &[
+            "advise",
+            "--ioengine=sim",
+            "--platform=nvme-baremetal",
+            "--time=1s",
+        ],
+        &["--time=1s", "give --time="],
+    );
 }
 
 #[test]
@@ -245,4 +258,140 @@ fn real_runs_decide_among_the_close_cells_for_lowest_latency() {
             assert!(real(c, "p50_ns") >= p50 * 0.97, "{note}: {c} against {rec}");
         }
     }
+}
+
+/// A 32 MiB file written in a fresh temp dir (keep the dir: dropping it removes the file).
+fn written_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, file) = common::temp_file("f.dat");
+    // Written, not sparse: reads of a hole never reach the disk.
+    std::fs::write(&file, vec![0xa5u8; 32 << 20]).unwrap();
+    (dir, file)
+}
+
+fn cells(a: &Value) -> &Vec<Value> {
+    a["cells"].as_array().unwrap()
+}
+
+/// The job given is the job modelled and checked: its block size reaches the calibration, every
+/// modelled cell and every real check (each did requests of that size), and its depth and
+/// threads are the only ones swept.
+#[test]
+fn the_jobs_block_size_depth_and_threads_are_what_is_modelled_and_checked() {
+    let (_dir, file) = written_file();
+    let name = format!("--filename={}", file.display());
+    let v = json_of(&[
+        "advise",
+        &name,
+        "--bs=128k",
+        "--iodepth=2",
+        "--numjobs=1",
+        "--time=10s",
+        "--output-format=json",
+    ]);
+    let a = &v["advise"];
+    assert_eq!(a["job"]["bs"], 128 << 10, "{}", a["job"]);
+    assert_eq!(a["job"]["ioengine"], "io_uring");
+    assert_eq!(a["calibration"]["bs"], 128 << 10, "{}", a["calibration"]);
+    assert!(!cells(a).is_empty());
+    let mut checked = 0;
+    for c in cells(a) {
+        assert_eq!(
+            (c["iodepth"].as_u64(), c["threads"].as_u64()),
+            (Some(2), Some(1)),
+            "{c}"
+        );
+        assert_eq!(c["model"]["bytes_per_io"], 128 << 10, "{c}");
+        if !c["real"].is_null() {
+            checked += 1;
+            assert_eq!(c["real"]["bytes_per_io"], 128 << 10, "{c}");
+        }
+    }
+    let notes = a["notes"].to_string();
+    assert!(checked > 0 || notes.contains("no real checks"), "{notes}");
+    for (k, r) in a["recommendations"].as_object().unwrap() {
+        if r.get("none").is_none() {
+            assert_eq!(r["model"]["bytes_per_io"], 128 << 10, "{k}: {r}");
+            assert!(r["decided_by"].is_string(), "{k}: {r}");
+        }
+    }
+}
+
+/// An engine the platform model has no queue for is run, not modelled as io_uring: every cell
+/// is a real run of that engine, and real runs decide.
+#[test]
+fn an_engine_the_model_cannot_represent_is_run_not_replaced() {
+    let (_dir, file) = written_file();
+    let name = format!("--filename={}", file.display());
+    for (engine, extra) in [
+        ("libaio", name.as_str()),
+        ("psync", name.as_str()),
+        ("null", "--size=16m"),
+    ] {
+        let e = format!("--ioengine={engine}");
+        let v = json_of(&[
+            "advise",
+            &e,
+            extra,
+            "--iodepth=1",
+            "--numjobs=1",
+            "--time=5s",
+            "--output-format=json",
+        ]);
+        let a = &v["advise"];
+        assert_eq!(a["job"]["ioengine"], engine, "{}", a["job"]);
+        assert!(!cells(a).is_empty(), "{engine}: {a}");
+        for c in cells(a) {
+            assert!(c["model"].is_null(), "{engine}: {c}");
+            assert!(c["real"]["iops"].as_f64().unwrap() > 0.0, "{engine}: {c}");
+            assert_eq!(c["ioengine"], engine, "{c}");
+            if engine == "psync" {
+                // It does each request inside its system call: there is no wait to choose.
+                assert_eq!(c["mode"], "interrupt", "{c}");
+            }
+        }
+        let rec = &a["recommendations"]["lowest_latency"];
+        assert_eq!(rec["decided_by"], "real runs", "{engine}: {rec}");
+        assert!(
+            a["notes"].to_string().contains("real runs decide"),
+            "{engine}: {}",
+            a["notes"]
+        );
+    }
+}
+
+/// A --time too short for anything to be modelled is a usage error of one line naming the
+/// option and the fix, not an empty report that exits 0.
+#[test]
+fn too_short_a_time_fails_with_one_line() {
+    let (_dir, file) = written_file();
+    let name = format!("--filename={}", file.display());
+    usage_error(
+        &["advise", &name, "--time=1s"],
+        &["--time=1s", "give --time="],
+    );
+}
+
+/// `pollwise calibrate` times the requests it is given (4 KiB random reads by default), so a
+/// platform file can be a job's; a size it cannot time is one line.
+#[test]
+fn calibrate_times_the_requests_it_is_given() {
+    let (_dir, file) = written_file();
+    let name = format!("--filename={}", file.display());
+    let v = json_of(&["calibrate", &name, "--bs=64k", "--output-format=json"]);
+    let c = &v["calibration"];
+    assert_eq!(
+        (c["bs"].as_u64(), c["rw"].as_str()),
+        (Some(64 << 10), Some("randread")),
+        "{c}"
+    );
+    let v = json_of(&["calibrate", &name, "--output-format=json"]);
+    assert_eq!(v["calibration"]["bs"], 4096);
+    usage_error(
+        &["calibrate", &name, "--bs=100"],
+        &["--bs=100", "e.g. --bs=4k"],
+    );
+    usage_error(
+        &["calibrate", &name, "--rw=trim"],
+        &["--rw=trim", "randread"],
+    );
 }

@@ -63,7 +63,8 @@ impl Pick {
                 r["iodepth"].as_u64()?,
                 if threads == 1 { "" } else { "s" }
             ),
-            model: Fig::of(&r["model"])?,
+            // A job advise ran for real only (not modelled) has real figures alone.
+            model: Fig::of(&r["model"]).or_else(|| Fig::of(&r["real"]))?,
         })
     }
 }
@@ -116,7 +117,7 @@ impl Advise {
                 c["iodepth"].as_u64(),
                 c["threads"].as_u64(),
                 c["load"].as_f64(),
-                Fig::of(&c["model"]),
+                Fig::of(&c["model"]).or_else(|| Fig::of(&c["real"])),
             ) else {
                 return Err(format!(
                     "a cell lacks mode, iodepth, threads, load or model figures: {c}"

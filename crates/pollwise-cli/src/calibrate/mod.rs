@@ -3,20 +3,22 @@
 //! (`--ioengine=sim --platform=FILE.json`).
 //!
 //! Each figure is a median and a 90th percentile over its samples (at least 100 each; the
-//! count is reported beside it):
+//! count is reported beside it). The requests timed are 4 KiB random reads; `pollwise advise`
+//! times its job's instead ([`Pattern`]: its block size, and its reads and writes in its mix,
+//! random or in order), so the model's device is the job's:
 //!
 //! | figure | how |
 //! |---|---|
 //! | `syscall_ns` | `getppid`, timed in batches of 100 |
 //! | `poll_ns` | one completion-queue check of an idle plain ring, batches of 100 |
-//! | `submit_ns` | `io_uring_enter` submitting one 4 KiB read (O_DIRECT when the file allows) |
+//! | `submit_ns` | `io_uring_enter` submitting one request (O_DIRECT when the file allows) |
 //! | `clat_ns` | that read's completion, polled for, at queue depth 1 (the device model) |
 //! | `interrupt_clat_ns`, `wait_cpu_ns` | a blocking wait (submit and wait in one call, then reap) on an interrupt ring like `--mode=interrupt`'s: its latency and the thread's CPU |
 //! | `sleep_late_ns`, `sleep_cpu_ns` | a 10 us sleep with timer slack 1 ns: how late it returns, and its CPU |
 //! | `switch_half_round_trip_ns` | ping-pong between two threads over a socket pair, half a round trip |
 //! | `engine_ns` | the engine's own CPU per request, over the simulated device in virtual time |
 //! | `depth1_clat_ns` .. `depth8_clat_ns` | the device's latency with 1, 2, 4 and 8 reads kept on it (one thread, a plain ring, each completed read re-issued at once): from the submit call's return to the poll that finds it, counted only when the poll before found nothing (timed to a poll, not delayed by a submit call); at most 100 ms each. The platform's `device_latency_by_depth` is their medians' running maximum |
-//! | `qd32_ns_per_io` | the device's rate: 4 KiB random reads at queue depth 32 on an interrupt ring (the engine, as `run --iodepth=32 --mode=interrupt`), elapsed time over reads in each of 3 windows of 150 ms: the p50 column holds the fastest window (the device's capacity: a stall of a shared host's disk only lowers a window's rate), the p90 column the slowest, samples the windows |
+//! | `qd32_ns_per_io` | the device's rate: requests at queue depth 32 on an interrupt ring (the engine, as `run --iodepth=32 --mode=interrupt`), elapsed time over reads in each of 3 windows of 150 ms: the p50 column holds the fastest window (the device's capacity: a stall of a shared host's disk only lowers a window's rate), the p90 column the slowest, samples the windows |
 //! | `cores` | `sched_getaffinity` |
 //! | `iopoll_ns` | on a device with poll queues (`queue/io_poll` = 1, O_DIRECT): one non-blocking `io_uring_enter(GETEVENTS)` on an IOPOLL ring with a read in flight that finds nothing (one poll of the device; when none came back empty, the enters that found the read); the platform's `iopoll_ns` |
 //! | `iopoll_clat_ns`, `iopoll_cpu_ns` | there: a read's round trip on an IOPOLL ring (submit, one blocking enter in which the kernel polls, reap), and the thread's CPU for it |
@@ -41,11 +43,15 @@ use pollwise::queue::sim::{LatencyModel, SimQueue, SimTime};
 use pollwise::queue::uring::{UringOptions, UringQueue};
 use pollwise::queue::{Completion, OpKind, RequestOp, Tracked};
 use pollwise::request::{Handle, ReqMeta, Slab, State};
-use pollwise_bench::engine::{Engine, EngineConfig, Stop};
+use pollwise_bench::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise_bench::platform::Platform;
 use pollwise_bench::stats::thread_cpu_ns;
 
 use crate::{Error, Result};
+
+mod cli;
+
+pub use cli::{run, to_json, to_text};
 
 /// Samples per figure (the minimum the design asks for is 100).
 pub const SAMPLES: usize = 200;
@@ -83,11 +89,67 @@ impl Figure {
     }
 }
 
+/// The requests calibration times: their size and direction and where they go. `pollwise
+/// calibrate` times 4 KiB random reads; `pollwise advise` times its job's (a 128 KiB read
+/// keeps the device longer than a 4 KiB one, and a write is not a read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pattern {
+    /// Bytes per request.
+    pub bs: u32,
+    /// Direction and order (`randread`, `write`, `randrw`...); trims are not timed.
+    pub rw: Rw,
+    /// Percentage of reads in a mixed pattern.
+    pub rwmixread: u32,
+}
+
+impl Default for Pattern {
+    fn default() -> Self {
+        Pattern {
+            bs: 4096,
+            rw: Rw::RandRead,
+            rwmixread: 50,
+        }
+    }
+}
+
+impl Pattern {
+    /// Percentage of requests that write.
+    pub fn write_pct(&self) -> u32 {
+        match (self.rw.reads(), self.rw.writes()) {
+            (true, true) => 100 - self.rwmixread.min(100),
+            (false, true) => 100,
+            _ => 0,
+        }
+    }
+
+    /// Whether calibration can time requests of this pattern (reads and writes; not trims).
+    pub fn timed(&self) -> bool {
+        !self.rw.trims() && self.bs > 0
+    }
+
+    /// In words: `128 KiB randread`, `4 KiB randrw (70% reads)`.
+    pub fn words(&self) -> String {
+        let size = if self.bs % 1024 == 0 {
+            format!("{} KiB", self.bs / 1024)
+        } else {
+            format!("{} B", self.bs)
+        };
+        let mix = if self.rw.reads() && self.rw.writes() {
+            format!(" ({}% reads)", 100 - self.write_pct())
+        } else {
+            String::new()
+        };
+        format!("{size} {}{mix}", self.rw.name())
+    }
+}
+
 /// What calibration measured, and the platform it makes.
 #[derive(Debug, Clone)]
 pub struct Calibration {
     /// The file read.
     pub target: PathBuf,
+    /// The requests timed.
+    pub pattern: Pattern,
     /// Whether the reads were O_DIRECT.
     pub direct: bool,
     /// Every figure, by name, in report order.
@@ -155,7 +217,8 @@ fn batched(n: usize, batch: u32, mut f: impl FnMut()) -> Vec<u64> {
         .collect()
 }
 
-/// One ring over `fd` with 4 KiB buffers (its requests, reused), reading block after block.
+/// One ring over `fd` with buffers of the pattern's size (its requests, reused), doing the
+/// pattern's requests block after block.
 struct Reader {
     /// The ring, owning the requests' buffers. Its clock is a fake one: calibration times with
     /// `Instant` and reads none of the queue's timestamps, so they cost only an atomic load.
@@ -163,18 +226,27 @@ struct Reader {
     reqs: Vec<Handle>,
     blocks: u64,
     next: u64,
+    pattern: Pattern,
+    /// Bresenham's accumulator of the write share: a request writes when it passes 100.
+    mix: u32,
 }
 
 impl Reader {
     /// A reader of one request at a time.
-    fn new(opts: &UringOptions, fd: i32, blocks: u64) -> Result<Reader> {
-        Self::with_requests(opts, fd, blocks, 1)
+    fn new(opts: &UringOptions, fd: i32, blocks: u64, pattern: Pattern) -> Result<Reader> {
+        Self::with_requests(opts, fd, blocks, 1, pattern)
     }
 
     /// A reader of up to `n` requests at once.
-    fn with_requests(opts: &UringOptions, fd: i32, blocks: u64, n: usize) -> Result<Reader> {
+    fn with_requests(
+        opts: &UringOptions,
+        fd: i32,
+        blocks: u64,
+        n: usize,
+        pattern: Pattern,
+    ) -> Result<Reader> {
         let q = UringQueue::new(opts, &[fd], false).map_err(crate::job::ring_setup_error)?;
-        let mut slab = Slab::new(n, 4096, 4096)?;
+        let mut slab = Slab::new(n, pattern.bs as usize, 4096)?;
         let reqs = (0..n)
             .map(|_| slab.alloc(ReqMeta::default()))
             .collect::<Option<Vec<_>>>()
@@ -184,6 +256,8 @@ impl Reader {
             reqs,
             blocks: blocks.max(1),
             next: 0,
+            pattern,
+            mix: 0,
         })
     }
 
@@ -195,8 +269,17 @@ impl Reader {
     /// Queues a read with request `i`.
     fn push_nth(&mut self, i: usize) -> Result<()> {
         let req = self.reqs[i];
-        // A spread of offsets, so a cache ahead of the device sees little reuse.
-        self.next = (self.next + 7919) % self.blocks;
+        // A spread of offsets, so a cache ahead of the device sees little reuse; block after
+        // block for a sequential pattern.
+        let step = if self.pattern.rw.random() { 7919 } else { 1 };
+        self.next = (self.next + step) % self.blocks;
+        self.mix += self.pattern.write_pct();
+        let kind = if self.mix >= 100 {
+            self.mix -= 100;
+            OpKind::Write
+        } else {
+            OpKind::Read
+        };
         if let Some(mut slab) = self.q.requests_mut() {
             // The last read was reaped (Completed): take the request back for the next one.
             if slab.state(req) == Ok(State::Completed) {
@@ -204,11 +287,12 @@ impl Reader {
                     .map_err(|e| Error::Io(format!("calibrate: {e}")))?;
             }
         }
+        let bs = self.pattern.bs;
         let op = RequestOp {
-            kind: OpKind::Read,
+            kind,
             file: 0,
-            offset: self.next * 4096,
-            len: 4096,
+            offset: self.next * bs as u64,
+            len: bs,
             fixed: false,
         };
         self.q
@@ -258,17 +342,17 @@ pub const DEPTHS: [(u32, &str); 4] = [
 pub const DEPTH_STEP_MAX: Duration = Duration::from_millis(100);
 
 /// The device's latency with `depth` reads kept on it: one thread on a plain ring re-issues
-/// each completed read at once (4 KiB, spread offsets) and polls in between. A read's latency
+/// each completed read at once (the pattern's, spread offsets) and polls in between. A read's latency
 /// runs from its submit call's return to the poll that finds it, counted only when the poll
 /// before that one found nothing: then the completion is timed to one poll, not delayed by a
 /// submit call the thread was in. [`SAMPLES`] such latencies after 20 completions of warm-up,
 /// or what [`DEPTH_STEP_MAX`] allows.
-fn depth_clat(fd: i32, blocks: u64, depth: usize) -> Result<Figure> {
+fn depth_clat(fd: i32, blocks: u64, depth: usize, pattern: Pattern) -> Result<Figure> {
     let opts = UringOptions {
         entries: (depth as u32).next_power_of_two().max(4),
         ..UringOptions::default()
     };
-    let mut r = Reader::with_requests(&opts, fd, blocks, depth)?;
+    let mut r = Reader::with_requests(&opts, fd, blocks, depth, pattern)?;
     for i in 0..depth {
         r.push_nth(i)?;
     }
@@ -336,8 +420,21 @@ fn depth_curve(get: &impl Fn(&str) -> u64) -> Vec<(u32, u64)> {
     }
 }
 
-/// Calibrates on `path`. See the module docs.
+/// Calibrates on `path` with 4 KiB random reads. See the module docs.
 pub fn calibrate(path: &Path) -> Result<Calibration> {
+    calibrate_for(path, Pattern::default())
+}
+
+/// Calibrates on `path`, timing requests of `pattern` (a job's size and direction). A pattern
+/// that writes opens the target for writing, and writes to it.
+pub fn calibrate_for(path: &Path, pattern: Pattern) -> Result<Calibration> {
+    if !pattern.timed() {
+        return Err(Error::Usage(format!(
+            "calibrate times reads and writes, not {}: give --rw=randread, randwrite, randrw, read, write or rw",
+            pattern.rw.name()
+        )));
+    }
+    let writes = pattern.write_pct() > 0;
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::Usage(format!(
             "--filename={}: {}: calibrate reads an existing file or block device of at least 1 MiB (make one with e.g. `pollwise run --filename={} --size=64M --runtime=1s`)",
@@ -356,7 +453,12 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     // Non-blocking, so a FIFO put in its place since cannot hang the open (see `filekind`).
     let open = |direct: bool| {
         let flags = if direct { libc::O_DIRECT } else { 0 };
-        crate::filekind::open_target(OpenOptions::new().read(true), flags, "--filename", path)
+        crate::filekind::open_target(
+            OpenOptions::new().read(true).write(writes),
+            flags,
+            "--filename",
+            path,
+        )
     };
     crate::outfile::protect(path);
     let (file, direct) = match open(true) {
@@ -373,14 +475,14 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     } else {
         pollwise::sys::blockdev::size(&file).map_err(|e| io("reading the device size", e))?
     };
-    if size < 1 << 20 {
+    if size < (1 << 20).max(pattern.bs as u64) {
         return Err(Error::Usage(format!(
             "--filename={} holds {size} bytes: calibrate needs at least 1 MiB",
             path.display()
         )));
     }
     let _ = pollwise::sys::timerslack::set_timer_slack_1ns();
-    let blocks = size / 4096;
+    let blocks = size / pattern.bs as u64;
     let fd = file.as_raw_fd();
     let mut figures = Vec::new();
 
@@ -395,7 +497,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         entries: 4,
         ..UringOptions::default()
     };
-    let mut r = Reader::new(&plain, fd, blocks)?;
+    let mut r = Reader::new(&plain, fd, blocks, pattern)?;
     let poll = Figure::of(batched(SAMPLES, 100, || {
         // The device's check, through the records (nothing is in flight: they have nothing to
         // do).
@@ -432,7 +534,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
         single_issuer: true,
         ..UringOptions::default()
     };
-    let mut r = Reader::new(&irq, fd, blocks)?;
+    let mut r = Reader::new(&irq, fd, blocks, pattern)?;
     let (mut ilat, mut icpu) = (Vec::new(), Vec::new());
     for i in 0..SAMPLES + 20 {
         r.push()?;
@@ -483,16 +585,16 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
 
     // The device's latency with 1, 2, 4, 8 reads on it.
     for (depth, name) in DEPTHS {
-        figures.push((name, depth_clat(fd, blocks, depth as usize)?));
+        figures.push((name, depth_clat(fd, blocks, depth as usize, pattern)?));
     }
 
     // The device's rate, with many requests in flight.
-    figures.push(("qd32_ns_per_io", device_rate(path, size, direct)?));
+    figures.push(("qd32_ns_per_io", device_rate(path, size, direct, pattern)?));
 
     // Kernel polled I/O, where the device has poll queues.
     let poll_queues = PollQueues::of(path);
     if direct && poll_queues.as_ref().is_some_and(PollQueues::polled) {
-        figures.extend(polled_costs(fd, blocks)?);
+        figures.extend(polled_costs(fd, blocks, pattern)?);
     }
 
     let cores = pollwise::sys::affinity::allowed_cpus().len().max(1) as u32;
@@ -504,6 +606,7 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
     );
     Ok(Calibration {
         target: path.to_path_buf(),
+        pattern,
         direct,
         figures,
         cores,
@@ -515,14 +618,14 @@ pub fn calibrate(path: &Path) -> Result<Calibration> {
 /// The costs of kernel polled I/O on an IOPOLL ring (and an IOPOLL | HYBRID_IOPOLL one, when
 /// the kernel sets it up): a reaping enter that finds nothing, and a read's round trip with its
 /// CPU. See the module docs.
-fn polled_costs(fd: i32, blocks: u64) -> Result<Vec<(&'static str, Figure)>> {
+fn polled_costs(fd: i32, blocks: u64, pattern: Pattern) -> Result<Vec<(&'static str, Figure)>> {
     let iopoll = UringOptions {
         entries: 4,
         iopoll: true,
         ..UringOptions::default()
     };
     let mut out = Vec::new();
-    let mut r = Reader::new(&iopoll, fd, blocks)?;
+    let mut r = Reader::new(&iopoll, fd, blocks, pattern)?;
     // Empty reaping enters while a read is on the device.
     let mut empty = Vec::new();
     // The enters that found the read: one poll each too, the figure when no enter came back
@@ -554,7 +657,7 @@ fn polled_costs(fd: i32, blocks: u64) -> Result<Vec<(&'static str, Figure)>> {
         ..iopoll
     };
     // A kernel without HYBRID_IOPOLL (before 6.13) refuses the ring: then there is no figure.
-    if let Ok(mut r) = Reader::new(&hybrid, fd, blocks) {
+    if let Ok(mut r) = Reader::new(&hybrid, fd, blocks, pattern) {
         let (lat, cpu) = polled_round_trips(&mut r)?;
         out.push(("hybrid_iopoll_clat_ns", lat));
         out.push(("hybrid_iopoll_cpu_ns", cpu));
@@ -647,16 +750,19 @@ fn platform_from(get: &impl Fn(&str) -> u64, cores: u32, clat: &[u64], target: S
     }
 }
 
-/// The device's time per request with 32 in flight: 4 KiB random reads over the whole of
-/// `path` on an interrupt ring (the engine, `--mode=interrupt`), elapsed time over reads in
+/// The device's time per request with 32 in flight: requests of `pattern` (4 KiB random reads
+/// for `pollwise calibrate`) over the whole of `path` on an interrupt ring (the engine, `--mode=interrupt`), elapsed time over reads in
 /// each of [`RATE_WINDOWS`] windows of 150 ms (after 50 ms of warm-up each). The device's
 /// capacity is its fastest window (`p50` here; `p90` holds the slowest): one stall of a shared
 /// host's disk only ever lowers a window's rate.
-fn device_rate(path: &Path, size: u64, direct: bool) -> Result<Figure> {
+fn device_rate(path: &Path, size: u64, direct: bool, pattern: Pattern) -> Result<Figure> {
+    let bs = pattern.bs as u64;
     let spec = crate::job::JobSpec {
         filename: path.to_path_buf(),
-        size: size / 4096 * 4096,
-        bs: 4096,
+        size: size / bs * bs,
+        bs: pattern.bs,
+        rw: pattern.rw,
+        rwmixread: pattern.rwmixread,
         iodepth: 32,
         direct,
         runtime: Duration::from_millis(150),
@@ -740,128 +846,6 @@ fn engine_cost() -> Result<Figure> {
     Ok(Figure::of(v))
 }
 
-/// The calibration as JSON: every figure, and the platform (a file `--platform` takes).
-pub fn to_json(c: &Calibration) -> serde_json::Value {
-    let mut figs = serde_json::Map::new();
-    for (name, f) in &c.figures {
-        figs.insert(
-            (*name).to_string(),
-            serde_json::json!({ "p50_ns": f.p50, "p90_ns": f.p90, "samples": f.n }),
-        );
-    }
-    serde_json::json!({
-        "calibration": {
-            "target": c.target.display().to_string(),
-            "direct": c.direct,
-            "cores": c.cores,
-            "figures": figs,
-            "poll_queues": c.poll_queues.as_ref().map(|p| serde_json::json!({
-                "device": p.device,
-                "io_poll": p.io_poll,
-                "nvme_poll_queues": p.nvme_poll_queues,
-            })),
-        },
-        "platform": crate::platform::to_json(&c.platform, &crate::platform::calibrated_sources()),
-    })
-}
-
-/// The calibration as a table.
-pub fn to_text(c: &Calibration) -> String {
-    let mut s = format!(
-        "calibration of {} ({}), {} cores\n{:<28} {:>10} {:>10} {:>8}\n",
-        c.target.display(),
-        if c.direct {
-            "O_DIRECT"
-        } else {
-            "buffered: O_DIRECT refused"
-        },
-        c.cores,
-        "figure",
-        "p50 ns",
-        "p90 ns",
-        "samples"
-    );
-    for (name, f) in &c.figures {
-        s += &format!("{name:<28} {:>10} {:>10} {:>8}\n", f.p50, f.p90, f.n);
-    }
-    if let Some(p) = &c.poll_queues {
-        let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
-        s += &format!(
-            "poll queues: {} io_poll={}{}{}\n",
-            p.device,
-            n(p.io_poll),
-            p.nvme_poll_queues
-                .map(|q| format!(" nvme.poll_queues={q}"))
-                .unwrap_or_default(),
-            if p.polled() {
-                if c.direct {
-                    " (kernel polled I/O measured: iopoll_*)"
-                } else {
-                    " (not measured: the target refused O_DIRECT)"
-                }
-            } else {
-                " (no kernel polled I/O here)"
-            }
-        );
-    }
-    s += "\nplatform for the model (--ioengine=sim --platform=FILE.json with this command's JSON):\n";
-    s += &crate::platform::describe(&c.platform);
-    s
-}
-
-/// `pollwise calibrate`'s command line: `--filename=F`, `--output-format=normal|json`,
-/// `--output=FILE`.
-pub fn run(args: &[String]) -> Result<(String, serde_json::Value, bool, Option<PathBuf>)> {
-    let mut filename = None;
-    let mut json = false;
-    let mut output = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let (k, v) = match a.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => {
-                let v = it
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| Error::Usage(format!("{a} needs a value: write {a}=VALUE")))?;
-                (a.clone(), v)
-            }
-        };
-        match k.replace('-', "_").as_str() {
-            "__filename" => filename = Some(PathBuf::from(v)),
-            "__output_format" => match v.as_str() {
-                "json" => json = true,
-                "normal" => json = false,
-                _ => {
-                    return Err(Error::Usage(format!(
-                        "--output-format={v}: calibrate prints normal or json"
-                    )))
-                }
-            },
-            "__output" => output = Some(PathBuf::from(v)),
-            _ => {
-                return Err(Error::Usage(format!(
-                    "`pollwise calibrate` takes --filename=F, --output-format=normal|json and --output=FILE, not {k}"
-                )))
-            }
-        }
-    }
-    let path = filename.ok_or_else(|| {
-        Error::Usage(
-            "`pollwise calibrate` needs --filename=F: an existing file or block device to read"
-                .into(),
-        )
-    })?;
-    if let Some(out) = &output {
-        crate::outfile::check_outputs(
-            &[("--output".into(), out.clone())],
-            std::slice::from_ref(&path),
-        )?;
-    }
-    let c = calibrate(&path)?;
-    Ok((to_text(&c), to_json(&c), json, output))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -902,6 +886,34 @@ mod tests {
             vec![(1, 20_000), (4, 50_000), (8, 90_000)]
         );
         assert_eq!(depth_curve(&figs([0, 33_000, 50_000, 90_000])), vec![]);
+    }
+
+    #[test]
+    fn a_pattern_says_its_writes_and_mixes_them_evenly() {
+        let p = Pattern {
+            bs: 128 << 10,
+            rw: Rw::RandRw,
+            rwmixread: 70,
+        };
+        assert_eq!(p.write_pct(), 30);
+        assert_eq!(p.words(), "128 KiB randrw (70% reads)");
+        assert_eq!(Pattern::default().words(), "4 KiB randread");
+        assert_eq!(Pattern { rw: Rw::Write, ..p }.write_pct(), 100);
+        assert!(!Pattern {
+            rw: Rw::RandTrim,
+            ..p
+        }
+        .timed());
+        // Bresenham's accumulator: 3 writes in every 10 requests, spread out.
+        let (mut mix, mut writes) = (0, Vec::new());
+        for i in 0..10 {
+            mix += p.write_pct();
+            if mix >= 100 {
+                mix -= 100;
+                writes.push(i);
+            }
+        }
+        assert_eq!(writes, vec![3, 6, 9]);
     }
 
     #[test]
