@@ -919,16 +919,31 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
                 .name(format!("pollwise-job{i}"))
                 .stack_size(JOB_STACK)
                 .spawn(move || {
-                    let r = job_thread(
-                        i,
-                        &spec,
-                        &run,
-                        target,
-                        &phases,
-                        (fd_tx, fd_rx),
-                        &failed_t,
-                        live.as_ref(),
-                    );
+                    // A panic must not leave the main thread waiting for an arrival that never
+                    // comes: the thread counts as gone at every phase it had not reached.
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        job_thread(
+                            i,
+                            &spec,
+                            &run,
+                            target,
+                            &phases,
+                            (fd_tx, fd_rx),
+                            &failed_t,
+                            live.as_ref(),
+                        )
+                    }))
+                    .unwrap_or_else(|p| {
+                        for ph in phases.iter() {
+                            ph.leave();
+                        }
+                        let why = p
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err(Error::Io(format!("job thread {} panicked: {why}", i + 1)))
+                    });
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
                     }
@@ -991,6 +1006,8 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
 #[derive(Default)]
 struct Phase {
     arrived: std::sync::atomic::AtomicU32,
+    /// Threads that panicked before arriving: they never will.
+    gone: std::sync::atomic::AtomicU32,
     open: std::sync::atomic::AtomicU32,
     /// When the phase was opened (monotonic ns).
     ns: AtomicU64,
@@ -1007,14 +1024,26 @@ impl Phase {
         self.ns.load(Ordering::SeqCst)
     }
 
-    /// The main thread: waits until `n` threads have arrived.
+    /// A thread that panicked, if the phase is not open yet: it will not arrive. (A thread
+    /// that arrived waits until the phase opens, so it cannot leave one it arrived at before
+    /// the main thread has stopped counting.)
+    fn leave(&self) {
+        if self.open.load(Ordering::SeqCst) == 0 {
+            self.gone.fetch_add(1, Ordering::SeqCst);
+            pollwise::sys::futex::wake_all(&self.arrived);
+        }
+    }
+
+    /// The main thread: waits until `n` threads have arrived or left.
     fn wait_all(&self, n: usize) {
         loop {
             let got = self.arrived.load(Ordering::SeqCst);
-            if got as usize >= n {
+            if (got + self.gone.load(Ordering::SeqCst)) as usize >= n {
                 return;
             }
-            pollwise::sys::futex::wait(&self.arrived, got, None);
+            // Race: a thread that leaves between the two loads and this wait wakes nobody
+            // (`arrived` is unchanged); the timeout bounds that rare wait.
+            pollwise::sys::futex::wait(&self.arrived, got, Some(Duration::from_millis(100)));
         }
     }
 

@@ -12,6 +12,7 @@
 //! - The man page builds with groff without a warning; the bash completion parses and
 //!   completes; the zsh completion parses.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -107,6 +108,9 @@ fn every_runnable_shell_block_runs() {
                 .stdout(Stdio::null())
                 // stderr carries each command's one-line error; 2>&1 inside would mix reports in.
                 .stderr(Stdio::piped())
+                // A group of its own: a block that runs over is killed whole, so no command it
+                // started keeps stderr open and the reader below waiting.
+                .process_group(0)
                 .spawn()
                 .unwrap();
             // stderr is read on a thread so a chatty block cannot fill the pipe and stall.
@@ -121,7 +125,8 @@ fn every_runnable_shell_block_runs() {
                     break Some(s);
                 }
                 if started.elapsed() > BLOCK_LIMIT {
-                    let _ = child.kill();
+                    // SAFETY: kill(2) with the negated pid of the group we made; no memory.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                     let _ = child.wait();
                     break None;
                 }
