@@ -143,11 +143,14 @@ build_db_bench() {
   # the binary usable on other x86-64 machines (no -march=native); -g0 drops debug info (the
   # Makefile adds -g; the later -g0 wins), which shortens compiling and linking; no tests are
   # built (only the db_bench target); DISABLE_WARNING_AS_ERROR because gcc 12 warns on 7.8.3.
-  # nice -n 19 and -j2: the machine is shared with other builds.
+  # nice -n 19 and -j2: the machine is shared with other builds. TEST_TMPDIR names a directory of
+  # ours: otherwise every make invocation leaves an empty /dev/shm/rocksdb.XXXX behind (common.mk).
   echo "== building db_bench (nice -n 19 make -j2; log $BUILD_LOG)"
   local t0=$SECONDS rc=0
+  mkdir -p "$CACHE/tmp"
   (cd "$SRC" && nice -n 19 make -j2 DEBUG_LEVEL=0 PORTABLE=1 DISABLE_WARNING_AS_ERROR=1 \
-    EXTRA_CXXFLAGS=-g0 EXTRA_CFLAGS=-g0 ROCKSDB_USE_IO_URING=1 db_bench) >"$BUILD_LOG" 2>&1 || rc=$?
+    EXTRA_CXXFLAGS=-g0 EXTRA_CFLAGS=-g0 ROCKSDB_USE_IO_URING=1 TEST_TMPDIR="$CACHE/tmp" \
+    db_bench) >"$BUILD_LOG" 2>&1 || rc=$?
   [ "$rc" = 0 ] || die "build failed (make db_bench exited $rc): see $BUILD_LOG"
   grep -q -- '-DROCKSDB_IOURING_PRESENT' "$SRC/make_config.mk" ||
     die "db_bench was built without io_uring: build_detect_platform found no liburing (no ROCKSDB_IOURING_PRESENT in $SRC/make_config.mk; install liburing-dev, rm it, rerun)"
@@ -174,6 +177,14 @@ NUM=$((DB_GIB * 262144))
 DB_ARGS=(--db="$DB_DIR" --wal_dir="$DB_DIR" --num="$NUM" --key_size=4 --value_size=4096
   --compression_type=none --statistics=0 --histogram=0)
 
+# fs_of FIELD PATH: the filesystem's FIELD (FSTYPE, SOURCE) holding PATH; one line even where
+# the same filesystem is mounted twice (findmnt then prints one line per mount).
+fs_of() {
+  local v
+  v=$(findmnt -no "$1" -T "$2" 2>/dev/null) || v=unknown
+  echo "${v%%$'\n'*}"
+}
+
 make_db() {
   local stamp="$DB_DIR/POLLWISE-DB" want="num=$NUM key_size=4 value_size=4096 rocksdb=$ROCKSDB_VERSION"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -184,7 +195,7 @@ make_db() {
   while [ ! -d "$parent" ]; do parent=$(dirname "$parent"); done
   # Direct reads must reach a block device: tmpfs and ramfs have no O_DIRECT and no disk.
   local fstype
-  fstype=$(findmnt -no FSTYPE -T "$parent" 2>/dev/null || echo unknown)
+  fstype=$(fs_of FSTYPE "$parent")
   case $fstype in tmpfs | ramfs | overlay | unknown)
     die "$DB_DIR is on $fstype, not a real disk: give --db-dir=DIR on the disk's filesystem" ;;
   esac
@@ -195,7 +206,7 @@ make_db() {
   [ "$avail" -ge "$need" ] ||
     die "no disk space: the $DB_GIB GiB database needs $((need >> 30)) GiB free at $parent, which has $((avail >> 30)) GiB (--db-gib=N for a smaller one)"
   mkdir -p "$DB_DIR"
-  echo "== database: $NUM keys of 4 KiB values in $DB_DIR ($fstype on $(findmnt -no SOURCE -T "$parent"))"
+  echo "== database: $NUM keys of 4 KiB values in $DB_DIR ($fstype on $(fs_of SOURCE "$parent"))"
   local t0=$SECONDS
   # fillseq writes sorted, non-overlapping files (no compaction rewrites); no WAL, then a flush
   # and a wait for the compactions so the reads below start from a settled tree.
@@ -332,7 +343,7 @@ PY
 ) && table_rc=0 || table_rc=$?
 [ "$table_rc" = 0 ] || [ "$table_rc" = 3 ] || die "could not make the table from $RESULTS"
 
-DISK=$(findmnt -no SOURCE -T "$DB_DIR")
+DISK=$(fs_of SOURCE "$DB_DIR")
 DEV=$(basename "$DISK")
 RANGES=""
 [ "$ROUNDS" -le 1 ] || RANGES=", [min-max] over the rounds after them"
@@ -340,7 +351,7 @@ REPORT="RocksDB $ROCKSDB_VERSION db_bench multireadrandom, batch $BATCH (multire
 use_direct_reads=true, cache_size=0, key_size=4, value_size=4096, $NUM keys ($DB_GIB GiB, uncompressed),
 $DURATION s per run, $ROUNDS round(s) (medians$RANGES).
 Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r),
-DB on $DISK ($(findmnt -no FSTYPE -T "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
+DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
 x none: ops/s against db_bench alone; x best: against the fastest row at that thread count.
 CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read.
