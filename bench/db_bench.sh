@@ -272,6 +272,11 @@ if mode != "none":
     out["taken"] = sum(sum(p.get("taken", {}).values()) for p in waiting)
     out["fallbacks"] = sum(sum(p.get("fallbacks", {}).values()) for p in waiting)
     out["calls"] = {k: v for p in waiting for k, v in p.get("calls", {}).items() if v}
+    # Time spent waiting in each mode: for auto, what it chose.
+    out["mode_ns"] = {}
+    for p in waiting:
+        for k, v in p.get("mode_ns", {}).items():
+            out["mode_ns"][k] = out["mode_ns"].get(k, 0) + v
     if out["error"] is None and out["taken"] == 0:
         out["error"] = ("no wait taken over: db_bench waited through liburing itself "
                         f"(summary {base}.summary)")
@@ -312,8 +317,17 @@ def fmt(vals, f):
     return med if rounds == 1 or len(vals) == 1 else f"{med} [{f(min(vals))}-{f(max(vals))}]"
 ops = lambda x: f"{x:,.0f}"
 us = lambda x: f"{x:.2f}"
-print("| threads | mode | ops/s | x none | x best | CPU us/op | waits taken over | handed to liburing |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|")
+print("| threads | mode | ops/s | x none | x best | CPU us/op | waits taken over | handed to liburing | auto's wait time |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
+def split(rs):
+    # auto's wait time per mode over all its rounds, largest first, 1% and more.
+    tot = {}
+    for r in rs:
+        for k, v in r.get("mode_ns", {}).items():
+            tot[k] = tot.get(k, 0) + v
+    s = sum(tot.values())
+    parts = [f"{k} {100 * v / s:.0f}%" for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if s and v >= s / 100]
+    return ", ".join(parts) or "-"
 failed = 0
 for t in threads:
     cells = {}
@@ -329,7 +343,7 @@ for t in threads:
             continue
         if bad:
             failed += 1
-            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | |")
+            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | |")
             continue
         o = [r["ops_s"] for r in rs]
         c = [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None]
@@ -337,7 +351,7 @@ for t in threads:
         taken = fmt([r["taken"] for r in rs], ops) if m != "none" else "-"
         fell = fmt([r["fallbacks"] for r in rs], ops) if m != "none" else "-"
         print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {med[m] / best:.2f} | "
-              f"{fmt(c, us) if c else '-'} | {taken} | {fell} |")
+              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m == 'auto' else '-'} |")
 sys.exit(3 if failed else 0)
 PY
 ) && table_rc=0 || table_rc=$?
@@ -354,7 +368,8 @@ Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
 DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
 x none: ops/s against db_bench alone; x best: against the fastest row at that thread count.
-CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read.
+CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. Waits taken over
+and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.
 
 $TABLE"
 echo
