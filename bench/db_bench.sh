@@ -66,6 +66,9 @@ DB_DIR=${DB_DIR:-$CACHE/db}
 for v in DB_GIB DURATION ROUNDS BATCH; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number, not '${!v}'"
 done
+for t in $THREADS; do
+  [[ $t =~ ^[1-9][0-9]*$ ]] || die "--threads takes positive whole numbers, not '$t'"
+done
 for m in $MODES; do
   case $m in none | interrupt | poll | hybrid | adaptive | auto) ;;
     *) die "unknown mode '$m' (none interrupt poll hybrid adaptive auto)" ;;
