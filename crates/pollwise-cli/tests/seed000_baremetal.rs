@@ -16,7 +16,7 @@
 //!   percentile explicitly and gives the same 0.44x.
 //! - auto within 0.97x of the best fixed mode by its objective (the least CPU/IO whose p50 is
 //!   within 10% of poll's): the fixed modes are ranked over 100 ms, then auto and the best are
-//!   run over 1 s, as auto's exploration (an epoch of poll, one of interrupt) is a fixed cost
+//!   run over 1 s, as auto's exploration (an epoch of each candidate) is a fixed cost
 //!   that a 100 ms run cannot amortise once hybrid costs 0.44x poll's (over 100 ms auto is
 //!   1.2x hybrid's CPU/IO, over 1 s 1.02x).
 //! - 16 threads on 8 cores: hybrid ≥ 1.2x poll's ops/s, auto ≥ 0.97x the best fixed mode.

@@ -406,14 +406,14 @@ mod tests {
         );
         assert_eq!(r.p.completions_in("interrupt"), r.done);
         // The contention goes: after the calm period, an exploration starting with interrupt,
-        // then poll.
+        // then adaptive.
         r.runnable.store(1, Ordering::SeqCst);
         let t = r.clock.now_ns();
         r.qd1_until(100_000, |p| p.reason_count(Reason::ContentionGone) == 1);
         assert!(r.clock.now_ns() - t >= CALM_MIN_NS);
         assert_eq!(r.p.current(), "interrupt");
-        r.qd1_until(10_000, |p| p.current() == "poll");
-        assert_eq!(r.p.current(), "poll");
+        r.qd1_until(10_000, |p| p.current() == "adaptive");
+        assert_eq!(r.p.current(), "adaptive");
         // It comes back while exploring: interrupt at once, and a longer calm next time.
         r.qd1(500);
         r.runnable.store(8, Ordering::SeqCst);

@@ -19,14 +19,16 @@ pub const SETTLE_IOS: u64 = 64;
 pub const EPOCH_IOS: u64 = 256;
 /// Least time an epoch measures: 20 ms.
 pub const EPOCH_NS: u64 = 20_000_000;
-/// Least time an epoch measures while exploring: 10 ms ([`EPOCH_IOS`] completions still).
-/// Every millisecond an exploration spends in a candidate that loses costs that candidate's CPU
-/// (at QD1 on a 2-vCPU VM, three 20 ms epochs were 9% of a 0.67 s run at 2.7x interrupt's CPU
-/// per I/O); but a candidate judged on its throughput is judged on wall time, which one
-/// descheduling of a few milliseconds moves by a third in a 5 ms epoch. 10 ms halves that, and
-/// a close call ([`CLOSE_CALL`]) is measured twice. Holding epochs keep [`EPOCH_NS`]: they
-/// cost nothing extra, and the longer the epoch, the less a median moves by chance.
-pub const EXPLORE_EPOCH_NS: u64 = 10_000_000;
+/// Least time an epoch measures while exploring: 5 ms ([`EPOCH_IOS`] completions still).
+/// Every millisecond an exploration spends in a candidate that loses costs that candidate's CPU:
+/// at QD1 on a 2-vCPU VM, three 20 ms epochs (poll, hybrid, interrupt) were 9% of a 0.67 s run
+/// spent at 2.7x interrupt's CPU per I/O, which alone put auto 1.10-1.15x above interrupt; and
+/// 10 ms epochs over four candidates put auto at 1.036x hybrid's CPU per I/O over 1 s on the
+/// bare-metal model, against 1.02x at 5 ms. A noisy epoch (a descheduling of a few ms moves a
+/// 5 ms epoch's throughput by a third) is what a close call ([`CLOSE_CALL`]) measures twice.
+/// Holding epochs keep [`EPOCH_NS`]: they cost nothing extra, and the longer the epoch, the
+/// less a median moves by chance.
+pub const EXPLORE_EPOCH_NS: u64 = 5_000_000;
 /// A wait this long is one that spinning cannot pay for: a wake-up costs tens of microseconds
 /// (4-50 us late on the VMs measured), under a tenth of 1 ms, so blocking keeps the throughput
 /// within the default slack while spinning would burn the whole wait. Waits that long (a timer,
