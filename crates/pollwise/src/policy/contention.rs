@@ -138,9 +138,8 @@ impl CpuSignals for ProcSignals {
             ProcSignals::pread(&self.pressure, &mut self.buf).and_then(parse_pressure);
         // The cores *this* thread may run on now: a job thread pins itself after its policy is
         // built (fio's cpus_allowed), and 16 threads on 8 of 16 cores are contended.
-        if let Ok(n) = std::thread::available_parallelism() {
-            self.cores = n.get() as u32;
-        }
+        // (sched_getaffinity: available_parallelism allocates, reading cgroup files.)
+        self.cores = crate::sys::affinity::allowed_cpu_count();
         Reading {
             runnable,
             pressure_us,

@@ -17,6 +17,20 @@ pub fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// How many CPUs the calling thread may run on (1 if the kernel will not say), without
+/// allocating: read every few milliseconds by a waiting thread.
+pub fn allowed_cpu_count() -> u32 {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return 1;
+    }
+    // SAFETY: CPU_COUNT reads a set we own.
+    (unsafe { libc::CPU_COUNT(&set) } as u32).max(1)
+}
+
 /// A CPU list as `0-3,6` (the kernel's cpulist format).
 pub fn cpu_list(cpus: &[usize]) -> String {
     let mut out: Vec<String> = Vec::new();
