@@ -28,6 +28,7 @@
 pub mod channel;
 pub mod deadline;
 pub mod libaio;
+pub mod nop;
 pub mod null;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 #[cfg(not(loom))]
