@@ -1248,7 +1248,7 @@ fn job_thread(
     // The blocks that failed verification in the measured period, kept for naming them if
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
-    let clock = clock::monotonic();
+    let clock = clock::fastest();
     // Set when this thread fell below its minimum rate (fio's ratemin): it stops, failed.
     let too_slow = Arc::new(AtomicBool::new(false));
     // fio's latency_target: this thread's search for its depth (it starts at 1).
