@@ -132,7 +132,7 @@ pub struct TscClock {
 }
 
 impl TscClock {
-    /// The process's one calibration (20 ms of the first caller's time), if the kernel keeps
+    /// The process's one calibration (the first caller sleeps 20 ms), if the kernel keeps
     /// time by the TSC.
     pub fn get() -> Option<TscClock> {
         static CAL: OnceLock<Option<TscClock>> = OnceLock::new();
@@ -150,9 +150,8 @@ impl TscClock {
         }
         let m = MonotonicClock;
         let (t0, n0) = (rdtsc(), m.now_ns());
-        while m.now_ns() < n0 + 20_000_000 {
-            std::hint::spin_loop();
-        }
+        // Asleep: the counter is invariant, so a calibration costs no CPU.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         let (t1, n1) = (rdtsc(), m.now_ns());
         let ticks = t1.checked_sub(t0).filter(|&t| t > 0)?;
         let mult = (u128::from(n1 - n0) << 32) / u128::from(ticks);
