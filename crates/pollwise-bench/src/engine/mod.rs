@@ -353,7 +353,7 @@ impl Engine {
             len,
             fixed: self.cfg.fixedbufs,
         };
-        if let Err(e) = self.q.push_request(h, spec) {
+        if let Err(e) = self.q.push_request_queued_at(h, spec, now) {
             let mut e = e;
             let mut pushed = false;
             // Submission queue full: submit what is there and push again. On an SQPOLL ring
@@ -616,6 +616,13 @@ impl Engine {
     }
     /// Which part of `stop` is reached, if any (a stop request first).
     fn ended(&self, stop: Stop) -> Option<Ended> {
+        self.ended_by(stop, || {
+            stop.time().is_some_and(|t| self.clock.now_ns() >= t)
+        })
+    }
+    /// As [`ended`](Engine::ended), with `time_up` saying whether the stop time passed (asked
+    /// only when nothing else ended the run).
+    fn ended_by(&self, stop: Stop, time_up: impl FnOnce() -> bool) -> Option<Ended> {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
@@ -637,10 +644,7 @@ impl Engine {
         if by_count || replayed {
             return Some(Ended::Ios);
         }
-        match stop.time() {
-            Some(t) if self.clock.now_ns() >= t => Some(Ended::Time),
-            _ => None,
-        }
+        time_up().then_some(Ended::Time)
     }
     fn stopped(&self, stop: Stop) -> bool {
         self.ended(stop).is_some()
@@ -689,7 +693,19 @@ impl Engine {
             self.tick(ticker);
             let mut queued = 0;
             let mut depth = self.depth_now();
-            while self.slab().live() < depth && !self.stopped(stop) && !self.pass_full() {
+            // The stop time is read once per fill, not once per request: a fill takes
+            // microseconds (the counts, and a stop request, are still checked per request).
+            let mut time_up = None;
+            while self.slab().live() < depth
+                && self
+                    .ended_by(stop, || {
+                        *time_up.get_or_insert_with(|| {
+                            stop.time().is_some_and(|t| self.clock.now_ns() >= t)
+                        })
+                    })
+                    .is_none()
+                && !self.pass_full()
+            {
                 // A sync due goes first and takes no pacing slot: a rate paces reads and writes,
                 // as fio's.
                 if let Some(datasync) = self.sync_due() {
