@@ -18,7 +18,8 @@
 # - qd1:    4 KiB random reads at QD1, O_DIRECT, fixed buffers + registered files + registered ring
 #           (t/io_uring -d1 -s1 -c1 -B1 -F1 -X1; fio --ioengine=io_uring --fixedbufs
 #           --registerfiles (fio 3.33 has no registered ring); pollwise the same and
-#           --registered_ring), interrupt mode.
+#           --registered_ring), interrupt mode; pollwise submits and waits in one enter
+#           (--submit_mode=with_wait), as t/io_uring does (fio enters twice, as pollwise's default).
 # - qd128:  the same at QD128, batches of 32 (t/io_uring -d128 -s32 -c32; fio/pollwise
 #           --iodepth_batch_submit=32 --iodepth_batch_complete_min=32).
 # - null:   fio --ioengine=null vs pollwise --ioengine=null, QD32, 512 B, poll mode for pollwise.
@@ -128,7 +129,7 @@ case_cmds() {
 		pw=("$PW" run "${pw_common[@]}" --filename="$FILE" --ioengine=io_uring --direct=1 --rw=randread
 			--bs=4k --iodepth="$d" --iodepth_batch_submit="$b" --iodepth_batch_complete_min="$b"
 			--fixedbufs=1 --registerfiles=1 --registered_ring=1 --numjobs="$n" --group_reporting
-			--mode=interrupt)
+			--mode=interrupt --submit_mode=with_wait)
 		;;
 	null)
 		fio=("$FIO" "${fio_common[@]}" --ioengine=null --size=1g --rw=randread --bs=512 --iodepth=32

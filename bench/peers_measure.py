@@ -51,7 +51,7 @@ def run(kind, cmd):
 
 
 CASES = {
-    "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise)",
+    "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise; pollwise --submit_mode=with_wait)",
     "qd128": "QD128 4 KiB random reads, batches of 32, same features",
     "null": "null engine, QD32, 512 B (pollwise in poll mode)",
     "nop": "io_uring NOPs, QD128, batches of 32, registered ring (t/io_uring -N1; pollwise --ioengine=nop, poll mode)",
