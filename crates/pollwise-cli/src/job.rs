@@ -979,12 +979,13 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
     let [ready, measured] = &*phases;
     ready.wait_all(n);
     let p0 = Rusage::process();
-    // The measured window opens for every thread at once, from the moment the last was ready.
-    ready.open_at(clock::monotonic().now_ns());
+    // The measured window opens for every thread at once, from the moment the last was ready
+    // (on the threads' clock: the TSC one where the kernel keeps time by the TSC).
+    ready.open_at(clock::fastest().now_ns());
     measured.wait_all(n);
     let p1 = Rusage::process();
     // Then the threads go on (to verify) together.
-    measured.open_at(clock::monotonic().now_ns());
+    measured.open_at(clock::fastest().now_ns());
     let mut threads = Vec::with_capacity(n);
     let mut first_err = None;
     for h in handles {

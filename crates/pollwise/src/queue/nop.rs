@@ -211,4 +211,39 @@ mod tests {
             assert_eq!(q.kind(), "nop");
         }
     }
+
+    /// The registered-ring enters of an SQPOLL ring (a wake-up, or nothing, to submit) and of a
+    /// DEFER_TASKRUN ring (polls that enter): every NOP completes once.
+    #[test]
+    fn a_registered_sqpoll_or_defer_taskrun_ring_completes_every_nop() {
+        let sqpoll = UringOptions {
+            sqpoll_idle_ms: Some(1),
+            ..Default::default()
+        };
+        let defer = UringOptions {
+            defer_taskrun: true,
+            ..Default::default()
+        };
+        for opts in [sqpoll, defer] {
+            let mut q = NopQueue::with_options(&opts).unwrap();
+            q.ring_mut().register_ring_fd().unwrap();
+            let mut seen = vec![0u32; 32];
+            for i in 0..32u64 {
+                // SAFETY: a NOP touches no buffer.
+                unsafe { q.push(&Op::nop(i)) }.unwrap();
+                if i % 8 == 7 {
+                    q.submit().unwrap();
+                    // Let the SQPOLL thread go idle between batches now and then.
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            }
+            let t = std::time::Instant::now();
+            while q.in_flight() > 0 {
+                assert!(t.elapsed() < Duration::from_secs(5), "{opts:?}: {seen:?}");
+                q.wait(1, Some(Duration::from_millis(100))).unwrap();
+                q.poll(&mut |c| seen[c.user_data as usize] += 1).unwrap();
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{opts:?}: {seen:?}");
+        }
+    }
 }
