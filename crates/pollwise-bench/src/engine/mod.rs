@@ -651,10 +651,15 @@ impl Engine {
     }
     /// Calls the tick if its time has come.
     fn tick(&self, ticker: &mut Option<Ticker<'_>>) {
+        if ticker.is_some() {
+            self.tick_at(ticker, self.clock.now_ns());
+        }
+    }
+    /// As [`tick`](Engine::tick), at `now` (a clock reading just taken).
+    fn tick_at(&self, ticker: &mut Option<Ticker<'_>>, now: u64) {
         let Some(t) = ticker else {
             return;
         };
-        let now = self.clock.now_ns();
         if now < t.next_ns {
             return;
         }
@@ -690,12 +695,16 @@ impl Engine {
     ) -> Result<Ended> {
         let batch = self.cfg.batch_submit as usize;
         loop {
-            self.tick(ticker);
+            // One clock reading for the tick and the fill's stop time.
+            let now = (ticker.is_some() || stop.time().is_some()).then(|| self.clock.now_ns());
+            if let Some(now) = now {
+                self.tick_at(ticker, now);
+            }
             let mut queued = 0;
             let mut depth = self.depth_now();
             // The stop time is read once per fill, not once per request: a fill takes
             // microseconds (the counts, and a stop request, are still checked per request).
-            let mut time_up = None;
+            let mut time_up = now.map(|now| stop.time().is_some_and(|t| now >= t));
             while self.slab().live() < depth
                 && self
                     .ended_by(stop, || {

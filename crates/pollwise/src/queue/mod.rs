@@ -907,13 +907,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// Makes every pushed operation visible to the device; returns how many were submitted.
     pub fn submit(&mut self) -> io::Result<usize> {
-        let before = self.clock.now_ns();
+        // A queue that does the operations in its submit (null, the synchronous engines) has
+        // them submitted when the call began; the others when it returned: one clock read.
+        let before = self
+            .inner
+            .completes_in_submit()
+            .then(|| self.clock.now_ns());
         let n = self.inner.submit()?;
-        let t = if self.inner.completes_in_submit() {
-            before
-        } else {
-            self.clock.now_ns()
-        };
+        let t = before.unwrap_or_else(|| self.clock.now_ns());
         self.stamp(t, n);
         Ok(n)
     }
