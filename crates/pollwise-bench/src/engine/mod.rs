@@ -411,14 +411,11 @@ impl Engine {
             self.submit()?;
         }
         let Engine {
-            q,
-            policy,
-            clock,
-            done,
-            ..
+            q, policy, done, ..
         } = self;
         done.clear();
-        let waited = policy.wait(q, min, &mut |c| done.push((c, clock.now_ns())));
+        // A completion's time is its reap's (one clock reading per reap, not per completion).
+        let waited = policy.wait_with(q, min, &mut |info, c| done.push((c, info.reaped_ns)));
         // Completions reaped before a failure are handled all the same: their slots are done.
         for i in 0..self.done.len() {
             let (c, now) = self.done[i];

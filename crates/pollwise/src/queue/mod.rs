@@ -369,6 +369,10 @@ pub struct OpInfo {
     /// When its submission returned (clock nanoseconds): fio's slat ends here and clat starts.
     /// A submission inside a blocking wait is stamped when the wait began. `None` until then.
     pub submitted_ns: Option<u64>,
+    /// When the reap that handed its completion back found it (clock nanoseconds: one reading
+    /// per reap, at its first completion, for every completion that reap hands back, which
+    /// were all in the queue by then). 0 while the operation is in flight.
+    pub reaped_ns: u64,
 }
 
 impl OpInfo {
@@ -709,6 +713,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             class: ReqClass::of(op),
             queued_ns: self.clock.now_ns(),
             submitted_ns: None,
+            reaped_ns: 0,
         };
         let base = self.requests_capacity();
         let h = self
@@ -950,15 +955,18 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             requests,
             request_ops,
             inner,
+            clock,
             ..
         } = self;
+        let mut reaped = None;
         inner.poll(&mut |c: Completion| {
             let token = Handle::from_user_data(c.user_data);
+            let reaped_ns = *reaped.get_or_insert_with(|| clock.now_ns());
             // The caller's completion carries its own user_data, not the queue's token.
             let mut hand = |info: OpInfo| {
                 let user_data = info.user_data;
                 sink(
-                    &info,
+                    &OpInfo { reaped_ns, ..info },
                     Completion {
                         user_data,
                         result: c.result,
@@ -1003,6 +1011,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                     },
                     queued_ns: 0,
                     submitted_ns: None,
+                    reaped_ns,
                 };
                 sink(&info, c);
             }
@@ -1116,6 +1125,7 @@ fn request_info(h: Handle, i: &Issue) -> OpInfo {
         class: i.class,
         queued_ns: i.queued_ns,
         submitted_ns: i.submitted_ns,
+        reaped_ns: 0,
     }
 }
 
