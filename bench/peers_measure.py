@@ -112,7 +112,11 @@ def write(doc, tbl):
         f"{HEADING}\n\n"
         "`bash bench/peers.sh` (fio 3.33 and t/io_uring built statically from Debian bookworm's `fio` "
         "source package), on this machine, "
-        f"{time.strftime('%Y-%m-%d')}:\n\n{tbl}\n"
+        f"{time.strftime('%Y-%m-%d')}:\n\n{tbl}\n\n"
+        "On a machine shared with other work a process gets what CPU it is given: IOPS then "
+        "follow the share, and CPU per I/O is the steadier figure. The goals: null engine IOPS "
+        ">= 1.5x fio's on one core; NOPs >= 0.5x t/io_uring -N1's on one core; reads <= 1.05x "
+        "t/io_uring's CPU per I/O at QD1 and QD128.\n"
     )
     if HEADING in text:
         a = text.index(HEADING)
