@@ -17,6 +17,7 @@ use std::time::Duration;
 use pollwise::clock;
 use pollwise::policy::Mode;
 use pollwise::queue::libaio::LibaioQueue;
+use pollwise::queue::nop::NopQueue;
 use pollwise::queue::null::NullQueue;
 use pollwise::queue::posixaio::PosixaioQueue;
 use pollwise::queue::sim::{SimQueue, SimTime};
@@ -243,14 +244,22 @@ fn check_engine(spec: &JobSpec) -> Result<()> {
         return Ok(());
     }
     let name = e.name();
-    for (on, opt) in [
+    if e == IoEngine::Nop && spec.registerfiles {
+        return Err(Error::Usage(
+            "--registerfiles registers the job's file, and --ioengine=nop has none: drop it".into(),
+        ));
+    }
+    let ring_options = [
         (spec.sqthread_poll, "--sqthread_poll"),
         (spec.fixedbufs, "--fixedbufs"),
         (spec.registerfiles, "--registerfiles"),
+        (spec.registered_ring, "--registered_ring"),
         (spec.hybrid_iopoll, "--hybrid_iopoll"),
         (!spec.taskrun_auto && spec.defer_taskrun, "--defer_taskrun"),
         (!spec.taskrun_auto && spec.coop_taskrun, "--coop_taskrun"),
-    ] {
+    ];
+    // The nop engine has a ring: only its file is missing.
+    for (on, opt) in ring_options.into_iter().filter(|_| e != IoEngine::Nop) {
         if on {
             return Err(Error::Usage(format!(
                 "{opt} is an io_uring option and --ioengine={name} has no ring: drop it or use --ioengine=io_uring"
@@ -262,16 +271,16 @@ fn check_engine(spec: &JobSpec) -> Result<()> {
             "--hipri (kernel polled I/O) is for --ioengine=io_uring or pvsync2, not {name}: drop it or change the engine"
         )));
     }
-    if e == IoEngine::Null {
+    if matches!(e, IoEngine::Null | IoEngine::Nop) {
         if spec.verify {
-            return Err(Error::Usage(
-                "--verify needs data, and --ioengine=null moves none: drop --verify or use a real engine".into(),
-            ));
+            return Err(Error::Usage(format!(
+                "--verify needs data, and --ioengine={name} moves none: drop --verify or use a real engine"
+            )));
         }
         if spec.size == 0 && spec.io_size == 0 && spec.extra.size_percent.is_none() {
-            return Err(Error::Usage(
-                "--ioengine=null needs --size (it has no file to take a size from): give one, e.g. --size=1g".into(),
-            ));
+            return Err(Error::Usage(format!(
+                "--ioengine={name} needs --size (it has no file to take a size from): give one, e.g. --size=1g"
+            )));
         }
     }
     Ok(())
@@ -296,6 +305,7 @@ fn check_sim(spec: &JobSpec) -> Result<()> {
         (spec.sqthread_poll, "--sqthread_poll"),
         (spec.fixedbufs, "--fixedbufs"),
         (spec.registerfiles, "--registerfiles"),
+        (spec.registered_ring, "--registered_ring"),
         (spec.defer_taskrun, "--defer_taskrun"),
         (spec.coop_taskrun, "--coop_taskrun"),
     ] {
@@ -480,7 +490,7 @@ pub fn prepare_target(spec: &JobSpec) -> Result<Target> {
     check_job(spec)?;
     if !spec.ioengine.has_file() {
         let size = match (spec.size, spec.ioengine) {
-            (0, IoEngine::Null) => spec.io_size,
+            (0, IoEngine::Null | IoEngine::Nop) => spec.io_size,
             (0, _) => SIM_DEFAULT_SIZE,
             (s, _) => s,
         };
@@ -802,6 +812,20 @@ pub fn uring_for_fds(spec: &JobSpec, fds: &[i32], attach: Option<i32>) -> Result
     UringQueue::new(&opts, fds, spec.registerfiles).map_err(ring_setup_error)
 }
 
+/// With `--registered_ring`, registers the ring's fd in this (the job's) thread and enters the
+/// ring by its index from then on (t/io_uring's `-X`).
+fn register_ring(spec: &JobSpec, q: &mut UringQueue) -> Result<()> {
+    if spec.registered_ring {
+        q.register_ring_fd().map_err(|e| {
+            Error::Unsupported(format!(
+                "cannot register the ring's fd (IORING_REGISTER_RING_FDS, Linux 5.18): {}; run without --registered_ring",
+                crate::errno::plain(&e)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// A ring the kernel would not set up, as one line: the errno table's cause and fix where it
 /// has one (open-file and locked-memory limits, io_uring disabled), else the ring's own hint.
 pub fn ring_setup_error(e: pollwise::queue::uring::SetupError) -> Error {
@@ -970,12 +994,13 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
     let [ready, measured] = &*phases;
     ready.wait_all(n);
     let p0 = Rusage::process();
-    // The measured window opens for every thread at once, from the moment the last was ready.
-    ready.open_at(clock::monotonic().now_ns());
+    // The measured window opens for every thread at once, from the moment the last was ready
+    // (on the threads' clock: the TSC one where the kernel keeps time by the TSC).
+    ready.open_at(clock::fastest().now_ns());
     measured.wait_all(n);
     let p1 = Rusage::process();
     // Then the threads go on (to verify) together.
-    measured.open_at(clock::monotonic().now_ns());
+    measured.open_at(clock::fastest().now_ns());
     let mut threads = Vec::with_capacity(n);
     let mut first_err = None;
     for h in handles {
@@ -1253,7 +1278,7 @@ fn job_thread(
     // The blocks that failed verification in the measured period, kept for naming them if
     // the period ends in an error (the engine is gone then).
     let blocks_seen = std::cell::RefCell::new(verify::BadBlocks::default());
-    let clock = clock::monotonic();
+    let clock = clock::fastest();
     // Set when this thread fell below its minimum rate (fio's ratemin): it stops, failed.
     let too_slow = Arc::new(AtomicBool::new(false));
     // fio's latency_target: this thread's search for its depth (it starts at 1).
@@ -1721,6 +1746,11 @@ fn setup_engine(
                         SimTime::Real,
                     ))
                 }
+                IoEngine::Nop => {
+                    let mut ring = uring_for_fds(spec, &[-1], None)?;
+                    register_ring(spec, &mut ring)?;
+                    Box::new(NopQueue::new(ring))
+                }
                 _ => Box::new(NullQueue::new(spec.iodepth as usize)),
             };
             let mut cfg = engine_config_for(spec, target.size, i);
@@ -1779,7 +1809,9 @@ fn setup_engine(
                         }
                     }
                 }
-                Box::new(q?)
+                let mut q = q?;
+                register_ring(spec, &mut q)?;
+                Box::new(q)
             }
         };
         let mut cfg = engine_config_for(spec, target.size, i);

@@ -52,7 +52,7 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
         } else {
             spec.size
         }),
-        IoEngine::Null => Some(spec.size),
+        IoEngine::Null | IoEngine::Nop => Some(spec.size),
         IoEngine::IoUring | IoEngine::Sync(_) | IoEngine::Libaio { .. } | IoEngine::Posixaio => {
             // A FIFO would block, a character device never end: refused before any open.
             crate::filekind::check_target("--filename", &spec.filename)?;

@@ -40,8 +40,8 @@ pub fn run_and_report(
     if sim {
         facts.device = Err(format!(
             "{} (--ioengine={}): no disk involved",
-            if first.ioengine == IoEngine::Null {
-                "null engine"
+            if matches!(first.ioengine, IoEngine::Null | IoEngine::Nop) {
+                "null or nop engine"
             } else {
                 "simulated device"
             },

@@ -39,6 +39,9 @@ pub enum IoEngine {
     /// fio's `null`: every request completes at once, no I/O and no file (the overhead
     /// baseline). Completions are ready at submit, so every wait mode finds them at once.
     Null,
+    /// Every request an io_uring NOP through a real ring (t/io_uring's `-N1`): no file, no data,
+    /// but the ring's submissions, completions and the wait mode's waits, at millions per second.
+    Nop,
     /// One of fio's synchronous engines (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`): the
     /// system call does the I/O in the job thread, so no wait mode applies; with `--hipri`,
     /// `pvsync2` asks the kernel to poll (`RWF_HIPRI`).
@@ -62,15 +65,16 @@ impl IoEngine {
             IoEngine::IoUring => "io_uring",
             IoEngine::Sim(_) => "sim",
             IoEngine::Null => "null",
+            IoEngine::Nop => "nop",
             IoEngine::Sync(c) => c.name(),
             IoEngine::Libaio { .. } => "libaio",
             IoEngine::Posixaio => "posixaio",
         }
     }
 
-    /// True when the engine has a file (all but `sim` and `null`).
+    /// True when the engine has a file (all but `sim`, `null` and `nop`).
     pub fn has_file(&self) -> bool {
-        !matches!(self, IoEngine::Sim(_) | IoEngine::Null)
+        !matches!(self, IoEngine::Sim(_) | IoEngine::Null | IoEngine::Nop)
     }
 
     /// True when the job thread can wait for a completion in more than one way: false for the
@@ -121,6 +125,8 @@ pub struct JobSpec {
     pub registerfiles: bool,
     /// Register the buffers with the ring.
     pub fixedbufs: bool,
+    /// Register the ring's fd (t/io_uring's `-X`): enter the ring by its registered index.
+    pub registered_ring: bool,
     /// SQPOLL ring (fio's `sqthread_poll`).
     pub sqthread_poll: bool,
     /// SQPOLL thread CPU.
@@ -195,6 +201,7 @@ impl Default for JobSpec {
             iodepth_batch_submit: 1,
             iodepth_batch_complete_min: 1,
             registerfiles: false,
+            registered_ring: false,
             fixedbufs: false,
             sqthread_poll: false,
             sqthread_poll_cpu: None,

@@ -353,7 +353,7 @@ impl Engine {
             len,
             fixed: self.cfg.fixedbufs,
         };
-        if let Err(e) = self.q.push_request(h, spec) {
+        if let Err(e) = self.q.push_request_queued_at(h, spec, now) {
             let mut e = e;
             let mut pushed = false;
             // Submission queue full: submit what is there and push again. On an SQPOLL ring
@@ -411,14 +411,11 @@ impl Engine {
             self.submit()?;
         }
         let Engine {
-            q,
-            policy,
-            clock,
-            done,
-            ..
+            q, policy, done, ..
         } = self;
         done.clear();
-        let waited = policy.wait(q, min, &mut |c| done.push((c, clock.now_ns())));
+        // A completion's time is its reap's (one clock reading per reap, not per completion).
+        let waited = policy.wait_with(q, min, &mut |info, c| done.push((c, info.reaped_ns)));
         // Completions reaped before a failure are handled all the same: their slots are done.
         for i in 0..self.done.len() {
             let (c, now) = self.done[i];
@@ -616,6 +613,13 @@ impl Engine {
     }
     /// Which part of `stop` is reached, if any (a stop request first).
     fn ended(&self, stop: Stop) -> Option<Ended> {
+        self.ended_by(stop, || {
+            stop.time().is_some_and(|t| self.clock.now_ns() >= t)
+        })
+    }
+    /// As [`ended`](Engine::ended), with `time_up` saying whether the stop time passed (asked
+    /// only when nothing else ended the run).
+    fn ended_by(&self, stop: Stop, time_up: impl FnOnce() -> bool) -> Option<Ended> {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
@@ -637,20 +641,22 @@ impl Engine {
         if by_count || replayed {
             return Some(Ended::Ios);
         }
-        match stop.time() {
-            Some(t) if self.clock.now_ns() >= t => Some(Ended::Time),
-            _ => None,
-        }
+        time_up().then_some(Ended::Time)
     }
     fn stopped(&self, stop: Stop) -> bool {
         self.ended(stop).is_some()
     }
     /// Calls the tick if its time has come.
     fn tick(&self, ticker: &mut Option<Ticker<'_>>) {
+        if ticker.is_some() {
+            self.tick_at(ticker, self.clock.now_ns());
+        }
+    }
+    /// As [`tick`](Engine::tick), at `now` (a clock reading just taken).
+    fn tick_at(&self, ticker: &mut Option<Ticker<'_>>, now: u64) {
         let Some(t) = ticker else {
             return;
         };
-        let now = self.clock.now_ns();
         if now < t.next_ns {
             return;
         }
@@ -686,10 +692,26 @@ impl Engine {
     ) -> Result<Ended> {
         let batch = self.cfg.batch_submit as usize;
         loop {
-            self.tick(ticker);
+            // One clock reading for the tick and the fill's stop time.
+            let now = (ticker.is_some() || stop.time().is_some()).then(|| self.clock.now_ns());
+            if let Some(now) = now {
+                self.tick_at(ticker, now);
+            }
             let mut queued = 0;
             let mut depth = self.depth_now();
-            while self.slab().live() < depth && !self.stopped(stop) && !self.pass_full() {
+            // The stop time is read once per fill, not once per request: a fill takes
+            // microseconds (the counts, and a stop request, are still checked per request).
+            let mut time_up = now.map(|now| stop.time().is_some_and(|t| now >= t));
+            while self.slab().live() < depth
+                && self
+                    .ended_by(stop, || {
+                        *time_up.get_or_insert_with(|| {
+                            stop.time().is_some_and(|t| self.clock.now_ns() >= t)
+                        })
+                    })
+                    .is_none()
+                && !self.pass_full()
+            {
                 // A sync due goes first and takes no pacing slot: a rate paces reads and writes,
                 // as fio's.
                 if let Some(datasync) = self.sync_due() {

@@ -163,6 +163,7 @@ impl Opts {
                 )))
             }
             (Some("null"), _) => s.ioengine = IoEngine::Null,
+            (Some("nop"), _) => s.ioengine = IoEngine::Nop,
             (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
                 userspace_reap: false,
             },
@@ -171,7 +172,7 @@ impl Opts {
                 Some(call) => s.ioengine = IoEngine::Sync(call),
                 None => {
                     return Err(usage(format!(
-                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null or sim"
+                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null, nop or sim"
                     )))
                 }
             },
@@ -267,6 +268,7 @@ impl Opts {
         store! { self:
             take_bool("registerfiles") => s.registerfiles;
             take_bool("fixedbufs") => s.fixedbufs;
+            take_bool("registered_ring") => s.registered_ring;
         }
         if let Some(v) = self.take_str("submit_mode")? {
             s.submit_mode = SubmitMode::from_name(&v)

@@ -100,12 +100,17 @@ impl std::fmt::Debug for ThreadLive {
 }
 
 impl ThreadLive {
-    /// Counts one completed I/O (from the completion hook).
+    /// Counts one completed I/O (from the completion hook of the one thread it was registered
+    /// for: no other thread writes these counters).
     pub fn add(&self, dir: Dir, len: u32) {
         // The ETA line counts reads and writes (a trim as a write: bytes released).
         let d = usize::from(dir != Dir::Read);
-        self.ios[d].fetch_add(1, Ordering::Relaxed);
-        self.bytes[d].fetch_add(len as u64, Ordering::Relaxed);
+        // The thread's own counters, written by it alone: a load and a store, not a locked
+        // read-modify-write (two `lock xadd`s per I/O); readers see each store whole.
+        let bump =
+            |a: &AtomicU64, by: u64| a.store(a.load(Ordering::Relaxed) + by, Ordering::Relaxed);
+        bump(&self.ios[d], 1);
+        bump(&self.bytes[d], u64::from(len));
     }
 
     /// Sets the thread's state.

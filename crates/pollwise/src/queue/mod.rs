@@ -28,6 +28,7 @@
 pub mod channel;
 pub mod deadline;
 pub mod libaio;
+pub mod nop;
 pub mod null;
 // The shared poller's client (under loom only the lock-free parts below it are modelled).
 #[cfg(not(loom))]
@@ -368,6 +369,10 @@ pub struct OpInfo {
     /// When its submission returned (clock nanoseconds): fio's slat ends here and clat starts.
     /// A submission inside a blocking wait is stamped when the wait began. `None` until then.
     pub submitted_ns: Option<u64>,
+    /// When the reap that handed its completion back found it (clock nanoseconds: one reading
+    /// per reap, at its first completion, for every completion that reap hands back, which
+    /// were all in the queue by then). 0 while the operation is in flight.
+    pub reaped_ns: u64,
 }
 
 impl OpInfo {
@@ -708,6 +713,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             class: ReqClass::of(op),
             queued_ns: self.clock.now_ns(),
             submitted_ns: None,
+            reaped_ns: 0,
         };
         let base = self.requests_capacity();
         let h = self
@@ -730,7 +736,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     pub unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
         let h = self.record(op)?;
         // SAFETY: the caller's contract, forwarded.
-        unsafe { self.push_recorded(op, h) }
+        unsafe { self.push_recorded(op, h, None) }
     }
 
     /// Queues a no-op (it touches no buffer, so any device may take it safely); its completion
@@ -746,8 +752,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     ///
     /// # Safety
     ///
-    /// [`Queue::push`]'s contract for `op`'s buffer.
-    unsafe fn push_recorded(&mut self, op: &Op, t: Handle) -> io::Result<()> {
+    /// [`Queue::push`]'s contract for `op`'s buffer. `queued_ns`: when the operation was
+    /// queued, if the caller read the clock just now (else it is read here).
+    unsafe fn push_recorded(
+        &mut self,
+        op: &Op,
+        t: Handle,
+        queued_ns: Option<u64>,
+    ) -> io::Result<()> {
         let dev = Op {
             user_data: t.user_data(),
             ..*op
@@ -761,7 +773,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                     t,
                     Some(Issue {
                         class: ReqClass::of(op),
-                        queued_ns: self.clock.now_ns(),
+                        queued_ns: queued_ns.unwrap_or_else(|| self.clock.now_ns()),
                         submitted_ns: None,
                         push,
                     }),
@@ -797,6 +809,18 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         self.push_request_at(h, spec, 0)
     }
 
+    /// As [`push_request`](Tracked::push_request), queued at `now_ns`, a time the caller read
+    /// from this queue's clock just before: a clock read less per request on a benchmark's hot
+    /// path.
+    pub fn push_request_queued_at(
+        &mut self,
+        h: Handle,
+        spec: RequestOp,
+        now_ns: u64,
+    ) -> io::Result<()> {
+        self.push_request_impl(h, spec, 0, Some(now_ns))
+    }
+
     /// As [`push_request`](Tracked::push_request), with the operation's buffer starting
     /// `buf_offset` bytes into the request's own (the rest of a short transfer):
     /// `buf_offset + spec.len` must fit the buffer.
@@ -805,6 +829,16 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         h: Handle,
         spec: RequestOp,
         buf_offset: u32,
+    ) -> io::Result<()> {
+        self.push_request_impl(h, spec, buf_offset, None)
+    }
+
+    fn push_request_impl(
+        &mut self,
+        h: Handle,
+        spec: RequestOp,
+        buf_offset: u32,
+        queued_ns: Option<u64>,
     ) -> io::Result<()> {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
         let slab = self
@@ -844,7 +878,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             // SAFETY: the buffer is the request's, valid for raw.len >= at + op.len bytes; the slab
             // keeps the request InFlight (no safe method reaches the buffer, and a dropped slab
             // leaks it) until this operation's completion is reaped in poll_with.
-            unsafe { self.push_recorded(&op, t) }
+            unsafe { self.push_recorded(&op, t, queued_ns) }
         });
         if pushed.is_err() {
             if let Some(slab) = self.requests.as_mut() {
@@ -878,13 +912,14 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
 
     /// Makes every pushed operation visible to the device; returns how many were submitted.
     pub fn submit(&mut self) -> io::Result<usize> {
-        let before = self.clock.now_ns();
+        // A queue that does the operations in its submit (null, the synchronous engines) has
+        // them submitted when the call began; the others when it returned: one clock read.
+        let before = self
+            .inner
+            .completes_in_submit()
+            .then(|| self.clock.now_ns());
         let n = self.inner.submit()?;
-        let t = if self.inner.completes_in_submit() {
-            before
-        } else {
-            self.clock.now_ns()
-        };
+        let t = before.unwrap_or_else(|| self.clock.now_ns());
         self.stamp(t, n);
         Ok(n)
     }
@@ -920,15 +955,18 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
             requests,
             request_ops,
             inner,
+            clock,
             ..
         } = self;
+        let mut reaped = None;
         inner.poll(&mut |c: Completion| {
             let token = Handle::from_user_data(c.user_data);
+            let reaped_ns = *reaped.get_or_insert_with(|| clock.now_ns());
             // The caller's completion carries its own user_data, not the queue's token.
             let mut hand = |info: OpInfo| {
                 let user_data = info.user_data;
                 sink(
-                    &info,
+                    &OpInfo { reaped_ns, ..info },
                     Completion {
                         user_data,
                         result: c.result,
@@ -973,6 +1011,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                     },
                     queued_ns: 0,
                     submitted_ns: None,
+                    reaped_ns,
                 };
                 sink(&info, c);
             }
@@ -1086,6 +1125,7 @@ fn request_info(h: Handle, i: &Issue) -> OpInfo {
         class: i.class,
         queued_ns: i.queued_ns,
         submitted_ns: i.submitted_ns,
+        reaped_ns: 0,
     }
 }
 

@@ -128,6 +128,9 @@ pub struct UringQueue {
     /// Whether the kernel has `IORING_ASYNC_CANCEL_ANY`: `None` until the first `cancel_all`
     /// asks.
     cancel_any: Option<bool>,
+    /// The ring's index in the thread's table of registered rings, once
+    /// [`register_ring_fd`](UringQueue::register_ring_fd) put it there: every enter goes by it.
+    registered: Option<u32>,
     c: QueueCounters,
 }
 
@@ -173,6 +176,7 @@ impl UringQueue {
             polled_in_enter,
             features,
             cancel_any: None,
+            registered: None,
             c: QueueCounters::default(),
         })
     }
@@ -230,6 +234,9 @@ impl UringQueue {
             self.features.check_timed_wait()?;
         }
         self.c.enters += 1;
+        if self.registered.is_some() {
+            return self.enter_registered(min, timeout);
+        }
         let r = match timeout {
             None => self.ring.submit_and_wait(min as usize),
             Some(t) => {
@@ -353,7 +360,12 @@ unsafe impl Queue for UringQueue {
             self.c.enters += 1;
         }
         let n = loop {
-            match self.ring.submit() {
+            let r = if self.registered.is_some() {
+                self.enter_registered(0, None)
+            } else {
+                self.ring.submit()
+            };
+            match r {
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 r => break r?,
             }
@@ -370,11 +382,20 @@ unsafe impl Queue for UringQueue {
         let overflow = self.ring.submission().cq_overflow();
         if (n == 0 && self.poll_needs_enter && self.in_flight > 0) || overflow {
             self.c.enters += 1;
-            // SAFETY: a plain GETEVENTS enter with no argument; it submits nothing.
-            let r = unsafe {
-                self.ring
-                    .submitter()
-                    .enter::<libc::sigset_t>(0, 0, IORING_ENTER_GETEVENTS, None)
+            let r = match self.registered {
+                Some(index) => {
+                    crate::sys::enter::enter_by_index(index, 0, 0, IORING_ENTER_GETEVENTS, None)
+                        .map(|n| n as usize)
+                }
+                // SAFETY: a plain GETEVENTS enter with no argument; it submits nothing.
+                None => unsafe {
+                    self.ring.submitter().enter::<libc::sigset_t>(
+                        0,
+                        0,
+                        IORING_ENTER_GETEVENTS,
+                        None,
+                    )
+                },
             };
             match r {
                 Ok(_) => {}
@@ -471,6 +492,63 @@ unsafe impl Queue for UringQueue {
 }
 
 impl UringQueue {
+    /// Registers the ring's fd in the calling thread's table of rings
+    /// (`IORING_REGISTER_RING_FDS`, Linux 5.18: liburing's `io_uring_register_ring_fd`,
+    /// t/io_uring's `-X`); from then on every enter of this queue goes by the index
+    /// (`IORING_ENTER_REGISTERED_RING`), sparing the kernel its fd lookup and reference count
+    /// per enter. The table is the thread's: call it from the thread that submits and waits, and
+    /// keep the queue there (another thread's enter by the index would be `EBADF`, or enter
+    /// a ring of that thread's). Returns the index; a second call returns the same one.
+    pub fn register_ring_fd(&mut self) -> io::Result<u32> {
+        if let Some(index) = self.registered {
+            return Ok(index);
+        }
+        let index = crate::sys::enter::register_ring_fd(self.ring_fd())?;
+        self.registered = Some(index);
+        Ok(index)
+    }
+
+    /// The ring's index in the thread's table of rings, if registered.
+    pub fn registered_ring_fd(&self) -> Option<u32> {
+        self.registered
+    }
+
+    /// Takes the ring out of the thread's table (a table entry holds the ring alive after its fd
+    /// is closed). From another thread than the registering one the kernel refuses: that entry
+    /// then lives until its thread ends.
+    fn unregister_ring_fd(&mut self) {
+        if let Some(index) = self.registered.take() {
+            let _ = crate::sys::enter::unregister_ring_fd(self.ring_fd(), index);
+        }
+    }
+
+    /// What the io-uring crate's `submit_and_wait` and `submit_with_args` do, entering by the
+    /// registered index: submits what the SQ holds, and waits for `min` completions (GETEVENTS
+    /// also when the ring is IOPOLL or its CQ overflowed); on an SQPOLL ring enters only to wake
+    /// the thread or to wait.
+    fn enter_registered(&mut self, min: u32, timeout: Option<Duration>) -> io::Result<usize> {
+        let index = self.registered.unwrap_or(u32::MAX);
+        let (len, overflow) = {
+            let sq = self.ring.submission();
+            (sq.len() as u32, sq.cq_overflow())
+        };
+        let mut flags = 0;
+        if min > 0 || self.ring.params().is_setup_iopoll() || overflow {
+            flags |= IORING_ENTER_GETEVENTS;
+        }
+        if self.sqpoll {
+            // The tail was stored when the SubmissionQueue above was dropped: a full fence
+            // before reading NEED_WAKEUP (as the crate does).
+            fence(Ordering::SeqCst);
+            if self.ring.submission().need_wakeup() {
+                flags |= crate::sys::enter::SQ_WAKEUP;
+            } else if min == 0 {
+                return Ok(len as usize);
+            }
+        }
+        crate::sys::enter::enter_by_index(index, len, min, flags, timeout).map(|n| n as usize)
+    }
+
     /// Pushes an `ASYNC_CANCEL` matching `what` and submits it. Its own completion carries
     /// RESERVED_USER_DATA and is dropped by reap. `WouldBlock` if the submission queue stays
     /// full; a refused submission (`EAGAIN`) leaves it pushed, for the next submit.
@@ -529,6 +607,9 @@ impl UringQueue {
 
 impl Drop for UringQueue {
     fn drop(&mut self) {
+        if self.in_flight == self.cancels {
+            self.unregister_ring_fd();
+        }
         // Buffers of in-flight operations belong to the caller and may be freed right after
         // us: cancel every operation, then wait for the kernel to answer, for DROP_BOUND at
         // most (a read on an empty pipe never ends by itself; a cancellation ends it at once).
@@ -555,6 +636,7 @@ impl Drop for UringQueue {
         // What did not answer is counted, not printed: whoever owns their buffers must not free
         // them.
         crate::leaks::add_unanswered(self.in_flight.saturating_sub(self.cancels) as u64);
+        self.unregister_ring_fd();
     }
 }
 

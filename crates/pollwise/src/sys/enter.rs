@@ -83,3 +83,87 @@ pub fn enter(
         Ok(r as u32)
     }
 }
+
+/// `IORING_REGISTER_RING_FDS`.
+const REGISTER_RING_FDS: libc::c_long = 20;
+/// `IORING_UNREGISTER_RING_FDS`.
+const UNREGISTER_RING_FDS: libc::c_long = 21;
+
+/// `struct io_uring_rsrc_update`.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// Registers ring `fd` in the calling thread's table of rings (`IORING_REGISTER_RING_FDS`,
+/// Linux 5.18; liburing's `io_uring_register_ring_fd`, t/io_uring's `-X`) and returns its
+/// index: an enter by that index with [`REGISTERED_RING`] skips the kernel's fd lookup and
+/// reference count. The table is the thread's own (16 entries): the index means nothing to
+/// another thread.
+pub fn register_ring_fd(fd: RawFd) -> io::Result<u32> {
+    let mut up = RsrcUpdate {
+        // Any free slot.
+        offset: u32::MAX,
+        resv: 0,
+        data: fd as u64,
+    };
+    // SAFETY: IORING_REGISTER_RING_FDS reads and writes `nr_args` (1) io_uring_rsrc_update at
+    // the pointer: `up`, which lives across the call. A bad fd is the kernel's EBADF.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            fd as libc::c_long,
+            REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1 as libc::c_long,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(up.offset)
+}
+
+/// Removes `index` from the calling thread's table of rings (`IORING_UNREGISTER_RING_FDS`);
+/// `fd` is any ring's fd (the call needs one to enter the kernel by).
+pub fn unregister_ring_fd(fd: RawFd, index: u32) -> io::Result<()> {
+    let mut up = RsrcUpdate {
+        offset: index,
+        resv: 0,
+        data: 0,
+    };
+    // SAFETY: as in register_ring_fd: one io_uring_rsrc_update, `up`, live across the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            fd as libc::c_long,
+            UNREGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1 as libc::c_long,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `io_uring_enter` on the calling thread's registered ring `index`
+/// (`IORING_ENTER_REGISTERED_RING`); see [`enter`].
+pub fn enter_by_index(
+    index: u32,
+    to_submit: u32,
+    min_complete: u32,
+    flags: u32,
+    timeout: Option<Duration>,
+) -> io::Result<u32> {
+    enter(
+        index as RawFd,
+        to_submit,
+        min_complete,
+        flags | REGISTERED_RING,
+        timeout,
+    )
+}
