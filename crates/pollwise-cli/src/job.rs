@@ -1071,6 +1071,7 @@ fn measure(
         beliefs: engine.beliefs(),
         faults: fault_report(engine, faults),
         errors: errors_of(engine),
+        cancelled: 0,
     }
 }
 
@@ -1529,7 +1530,10 @@ fn job_thread(
             sampler.tick(t1, read, write);
         }
         let cancelled = engine.cancelled() - cancelled0;
-        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
+        let stats = Stats {
+            cancelled,
+            ..measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref())
+        };
         // With no I/O at all, the job's error says it (one line).
         if cancelled > 0 && stats.total_ios() > 0 {
             eprintln!(
@@ -1978,6 +1982,7 @@ fn run_model_threads(
                 beliefs,
                 faults: None,
                 errors: Default::default(),
+                cancelled: r.cancelled,
             }
         })
         .collect();
