@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ use pollwise_bench::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise_bench::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise_bench::verify;
 
+use crate::phase::Phase;
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
 pub use crate::spec::{parse_rw, IoEngine, JobSpec, Rw, SIM_DEFAULT_SIZE};
@@ -919,16 +920,27 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
                 .name(format!("pollwise-job{i}"))
                 .stack_size(JOB_STACK)
                 .spawn(move || {
-                    let r = job_thread(
-                        i,
-                        &spec,
-                        &run,
-                        target,
-                        &phases,
-                        (fd_tx, fd_rx),
-                        &failed_t,
-                        live.as_ref(),
-                    );
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let fds = (fd_tx, fd_rx);
+                        job_thread(
+                            i,
+                            &spec,
+                            &run,
+                            target,
+                            &phases,
+                            fds,
+                            &failed_t,
+                            live.as_ref(),
+                        )
+                    }))
+                    .unwrap_or_else(|_| {
+                        // Counted where it did not arrive, so the other threads are not held.
+                        Phase::arrive_for_the_lost(&phases[..]);
+                        Err(Error::Io(format!(
+                            "job {}: a job thread panicked",
+                            spec.name
+                        )))
+                    });
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
                     }
@@ -981,49 +993,6 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
         return Err(e);
     }
     Ok((threads, p1.since(&p0)))
-}
-
-/// A point every thread of a job reaches before any goes on (set up; measured): each arrives,
-/// the main thread waits for all of them and then opens the phase to all at once, waking them in
-/// one call on one futex word. (A `Barrier`'s waiters leave one at a time through its mutex: with
-/// hundreds of threads on a busy machine the last left a second or more after the measured
-/// window had opened, and did no I/O in it.)
-#[derive(Default)]
-struct Phase {
-    arrived: std::sync::atomic::AtomicU32,
-    open: std::sync::atomic::AtomicU32,
-    /// When the phase was opened (monotonic ns).
-    ns: AtomicU64,
-}
-
-impl Phase {
-    /// A thread's arrival; waits until the phase is open and returns when it was opened.
-    fn arrive_and_wait(&self) -> u64 {
-        self.arrived.fetch_add(1, Ordering::SeqCst);
-        pollwise::sys::futex::wake_all(&self.arrived);
-        while self.open.load(Ordering::SeqCst) == 0 {
-            pollwise::sys::futex::wait(&self.open, 0, None);
-        }
-        self.ns.load(Ordering::SeqCst)
-    }
-
-    /// The main thread: waits until `n` threads have arrived.
-    fn wait_all(&self, n: usize) {
-        loop {
-            let got = self.arrived.load(Ordering::SeqCst);
-            if got as usize >= n {
-                return;
-            }
-            pollwise::sys::futex::wait(&self.arrived, got, None);
-        }
-    }
-
-    /// Opens the phase at `ns` and wakes every thread waiting in it.
-    fn open_at(&self, ns: u64) {
-        self.ns.store(ns, Ordering::SeqCst);
-        self.open.store(1, Ordering::SeqCst);
-        pollwise::sys::futex::wake_all(&self.open);
-    }
 }
 
 /// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
