@@ -371,6 +371,14 @@ impl Opts {
             let f = parse_fault(&v)?;
             s.fault = (!f.is_empty()).then_some(f);
         }
+        // The model's device answers in virtual time and injects nothing: a fault asked there
+        // would give a clean run that looks like one with faults.
+        if s.fault.is_some() && s.platform.is_some() {
+            return Err(usage(format!(
+                "--fault does not apply under --platform: the platform model's device injects no faults; drop --fault or --platform{}",
+                self.at("fault")
+            )));
+        }
         if let Some(v) = self.take_str("continue_on_error")? {
             s.continue_on_error = pollwise_bench::engine::ContinueOn::from_name(&v).ok_or_else(|| {
                 usage(format!(
