@@ -1446,13 +1446,10 @@ fn job_thread(
                     a.tick(now, engine);
                 }
                 if let Some(t) = publish {
-                    t.publish(measure(
-                        engine,
-                        sampler.clone(),
-                        &m0,
-                        &*clock,
-                        faults.borrow().as_ref(),
-                    ));
+                    // Read first: the snapshot answers the requests made before it was taken.
+                    let asked = t.request();
+                    let now = measure(engine, sampler.clone(), &m0, &*clock, faults.borrow().as_ref());
+                    t.publish(now, asked);
                 }
             };
             let tick = pollwise_bench::engine::Tick {

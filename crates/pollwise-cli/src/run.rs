@@ -137,7 +137,9 @@ pub fn run_and_report(
                     &r_specs, &r_found, &by_job, &r_given, &r_ro, wall, None, left,
                 );
                 sink.emit(&r_ro.render_all(&out, &terse));
-                None
+                // Emitted where the report goes: nothing more to print (None would say
+                // there were no measurements).
+                Some(String::new())
             };
             let cfg = progress::ReporterConfig {
                 eta,
