@@ -9,15 +9,21 @@ pub use crate::error::BufError;
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     layout: Layout,
-    /// Mapped straight from the kernel (see [`MAP_FROM`]) rather than from the allocator.
+    /// Mapped straight from the kernel (see [`maps`]) rather than from the allocator.
     mapped: bool,
 }
 
-/// Buffers of at least this many bytes, aligned to at most a page, are mapped anonymously: the
-/// kernel's pages are zero already and are only touched when first used. The allocator zeroes
-/// an over-aligned block by writing it, so 32768 buffers of 128 KiB cost 4 GiB of writes (and
-/// seconds) before the first request, and as long again to give back.
-const MAP_FROM: usize = 64 * 1024;
+/// Buffers of a page or more, aligned to at most a page, are mapped anonymously (see
+/// [`maps`]).
+fn maps(len: usize, align: usize) -> bool {
+    // The kernel's pages are zero already and are only touched when first used: the allocator
+    // zeroes an over-aligned block by writing it (32768 buffers of 128 KiB cost 4 GiB of
+    // writes, and seconds, before the first request, and as long again to give back), and
+    // pads it to its alignment (a 4 KiB buffer aligned to 4 KiB took 8 KiB of address space,
+    // twice what a `ulimit -v` check counted). Adjacent mappings merge into one.
+    let page = page_size();
+    len >= page && align <= page
+}
 
 /// The page size (4096 where it cannot be read).
 fn page_size() -> usize {
@@ -53,7 +59,7 @@ impl AlignedBuf {
         }
         let layout =
             Layout::from_size_align(len, align).map_err(|_| BufError::TooLarge { len, align })?;
-        if len >= MAP_FROM && align <= page_size() {
+        if maps(len, align) {
             // SAFETY: an anonymous private mapping of len (non-zero) bytes at an address the
             // kernel picks: it aliases nothing and is page-aligned (so aligned to `align`).
             let p = unsafe {
