@@ -108,6 +108,9 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
+    for s in &specs {
+        crate::vstate::check_can_save(std::path::Path::new(""), s)?;
+    }
     let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the
     // JSON when both are asked for).
