@@ -11,6 +11,7 @@ pub mod build;
 pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
+pub mod expr;
 pub mod fio_only;
 pub mod help;
 pub mod jobfile;
