@@ -19,14 +19,23 @@ fn ran(args: &[&str]) -> (u64, usize) {
 #[test]
 fn keywords_and_arithmetic_give_numbers() {
     // Not time-based: the job reads its size once.
-    let (bytes, _) = ran(&["run", "--ioengine=sim", "--size=(512*2048)", "--bs=$pagesize"]);
+    let (bytes, _) = ran(&[
+        "run",
+        "--ioengine=sim",
+        "--size=(512*2048)",
+        "--bs=$pagesize",
+    ]);
     assert_eq!(bytes, 1 << 20);
     let cpus = std::thread::available_parallelism().unwrap().get();
     let (_, jobs) = ran(&["run", "--ioengine=sim", "--size=1M", "--numjobs=$ncpus"]);
     assert_eq!(jobs, cpus);
     let d = tempdir();
     let f = d.path().join("e.fio");
-    std::fs::write(&f, "[j]\nioengine=sim\nsize=((1+1)*256)k\nbs=($pagesize*2)\n").unwrap();
+    std::fs::write(
+        &f,
+        "[j]\nioengine=sim\nsize=((1+1)*256)k\nbs=($pagesize*2)\n",
+    )
+    .unwrap();
     let (bytes, _) = ran(&["run", f.to_str().unwrap()]);
     assert_eq!(bytes, 512 << 10);
     let (code, _out, err) = pollwise(&["run", "--ioengine=sim", "--size=(1+"]);
