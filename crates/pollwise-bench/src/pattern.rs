@@ -114,7 +114,8 @@ pub enum BlockSizes {
         max: u32,
     },
     /// `bssplit=SIZE/PERCENT:...`: each size with its share of the requests, in percent
-    /// (summing to 100).
+    /// (summing to 100), each rounded down to a multiple of the smallest as fio rounds it
+    /// (`bssplit=1536/50:4k/50` asks 1536 and 3072).
     Split(Vec<(u32, u32)>),
 }
 
@@ -161,7 +162,8 @@ impl BlockSizes {
                             break;
                         }
                     }
-                    out
+                    // As fio without bs_unaligned: a multiple of the smallest size.
+                    out - out % min as u64
                 }
             };
             if len <= room {
@@ -194,6 +196,11 @@ impl UnitMap {
         }
     }
 
+    /// Whether every unit is done: the pass is over (the next request begins another).
+    pub fn pass_done(&self) -> bool {
+        self.left == 0
+    }
+
     /// The bytes one pass covers.
     pub fn pass_bytes(&self) -> u64 {
         self.order.len() * self.unit
@@ -204,7 +211,8 @@ impl UnitMap {
     }
 
     /// The next request's offset (bytes into the region) and length, for a request that would
-    /// be `want` bytes long: it starts at a unit not yet done and ends before the next unit done.
+    /// be `want` bytes long: it starts at a unit not yet done and ends before the next unit done,
+    /// never longer than `want`.
     pub fn next(&mut self, want: u64) -> (u64, u64) {
         if self.left == 0 {
             self.done.iter_mut().for_each(|w| *w = 0);
@@ -224,7 +232,9 @@ impl UnitMap {
             n += 1;
         }
         self.left -= n;
-        (start * self.unit, n * self.unit)
+        // fio marks every unit the request touches and shortens the request only when fewer
+        // units were free: a 4k request over 3k units marks two and stays 4k.
+        (start * self.unit, (n * self.unit).min(want.max(1)))
     }
 }
 

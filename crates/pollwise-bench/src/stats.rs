@@ -592,6 +592,10 @@ pub struct Stats {
     pub faults: Option<crate::fault::FaultReport>,
     /// Failed requests and blocks that failed verification, whether the job went on or not.
     pub errors: Errors,
+    /// Requests still in flight a moment ([`DRAIN_GRACE`](crate::engine::DRAIN_GRACE)) after
+    /// the measured period, cancelled: each took at least that long, and none is in a latency
+    /// figure, so a percentile that reaches them is only a lower bound.
+    pub cancelled: u64,
 }
 
 /// What failed in a job (fio's `error`, `total_err` and `first_error`), and which blocks failed
@@ -684,6 +688,7 @@ impl Stats {
             self.faults.get_or_insert_with(Default::default).merge(f);
         }
         self.errors.merge(&o.errors);
+        self.cancelled += o.cancelled;
     }
 
     /// Adds a later run of the same job (a `compare` round): counts and CPU add up, samples

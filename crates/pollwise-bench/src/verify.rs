@@ -137,7 +137,17 @@ pub fn check(block: &[u8], offset: u64) -> Result<(), Mismatch> {
     }
     let written = u32::from_le_bytes(block[16..20].try_into().unwrap());
     let read = block.len();
-    if written as usize > read || (written as usize) < HEADER {
+    let stored = u32::from_le_bytes(block[4..8].try_into().unwrap());
+    if (written as usize) < HEADER {
+        // No block is shorter than its header: the length field is damaged (zeroed, say), and
+        // the block corrupt, as fio's "bad header length"; checked over what was read.
+        return Err(Mismatch::Corrupt {
+            offset,
+            stored,
+            computed: crc32c::crc32c(&block[8..]),
+        });
+    }
+    if written as usize > read {
         // Longer than the read: nothing of it can be checked.
         return Err(Mismatch::OtherLength {
             offset,
@@ -145,7 +155,6 @@ pub fn check(block: &[u8], offset: u64) -> Result<(), Mismatch> {
             read,
         });
     }
-    let stored = u32::from_le_bytes(block[4..8].try_into().unwrap());
     let computed = crc32c::crc32c(&block[8..written as usize]);
     if stored != computed {
         return Err(Mismatch::Corrupt {
@@ -273,12 +282,18 @@ mod tests {
                 "{what}: {e}"
             );
         }
-        // A length field naming more than the read (or less than a header) cannot be checked.
+        // A length field naming more than the read cannot be checked (another block size).
         let mut d = b.clone();
         d[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(check(&d, 4096), Err(Mismatch::OtherLength { .. })));
-        d[16..20].copy_from_slice(&3u32.to_le_bytes());
-        assert!(matches!(check(&d, 4096), Err(Mismatch::OtherLength { .. })));
+        // One naming less than a header is no block size: the header is damaged.
+        for len in [0u32, 3] {
+            d[16..20].copy_from_slice(&len.to_le_bytes());
+            assert!(
+                matches!(check(&d, 4096), Err(Mismatch::Corrupt { .. })),
+                "{len}"
+            );
+        }
     }
 
     #[test]

@@ -132,6 +132,56 @@ impl ModeRuns {
         let mut v: Vec<f64> = self.rounds.iter().map(f).collect();
         median(&mut v)
     }
+
+    /// Requests cancelled at the end of the rounds, all rounds together.
+    fn cancelled(&self) -> u64 {
+        self.rounds.iter().map(|s| s.cancelled).sum()
+    }
+
+    /// The `q` percentile of the latency (ns, median over rounds) with each round's cancelled
+    /// requests counted at the least they took, and whether it is only that lower bound.
+    fn pct(&self, q: f64) -> (u64, bool) {
+        let mut v: Vec<(u64, bool)> = self.rounds.iter().map(|s| pct_of_round(s, q)).collect();
+        v.sort_unstable();
+        let n = v.len();
+        if n == 0 {
+            return (0, false);
+        }
+        let mid = &v[(n - 1) / 2..=n / 2];
+        let value = mid.iter().map(|x| x.0).sum::<u64>() / mid.len() as u64;
+        (value, mid.iter().any(|x| x.1))
+    }
+}
+
+/// The least time a cancelled request took: it was still in flight that long after its run.
+fn cancelled_at_least_ns() -> u64 {
+    pollwise_bench::engine::DRAIN_GRACE.as_nanos() as u64
+}
+
+/// The `q` percentile of one round's latency over its completed and its cancelled requests
+/// (ns): the completed requests' own percentile where the rank falls among them, else the
+/// least a cancelled request took, as a lower bound (`true`).
+fn pct_of_round(s: &Stats, q: f64) -> (u64, bool) {
+    let lat = s.all_lat();
+    let done = lat.ios;
+    let all = done + s.cancelled;
+    if s.cancelled == 0 || all == 0 {
+        return (lat.pct(q), false);
+    }
+    let rank = (q / 100.0 * all as f64).ceil() as u64;
+    if rank > done {
+        return (cancelled_at_least_ns().max(lat.pct(100.0)), true);
+    }
+    (lat.pct((q * all as f64 / done as f64).min(100.0)), false)
+}
+
+/// A percentile for the table: `>=N` when it is only a lower bound.
+fn pct_cell((ns, bound): (u64, bool)) -> String {
+    if bound {
+        format!(">={}", us(ns))
+    } else {
+        us(ns)
+    }
 }
 
 /// Takes `--modes=a,b,...` (default: pollwise's own modes, [`Mode::OWN`]): wait modes only.
@@ -323,16 +373,16 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
     let mut jobs = Vec::new();
     let interrupted = runs.iter().any(|m| m.rounds.len() < rounds as usize);
     for m in runs.iter().filter(|m| !m.rounds.is_empty()) {
-        let p = |q: f64| m.med(|s| s.all_lat().pct(q) as f64) as u64;
         rows.push(vec![
             m.variant.name.to_string(),
             format!("{:.0}", m.med(|s| s.iops())),
-            us(p(50.0)),
-            us(p(99.0)),
-            us(p(99.9)),
+            pct_cell(m.pct(50.0)),
+            pct_cell(m.pct(99.0)),
+            pct_cell(m.pct(99.9)),
             format!("{:.1}", m.med(|s| s.cpu_pct())),
             format!("{:.2}", m.med(|s| s.cpu_us_per_io())),
             format!("{:.2}", m.med(|s| s.enters_per_io())),
+            m.cancelled().to_string(),
         ]);
         if json {
             jobs.push(mode_json(spec, m));
@@ -374,9 +424,17 @@ fn render(spec: &JobSpec, rounds: u32, slice: Duration, runs: &[ModeRuns], json:
             "CPU%",
             "CPU-us/IO",
             "enters/IO",
+            "cancelled",
         ],
         &rows,
     ));
+    let cancelled: u64 = runs.iter().map(ModeRuns::cancelled).sum();
+    if cancelled > 0 {
+        text.push_str(&format!(
+            "\ncancelled: requests still in flight {} ms after their round, cancelled (all rounds); each took at least that long, so a percentile that reaches them is shown as >= that bound, not as a figure.\n",
+            pollwise_bench::engine::DRAIN_GRACE.as_millis()
+        ));
+    }
     text.push_str(
         "\nCPU counts the whole process (RUSAGE_SELF, including io_uring's kernel threads); 100% = one core.\n",
     );
@@ -430,6 +488,24 @@ fn mode_json(spec: &JobSpec, m: &ModeRuns) -> serde_json::Value {
     f.cpu_us_per_io = m.med(|s| s.cpu_us_per_io());
     f.enters_per_io = m.med(|s| s.enters_per_io());
     f.extra.insert("rounds".into(), json!(m.rounds.len()));
+    // Cancelled requests are in no percentile above: the table's, with them counted at the
+    // least they took, are here, each with whether it is only that lower bound.
+    f.extra.insert("cancelled".into(), json!(m.cancelled()));
+    if m.cancelled() > 0 {
+        let with: serde_json::Map<String, serde_json::Value> = [50.0, 99.0, 99.9]
+            .iter()
+            .map(|&q| {
+                let (ns, bound) = m.pct(q);
+                let v = json!({ "ns": ns, "lower_bound": bound });
+                (format!("{q:.6}"), v)
+            })
+            .collect();
+        f.extra.insert("lat_ns_with_cancelled".into(), json!(with));
+        f.extra.insert(
+            "cancelled_at_least_ns".into(),
+            json!(cancelled_at_least_ns()),
+        );
+    }
     f.extra.insert(
         "round_iops".into(),
         json!(m.rounds.iter().map(|s| s.iops()).collect::<Vec<_>>()),

@@ -100,7 +100,7 @@ pub fn hint(errno: i32, op: Op) -> Option<String> {
             "the filesystem is full: free space (df -h) or write it to another filesystem",
         ),
         (libc::EAGAIN, Op::Thread) => s(
-            "the system cannot start that many threads (ulimit -u, kernel.threads-max, or memory for their stacks): lower --numjobs",
+            "the system cannot start another thread (ulimit -u, kernel.threads-max, or the address space for its stack under ulimit -v): raise the limit or start fewer threads (--numjobs in run, the clients or sources in a scenario)",
         ),
         (libc::ENAMETOOLONG, _) => s("shorten the path (each name at most 255 bytes)"),
         (libc::EINVAL, Op::Read | Op::Write) => {

@@ -100,6 +100,9 @@ pub struct JobExtras {
     pub startdelay: std::time::Duration,
     /// `norandommap`: random offsets may repeat within a pass.
     pub norandommap: bool,
+    /// Requests of several sizes over the random map end when it is full this many times (the
+    /// job's loops), as fio's when no io_size asks for more (see `PatternConfig::map_passes`).
+    pub map_passes: Option<u64>,
     /// `bsrange` / `bssplit`: sizes per direction (read, write, trim) when they vary.
     pub sizes: [Option<BlockSizes>; 3],
     /// `blockalign`: random offsets are multiples of it.
@@ -433,6 +436,7 @@ impl JobExtras {
             distribution: self.distribution.clone(),
             // fio's random map unless norandommap.
             random_map: !self.norandommap,
+            map_passes: self.map_passes.filter(|_| !self.norandommap),
             files: cfg.pattern.files,
             replay: self.replay.as_ref().map(|l| l.items.clone()),
         };

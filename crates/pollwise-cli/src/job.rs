@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ use pollwise_bench::fault::{FaultQueue, FaultReport, FaultTally};
 use pollwise_bench::stats::{thread_cpu_ns, Rusage, Sampler, Stats};
 use pollwise_bench::verify;
 
+use crate::phase::Phase;
 use crate::report::logs::ThreadLog;
 use crate::report::progress::{Live, State, ThreadLive};
 pub use crate::spec::{parse_rw, IoEngine, JobSpec, Rw, SIM_DEFAULT_SIZE};
@@ -943,30 +944,26 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
                 .name(format!("pollwise-job{i}"))
                 .stack_size(JOB_STACK)
                 .spawn(move || {
-                    // A panic must not leave the main thread waiting for an arrival that never
-                    // comes: the thread counts as gone at every phase it had not reached.
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let fds = (fd_tx, fd_rx);
                         job_thread(
                             i,
                             &spec,
                             &run,
                             target,
                             &phases,
-                            (fd_tx, fd_rx),
+                            fds,
                             &failed_t,
                             live.as_ref(),
                         )
                     }))
-                    .unwrap_or_else(|p| {
-                        for ph in phases.iter() {
-                            ph.leave();
-                        }
-                        let why = p
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| p.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
-                        Err(Error::Io(format!("job thread {} panicked: {why}", i + 1)))
+                    .unwrap_or_else(|_| {
+                        // Counted where it did not arrive, so the other threads are not held.
+                        Phase::arrive_for_the_lost(&phases[..]);
+                        Err(Error::Io(format!(
+                            "job {}: a job thread panicked",
+                            spec.name
+                        )))
                     });
                     if r.is_err() {
                         failed_t.store(true, Ordering::SeqCst);
@@ -1023,63 +1020,6 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
     Ok((threads, p1.since(&p0)))
 }
 
-/// A point every thread of a job reaches before any goes on (set up; measured): each arrives,
-/// the main thread waits for all of them and then opens the phase to all at once, waking them in
-/// one call on one futex word. (A `Barrier`'s waiters leave one at a time through its mutex: with
-/// hundreds of threads on a busy machine the last left a second or more after the measured
-/// window had opened, and did no I/O in it.)
-#[derive(Default)]
-struct Phase {
-    arrived: std::sync::atomic::AtomicU32,
-    /// Threads that panicked before arriving: they never will.
-    gone: std::sync::atomic::AtomicU32,
-    open: std::sync::atomic::AtomicU32,
-    /// When the phase was opened (monotonic ns).
-    ns: AtomicU64,
-}
-
-impl Phase {
-    /// A thread's arrival; waits until the phase is open and returns when it was opened.
-    fn arrive_and_wait(&self) -> u64 {
-        self.arrived.fetch_add(1, Ordering::SeqCst);
-        pollwise::sys::futex::wake_all(&self.arrived);
-        while self.open.load(Ordering::SeqCst) == 0 {
-            pollwise::sys::futex::wait(&self.open, 0, None);
-        }
-        self.ns.load(Ordering::SeqCst)
-    }
-
-    /// A thread that panicked, if the phase is not open yet: it will not arrive. (A thread
-    /// that arrived waits until the phase opens, so it cannot leave one it arrived at before
-    /// the main thread has stopped counting.)
-    fn leave(&self) {
-        if self.open.load(Ordering::SeqCst) == 0 {
-            self.gone.fetch_add(1, Ordering::SeqCst);
-            pollwise::sys::futex::wake_all(&self.arrived);
-        }
-    }
-
-    /// The main thread: waits until `n` threads have arrived or left.
-    fn wait_all(&self, n: usize) {
-        loop {
-            let got = self.arrived.load(Ordering::SeqCst);
-            if (got + self.gone.load(Ordering::SeqCst)) as usize >= n {
-                return;
-            }
-            // Race: a thread that leaves between the two loads and this wait wakes nobody
-            // (`arrived` is unchanged); the timeout bounds that rare wait.
-            pollwise::sys::futex::wait(&self.arrived, got, Some(Duration::from_millis(100)));
-        }
-    }
-
-    /// Opens the phase at `ns` and wakes every thread waiting in it.
-    fn open_at(&self, ns: u64) {
-        self.ns.store(ns, Ordering::SeqCst);
-        self.open.store(1, Ordering::SeqCst);
-        pollwise::sys::futex::wake_all(&self.open);
-    }
-}
-
 /// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
 type FdChannel = (
     Option<std::sync::mpsc::Sender<Option<i32>>>,
@@ -1125,6 +1065,7 @@ fn measure(
         beliefs: engine.beliefs(),
         faults: fault_report(engine, faults),
         errors: errors_of(engine),
+        cancelled: 0,
     }
 }
 
@@ -1530,13 +1471,10 @@ fn job_thread(
                     a.tick(now, engine);
                 }
                 if let Some(t) = publish {
-                    t.publish(measure(
-                        engine,
-                        sampler.clone(),
-                        &m0,
-                        &*clock,
-                        faults.borrow().as_ref(),
-                    ));
+                    // Read first: the snapshot answers the requests made before it was taken.
+                    let asked = t.request();
+                    let now = measure(engine, sampler.clone(), &m0, &*clock, faults.borrow().as_ref());
+                    t.publish(now, asked);
                 }
             };
             let tick = pollwise_bench::engine::Tick {
@@ -1583,7 +1521,10 @@ fn job_thread(
             sampler.tick(t1, read, write);
         }
         let cancelled = engine.cancelled() - cancelled0;
-        let stats = measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref());
+        let stats = Stats {
+            cancelled,
+            ..measure(&engine, sampler, &m0, &*clock, faults.borrow().as_ref())
+        };
         // With no I/O at all, the job's error says it (one line).
         if cancelled > 0 && stats.total_ios() > 0 {
             eprintln!(
@@ -2039,6 +1980,7 @@ fn run_model_threads(
                 beliefs,
                 faults: None,
                 errors: Default::default(),
+                cancelled: r.cancelled,
             }
         })
         .collect();

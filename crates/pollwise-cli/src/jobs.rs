@@ -121,6 +121,10 @@ pub fn resolve(spec: &mut JobSpec) -> Result<()> {
             // A pass moves the region's whole units of the smallest size, once each.
             let min = spec.extra.min_bs(spec.bs) as u64;
             spec.io_size = region / min * min * loops;
+            // A full map ends a random job's loop before that when the sizes leave units unread.
+            if spec.rw.random() {
+                spec.extra.map_passes = Some(loops);
+            }
         } else if spec.extra.seq_add > 0 && !spec.rw.random() {
             // With holes a pass does what fits: a request every bs + add bytes.
             let per_pass = if region >= bs {

@@ -29,6 +29,7 @@ pub mod loopdev;
 pub mod options;
 pub mod outfile;
 pub mod passes;
+pub mod phase;
 pub mod platform;
 pub mod procsignal;
 pub mod report;

@@ -219,7 +219,8 @@ const CALIBRATE_HELP: &str = "pollwise calibrate --filename=F [--bs=4k] [--rw=ra
 /// Whether `word`, first on the command line, is pollwise's `run` written fio's way: an option
 /// (`pollwise --bs=4k --name=j`) or a job file that exists (`pollwise job.fio`).
 fn is_fio_style(word: &str) -> bool {
-    word.starts_with("--") || std::path::Path::new(word).exists()
+    // `-` is fio's job file on standard input.
+    word.starts_with("--") || word == "-" || std::path::Path::new(word).exists()
 }
 
 /// Runs the command in `args`; returns the report, or `None` when nothing is left to print.

@@ -108,6 +108,9 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
+    for s in &specs {
+        crate::vstate::check_can_save(std::path::Path::new(""), s)?;
+    }
     let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the
     // JSON when both are asked for).
@@ -137,7 +140,9 @@ pub fn run_and_report(
                     &r_specs, &r_found, &by_job, &r_given, &r_ro, wall, None, left,
                 );
                 sink.emit(&r_ro.render_all(&out, &terse));
-                None
+                // Emitted where the report goes: nothing more to print (None would say
+                // there were no measurements).
+                Some(String::new())
             };
             let cfg = progress::ReporterConfig {
                 eta,

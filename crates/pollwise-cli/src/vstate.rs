@@ -34,6 +34,62 @@ pub fn path(dir: &Path, w: Whose<'_>) -> PathBuf {
     dir.join(format!("local-{name}-{n}-verify.state"))
 }
 
+/// Checks, before any job runs, that the state of every thread of `spec` can be saved in `dir`
+/// (a job that saves its verify state): a name held by a file that is not a pollwise verify
+/// state, or a directory this process cannot write, is refused now, not after the whole job
+/// has run.
+pub fn check_can_save(dir: &Path, spec: &crate::spec::JobSpec) -> Result<()> {
+    if !(spec.verify && spec.extra.verify_state_save && spec.rw.writes()) {
+        return Ok(());
+    }
+    for i in 0..spec.numjobs.max(1) as usize {
+        let w = Whose {
+            job: &spec.name,
+            thread: spec.extra.first_thread as usize + i,
+        };
+        let p = path(dir, w);
+        if let Ok(old) = std::fs::read(&p) {
+            if !old.starts_with(MAGIC.as_bytes()) {
+                return Err(not_ours(&p));
+            }
+        }
+    }
+    let here = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    // A file made and removed at once: the one test that holds for root, read-only mounts
+    // and access control lists alike.
+    let probe = here.join(format!(".pollwise-state-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            let dir = std::fs::canonicalize(here).unwrap_or_else(|_| here.to_path_buf());
+            return Err(Error::Usage(format!(
+                "--verify_state_save: cannot write the verify state in {} ({e}), where fio writes it (the current directory): run from a directory you can write, or drop verify_state_save",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a state file name held by another file.
+fn not_ours(p: &Path) -> Error {
+    Error::Usage(format!(
+        "--verify_state_save: {} exists and is not a pollwise verify state: pollwise will not overwrite it; move it away, or give the job another name",
+        p.display()
+    ))
+}
+
 /// Saves `blocks` (offset, length: what the thread wrote with verify) as the state of `w`'s
 /// thread. An existing file of that name is replaced only if it is a pollwise verify
 /// state.
@@ -41,10 +97,7 @@ pub fn save(dir: &Path, w: Whose<'_>, blocks: &[(u64, u32)]) -> Result<()> {
     let p = path(dir, w);
     if let Ok(old) = std::fs::read(&p) {
         if !old.starts_with(MAGIC.as_bytes()) {
-            return Err(Error::Usage(format!(
-                "--verify_state_save: {} exists and is not a pollwise verify state: pollwise will not overwrite it; move it away, or give the job another name",
-                p.display()
-            )));
+            return Err(not_ours(&p));
         }
     }
     let ranges = pollwise_bench::engine::merge_ranges(

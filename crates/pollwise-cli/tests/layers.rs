@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The CLI's floors, lowest first; modules on one floor do not use each other.
 const FLOORS: &[&[&str]] = &[
-    &["loopdev", "procsignal"],
+    &["loopdev", "phase", "procsignal"],
     &["cleanup", "device", "errno", "latency", "passes", "steady"],
     &["signals"],
     &["error"],

@@ -322,3 +322,20 @@ fn groupid_follows_stonewall_and_new_group() {
         assert_eq!(ids, fio_ids);
     }
 }
+
+#[test]
+fn a_zeroed_length_field_is_corruption_not_a_usage_error() {
+    // No block is shorter than its header: a length field of 0 is a damaged header (fio's "bad
+    // header length", exit 1), not a block written with another size (exit 2).
+    let d = tempdir();
+    let path = d.path().join("l.dat");
+    write_verified(&path, "256k");
+    damage(&path, 3 * 4096 + 16, &[0u8; 4]);
+    let (code, _out, err) = read_back(&path, &[]);
+    assert_eq!(code, 1, "{err}");
+    one_line_naming(
+        &"zeroed length",
+        &err,
+        &["offset 12288", "crc32c mismatch", "corrupt"],
+    );
+}

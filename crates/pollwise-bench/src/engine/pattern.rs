@@ -50,6 +50,11 @@ pub struct PatternConfig {
     /// `norandommap`). With other block sizes for writes than for reads, offsets are drawn on
     /// their own all the same.
     pub random_map: bool,
+    /// With the random map and requests of several sizes, the run ends once the map is full
+    /// this many times (`None`: no such end), as fio ends a job whose map is full when no
+    /// `io_size` asks for more: a pass moves less than the region when the largest size is not
+    /// a whole number of the smallest, and the next pass is not begun.
+    pub map_passes: Option<u64>,
     /// Spreads the job's offsets over several files as `(files, stripe)`, the queue's file
     /// indexes `0..files`: the job's `0..size` is cut into stripes of `stripe` bytes dealt to the
     /// files in turn, so stripe `k` is bytes `(k / files) * stripe..` of file `k % files`. A
@@ -76,6 +81,8 @@ pub(super) struct Pattern {
     pub(super) sizes: [Option<BlockSizes>; 3],
     /// The random map in units of the smallest size, for requests of several sizes.
     pub(super) units: Option<UnitMap>,
+    /// Passes of `units` left before the run ends (see [`PatternConfig::map_passes`]).
+    pub(super) map_passes: Option<u64>,
     pub(super) replay: Option<Replay>,
     /// fio's trimwrite: the write that follows the trim just pushed (its offset and length).
     pub(super) write_after_trim: Option<(u64, u32)>,
@@ -187,6 +194,7 @@ impl Pattern {
             write_bs: p.write_bs,
             trim_bs: p.trim_bs,
             random_map: p.random_map,
+            map_passes: p.map_passes,
             sizes: p.sizes.clone(),
             replay,
             seq_add: p.seq_add,
@@ -398,7 +406,17 @@ impl Engine {
                 .pat
                 .units
                 .get_or_insert_with(|| UnitMap::new(len, min, seed));
-            return map.next(want);
+            let r = map.next(want);
+            if map.pass_done() {
+                if let Some(left) = self.pat.map_passes.as_mut() {
+                    *left = left.saturating_sub(1);
+                    if *left == 0 {
+                        // The map is full for the last time: the bytes pushed so far are the run's.
+                        self.pat.byte_limit = Some(self.pat.bytes_pushed + r.1);
+                    }
+                }
+            }
+            return r;
         }
         let align = self.pat.align.unwrap_or(min).max(1);
         let off = self.rng.below(len.saturating_sub(min) / align + 1) * align;

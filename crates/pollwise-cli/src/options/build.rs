@@ -121,7 +121,30 @@ impl Opts {
     }
 
     /// As [`Opts::job_spec`], over a command's own defaults `base` (a scenario's runtime, ...).
+    /// A refusal that names an option set in a job file names the file and line too.
     pub fn job_spec_from(&mut self, base: JobSpec) -> Result<JobSpec> {
+        self.job_spec_of(base).map_err(|e| self.located(e))
+    }
+
+    /// `e` with the job file and line of the option its message begins with (`--zonemode=...`),
+    /// when it came from a job file and the message does not say where already.
+    fn located(&self, e: Error) -> Error {
+        let Error::Usage(msg) = e else { return e };
+        let name: String = msg
+            .strip_prefix("--")
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        let at = if name.is_empty() || msg.contains(" (at ") {
+            String::new()
+        } else {
+            self.at(&name.replace('-', "_"))
+        };
+        Error::Usage(format!("{msg}{at}"))
+    }
+
+    fn job_spec_of(&mut self, base: JobSpec) -> Result<JobSpec> {
         let mut s = base;
         if let Some(v) = self.take_str("name")? {
             s.name = v;
@@ -372,6 +395,14 @@ impl Opts {
         if let Some(v) = self.take_str("fault")? {
             let f = parse_fault(&v)?;
             s.fault = (!f.is_empty()).then_some(f);
+        }
+        // The model's device answers in virtual time and injects nothing: a fault asked there
+        // would give a clean run that looks like one with faults.
+        if s.fault.is_some() && s.platform.is_some() {
+            return Err(usage(format!(
+                "--fault does not apply under --platform: the platform model's device injects no faults; drop --fault or --platform{}",
+                self.at("fault")
+            )));
         }
         if let Some(v) = self.take_str("continue_on_error")? {
             s.continue_on_error = pollwise_bench::engine::ContinueOn::from_name(&v).ok_or_else(|| {

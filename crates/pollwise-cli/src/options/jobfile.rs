@@ -94,7 +94,36 @@ fn setting(line: &str, at: Origin) -> Result<Setting> {
 /// mistake (`include /dev/zero`, a log file) that would otherwise be read whole into memory.
 pub const MAX_JOB_FILE: u64 = 1 << 20;
 
+/// The job file name that means standard input (fio's `fio -`).
+pub const STDIN: &str = "-";
+
+/// A job file on standard input (fio's `fio -`), read to its end under the same cap.
+fn read_stdin() -> Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_JOB_FILE + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| {
+            usage(format!(
+                "cannot read the job file on standard input (-): {e}"
+            ))
+        })?;
+    if buf.len() as u64 > MAX_JOB_FILE {
+        return Err(usage(format!(
+            "the job file on standard input (-) is longer than {MAX_JOB_FILE} bytes: a job file holds a few lines of options"
+        )));
+    }
+    String::from_utf8(buf).map_err(|_| {
+        usage("the job file on standard input (-) is not UTF-8 text: a job file holds lines of key=value".into())
+    })
+}
+
 fn read(path: &Path, from: Option<&Origin>) -> Result<String> {
+    if from.is_none() && path == Path::new(STDIN) {
+        return read_stdin();
+    }
     let by = from
         .map(|o| format!(" (included at {o})"))
         .unwrap_or_default();
@@ -284,7 +313,7 @@ fn job_files(line: &CmdLine) -> Result<Vec<PathBuf>> {
         .iter()
         .map(|(_, word)| {
             let path = PathBuf::from(word);
-            if path.exists() {
+            if path.exists() || word == STDIN {
                 Ok(path)
             } else {
                 Err(usage(format!(

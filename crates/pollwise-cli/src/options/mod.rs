@@ -11,6 +11,8 @@ pub mod build;
 pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
+pub mod expr;
+pub mod fio_only;
 pub mod help;
 pub mod jobfile;
 pub mod table;
@@ -67,6 +69,9 @@ pub fn unknown_option(given: &str, cmd: Option<&CommandSpec>) -> String {
         None => (String::new(), "`pollwise help`".to_string()),
     };
     let shown = crate::error::shown(given);
+    if let Some(m) = fio_only::not_implemented(&shown) {
+        return m;
+    }
     match suggest(given, cmd) {
         Some(s) => format!("unknown option --{shown}{whose}: did you mean `--{s}`? (see {see})"),
         None => format!("unknown option --{shown}{whose}: see {see}"),

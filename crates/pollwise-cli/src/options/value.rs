@@ -108,6 +108,20 @@ pub fn parse_value(o: &Opt, given: &str, raw: Option<&str>) -> Result<Value, Str
         None => return Err(format!("--{given} needs a value: write --{given}=VALUE")),
     };
     let raw = v;
+    // fio's keywords ($pagesize, $mb_memory, $ncpus) and (arithmetic) in a number.
+    let numeric = matches!(
+        o.kind,
+        Kind::Int { .. } | Kind::Size { .. } | Kind::SizeList { .. } | Kind::SizeOrPercent { .. }
+    );
+    let expanded;
+    let v = if numeric && (v.contains('$') || v.trim_start().starts_with('(')) {
+        expanded = super::expr::expand(v).map_err(|why| {
+            format!("--{given}={v} is not a number fio's expressions give ({why}): write e.g. --{given}=(512*2048)")
+        })?;
+        expanded.as_str()
+    } else {
+        v
+    };
     match o.kind {
         Kind::Bool => match v.trim().to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => Ok(Value::Bool(true)),

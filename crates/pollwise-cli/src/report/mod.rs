@@ -816,6 +816,21 @@ pub fn render_jobs(
     (Output { text, json: top }, terse)
 }
 
+/// The last of the JSON documents in `text`: a run with `--status-interval` writes its interim
+/// reports and then its final one into the same file, one after another, as fio does; the final
+/// report is the one to draw.
+pub fn last_json_document(text: &str) -> std::result::Result<Value, serde_json::Error> {
+    let mut last = None;
+    for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        last = Some(doc?);
+    }
+    // An empty text: the parser's own error for it.
+    match last {
+        Some(v) => Ok(v),
+        None => serde_json::from_str(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

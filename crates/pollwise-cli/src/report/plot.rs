@@ -153,7 +153,7 @@ pub fn plot_file(path: &Path, dir: &Path) -> Result<Written> {
     let text = crate::infile::read_text("the report to plot", path, MAX_REPORT)
         .map_err(|e| Error::Usage(format!("{}; {REPORT_FIX}", e.about(&what.to_string()))))?
         .ok_or_else(|| Error::Usage(format!("{what} is not text; {REPORT_FIX}")))?;
-    let v: Value = serde_json::from_str(&text)
+    let v = super::last_json_document(&text)
         .map_err(|e| Error::Usage(format!("{what} is not JSON ({e}); {REPORT_FIX}")))?;
     let data = Report::from_json(&v)
         .map_err(|why| Error::Usage(format!("cannot plot {what}: {why}; {REPORT_FIX}")))?;

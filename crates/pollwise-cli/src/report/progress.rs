@@ -13,7 +13,7 @@
 //! time left.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,10 @@ pub struct ThreadLive {
     /// When the thread began its measured period (ns since the run began; 0: not yet).
     measured_from_ns: AtomicU64,
     snapshot: Mutex<Option<Stats>>,
+    /// The run's latest request for fresh snapshots (see [`Live::fresh_snapshots`]).
+    wanted: Arc<AtomicU64>,
+    /// The request the snapshot answers (measured after it was made).
+    answered: AtomicU64,
 }
 
 impl std::fmt::Debug for ThreadLive {
@@ -129,11 +133,24 @@ impl ThreadLive {
         }
     }
 
-    /// Leaves a copy of the measurements so far, for `--status-interval`.
-    pub fn publish(&self, s: Stats) {
+    /// The request for a fresh snapshot this thread has not answered, if any: the thread
+    /// measures now and [`publish`](ThreadLive::publish)es with it.
+    pub fn asked(&self) -> Option<u64> {
+        let w = self.wanted.load(Ordering::Acquire);
+        (w > self.answered.load(Ordering::Acquire)).then_some(w)
+    }
+
+    /// The latest request for a snapshot, answered or not (read before measuring).
+    pub fn request(&self) -> u64 {
+        self.wanted.load(Ordering::Acquire)
+    }
+
+    /// Leaves a copy of the measurements so far, taken after request `answers` was made.
+    pub fn publish(&self, s: Stats, answers: u64) {
         if let Ok(mut g) = self.snapshot.lock() {
             *g = Some(s);
         }
+        self.answered.fetch_max(answers, Ordering::AcqRel);
     }
 }
 
@@ -163,6 +180,8 @@ pub struct Live {
     /// Whether threads should publish snapshots (`--status-interval`).
     pub snapshots: bool,
     threads: Mutex<Vec<Arc<ThreadLive>>>,
+    /// Requests for fresh snapshots so far.
+    wanted: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Live {
@@ -182,6 +201,28 @@ impl Live {
             jobs,
             snapshots,
             threads: Mutex::new(Vec::new()),
+            wanted: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Asks every thread for a snapshot taken from now and waits, at most `bound`, until each
+    /// thread that is measuring has left one: an interim report is of the run as it is, not as
+    /// it was at the threads' last sample.
+    /// Returns whether any thread left one (none: the threads have all ended their measured
+    /// periods, or are stuck, and a report would repeat the last).
+    pub fn fresh_snapshots(&self, bound: Duration) -> bool {
+        let gen = self.wanted.fetch_add(1, Ordering::AcqRel) + 1;
+        let deadline = Instant::now() + bound;
+        let fresh = |t: &Arc<ThreadLive>| t.answered.load(Ordering::Acquire) >= gen;
+        loop {
+            let threads = self.threads();
+            let behind = threads
+                .iter()
+                .any(|t| t.state() == State::Running && !fresh(t));
+            if !behind || Instant::now() >= deadline {
+                return threads.iter().any(fresh);
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -194,6 +235,8 @@ impl Live {
             state: AtomicU8::new(State::Setup as u8),
             measured_from_ns: AtomicU64::new(0),
             snapshot: Mutex::new(None),
+            wanted: self.wanted.clone(),
+            answered: AtomicU64::new(0),
         });
         if let Ok(mut g) = self.threads.lock() {
             g.push(t.clone());
@@ -456,7 +499,7 @@ pub struct ReporterConfig {
 /// `--status-interval`, and on SIGUSR1: [`Reporter::status_now`]).
 pub struct Reporter {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    status: Arc<AtomicBool>,
+    status: Arc<AtomicU32>,
     handle: Option<std::thread::JoinHandle<()>>,
     eta: bool,
     drew: Arc<AtomicBool>,
@@ -467,7 +510,7 @@ impl Reporter {
     pub fn start(live: Arc<Live>, cfg: ReporterConfig) -> std::io::Result<Reporter> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let drew = Arc::new(AtomicBool::new(false));
-        let status = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(AtomicU32::new(0));
         let (stop_t, drew_t, status_t) = (stop.clone(), drew.clone(), status.clone());
         let eta = cfg.eta;
         let handle = std::thread::Builder::new()
@@ -487,7 +530,8 @@ impl Reporter {
     pub fn status_now(&self) -> impl Fn() + Send + Sync + 'static {
         let (stop, status) = (self.stop.clone(), self.status.clone());
         move || {
-            status.store(true, Ordering::SeqCst);
+            // Counted: each signal gets its report.
+            status.fetch_add(1, Ordering::SeqCst);
             let (m, cv) = &*stop;
             // Under the lock, so the wake-up cannot fall between the reporter's check and its
             // wait.
@@ -522,12 +566,17 @@ impl Drop for Reporter {
     }
 }
 
+/// How long an interim report waits for every measuring thread's fresh snapshot: a thread
+/// answers at its next tick (every half second, `report::sample::AVG_MSEC`), or not at all
+/// if it is stuck in a long wait, and the report then shows its last one.
+const FRESH_BOUND: Duration = Duration::from_millis(600);
+
 fn reporter_loop(
     live: &Live,
     cfg: &ReporterConfig,
     stop: &(Mutex<bool>, Condvar),
     drew: &AtomicBool,
-    status: &AtomicBool,
+    status: &AtomicU32,
 ) {
     let tick = Duration::from_secs(1);
     let mut prev = Counters::default();
@@ -543,7 +592,7 @@ fn reporter_loop(
         }
         let (m, cv) = stop;
         let Ok(mut stopped) = m.lock() else { return };
-        while !*stopped && !status.load(Ordering::SeqCst) && Instant::now() < wake {
+        while !*stopped && status.load(Ordering::SeqCst) == 0 && Instant::now() < wake {
             let left = wake.saturating_duration_since(Instant::now());
             match cv.wait_timeout(stopped, left) {
                 Ok((g, _)) => stopped = g,
@@ -554,7 +603,8 @@ fn reporter_loop(
             return;
         }
         drop(stopped);
-        if status.swap(false, Ordering::SeqCst) {
+        for _ in 0..status.swap(0, Ordering::SeqCst) {
+            live.fresh_snapshots(FRESH_BOUND);
             let report = (cfg.render)(&live.snapshots()).unwrap_or_else(|| {
                 "pollwise: SIGUSR1: no measurements yet (the jobs are setting up or ramping); going on\n".into()
             });
@@ -565,8 +615,11 @@ fn reporter_loop(
         let now = Instant::now();
         if let (Some(t), Some(every)) = (next_status, cfg.status_interval) {
             if now >= t {
-                next_status = Some(t + every);
-                if let Some(report) = (cfg.render)(&live.snapshots()) {
+                // A report that came late does not make the next ones come back to back.
+                next_status = Some((t + every).max(now + every / 2));
+                // Nothing new since the last report (every thread has ended measuring): none.
+                let fresh = live.fresh_snapshots(FRESH_BOUND);
+                if let Some(report) = fresh.then(|| (cfg.render)(&live.snapshots())).flatten() {
                     let mut out = std::io::stdout().lock();
                     let _ = out.write_all(report.as_bytes());
                     let _ = out.flush();

@@ -9,6 +9,31 @@ pub use crate::error::BufError;
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     layout: Layout,
+    /// Mapped straight from the kernel (see [`maps`]) rather than from the allocator.
+    mapped: bool,
+}
+
+/// Buffers of a page or more, aligned to at most a page, are mapped anonymously (see
+/// [`maps`]).
+fn maps(len: usize, align: usize) -> bool {
+    // The kernel's pages are zero already and are only touched when first used: the allocator
+    // zeroes an over-aligned block by writing it (32768 buffers of 128 KiB cost 4 GiB of
+    // writes, and seconds, before the first request, and as long again to give back), and
+    // pads it to its alignment (a 4 KiB buffer aligned to 4 KiB took 8 KiB of address space,
+    // twice what a `ulimit -v` check counted). Adjacent mappings merge into one.
+    let page = page_size();
+    len >= page && align <= page
+}
+
+/// The page size (4096 where it cannot be read).
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system and has no other effect.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
 }
 
 // SAFETY: AlignedBuf owns its allocation exclusively, like a Box<[u8]>.
@@ -34,10 +59,37 @@ impl AlignedBuf {
         }
         let layout =
             Layout::from_size_align(len, align).map_err(|_| BufError::TooLarge { len, align })?;
+        if maps(len, align) {
+            // SAFETY: an anonymous private mapping of len (non-zero) bytes at an address the
+            // kernel picks: it aliases nothing and is page-aligned (so aligned to `align`).
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(BufError::NoMemory(len));
+            }
+            let ptr = NonNull::new(p.cast::<u8>()).ok_or(BufError::NoMemory(len))?;
+            return Ok(AlignedBuf {
+                ptr,
+                layout,
+                mapped: true,
+            });
+        }
         // SAFETY: layout has a non-zero size (len >= 1).
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).ok_or(BufError::NoMemory(len))?;
-        Ok(AlignedBuf { ptr, layout })
+        Ok(AlignedBuf {
+            ptr,
+            layout,
+            mapped: false,
+        })
     }
 
     /// A zeroed buffer of `len` bytes aligned to `align`, for sizes fixed in the program.
@@ -86,6 +138,12 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: ptr is the start of a mapping of layout.size() bytes made in try_new,
+            // unmapped once; nothing borrows it past self.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.layout.size()) };
+            return;
+        }
         // SAFETY: ptr was allocated with exactly this layout and is freed once.
         unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
     }
