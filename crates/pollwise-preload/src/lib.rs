@@ -426,9 +426,11 @@ unsafe fn flush_sq(ring: *mut IoUring, fx: &Fixed) {
     }
 }
 
-/// The first CQE on the ring, or null (liburing's `__io_uring_peek_cqe` on a ring with
-/// `EXT_ARG`, which posts no internal timeout CQEs).
-fn first_cqe(fx: &Fixed) -> *mut Cqe {
+/// The first CQE on the ring (null when none) and how many are ready, from one reading of the
+/// CQ head and tail, as liburing's `__io_uring_peek_cqe` on a ring with `EXT_ARG` (which posts
+/// no internal timeout CQEs) gives both. Two readings of the tail would race with the kernel: a
+/// CQE posted between them made "none" and "one ready", and the call returned 0 with a null CQE.
+fn peek(fx: &Fixed) -> (*mut Cqe, u32) {
     // SAFETY: the CQ head and tail are in the ring's mapping; the tail is loaded with Acquire,
     // so the entry it covers is published.
     let (head, tail) = unsafe {
@@ -437,23 +439,17 @@ fn first_cqe(fx: &Fixed) -> *mut Cqe {
             (*fx.cq_ktail.cast::<AtomicU32>()).load(Ordering::Acquire),
         )
     };
-    if head == tail {
-        return std::ptr::null_mut();
+    let ready = tail.wrapping_sub(head);
+    if ready == 0 {
+        return (std::ptr::null_mut(), 0);
     }
     let shift = u32::from(fx.flags & SETUP_CQE32 != 0);
     // In bounds of the CQE array (mask + 1 entries, twice as many halves with CQE32);
     // wrapping_add keeps it a pointer computation without unsafe.
-    fx.cqes
-        .wrapping_add(((head & fx.cq_mask) << shift) as usize)
-}
-
-fn cq_ready(fx: &Fixed) -> u32 {
-    // SAFETY: as in first_cqe.
-    unsafe {
-        (*fx.cq_ktail.cast::<AtomicU32>())
-            .load(Ordering::Acquire)
-            .wrapping_sub((*fx.cq_khead.cast::<AtomicU32>()).load(Ordering::Relaxed))
-    }
+    let cqe = fx
+        .cqes
+        .wrapping_add(((head & fx.cq_mask) << shift) as usize);
+    (cqe, ready)
 }
 
 fn sq_head(fx: &Fixed) -> u32 {
@@ -556,8 +552,8 @@ fn get_cqe(
     let mut err: c_int = 0;
     let mut looped = false;
     loop {
-        let cqe = first_cqe(fx);
-        let need = wait_nr > cq_ready(fx) || sq_needs_enter(fx, submit);
+        let (cqe, ready) = peek(fx);
+        let need = wait_nr > ready || sq_needs_enter(fx, submit);
         if !need {
             return Ok((err, cqe));
         }
