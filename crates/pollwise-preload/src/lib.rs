@@ -38,7 +38,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::ring::{RawRing, RingParts, FEAT_EXT_ARG, SETUP_SQPOLL, SQ_NEED_WAKEUP};
+use pollwise::ring::{
+    RawRing, RingParts, FEAT_EXT_ARG, IORING_SETUP_CQE32, IORING_SETUP_SQPOLL, SQ_NEED_WAKEUP,
+};
 use pollwise::waiter::{note_signal, Waiter, WaiterStats};
 
 /// liburing's `struct io_uring_sq` (liburing 2.x: the layout of liburing.so.2).
@@ -114,8 +116,6 @@ pub struct KernelTimespec {
 
 /// liburing's `INT_FLAG_REG_RING`: the ring is entered by its registered index.
 const INT_FLAG_REG_RING: u8 = 1;
-/// `IORING_SETUP_CQE32`.
-const SETUP_CQE32: u32 = 1 << 11;
 
 /// The interposed functions, in summary order.
 const FUNCS: [&str; 6] = [
@@ -443,7 +443,7 @@ fn peek(fx: &Fixed) -> (*mut Cqe, u32) {
     if ready == 0 {
         return (std::ptr::null_mut(), 0);
     }
-    let shift = u32::from(fx.flags & SETUP_CQE32 != 0);
+    let shift = u32::from(fx.flags & IORING_SETUP_CQE32 != 0);
     // In bounds of the CQE array (mask + 1 entries, twice as many halves with CQE32);
     // wrapping_add keeps it a pointer computation without unsafe.
     let cqe = fx
@@ -520,7 +520,7 @@ fn enter(
     }
     let consumed = if submit == 0 {
         0
-    } else if fx.flags & SETUP_SQPOLL != 0 {
+    } else if fx.flags & IORING_SETUP_SQPOLL != 0 {
         // The kernel says it took what it was asked: its thread submits.
         submit
     } else {
@@ -535,7 +535,7 @@ fn enter(
 
 /// liburing 2.3's `sq_ring_needs_enter`: SQEs to submit, and on SQPOLL a sleeping thread.
 fn sq_needs_enter(fx: &Fixed, submit: u32) -> bool {
-    submit > 0 && (fx.flags & SETUP_SQPOLL == 0 || sq_flags(fx) & SQ_NEED_WAKEUP != 0)
+    submit > 0 && (fx.flags & IORING_SETUP_SQPOLL == 0 || sq_flags(fx) & SQ_NEED_WAKEUP != 0)
 }
 
 /// liburing 2.3's `_io_uring_get_cqe` with the waiter's enters: peek; enter when fewer CQEs are
@@ -945,7 +945,7 @@ fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigac
     unsafe { f(sig, act, old) }
 }
 
-/// `sigaction`, interposed: a handler the program installs is wrapped by [`counting_handler`],
+/// `sigaction`, interposed: a handler the program installs is wrapped by `counting_handler`,
 /// so that a signal ends a spinning wait as it ends liburing's blocking enter; what the program
 /// reads back is its own handler and flags.
 ///

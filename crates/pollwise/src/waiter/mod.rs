@@ -10,10 +10,9 @@
 //! for per-class predictions, else CQEs end requests oldest first. The policies are the crate's own
 //! ([`policy`](crate::policy)), over a shadow of the ring that observes CQEs rather than reaping.
 //!
-//! **Ring kinds.** A poll on a DEFER_TASKRUN, COOP_TASKRUN or IOPOLL ring is a non-blocking
-//! `GETEVENTS` enter; on IOPOLL a blocking wait is an enter that polls in the kernel. SQPOLL
-//! threads are woken when asleep, overflow and task work are flushed before spinning, registered
-//! ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
+//! **Ring kinds** follow [`RingKind`](crate::ring::RingKind)'s rule, as the crate's queues do.
+//! SQPOLL threads are woken when asleep, overflow and task work are flushed before spinning,
+//! registered ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
 //!
 //! **Ends, as the kernel's enter ends.** `Ok(ready)` once `wait_nr` CQEs are ready. A signal whose
 //! handler runs on the thread ends any wait, spins included (they learn it from [`note_signal`]),
