@@ -9,8 +9,9 @@
 //! - [`RawRing`]: pointers into the mapped rings and the fd, as liburing's `struct io_uring`
 //!   holds them (the C ABI builds one per call from the header's inline wrappers);
 //! - [`UringView`] (feature `io-uring`): a view of an `io_uring::IoUring`, over its own mapping
-//!   of the ring and its own duplicate of the ring's fd, so it borrows nothing and the caller
-//!   keeps `&mut` access to its ring to push SQEs and reap CQEs.
+//!   of the ring and its own duplicate of the ring's fd, so it borrows nothing. Making one is
+//!   `unsafe` (nobody may consume CQEs during a wait); safe code waits through
+//!   [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring.
 //!
 //! [`RingKind`] names what the setup flags mean for waiting, for the Waiter and the crate's own
 //! io_uring queues alike: on IOPOLL rings without SQPOLL, DEFER_TASKRUN and COOP_TASKRUN rings

@@ -6,6 +6,11 @@
 //! of mappings of a ring's fd) gives the Waiter the same shared memory, read-only, while the
 //! caller keeps its ring to itself; the duplicated fd keeps the ring alive, so the view stays
 //! valid even if the caller drops its `IoUring` first.
+//!
+//! **Rule.** Making a view is `unsafe`: while a Waiter waits through it nobody may consume the
+//! ring's CQEs, and a view cannot see who holds the ring (another thread reaping under a wait
+//! made the Waiter count CQEs it never read). Safe code waits through
+//! [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring and waits by `&mut self`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -89,7 +94,15 @@ impl UringView {
     /// Maps `ring` a second time, read-only, and duplicates its fd. `Unsupported` for a ring
     /// set up with `IORING_SETUP_NO_MMAP` or with setup flags a Waiter does not know; the
     /// kernel's error if the mapping or the duplication fails.
-    pub fn new<S: squeue::EntryMarker, C: cqueue::EntryMarker>(
+    ///
+    /// Safe code waits through [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring.
+    ///
+    /// # Safety
+    ///
+    /// Nobody consumes the ring's CQEs (advances its CQ head, through `ring` or otherwise) while
+    /// a [`Waiter`](crate::waiter::Waiter) waits through the view, as
+    /// [`RawRing::from_parts`] requires: the view cannot see who holds the ring.
+    pub unsafe fn new<S: squeue::EntryMarker, C: cqueue::EntryMarker>(
         ring: &IoUring<S, C>,
     ) -> io::Result<UringView> {
         let p = raw_params(ring.params());
