@@ -11,17 +11,37 @@
 #
 #   scripts/liburing_suite.sh [TEST.t ...]
 #
-# Environment: MODES (default: every mode), PRELOAD (default: target/debug/libpollwise_preload.so,
-# built from the tree), TEST_TIMEOUT (seconds per run, default 60), CACHE.
+# Environment: MODES (default: the modes that differ in mechanism, below; "all": every mode),
+# PRELOAD (default: target/debug/libpollwise_preload.so, built from the tree), TEST_TIMEOUT
+# (seconds per run, default 60), CACHE.
 #
-# Differences in timing alone are allowed by scripts/liburing_suite.allow: lines of
-# "TEST MODE PLAIN_OUTCOME PRELOAD_OUTCOME reason" (MODE may be *). Any other difference fails.
+# The modes run by default are those that wait by different means: interrupt (blocks in the
+# kernel), poll (spins), hybrid (a timed sleep, then a bounded spin, then a block), adaptive (a
+# spin window, then a block) and auto (switches between those four as it runs). khybrid and
+# dpas sleep and spin as hybrid does, with other estimates, and make no call into the ring the
+# others do not make; what liburing's callers see (return values, CQEs, signals, timeouts,
+# submission) is the Waiter's and the same in every mode, and tests/c/liburing_rules.c checks it
+# in all seven (crates/pollwise-capi/tests/c_programs.rs). The five keep the suite near half
+# an hour on a loaded machine; MODES=all runs the seven.
+#
+# A difference that involves a timeout is run again, plain and in that mode, once: it counts
+# only when it comes back (a loaded machine stretches tests that wait on timers). A failure or
+# crash is never run again. Known differences in timing alone are allowed by
+# scripts/liburing_suite.allow: lines of "TEST MODE PLAIN_OUTCOME PRELOAD_OUTCOME reason" (MODE
+# may be *). Any other difference fails.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-modes=${MODES:-"interrupt poll hybrid adaptive auto khybrid dpas"}
+modes=${MODES:-"interrupt poll hybrid adaptive auto"}
+[ "$modes" = all ] && modes="interrupt poll hybrid adaptive auto khybrid dpas"
 timeout_s=${TEST_TIMEOUT:-60}
 allow="$root/scripts/liburing_suite.allow"
+# Tests that hang plain on Linux 6.x, each waiting for a CQE the kernel no longer posts
+# (io_uring_register.t polls a ring's own fd in test_poll_ringfd; multicqes_drain.t drains behind
+# a multishot poll in test_simple_drain): they run with a short timeout, and must time out under
+# the preload too.
+hangs=" io_uring_register.t multicqes_drain.t "
+hang_timeout_s=${HANG_TIMEOUT:-10}
 
 say() { echo "liburing_suite: $*" >&2; }
 
@@ -144,10 +164,10 @@ preload=${PRELOAD:-"$root/target/debug/libpollwise_preload.so"}
 cd "$src/test"
 if [ $# -gt 0 ]; then tests=("$@"); else mapfile -t tests < <(ls ./*.t | sed 's|^\./||' | sort); fi
 
-# pass, skip (exit 77), timeout or fail(N).
+# pass, skip (exit 77), timeout or fail. $limit: seconds.
 outcome() {
 	local rc=0
-	timeout -k 5 "$timeout_s" "$@" >/dev/null 2>&1 </dev/null || rc=$?
+	timeout -k 5 "$limit" "$@" >/dev/null 2>&1 </dev/null || rc=$?
 	case $rc in
 	0) echo pass ;;
 	77) echo skip ;;
@@ -163,15 +183,27 @@ allowed() { # TEST MODE PLAIN GOT
 
 differ=0
 for t in "${tests[@]}"; do
+	limit=$timeout_s
+	[[ "$hangs" == *" $t "* ]] && limit=$hang_timeout_s
 	plain=$(outcome "./$t")
 	line="$t plain=$plain"
 	for m in $modes; do
+		want=$plain
 		got=$(LD_PRELOAD="$preload" POLLWISE_MODE="$m" outcome "./$t")
-		if [ "$got" != "$plain" ]; then
-			if allowed "$t" "$m" "$plain" "$got"; then
+		if [ "$got" != "$want" ] && { [ "$got" = timeout ] || [ "$want" = timeout ]; }; then
+			want=$(outcome "./$t")
+			again=$(LD_PRELOAD="$preload" POLLWISE_MODE="$m" outcome "./$t")
+			if [ "$again" = "$want" ]; then
+				line+=" $m=$got,then-$again(timing)"
+				continue
+			fi
+			got=$again
+		fi
+		if [ "$got" != "$want" ]; then
+			if allowed "$t" "$m" "$want" "$got"; then
 				line+=" $m=$got(allowed)"
 			else
-				line+=" $m=$got(DIFFERS)"
+				line+=" $m=$got(DIFFERS:plain=$want)"
 				differ=$((differ + 1))
 			fi
 		fi
@@ -182,4 +214,4 @@ if [ "$differ" -gt 0 ]; then
 	say "$differ outcome(s) under the preload differ from plain (${SECONDS} s)"
 	exit 1
 fi
-say "every test ended as it does plain, in every mode ($modes), in ${SECONDS} s"
+say "every test ended as it does plain, in each mode ($modes), in ${SECONDS} s"
