@@ -12,7 +12,7 @@
 #   scripts/liburing_suite.sh [TEST.t ...]
 #
 # Environment: MODES (default: the modes that differ in mechanism, below; "all": every mode),
-# PRELOAD (default: target/debug/libpollwise_preload.so, built from the tree), TEST_TIMEOUT
+# PRELOAD (default: libpollwise_preload.so built from the tree, in $CARGO_TARGET_DIR or target/), TEST_TIMEOUT
 # (seconds per run, default 60), CACHE.
 #
 # The modes run by default are those that wait by different means: interrupt (blocks in the
@@ -158,7 +158,9 @@ fi
 if [ -z "${PRELOAD:-}" ]; then
 	(cd "$root" && cargo build -q -p pollwise-preload)
 fi
-preload=${PRELOAD:-"$root/target/debug/libpollwise_preload.so"}
+target=${CARGO_TARGET_DIR:-target}
+[[ "$target" == /* ]] || target="$root/$target"
+preload=${PRELOAD:-"$target/debug/libpollwise_preload.so"}
 [ -f "$preload" ] || { say "no preload library at $preload"; exit 1; }
 
 cd "$src/test"
