@@ -94,8 +94,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 echo "== guest: kernel polled I/O on an emulated NVMe with poll queues (scripts/guest/test.sh)"
 bash scripts/guest/test.sh target/debug/pollwise
 
-# liburing's own test suite, plain and under the preload library in the modes that wait by
-# different means (interrupt, poll, hybrid, adaptive, auto; MODES=all for the seven): the same
+# liburing's own test suite, plain and under the preload library in every mode: the same
 # outcome for every test (scripts/liburing_suite.sh installs what it needs with apt-get, caches
 # the suite's build under ~/.cache/pollwise, and fails when something is missing).
 echo "== liburing's test suite under the preload library (scripts/liburing_suite.sh)"
