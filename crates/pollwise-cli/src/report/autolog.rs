@@ -35,7 +35,7 @@ const LINE_NS: u64 = 1_000_000_000;
 #[derive(Clone, Copy, Default)]
 struct Seen {
     counters: PolicyCounters,
-    reasons: [u64; 7],
+    reasons: [u64; Reason::ALL.len()],
 }
 
 impl Seen {
@@ -43,7 +43,7 @@ impl Seen {
         let (_, counters) = engine.counters();
         let mut seen = Seen {
             counters,
-            reasons: [0; 7],
+            reasons: [0; Reason::ALL.len()],
         };
         let mut mode = String::from("-");
         for (k, v) in engine.beliefs() {
