@@ -131,34 +131,4 @@ mod tests {
         let k = RingKind::of(ring.params());
         assert!(k.sqpoll() && k.iopoll() && !k.polled_in_enter() && !k.poll_needs_enter());
     }
-
-    /// The crate's io_uring queue follows the same rule as the Waiter: a COOP_TASKRUN ring's
-    /// poll enters too (the queue used to poll it by loads alone, seeing task-work completions
-    /// only at the next tick).
-    #[test]
-    fn the_uring_queue_polls_by_the_same_rule() {
-        use crate::queue::uring::{UringOptions, UringQueue};
-        use crate::queue::Queue;
-        let cases = [
-            UringOptions::default(),
-            UringOptions {
-                coop_taskrun: true,
-                ..Default::default()
-            },
-            UringOptions {
-                defer_taskrun: true,
-                ..Default::default()
-            },
-            UringOptions {
-                sqpoll_idle_ms: Some(10),
-                ..Default::default()
-            },
-        ];
-        for opts in cases {
-            let q = UringQueue::new(&opts, &[0], false).unwrap();
-            let kind = RingKind::new(opts.setup_flags(), FEAT_EXT_ARG);
-            assert_eq!(q.poll_needs_enter(), kind.poll_needs_enter(), "{opts:?}");
-            assert_eq!(q.completions_wake(), !kind.polled_in_enter(), "{opts:?}");
-        }
-    }
 }
