@@ -94,8 +94,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 echo "== guest: kernel polled I/O on an emulated NVMe with poll queues (scripts/guest/test.sh)"
 bash scripts/guest/test.sh target/debug/pollwise
 
-# liburing's own test suite, plain and under the preload library in every mode: the same outcome
-# for every test (scripts/liburing_suite.sh; the suite's build is cached).
+# liburing's own test suite, plain and under the preload library in every mode: the same
+# outcome for every test (scripts/liburing_suite.sh installs what it needs with apt-get, caches
+# the suite's build under ~/.cache/pollwise, and fails when something is missing).
 echo "== liburing's test suite under the preload library (scripts/liburing_suite.sh)"
 bounded bash scripts/liburing_suite.sh
 

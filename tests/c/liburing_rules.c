@@ -19,6 +19,11 @@
  *   single_issuer             a SINGLE_ISSUER ring submitted to from another thread: -EEXIST.
  *   timespec                  tv_nsec = 2e9 is 2 s.
  *   timer_slack               the thread's timer slack is as it was after each wait.
+ *   double_close              a program that closes a descriptor twice around its first wait
+ *                             (liburing's recv-multishot.c does) loses nothing of its own and
+ *                             none of the waiter's: the waits and the exit go on as plain.
+ *   cqe_arrives               a wait that returns 0 returns a CQE, whenever the CQE is posted:
+ *                             for 2 s, io_uring_wait_cqe for timeouts of 0 to 20 us.
  *   idle_cpu                  five 200 ms timers waited one by one cost little CPU (not checked
  *                             under POLLWISE_MODE=poll, auto, khybrid or dpas, which may spin).
  *   capi_busy                 one waiter used by a second thread at once: -EBUSY.
@@ -166,6 +171,59 @@ static void check_two_one_ready(void)
 	CHECK(cqe && cqe->user_data == 2, "the CQE is not the NOP's");
 	CHECK(took < 2.0, "the signal ended the wait after %.2f s", took);
 	io_uring_queue_exit(&ring);
+}
+
+static void check_cqe_arrives(void)
+{
+	struct io_uring ring;
+	init(&ring, 0);
+	double t0 = now_s();
+	long waits = 0;
+	unsigned ns = 0;
+	while (now_s() - t0 < 2.0 && !failed) {
+		/* Timeouts of 0 to 20 us: their CQEs are posted at every point of the wait's path
+		 * into and through the library. */
+		struct __kernel_timespec ts = { .tv_nsec = ns };
+		ns = (ns + 1013) % 20000;
+		prep_timeout(&ring, &ts, 1);
+		int ret = io_uring_submit(&ring);
+		CHECK(ret == 1, "submit returned %d, not 1", ret);
+		struct io_uring_cqe *cqe = NULL;
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		waits++;
+		CHECK(ret == 0 && cqe, "wait %ld returned %d with %s CQE", waits, ret, cqe ? "a" : "no");
+		if (cqe)
+			io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+}
+
+static void check_double_close(void)
+{
+	struct io_uring ring;
+	int fds[2];
+	init(&ring, 0);
+	if (pipe(fds) < 0) {
+		perror("pipe");
+		exit(2);
+	}
+	close(fds[1]);
+	/* The first wait, between the two closes: a waiter made here may open descriptors, which
+	 * take the number just freed. */
+	for (int i = 0; i < 3; i++) {
+		struct io_uring_cqe *cqe = NULL;
+		struct __kernel_timespec ts = { .tv_nsec = 1000000 };
+		prep_timeout(&ring, &ts, 1);
+		io_uring_submit(&ring);
+		int ret = io_uring_wait_cqe(&ring, &cqe);
+		CHECK(ret == 0 && cqe, "wait %d returned %d", i, ret);
+		if (cqe)
+			io_uring_cqe_seen(&ring, cqe);
+		if (i == 0)
+			close(fds[1]); /* the program's mistake: a second close of the same number */
+	}
+	io_uring_queue_exit(&ring);
+	close(fds[0]);
 }
 
 static void *wait_a_while(void *arg)
@@ -441,6 +499,10 @@ int main(int argc, char **argv)
 		check_timer_slack();
 	else if (!strcmp(c, "idle_cpu"))
 		check_idle_cpu();
+	else if (!strcmp(c, "double_close"))
+		check_double_close();
+	else if (!strcmp(c, "cqe_arrives"))
+		check_cqe_arrives();
 #ifdef USE_POLLWISE
 	else if (!strcmp(c, "capi_busy"))
 		check_capi_busy();

@@ -181,7 +181,7 @@ fn the_unmodified_c_program_waits_through_the_preload_library_in_every_mode() {
 
 /// liburing's rules, one check each (tests/c/liburing_rules.c): each holds plain, under the
 /// preload library in every mode, and for the C API's own checks through the C ABI.
-const RULES: [&str; 10] = [
+const RULES: [&str; 12] = [
     "signal",
     "signal_restart",
     "signal_fn",
@@ -192,6 +192,8 @@ const RULES: [&str; 10] = [
     "timespec",
     "timer_slack",
     "idle_cpu",
+    "cqe_arrives",
+    "double_close",
 ];
 
 fn cc_rules(exe: &Path, flags: &[String]) {

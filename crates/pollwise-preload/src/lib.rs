@@ -28,18 +28,21 @@
 //! calls per function, waits taken over, spins, sleeps, blocks, time in each mode, the
 //! fallbacks by reason, and the process's CPU time. It never prints.
 
+mod signals;
+mod summary;
+
 use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void, CStr};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::ring::{RawRing, RingParts, FEAT_EXT_ARG, SETUP_SQPOLL, SQ_NEED_WAKEUP};
-use pollwise::waiter::{note_signal, Waiter, WaiterStats};
+use pollwise::ring::{
+    RawRing, RingParts, FEAT_EXT_ARG, IORING_SETUP_CQE32, IORING_SETUP_SQPOLL, SQ_NEED_WAKEUP,
+};
+use pollwise::waiter::{Waiter, WaiterStats};
 
 /// liburing's `struct io_uring_sq` (liburing 2.x: the layout of liburing.so.2).
 #[repr(C)]
@@ -114,8 +117,6 @@ pub struct KernelTimespec {
 
 /// liburing's `INT_FLAG_REG_RING`: the ring is entered by its registered index.
 const INT_FLAG_REG_RING: u8 = 1;
-/// `IORING_SETUP_CQE32`.
-const SETUP_CQE32: u32 = 1 << 11;
 
 /// The interposed functions, in summary order.
 const FUNCS: [&str; 6] = [
@@ -426,9 +427,11 @@ unsafe fn flush_sq(ring: *mut IoUring, fx: &Fixed) {
     }
 }
 
-/// The first CQE on the ring, or null (liburing's `__io_uring_peek_cqe` on a ring with
-/// `EXT_ARG`, which posts no internal timeout CQEs).
-fn first_cqe(fx: &Fixed) -> *mut Cqe {
+/// The first CQE on the ring (null when none) and how many are ready, from one reading of the
+/// CQ head and tail, as liburing's `__io_uring_peek_cqe` on a ring with `EXT_ARG` (which posts
+/// no internal timeout CQEs) gives both. Two readings of the tail would race with the kernel: a
+/// CQE posted between them made "none" and "one ready", and the call returned 0 with a null CQE.
+fn peek(fx: &Fixed) -> (*mut Cqe, u32) {
     // SAFETY: the CQ head and tail are in the ring's mapping; the tail is loaded with Acquire,
     // so the entry it covers is published.
     let (head, tail) = unsafe {
@@ -437,23 +440,17 @@ fn first_cqe(fx: &Fixed) -> *mut Cqe {
             (*fx.cq_ktail.cast::<AtomicU32>()).load(Ordering::Acquire),
         )
     };
-    if head == tail {
-        return std::ptr::null_mut();
+    let ready = tail.wrapping_sub(head);
+    if ready == 0 {
+        return (std::ptr::null_mut(), 0);
     }
-    let shift = u32::from(fx.flags & SETUP_CQE32 != 0);
+    let shift = u32::from(fx.flags & IORING_SETUP_CQE32 != 0);
     // In bounds of the CQE array (mask + 1 entries, twice as many halves with CQE32);
     // wrapping_add keeps it a pointer computation without unsafe.
-    fx.cqes
-        .wrapping_add(((head & fx.cq_mask) << shift) as usize)
-}
-
-fn cq_ready(fx: &Fixed) -> u32 {
-    // SAFETY: as in first_cqe.
-    unsafe {
-        (*fx.cq_ktail.cast::<AtomicU32>())
-            .load(Ordering::Acquire)
-            .wrapping_sub((*fx.cq_khead.cast::<AtomicU32>()).load(Ordering::Relaxed))
-    }
+    let cqe = fx
+        .cqes
+        .wrapping_add(((head & fx.cq_mask) << shift) as usize);
+    (cqe, ready)
 }
 
 fn sq_head(fx: &Fixed) -> u32 {
@@ -524,7 +521,7 @@ fn enter(
     }
     let consumed = if submit == 0 {
         0
-    } else if fx.flags & SETUP_SQPOLL != 0 {
+    } else if fx.flags & IORING_SETUP_SQPOLL != 0 {
         // The kernel says it took what it was asked: its thread submits.
         submit
     } else {
@@ -539,7 +536,7 @@ fn enter(
 
 /// liburing 2.3's `sq_ring_needs_enter`: SQEs to submit, and on SQPOLL a sleeping thread.
 fn sq_needs_enter(fx: &Fixed, submit: u32) -> bool {
-    submit > 0 && (fx.flags & SETUP_SQPOLL == 0 || sq_flags(fx) & SQ_NEED_WAKEUP != 0)
+    submit > 0 && (fx.flags & IORING_SETUP_SQPOLL == 0 || sq_flags(fx) & SQ_NEED_WAKEUP != 0)
 }
 
 /// liburing 2.3's `_io_uring_get_cqe` with the waiter's enters: peek; enter when fewer CQEs are
@@ -556,8 +553,8 @@ fn get_cqe(
     let mut err: c_int = 0;
     let mut looped = false;
     loop {
-        let cqe = first_cqe(fx);
-        let need = wait_nr > cq_ready(fx) || sq_needs_enter(fx, submit);
+        let (cqe, ready) = peek(fx);
+        let need = wait_nr > ready || sq_needs_enter(fx, submit);
         if !need {
             return Ok((err, cqe));
         }
@@ -897,251 +894,12 @@ pub unsafe extern "C" fn io_uring_get_events(ring: *mut IoUring) -> c_int {
     )
 }
 
-/// The program's handler for each signal, and whether it takes `siginfo` (`SA_SIGINFO`): the
-/// kernel calls [`counting_handler`] instead, which counts the delivery for the waits and calls
-/// it. 0: none wrapped.
-static HANDLERS: [AtomicUsize; 65] = [const { AtomicUsize::new(0) }; 65];
-static TAKES_INFO: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
-
-/// The handler the kernel runs for a signal the program handles: counts the delivery on this
-/// thread ([`note_signal`]: a spinning wait ends with `EINTR`, as a blocking enter would), then
-/// runs the program's handler as it asked to be run.
-extern "C" fn counting_handler(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    note_signal();
-    let Some(i) = usize::try_from(sig).ok().filter(|&i| i < HANDLERS.len()) else {
-        return;
-    };
-    let h = HANDLERS[i].load(Ordering::Acquire);
-    if h == 0 || h == libc::SIG_DFL || h == libc::SIG_IGN {
-        return;
-    }
-    if TAKES_INFO[i].load(Ordering::Acquire) {
-        // SAFETY: h is the program's SA_SIGINFO handler for sig, installed through sigaction.
-        let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-            unsafe { std::mem::transmute(h) };
-        f(sig, info, ctx);
-    } else {
-        // SAFETY: h is the program's plain handler for sig, installed through sigaction or
-        // signal.
-        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(h) };
-        f(sig);
-    }
-}
-
-/// [`counting_handler`]'s address, as `sa_sigaction` holds it.
-fn wrapper_addr() -> usize {
-    counting_handler as *const () as usize
-}
-
-/// The C library's own `sigaction`.
-fn real_sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
-    static CACHE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    let p = real(&CACHE, c"sigaction");
-    if p.is_null() {
-        // SAFETY: errno is this thread's.
-        unsafe { *libc::__errno_location() = libc::ENOSYS };
-        return -1;
-    }
-    type F = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
-    // SAFETY: p is the C library's sigaction, of type F.
-    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(p) };
-    // SAFETY: the caller's arguments, null or valid sigaction structs.
-    unsafe { f(sig, act, old) }
-}
-
-/// `sigaction`, interposed: a handler the program installs is wrapped by [`counting_handler`],
-/// so that a signal ends a spinning wait as it ends liburing's blocking enter; what the program
-/// reads back is its own handler and flags.
-///
-/// # Safety
-///
-/// As the C library's: `act` and `old` are null or valid.
-#[no_mangle]
-pub unsafe extern "C" fn sigaction(
-    sig: c_int,
-    act: *const libc::sigaction,
-    old: *mut libc::sigaction,
-) -> c_int {
-    let slot = usize::try_from(sig)
-        .ok()
-        .filter(|&i| i > 0 && i < HANDLERS.len());
-    let Some(i) = slot else {
-        return real_sigaction(sig, act, old);
-    };
-    let prev = (
-        HANDLERS[i].load(Ordering::Acquire),
-        TAKES_INFO[i].load(Ordering::Acquire),
-    );
-    // SAFETY: the caller passes null or a valid sigaction.
-    let wrapped = unsafe { act.as_ref() }.and_then(|a| {
-        let h = a.sa_sigaction;
-        if h == libc::SIG_DFL || h == libc::SIG_IGN || h == wrapper_addr() {
-            return None;
-        }
-        let mut w = *a;
-        w.sa_sigaction = wrapper_addr();
-        w.sa_flags |= libc::SA_SIGINFO;
-        Some((w, h, a.sa_flags & libc::SA_SIGINFO != 0))
-    });
-    if let Some((_, h, info)) = &wrapped {
-        // Before the kernel can call the wrapper with this signal.
-        TAKES_INFO[i].store(*info, Ordering::Release);
-        HANDLERS[i].store(*h, Ordering::Release);
-    }
-    let r = match &wrapped {
-        Some((w, _, _)) => real_sigaction(sig, w, old),
-        None => real_sigaction(sig, act, old),
-    };
-    if r != 0 && wrapped.is_some() {
-        TAKES_INFO[i].store(prev.1, Ordering::Release);
-        HANDLERS[i].store(prev.0, Ordering::Release);
-    }
-    // SAFETY: the caller passes null or a writable sigaction, which real_sigaction filled.
-    if let Some(o) = unsafe { old.as_mut() } {
-        if r == 0 && o.sa_sigaction == wrapper_addr() && prev.0 != 0 {
-            o.sa_sigaction = prev.0;
-            if !prev.1 {
-                o.sa_flags &= !libc::SA_SIGINFO;
-            }
-        }
-    }
-    r
-}
-
-/// `signal`, interposed: glibc's BSD semantics (`SA_RESTART`, the signal blocked in its
-/// handler) through the interposed [`sigaction`].
-///
-/// # Safety
-///
-/// As the C library's.
-#[no_mangle]
-pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    // SAFETY: a zeroed sigaction is a valid one (empty mask, no flags).
-    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = handler;
-    act.sa_flags = libc::SA_RESTART;
-    // SAFETY: act.sa_mask is a sigset_t of ours.
-    unsafe {
-        libc::sigemptyset(&mut act.sa_mask);
-        libc::sigaddset(&mut act.sa_mask, sig);
-    }
-    // SAFETY: a zeroed sigaction, to be filled.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: both point to sigactions of ours.
-    if unsafe { sigaction(sig, &act, &mut old) } < 0 {
-        return libc::SIG_ERR;
-    }
-    old.sa_sigaction
-}
-
-/// The summary line: see the module docs.
-fn summary() -> String {
-    let st = state();
-    let mut s = st.retired.try_lock().map(|r| *r).unwrap_or_default();
-    let mut busy = 0;
-    if let Ok(m) = st.rings.try_read() {
-        for slot in m.values() {
-            match slot.try_lock() {
-                Ok(g) => add_stats(&mut s, &g.waiter.stats()),
-                Err(_) => busy += 1,
-            }
-        }
-    }
-    let ru = pollwise::clock::Rusage::process();
-    let p = &s.policy;
-    let mode_ns = match st.mode {
-        Some(Mode::Auto) => format!(
-            "{{\"poll\":{},\"hybrid\":{},\"interrupt\":{},\"adaptive\":{}}}",
-            p.auto.poll_ns, p.auto.hybrid_ns, p.auto.interrupt_ns, p.auto.adaptive_ns
-        ),
-        Some(m) => format!("{{\"{}\":{}}}", m.name(), s.wait_ns),
-        None => "{}".into(),
-    };
-    let pairs = |names: &[&str], v: &[AtomicU64]| {
-        names
-            .iter()
-            .zip(v)
-            .map(|(n, c)| format!("\"{n}\":{}", c.load(Ordering::Relaxed)))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
-    let mode_text: String = st
-        .mode_text
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
-    let comm: String = comm
-        .trim()
-        .chars()
-        .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
-        .collect();
-    format!(
-        concat!(
-            "{{\"pid\":{},\"comm\":\"{}\",\"mode\":\"{}\",\"mode_known\":{},\"rings\":{},",
-            "\"waits\":{},\"peeks\":{},\"ready_at_once\":{},\"timeouts\":{},\"interrupted\":{},",
-            "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
-            "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
-            "\"auto_switches\":{},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
-            "\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
-        ),
-        std::process::id(),
-        comm,
-        mode_text,
-        st.mode.is_some(),
-        COUNTS.rings.load(Ordering::Relaxed),
-        s.waits,
-        s.peeks,
-        s.ready_at_once,
-        s.timeouts,
-        s.interrupted,
-        s.untracked,
-        s.wait_ns,
-        s.submitted,
-        s.cqes,
-        s.enters,
-        p.wait.polls,
-        p.wait.empty_polls,
-        p.wait.blocks,
-        p.wait.sleeps,
-        p.wait.slept_ns,
-        p.auto.switches,
-        mode_ns,
-        pairs(&FUNCS, &COUNTS.calls),
-        pairs(&FUNCS, &COUNTS.taken),
-        pairs(&REASONS, &COUNTS.fallbacks),
-        busy,
-        ru.usr_ns,
-        ru.sys_ns,
-    )
-}
-
-/// At exit: appends the summary to `POLLWISE_SUMMARY`, if set (created 0600, never truncated,
-/// never through a symbolic link).
-extern "C" fn write_summary() {
-    let _ = catch_unwind(|| {
-        let Some(path) = std::env::var_os("POLLWISE_SUMMARY") else {
-            return;
-        };
-        let line = summary();
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-        {
-            let _ = f.write_all(line.as_bytes());
-        }
-    });
-}
-
 /// Runs when the library is loaded: registers the summary for exit, and a fresh state for
 /// forked children.
 extern "C" fn on_load() {
     // SAFETY: atexit takes a plain extern "C" function with no arguments, which write_summary
     // is; it may run on any thread at exit and only reads shared state with try-locks.
-    unsafe { libc::atexit(write_summary) };
+    unsafe { libc::atexit(summary::write_summary) };
     // SAFETY: the child handler is a plain extern "C" function with no arguments; it runs in the
     // child alone, right after the fork, and takes no lock.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };

@@ -26,18 +26,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for mode in one.map_or(Mode::ALL.to_vec(), |m| vec![m]) {
         let mut builder = IoUring::builder();
         builder.setup_single_issuer().setup_defer_taskrun();
-        let mut ring: IoUring = builder.build(8)?;
-        let mut waiter = UringWaiter::new(&ring, mode)?;
+        let ring: IoUring = builder.build(8)?;
+        // The waiter owns the ring: submission() and completion() are the ring's own queues.
+        let mut waiter = UringWaiter::new(ring, mode)?;
         let mut bufs: Vec<Box<Block>> = (0..4).map(|_| Box::new(Block([0; BS]))).collect();
         let mut sqes = vec![opcode::Nop::new().build().user_data(NOP)];
         sqes.extend((0..).zip(&mut bufs).map(|(s, b)| read(b, s, s)));
         let (mut done, mut nops) = (0u64, 0);
         while done < READS {
             // SAFETY: each read's buffer is its slot's own, untouched until its CQE is reaped.
-            unsafe { ring.submission().push_multiple(&sqes)? };
+            unsafe { waiter.submission().push_multiple(&sqes)? };
             sqes.clear();
             waiter.submit_and_wait(1)?;
-            for cqe in ring.completion() {
+            for cqe in waiter.completion() {
                 let (blk, slot) = (cqe.user_data() >> 8, cqe.user_data() & 0xff);
                 let Some(buf) = bufs.get_mut(slot as usize) else {
                     nops += (cqe.user_data() == NOP) as u32;

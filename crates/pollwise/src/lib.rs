@@ -24,13 +24,13 @@
 //! use pollwise::{policy::Mode, waiter::UringWaiter};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut ring = IoUring::new(8)?;
-//! let mut waiter = UringWaiter::new(&ring, Mode::Hybrid)?;
+//! let ring = IoUring::new(8)?;
+//! let mut waiter = UringWaiter::new(ring, Mode::Hybrid)?; // the waiter owns your ring
 //! let nop = opcode::Nop::new().build().user_data(42);
 //! // SAFETY: a NOP names no buffer.
-//! unsafe { ring.submission().push(&nop)? };
+//! unsafe { waiter.submission().push(&nop)? };
 //! waiter.submit_and_wait(1)?;
-//! let cqe = ring.completion().next().expect("the NOP's completion");
+//! let cqe = waiter.completion().next().expect("the NOP's completion");
 //! assert_eq!(cqe.user_data(), 42);
 //! # Ok(())
 //! # }
@@ -39,7 +39,7 @@
 //! `examples/` has `own_ring` (QD4 reads on your own ring in every mode) and `reactor_channel`
 //! (a [`reactor`] serving a channel).
 //!
-//! Features: `io-uring` (default) adds `ring::UringView`; `internals` makes the modules the
+//! Features: `io-uring` (default) adds `waiter::UringWaiter` and `ring::UringView`; `internals` makes the modules the
 //! benchmark and the command are built from (`sys`, `rng`, `units`) public. They are not the
 //! library's face and may change in any release.
 

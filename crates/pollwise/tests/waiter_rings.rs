@@ -142,7 +142,8 @@ fn run_reads<R: Ring>(
 fn every_mode(make: impl Fn() -> IoUring, what: &str) {
     for &mode in Mode::ALL {
         let mut ring = make();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let s = run_reads(&mut ring, &view, mode, 120, mode == Mode::Hybrid);
         assert_eq!(s.foreign_cqes, 0, "{what} {mode:?}: {s:?}");
     }
@@ -198,7 +199,8 @@ fn iopoll_ring_without_a_polling_device_answers_every_mode() {
     let (_tmp, file) = patterned();
     for &mode in Mode::ALL {
         let mut ring: IoUring = IoUring::builder().setup_iopoll().build(4).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         assert!(view.raw().kind().iopoll());
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         let mut buf = Box::new(Block([0; BS]));
@@ -229,7 +231,8 @@ fn a_timeout_ends_every_mode_with_etime() {
     let ts = types::Timespec::new().sec(5);
     for &mode in Mode::ALL {
         let mut ring = IoUring::new(4).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         let t0 = Instant::now();
         let e = w
@@ -264,7 +267,8 @@ fn a_peek_never_blocks() {
             .setup_defer_taskrun()
             .build(4)
             .unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         let sqe = opcode::Timeout::new(&ts).build().user_data(7);
         // SAFETY: the timespec outlives the request.
@@ -297,7 +301,8 @@ fn multishot_cqes_with_more_do_not_end_the_request() {
     let ts = types::Timespec::new().nsec(2_000_000);
     for &mode in &[Mode::Poll, Mode::Interrupt, Mode::Auto] {
         let mut ring = IoUring::new(4).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         let sqe = opcode::Timeout::new(&ts)
             .count(3)
@@ -336,7 +341,8 @@ fn multishot_cqes_with_more_do_not_end_the_request() {
 fn overflowed_cqes_are_flushed_before_spinning() {
     for &mode in &[Mode::Poll, Mode::Hybrid, Mode::Interrupt] {
         let mut ring: IoUring = IoUring::builder().setup_cqsize(4).build(4).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         // The Waiter follows the ring from here: the NOPs below are requests it knows of, so
         // its policy (not a plain kernel wait) waits for them.
@@ -398,7 +404,8 @@ fn register_ring_fd(fd: i32) -> io::Result<u32> {
 fn a_registered_ring_fd_is_entered_by_index() {
     for &mode in &[Mode::Interrupt, Mode::Poll, Mode::Hybrid] {
         let mut ring = IoUring::new(8).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let index = register_ring_fd(ring.as_raw_fd()).unwrap();
         let parts = RingParts {
             enter_fd: index as i32,
@@ -443,7 +450,8 @@ fn signalled_wait(
     let waiter = std::thread::spawn(move || {
         let ts = types::Timespec::new().sec(5);
         let mut ring = IoUring::new(4).unwrap();
-        let view = UringView::new(&ring).unwrap();
+        // SAFETY: one thread, which consumes CQEs only between the Waiter's calls.
+        let view = unsafe { UringView::new(&ring) }.unwrap();
         let mut w = Waiter::new(&PolicyConfig::new(mode));
         let sqe = opcode::Timeout::new(&ts).build().user_data(7);
         // SAFETY: the timespec outlives the request (the ring is dropped first, in this thread).
@@ -498,5 +506,42 @@ fn a_signal_ends_a_wait_for_two_with_the_one_ready() {
         let (r, took, _) = signalled_wait(mode, libc::SIGURG, true, 2);
         assert_eq!(r, Ok(1), "{mode:?}");
         assert!(took < Duration::from_secs(3), "{mode:?}: {took:?}");
+    }
+}
+
+/// The safe way to wait on an io-uring ring: a UringWaiter owns it, so nothing reaps under its
+/// waits. Moved to a thread of its own in every mode, it hands back every NOP once through the
+/// ring's own completion queue, counts every submission and no CQE twice or as foreign, and
+/// gives the ring back.
+#[test]
+fn a_uring_waiter_owns_its_ring_and_hands_every_cqe_back_once() {
+    use pollwise::waiter::UringWaiter;
+    const NOPS: u64 = 200;
+    for &mode in Mode::ALL {
+        let w = UringWaiter::new(IoUring::new(8).unwrap(), mode).unwrap();
+        let w = std::thread::spawn(move || {
+            let mut w = w;
+            let mut seen = vec![0u32; NOPS as usize];
+            for i in 0..NOPS {
+                let nop = opcode::Nop::new().build().user_data(i);
+                // SAFETY: a NOP names no memory.
+                unsafe { w.submission().push(&nop) }.unwrap();
+                let ready = w.submit_and_wait_timeout(1, Some(BOUND)).unwrap();
+                assert!(ready >= 1, "{mode:?}");
+                for cqe in w.completion() {
+                    seen[cqe.user_data() as usize] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{mode:?}: {seen:?}");
+            w
+        })
+        .join()
+        .unwrap();
+        let s = w.stats();
+        assert!(s.cqes <= NOPS, "{mode:?}: {s:?}");
+        assert_eq!(s.foreign_cqes, 0, "{mode:?}: {s:?}");
+        assert_eq!(s.submitted, NOPS, "{mode:?}: {s:?}");
+        let mut ring = w.into_ring();
+        assert!(ring.completion().is_empty());
     }
 }

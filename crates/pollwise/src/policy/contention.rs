@@ -67,12 +67,14 @@ pub trait CpuSignals: Send {
 }
 
 /// The signals of the running system, from `/proc`. See the module docs.
+///
+/// Each file is opened, read and closed at each reading, never held: the signals are read from
+/// inside other programs (the preload library), which may close a descriptor number twice, and
+/// one held here could be the one they close (then another of theirs read, and ours closed
+/// twice); and `thread-self` names the thread that opens it, which is the waiting thread only
+/// when it opens it itself.
 #[derive(Debug)]
 pub struct ProcSignals {
-    loadavg: Option<File>,
-    pressure: Option<File>,
-    /// Opened lazily by the waiting thread: `thread-self` names the thread that opens it.
-    schedstat: Option<Option<File>>,
     cores: u32,
     buf: [u8; 256],
 }
@@ -84,22 +86,19 @@ impl Default for ProcSignals {
 }
 
 impl ProcSignals {
-    /// Opens `/proc/loadavg` and `/proc/pressure/cpu` (either may be missing), counts the
-    /// cores this process may run on, and counts itself among the process's choosers until it
-    /// is dropped.
+    /// Counts the cores this process may run on, and counts itself among the process's
+    /// choosers until it is dropped.
     pub fn new() -> Self {
         CHOOSERS.fetch_add(1, Ordering::Relaxed);
         ProcSignals {
-            loadavg: File::open("/proc/loadavg").ok(),
-            pressure: File::open("/proc/pressure/cpu").ok(),
-            schedstat: None,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             buf: [0; 256],
         }
     }
 
-    fn pread<'a>(f: &Option<File>, buf: &'a mut [u8]) -> Option<&'a str> {
-        let n = f.as_ref()?.read_at(buf, 0).ok()?;
+    /// The start of the file at `path` (missing: `None`), opened and closed here.
+    fn read_file<'a>(path: &str, buf: &'a mut [u8]) -> Option<&'a str> {
+        let n = File::open(path).ok()?.read_at(buf, 0).ok()?;
         std::str::from_utf8(&buf[..n]).ok()
     }
 }
@@ -129,13 +128,12 @@ impl CpuSignals for ProcSignals {
     }
 
     fn read(&mut self) -> Reading {
-        let schedstat = self
-            .schedstat
-            .get_or_insert_with(|| File::open("/proc/thread-self/schedstat").ok());
-        let run_delay_ns = ProcSignals::pread(schedstat, &mut self.buf).and_then(parse_schedstat);
-        let runnable = ProcSignals::pread(&self.loadavg, &mut self.buf).and_then(parse_loadavg);
+        let run_delay_ns = ProcSignals::read_file("/proc/thread-self/schedstat", &mut self.buf)
+            .and_then(parse_schedstat);
+        let runnable =
+            ProcSignals::read_file("/proc/loadavg", &mut self.buf).and_then(parse_loadavg);
         let pressure_us =
-            ProcSignals::pread(&self.pressure, &mut self.buf).and_then(parse_pressure);
+            ProcSignals::read_file("/proc/pressure/cpu", &mut self.buf).and_then(parse_pressure);
         // The cores *this* thread may run on now: a job thread pins itself after its policy is
         // built (fio's cpus_allowed), and 16 threads on 8 of 16 cores are contended.
         // (sched_getaffinity: available_parallelism allocates, reading cgroup files.)

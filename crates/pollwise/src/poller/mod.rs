@@ -32,12 +32,14 @@
 pub(crate) mod drr;
 mod idle;
 #[cfg(not(loom))]
+mod shared;
+#[cfg(not(loom))]
 mod worker;
 
 #[cfg(not(loom))]
 pub use crate::queue::poller_client::{Client, ClientOptions, RequestTiming, TimingHook};
 #[cfg(not(loom))]
-pub use worker::SharedPoller;
+pub use shared::SharedPoller;
 
 use std::time::Duration;
 

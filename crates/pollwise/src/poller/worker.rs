@@ -19,26 +19,21 @@ use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use super::drr::{Budget, Drr, Lane, Source};
 use super::idle::IdleTimer;
 use super::POLL_IDLE_NS;
 use super::{PollerConfig, PollerCounters, ShutdownReport};
-use crate::clock::{self, Clock};
+use crate::clock::Clock;
 use crate::error::Reason;
 use crate::policy::choice::{ChoiceStatus, Chooser, LoopWait, NoHybrid};
-use crate::policy::contention::CpuSignals;
-use crate::queue::poller_client::{
-    Client, ClientOptions, ClientShared, PollerEnds, PollerShared, Queued, Routed,
-};
+use crate::queue::poller_client::{ClientShared, PollerEnds, PollerShared, Queued, Routed};
 use crate::queue::ring::{PromisedOp, Ring};
 use crate::queue::OpKind;
 use crate::request::slots::{Handle, Slots};
 use crate::sync::doorbell;
 use crate::sys::affinity::pin_to_cpu;
-use crate::sys::eventfd::EventFd;
 use crate::sys::rusage::thread_cpu_ns;
 use crate::sys::timerslack;
 use crate::sys::uring::{
@@ -50,174 +45,6 @@ use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
-
-/// One polling thread serving many [`Client`]s. See the module docs.
-pub struct SharedPoller {
-    shared: Arc<PollerShared>,
-    thread: Option<JoinHandle<Result<ShutdownReport>>>,
-    /// Under `auto`: the chooser's state, as the poller thread last published it.
-    auto: Option<Arc<Mutex<ChoiceStatus>>>,
-}
-
-impl SharedPoller {
-    /// Starts the poller thread (pinned if `cfg.cpu` is set) with the real clock.
-    pub fn new(cfg: PollerConfig) -> Result<SharedPoller> {
-        SharedPoller::with_clock(cfg, clock::monotonic())
-    }
-
-    /// Starts the poller thread, reading idle time from `clock`.
-    pub fn with_clock(cfg: PollerConfig, clock: Arc<dyn Clock>) -> Result<SharedPoller> {
-        SharedPoller::start(cfg, clock, None)
-    }
-
-    /// As [`SharedPoller::new`]; under `auto` (`cfg.wait`), the CPU signals come from
-    /// `signals` instead of `/proc` (tests script them).
-    pub fn with_auto_signals(cfg: PollerConfig, signals: Box<dyn CpuSignals>) -> Result<Self> {
-        Self::start(cfg, clock::monotonic(), Some(signals))
-    }
-
-    /// Under `auto`: the chooser's state as the poller thread last published it (every 64
-    /// rounds, every round with work, and before it sleeps).
-    pub fn auto_status(&self) -> Option<ChoiceStatus> {
-        self.auto
-            .as_ref()
-            .map(|m| *m.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn start(
-        cfg: PollerConfig,
-        clock: Arc<dyn Clock>,
-        signals: Option<Box<dyn CpuSignals>>,
-    ) -> Result<SharedPoller> {
-        cfg.check()?;
-        let auto = (cfg.wait == LoopWait::Auto).then(|| {
-            let slack = crate::policy::DEFAULT_AUTO_LATENCY_SLACK;
-            let ch = match signals {
-                Some(s) => Chooser::new(slack, s, false),
-                None => LoopWait::chooser(slack),
-            };
-            let status = Arc::new(Mutex::new(ch.status(0)));
-            (ch, status)
-        });
-        let status = auto.as_ref().map(|(_, s)| s.clone());
-        let bell = EventFd::new().map_err(|e| Error::os("creating the poller's eventfd", e))?;
-        let shared = Arc::new(PollerShared::new(bell, clock.clone()));
-        let (tx, rx) = mpsc::channel::<Result<()>>();
-        let sh = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("pollwise-poller".into())
-            .spawn(move || {
-                let mut w = match Worker::new(&cfg, sh, clock, auto) {
-                    Ok(w) => {
-                        let _ = tx.send(Ok(()));
-                        w
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return Ok(ShutdownReport::default());
-                    }
-                };
-                w.run()
-            })
-            .map_err(|e| Error::os("starting the poller thread", e))?;
-        match rx.recv() {
-            Ok(Ok(())) => Ok(SharedPoller {
-                shared,
-                thread: Some(thread),
-                auto: status,
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(Error::ThreadLost {
-                    what: "the poller thread",
-                    panicked: true,
-                })
-            }
-        }
-    }
-
-    /// A new client with its own rings and file table.
-    pub fn client(&self, opts: ClientOptions) -> Result<Client> {
-        if opts.depth == 0 || opts.depth > 1 << 20 {
-            return Err(Error::OutOfRange {
-                what: "a shared-poller client's depth",
-                value: opts.depth as u64,
-                min: 1,
-                max: 1 << 20,
-            });
-        }
-        let (client, cs, ends) = Client::new(&opts, self.shared.clone());
-        {
-            let mut p = self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if self.shared.dead.load(Ordering::SeqCst) {
-                return Err(Error::ThreadLost {
-                    what: "the shared poller",
-                    panicked: false,
-                });
-            }
-            p.push((cs, ends));
-            self.shared.clients.fetch_add(1, Ordering::Relaxed);
-        }
-        self.shared.pending_flag.store(true, Ordering::SeqCst);
-        self.shared.bell.ring();
-        Ok(client)
-    }
-
-    /// What the poller did so far (updated every round that did work, and before it sleeps).
-    pub fn counters(&self) -> PollerCounters {
-        let mut c = PollerCounters::from_array(self.shared.snapshot());
-        c.abandoned = self.shared.abandoned.load(Ordering::Relaxed);
-        c
-    }
-
-    /// Clients the poller serves now (a dropped client counts until it is retired).
-    pub fn clients(&self) -> usize {
-        self.shared.clients.load(Ordering::Relaxed)
-    }
-
-    /// Requests the poller has taken from its clients and not yet completed.
-    pub fn in_flight(&self) -> usize {
-        self.shared.in_flight.load(Ordering::Relaxed)
-    }
-
-    /// Stops the poller: requests in the kernel complete, queued ones come back cancelled.
-    pub fn shutdown(mut self) -> Result<ShutdownReport> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Result<ShutdownReport> {
-        let Some(t) = self.thread.take() else {
-            return Ok(ShutdownReport::default());
-        };
-        self.shared.stop.store(true, Ordering::SeqCst);
-        self.shared.bell.ring();
-        let abandoned = self.shared.abandoned.load(Ordering::Relaxed);
-        match t.join() {
-            Ok(r) => r.map(|mut r| {
-                r.counters.abandoned = abandoned;
-                r
-            }),
-            Err(_) => Err(Error::ThreadLost {
-                what: "the poller thread",
-                panicked: true,
-            }),
-        }
-    }
-}
-
-impl Drop for SharedPoller {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
-}
 
 /// A request the poller took from a client, with its file resolved.
 struct Sub {
@@ -291,7 +118,7 @@ struct Req {
     submitted_ns: u64,
 }
 
-struct Worker {
+pub(super) struct Worker {
     shared: Arc<PollerShared>,
     clock: Arc<dyn Clock>,
     ring: Ring,
@@ -362,7 +189,7 @@ fn build_ring(entries: u32) -> std::result::Result<Ring, SetupError> {
 }
 
 impl Worker {
-    fn new(
+    pub(super) fn new(
         cfg: &PollerConfig,
         shared: Arc<PollerShared>,
         clock: Arc<dyn Clock>,
@@ -405,7 +232,7 @@ impl Worker {
         })
     }
 
-    fn run(&mut self) -> Result<ShutdownReport> {
+    pub(super) fn run(&mut self) -> Result<ShutdownReport> {
         let r = self.run_loop();
         let report = self.finish();
         r.map(|_| report)
@@ -994,235 +821,4 @@ fn retire(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::queue::{Queue, WaitOutcome, DROP_BOUND};
-    use std::time::{Duration, Instant};
-
-    fn nop_client(p: &SharedPoller, depth: usize) -> Client {
-        p.client(ClientOptions {
-            depth,
-            files: vec![],
-        })
-        .unwrap()
-    }
-
-    fn push_nops(c: &mut Client, n: u64) {
-        for i in 0..n {
-            // SAFETY: a nop carries no buffer.
-            unsafe { c.push(&crate::queue::Op::nop(i)) }.unwrap();
-        }
-        c.submit().unwrap();
-    }
-
-    /// Clears the injected refusals when dropped, so a failing test does not leave the
-    /// poller's shutdown facing a kernel that refuses for ever.
-    struct Refusing<'a>(&'a SharedPoller);
-
-    impl Refusing<'_> {
-        fn start(p: &SharedPoller, errno: i32) -> Refusing<'_> {
-            p.shared.test.refuse.store(errno, Ordering::SeqCst);
-            Refusing(p)
-        }
-    }
-
-    impl Drop for Refusing<'_> {
-        fn drop(&mut self) {
-            self.0.shared.test.refuse.store(0, Ordering::SeqCst);
-        }
-    }
-
-    /// Waits until the poller has gone to sleep once, then a little more.
-    fn until_asleep(p: &SharedPoller) {
-        let t0 = Instant::now();
-        while p.counters().sleeps == 0 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "the poller never slept"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-
-    /// Polls `c` until `n` completions came back (each checked to succeed once), for 5 s at most.
-    fn collect(c: &mut Client, n: usize) -> Vec<u64> {
-        let mut got = Vec::new();
-        let t0 = Instant::now();
-        while got.len() < n && t0.elapsed() < Duration::from_secs(5) {
-            let _ = c.wait(1, Some(Duration::from_millis(50)));
-            c.poll(&mut |x| {
-                assert_eq!(x.result, 0, "{x:?}");
-                got.push(x.user_data);
-            })
-            .unwrap();
-        }
-        got.sort_unstable();
-        got
-    }
-
-    /// An enter refused with EAGAIN or EBUSY submits nothing: the poller counts nothing as
-    /// submitted, blocks in no enter while entries wait in its ring, and once the kernel takes
-    /// them every request completes, once.
-    #[test]
-    fn refused_enters_are_retried_and_never_counted_as_submitted() {
-        for errno in [libc::EAGAIN, libc::EBUSY] {
-            let p = SharedPoller::new(PollerConfig {
-                // Sleep at the first idle round: the sleep path runs all through the refusals.
-                wait: LoopWait::Interrupt,
-                ..Default::default()
-            })
-            .unwrap();
-            let mut c = nop_client(&p, 8);
-            let t = &p.shared.test;
-            until_asleep(&p);
-            let refusing = Refusing::start(&p, errno);
-            let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
-            push_nops(&mut c, 8);
-            // Let the poller take them and be refused for a while.
-            let t0 = Instant::now();
-            while p.counters().refused < 20 {
-                assert!(t0.elapsed() < Duration::from_secs(5), "no refusal seen");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            assert_eq!(p.in_flight(), 8, "taken into the poller's ring");
-            assert_eq!(
-                p.counters().submitted,
-                0,
-                "refused entries counted as submitted"
-            );
-            assert_eq!(c.ready(), 0);
-            assert_eq!(
-                t.blocking_enters.load(Ordering::SeqCst),
-                blocking_before,
-                "a blocking enter while the kernel refused the ring's entries"
-            );
-            drop(refusing);
-            assert_eq!(collect(&mut c, 8), (0..8).collect::<Vec<_>>());
-            let k = p.counters();
-            assert_eq!(k.submitted, 8);
-            assert!(k.refused >= 20);
-            assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
-            drop(c);
-            p.shutdown().unwrap();
-        }
-    }
-
-    /// A ring of two entries filled by a request the kernel refuses: the poller never sleeps
-    /// in the kernel with the ring full and nothing in flight there; the request completes as
-    /// soon as the kernel takes it, and the doorbell still wakes a sleeping poller afterwards.
-    #[test]
-    fn full_ring_with_nothing_in_the_kernel_never_sleeps() {
-        let p = SharedPoller::new(PollerConfig {
-            depth: 1,
-            wait: LoopWait::Interrupt,
-            ..Default::default()
-        })
-        .unwrap();
-        let mut c = nop_client(&p, 4);
-        let t = &p.shared.test;
-        until_asleep(&p);
-        let refusing = Refusing::start(&p, libc::EAGAIN);
-        let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
-        push_nops(&mut c, 4);
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(
-            t.blocking_enters.load(Ordering::SeqCst),
-            blocking_before,
-            "blocked in the kernel with refused entries in the ring"
-        );
-        assert_eq!(p.counters().submitted, 0);
-        drop(refusing);
-        assert_eq!(collect(&mut c, 4), vec![0, 1, 2, 3]);
-        // Asleep again (with nothing to do, at once), then woken by the doorbell.
-        std::thread::sleep(Duration::from_millis(20));
-        push_nops(&mut c, 1);
-        assert_eq!(collect(&mut c, 1), vec![0]);
-        assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
-    }
-
-    /// A shutdown facing a kernel that refuses every wait stops waiting after a bounded run of
-    /// refusals and says how many requests it left in the kernel, in its report and in the
-    /// process's leak counters, instead of printing and aborting: the library never prints,
-    /// and the caller decides.
-    #[test]
-    fn shutdown_against_a_refusing_kernel_reports_the_requests_it_left() {
-        let p = SharedPoller::new(PollerConfig::default()).unwrap();
-        let mut c = nop_client(&p, 8);
-        // Refusing for ever (the poller is shut down under it): no guard to clear it.
-        p.shared.test.refuse.store(libc::EAGAIN, Ordering::SeqCst);
-        push_nops(&mut c, 3);
-        let t0 = Instant::now();
-        while p.in_flight() < 3 || p.counters().refused == 0 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "never taken and refused"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let leaks_before = crate::leaks::leaks().unanswered;
-        let r = p.shutdown().unwrap();
-        assert_eq!(r.unanswered, 3, "{r:?}");
-        assert_eq!(r.completed, 0, "{r:?}");
-        assert!(crate::leaks::leaks().unanswered >= leaks_before + 3);
-        // The client was handed back its ends (so its drop does not wait out DROP_BOUND), and
-        // got no completion for the requests the kernel may still hold.
-        let mut got = 0;
-        let _ = c.poll(&mut |_| got += 1);
-        assert_eq!(got, 0);
-        let t0 = Instant::now();
-        drop(c);
-        assert!(
-            t0.elapsed() < DROP_BOUND,
-            "the client's drop waited for a retired client"
-        );
-    }
-
-    /// A client's drop waits for the poller for DROP_BOUND at most: with the poller stuck, it
-    /// returns after the bound and says so in the counters; the poller retires it later.
-    #[test]
-    fn client_drop_is_bounded_when_the_poller_is_stuck() {
-        let p = SharedPoller::new(PollerConfig::default()).unwrap();
-        let mut c = nop_client(&p, 4);
-        push_nops(&mut c, 1);
-        assert_eq!(collect(&mut c, 1), vec![0]);
-        p.shared.test.stall.store(true, Ordering::SeqCst);
-        push_nops(&mut c, 2);
-        let t0 = Instant::now();
-        drop(c);
-        let took = t0.elapsed();
-        assert!(took >= DROP_BOUND, "{took:?}");
-        assert!(took < DROP_BOUND * 5, "{took:?}");
-        assert_eq!(p.counters().abandoned, 1);
-        p.shared.test.stall.store(false, Ordering::SeqCst);
-        let t0 = Instant::now();
-        while p.clients() > 0 {
-            assert!(t0.elapsed() < Duration::from_secs(5), "never retired");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let r = p.shutdown().unwrap();
-        assert_eq!(r.counters.abandoned, 1);
-        assert_eq!(r.counters.discarded, 2);
-    }
-
-    /// A timed client learns when each request was queued, submitted and reaped, in that order.
-    #[test]
-    fn timed_client_sees_queue_submit_and_reap_times() {
-        let p = SharedPoller::new(PollerConfig::default()).unwrap();
-        let mut c = nop_client(&p, 8);
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s2 = seen.clone();
-        c.set_timing(Some(Box::new(move |t| s2.lock().unwrap().push(*t))));
-        push_nops(&mut c, 8);
-        assert_eq!(collect(&mut c, 8).len(), 8);
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 8);
-        for t in seen.iter() {
-            let s = t.submitted_ns.expect("submitted");
-            let r = t.reaped_ns.expect("reaped");
-            assert!(t.queued_ns <= s && s <= r, "{t:?}");
-            assert_eq!(t.submission_delay_ns(), Some(s - t.queued_ns));
-        }
-        assert_eq!(c.wait(1, Some(Duration::ZERO)).unwrap(), WaitOutcome::Ready);
-    }
-}
+mod tests;

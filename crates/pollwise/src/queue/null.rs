@@ -5,18 +5,16 @@
 //! wait mode finds it on its first look and the modes differ only in their own overhead. No
 //! buffer is read or written, so there is no file and the buffers may be null.
 
-use std::collections::VecDeque;
 use std::io;
 use std::time::Duration;
 
+use super::ready::Staged;
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 
 /// fio's null engine as a [`Queue`] of at most `depth` operations in flight.
 #[derive(Debug)]
 pub struct NullQueue {
-    depth: usize,
-    pending: VecDeque<Op>,
-    ready: VecDeque<Completion>,
+    staged: Staged,
     counters: QueueCounters,
 }
 
@@ -24,9 +22,7 @@ impl NullQueue {
     /// A queue of at most `depth` (at least 1) operations in flight.
     pub fn new(depth: usize) -> NullQueue {
         NullQueue {
-            depth: depth.max(1),
-            pending: VecDeque::new(),
-            ready: VecDeque::new(),
+            staged: Staged::new(depth),
             counters: QueueCounters::default(),
         }
     }
@@ -44,36 +40,25 @@ unsafe impl Queue for NullQueue {
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        if self.in_flight() >= self.depth {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        self.pending.push_back(*op);
-        Ok(())
+        self.staged.push(op)
     }
 
     fn submit(&mut self) -> io::Result<usize> {
-        let n = self.pending.len();
-        for op in self.pending.drain(..) {
+        let mut n = 0;
+        while let Some(op) = self.staged.next_pending() {
             let result = match op.kind {
                 OpKind::Nop | OpKind::Trim | OpKind::Fsync { .. } => 0,
                 OpKind::Read | OpKind::Write => op.len.min(i32::MAX as u32) as i32,
             };
-            self.ready.push_back(Completion {
-                user_data: op.user_data,
-                result,
-            });
+            self.staged.ready.push(op.user_data, result);
+            n += 1;
         }
         self.counters.submitted += n as u64;
         Ok(n)
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        let n = self.ready.len();
-        for c in self.ready.drain(..) {
-            sink(c);
-        }
-        self.counters.completed += n as u64;
-        Ok(n)
+        Ok(self.staged.ready.hand_back(sink, &mut self.counters))
     }
 
     fn wait(&mut self, _min: usize, _timeout: Option<Duration>) -> io::Result<WaitOutcome> {
@@ -87,7 +72,7 @@ unsafe impl Queue for NullQueue {
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.ready.len()
+        self.staged.in_flight()
     }
 
     fn counters(&self) -> QueueCounters {

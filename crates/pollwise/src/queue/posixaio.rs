@@ -19,6 +19,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
+use super::ready::Ready;
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome, DROP_BOUND};
 
 /// One control block and the operation it carries.
@@ -35,7 +36,7 @@ pub struct PosixaioQueue {
     pending: VecDeque<Op>,
     /// Completions reaped (or made at submit: a no-op, a refused operation) and not yet handed
     /// back.
-    ready: VecDeque<Completion>,
+    ready: Ready,
     /// Operations the library has and that are not yet reaped.
     in_aio: usize,
     counters: QueueCounters,
@@ -75,7 +76,7 @@ impl PosixaioQueue {
                 })
                 .collect(),
             pending: VecDeque::new(),
-            ready: VecDeque::new(),
+            ready: Ready::default(),
             in_aio: 0,
             counters: QueueCounters::default(),
         }
@@ -104,10 +105,7 @@ impl PosixaioQueue {
                 _ => -libc::EIO,
             };
             s.busy = false;
-            self.ready.push_back(Completion {
-                user_data: s.user_data,
-                result,
-            });
+            self.ready.push(s.user_data, result);
             n += 1;
         }
         self.in_aio -= n;
@@ -183,18 +181,12 @@ unsafe impl Queue for PosixaioQueue {
         while let Some(op) = self.pending.pop_front() {
             let fd = match (op.kind, self.fds.get(op.file).copied()) {
                 (OpKind::Nop, _) => {
-                    self.ready.push_back(Completion {
-                        user_data: op.user_data,
-                        result: 0,
-                    });
+                    self.ready.push(op.user_data, 0);
                     submitted += 1;
                     continue;
                 }
                 (_, None) => {
-                    self.ready.push_back(Completion {
-                        user_data: op.user_data,
-                        result: -libc::EBADF,
-                    });
+                    self.ready.push(op.user_data, -libc::EBADF);
                     submitted += 1;
                     continue;
                 }
@@ -231,10 +223,7 @@ unsafe impl Queue for PosixaioQueue {
                     self.pending.push_front(op);
                     break;
                 }
-                self.ready.push_back(Completion {
-                    user_data: op.user_data,
-                    result: -errno,
-                });
+                self.ready.push(op.user_data, -errno);
                 submitted += 1;
                 continue;
             }
@@ -249,12 +238,7 @@ unsafe impl Queue for PosixaioQueue {
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
         self.reap();
-        let n = self.ready.len();
-        for c in self.ready.drain(..) {
-            sink(c);
-        }
-        self.counters.completed += n as u64;
-        Ok(n)
+        Ok(self.ready.hand_back(sink, &mut self.counters))
     }
 
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome> {

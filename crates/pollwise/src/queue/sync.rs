@@ -12,11 +12,11 @@
 //! As fio's sync engines, the queue holds one operation at a time in the device: a depth above
 //! 1 only batches the calls.
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use super::ready::Staged;
 use super::{Completion, Op, OpKind, Queue, QueueCounters, WaitOutcome};
 
 /// Which system calls a [`SyncQueue`] makes (fio's engine names).
@@ -66,9 +66,7 @@ pub struct SyncQueue {
     call: SyncCall,
     flags: i32,
     fds: Vec<RawFd>,
-    depth: usize,
-    pending: VecDeque<Op>,
-    ready: VecDeque<Completion>,
+    staged: Staged,
     counters: QueueCounters,
 }
 
@@ -80,9 +78,7 @@ impl SyncQueue {
             call,
             flags: 0,
             fds: fds.to_vec(),
-            depth: depth.max(1),
-            pending: VecDeque::new(),
-            ready: VecDeque::new(),
+            staged: Staged::new(depth),
             counters: QueueCounters::default(),
         }
     }
@@ -160,33 +156,22 @@ unsafe impl Queue for SyncQueue {
     }
 
     unsafe fn push(&mut self, op: &Op) -> io::Result<()> {
-        if self.in_flight() >= self.depth {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        self.pending.push_back(*op);
-        Ok(())
+        self.staged.push(op)
     }
 
     fn submit(&mut self) -> io::Result<usize> {
-        let n = self.pending.len();
-        while let Some(op) = self.pending.pop_front() {
+        let mut n = 0;
+        while let Some(op) = self.staged.next_pending() {
             let result = self.run(&op);
-            self.ready.push_back(Completion {
-                user_data: op.user_data,
-                result,
-            });
+            self.staged.ready.push(op.user_data, result);
+            n += 1;
         }
         self.counters.submitted += n as u64;
         Ok(n)
     }
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
-        let n = self.ready.len();
-        for c in self.ready.drain(..) {
-            sink(c);
-        }
-        self.counters.completed += n as u64;
-        Ok(n)
+        Ok(self.staged.ready.hand_back(sink, &mut self.counters))
     }
 
     fn wait(&mut self, _min: usize, _timeout: Option<Duration>) -> io::Result<WaitOutcome> {
@@ -200,7 +185,7 @@ unsafe impl Queue for SyncQueue {
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.ready.len()
+        self.staged.in_flight()
     }
 
     fn counters(&self) -> QueueCounters {

@@ -10,11 +10,13 @@
 //! `Unsupported` error carrying a [`MissingFeature`], rather
 //! than entering the kernel with an argument it would misread.
 //!
-//! Polling here depends on the ring: a plain ring posts completions from the interrupt into
-//! shared memory, so polling is a load; a DEFER_TASKRUN ring posts them only when its task enters
-//! the kernel, and an IOPOLL ring finds them only by polling the device inside the kernel, so on
-//! those rings [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
-//! An IOPOLL ring has no interrupts at all: a blocking [`Queue::wait`] is the kernel polling
+//! Polling here depends on the ring, by the rule [`RingKind`](crate::ring::RingKind) states for
+//! the Waiter too: a plain ring posts completions from the interrupt into shared memory, so
+//! polling is a load; a DEFER_TASKRUN ring posts them only when its task enters the kernel, a
+//! COOP_TASKRUN ring's task work waits for the task's next entry, and an IOPOLL ring without
+//! SQPOLL finds them only by polling the device inside the kernel, so on those rings
+//! [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
+//! An IOPOLL ring without SQPOLL has no interrupts at all: a blocking [`Queue::wait`] is the kernel polling
 //! the device until `min` completions came (the kernel ignores a timeout there), so no
 //! completion can end a sleep ([`Queue::completions_wake`] is false) and policies sleep on a
 //! timer ([`Queue::sleep`]) when they want to give the CPU away.
@@ -157,9 +159,10 @@ impl UringQueue {
                 .map_err(|source| SetupError::register_files(flags, source))?;
         }
         let features = Features::of(&ring);
-        let sqpoll = ring.params().is_setup_sqpoll();
-        let polled_in_enter = ring.params().is_setup_iopoll() && !sqpoll;
-        let poll_needs_enter = opts.defer_taskrun || polled_in_enter;
+        let kind = crate::ring::RingKind::of(ring.params());
+        let sqpoll = kind.sqpoll();
+        let polled_in_enter = kind.polled_in_enter();
+        let poll_needs_enter = kind.poll_needs_enter();
         Ok(UringQueue {
             ring,
             files: files.to_vec(),

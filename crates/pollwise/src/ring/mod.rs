@@ -9,14 +9,18 @@
 //! - [`RawRing`]: pointers into the mapped rings and the fd, as liburing's `struct io_uring`
 //!   holds them (the C ABI builds one per call from the header's inline wrappers);
 //! - [`UringView`] (feature `io-uring`): a view of an `io_uring::IoUring`, over its own mapping
-//!   of the ring and its own duplicate of the ring's fd, so it borrows nothing and the caller
-//!   keeps `&mut` access to its ring to push SQEs and reap CQEs.
+//!   of the ring and its own duplicate of the ring's fd, so it borrows nothing. Making one is
+//!   `unsafe` (nobody may consume CQEs during a wait); safe code waits through
+//!   [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring.
 //!
-//! [`RingKind`] names what the setup flags mean for waiting: on IOPOLL, DEFER_TASKRUN and
-//! COOP_TASKRUN rings completions become visible only inside a kernel entry, so a poll is a
-//! non-blocking `GETEVENTS` enter; an IOPOLL ring has no interrupts, so a blocking wait is an
-//! enter that polls in the kernel and a timed sleep is a plain sleep.
+//! [`RingKind`] names what the setup flags mean for waiting, for the Waiter and the crate's own
+//! io_uring queues alike: on IOPOLL rings without SQPOLL, DEFER_TASKRUN and COOP_TASKRUN rings
+//! completions may become visible only inside a kernel entry, so a poll is a non-blocking
+//! `GETEVENTS` enter; an IOPOLL ring without SQPOLL has no interrupts, so a blocking wait is an
+//! enter that polls in the kernel and a timed sleep is a plain sleep. The setup flags
+//! (`IORING_SETUP_*`) are defined once, where rings are set up, and re-exported here.
 
+mod kind;
 #[cfg(feature = "io-uring")]
 mod uring;
 
@@ -27,29 +31,14 @@ use std::time::Duration;
 
 use crate::sys::enter;
 
+pub use crate::sys::uring::{
+    IORING_SETUP_COOP_TASKRUN, IORING_SETUP_CQE32, IORING_SETUP_DEFER_TASKRUN,
+    IORING_SETUP_HYBRID_IOPOLL, IORING_SETUP_IOPOLL, IORING_SETUP_NO_MMAP, IORING_SETUP_NO_SQARRAY,
+    IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, KNOWN_SETUP_FLAGS,
+};
+pub use kind::{RingKind, FEAT_EXT_ARG};
 #[cfg(feature = "io-uring")]
 pub use uring::UringView;
-
-/// `IORING_SETUP_IOPOLL`.
-pub const SETUP_IOPOLL: u32 = 1 << 0;
-/// `IORING_SETUP_SQPOLL`.
-pub const SETUP_SQPOLL: u32 = 1 << 1;
-/// `IORING_SETUP_COOP_TASKRUN`.
-pub const SETUP_COOP_TASKRUN: u32 = 1 << 8;
-/// `IORING_SETUP_CQE32`: CQEs are 32 bytes.
-pub const SETUP_CQE32: u32 = 1 << 11;
-/// `IORING_SETUP_DEFER_TASKRUN`.
-pub const SETUP_DEFER_TASKRUN: u32 = 1 << 13;
-/// `IORING_SETUP_NO_MMAP`: the rings live in memory the application gave.
-pub const SETUP_NO_MMAP: u32 = 1 << 14;
-/// `IORING_SETUP_NO_SQARRAY`: the SQ has no index array.
-pub const SETUP_NO_SQARRAY: u32 = 1 << 16;
-/// `IORING_SETUP_HYBRID_IOPOLL`: an IOPOLL ring whose kernel sleeps before it polls.
-pub const SETUP_HYBRID_IOPOLL: u32 = 1 << 17;
-/// Every setup flag up to Linux 6.13 (`IOPOLL` to `HYBRID_IOPOLL`): the flags whose effect on
-/// waiting this module knows. A ring with another flag is refused (a later kernel's flag might
-/// change how completions become visible).
-pub const KNOWN_SETUP_FLAGS: u32 = (1 << 18) - 1;
 
 /// `IORING_SQ_NEED_WAKEUP`: the SQPOLL thread sleeps.
 pub const SQ_NEED_WAKEUP: u32 = 1 << 0;
@@ -59,47 +48,6 @@ pub const SQ_CQ_OVERFLOW: u32 = 1 << 1;
 pub const SQ_TASKRUN: u32 = 1 << 2;
 /// `IORING_CQE_F_MORE`: more CQEs will come for this request (multishot).
 pub const CQE_F_MORE: u32 = 1 << 1;
-/// `IORING_FEAT_EXT_ARG`: enters take a timeout.
-pub const FEAT_EXT_ARG: u32 = 1 << 8;
-
-/// What a ring's setup flags mean for waiting on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RingKind {
-    /// The setup flags.
-    pub flags: u32,
-    /// The kernel's features (`IORING_FEAT_*`).
-    pub features: u32,
-}
-
-impl RingKind {
-    /// IOPOLL (or HYBRID_IOPOLL): completions are found only by an enter that polls the device;
-    /// there is no interrupt to sleep on.
-    pub fn iopoll(&self) -> bool {
-        self.flags & SETUP_IOPOLL != 0
-    }
-
-    /// SQPOLL: a kernel thread submits; it may need waking.
-    pub fn sqpoll(&self) -> bool {
-        self.flags & SETUP_SQPOLL != 0
-    }
-
-    /// Completions become visible only inside a kernel entry (IOPOLL, DEFER_TASKRUN,
-    /// COOP_TASKRUN): a poll is a non-blocking `GETEVENTS` enter.
-    pub fn poll_needs_enter(&self) -> bool {
-        self.flags & (SETUP_IOPOLL | SETUP_DEFER_TASKRUN | SETUP_COOP_TASKRUN) != 0
-    }
-
-    /// The ring's enters take a timeout (`IORING_FEAT_EXT_ARG`).
-    pub fn ext_arg(&self) -> bool {
-        self.features & FEAT_EXT_ARG != 0
-    }
-
-    /// Setup flags this module does not know.
-    pub fn unknown_flags(&self) -> u32 {
-        self.flags & !KNOWN_SETUP_FLAGS
-    }
-}
-
 /// The parts of a mapped ring a [`RawRing`] is made of (liburing's `struct io_uring` holds
 /// them all).
 #[derive(Debug, Clone, Copy)]
@@ -190,10 +138,7 @@ impl RawRing {
                 "the CQ ring mask is not a power of two less one",
             ));
         }
-        let kind = RingKind {
-            flags: p.setup_flags,
-            features: p.features,
-        };
+        let kind = RingKind::new(p.setup_flags, p.features);
         if kind.unknown_flags() != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -214,10 +159,7 @@ impl RawRing {
 
     /// What the ring's flags mean for waiting.
     pub fn kind(&self) -> RingKind {
-        RingKind {
-            flags: self.p.setup_flags,
-            features: self.p.features,
-        }
+        RingKind::new(self.p.setup_flags, self.p.features)
     }
 
     /// The parts the view was made of.
@@ -277,7 +219,7 @@ impl RawRing {
         if i.wrapping_sub(head) >= tail.wrapping_sub(head) {
             return None;
         }
-        let shift = u32::from(self.p.setup_flags & SETUP_CQE32 != 0);
+        let shift = u32::from(self.p.setup_flags & IORING_SETUP_CQE32 != 0);
         let slot = ((i & self.p.cq_mask) << shift) as usize;
         // SAFETY: `from_parts`' contract: cqes points at the mapping's CQE array of mask + 1
         // entries (twice as many 16-byte halves with CQE32), and slot is within it. The entry

@@ -6,6 +6,11 @@
 //! of mappings of a ring's fd) gives the Waiter the same shared memory, read-only, while the
 //! caller keeps its ring to itself; the duplicated fd keeps the ring alive, so the view stays
 //! valid even if the caller drops its `IoUring` first.
+//!
+//! **Rule.** Making a view is `unsafe`: while a Waiter waits through it nobody may consume the
+//! ring's CQEs, and a view cannot see who holds the ring (another thread reaping under a wait
+//! made the Waiter count CQEs it never read). Safe code waits through
+//! [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring and waits by `&mut self`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -13,8 +18,10 @@ use std::ptr::NonNull;
 
 use io_uring::{cqueue, squeue, IoUring};
 
-use super::{RawRing, RingParts, SETUP_CQE32, SETUP_NO_MMAP, SETUP_NO_SQARRAY};
-use crate::sys::uring::raw_params;
+use super::{RawRing, RingParts};
+use crate::sys::uring::{
+    raw_params, IORING_SETUP_CQE32, IORING_SETUP_NO_MMAP, IORING_SETUP_NO_SQARRAY,
+};
 
 /// `IORING_OFF_SQ_RING`.
 const OFF_SQ_RING: libc::off_t = 0;
@@ -87,11 +94,19 @@ impl UringView {
     /// Maps `ring` a second time, read-only, and duplicates its fd. `Unsupported` for a ring
     /// set up with `IORING_SETUP_NO_MMAP` or with setup flags a Waiter does not know; the
     /// kernel's error if the mapping or the duplication fails.
-    pub fn new<S: squeue::EntryMarker, C: cqueue::EntryMarker>(
+    ///
+    /// Safe code waits through [`UringWaiter`](crate::waiter::UringWaiter), which owns the ring.
+    ///
+    /// # Safety
+    ///
+    /// Nobody consumes the ring's CQEs (advances its CQ head, through `ring` or otherwise) while
+    /// a [`Waiter`](crate::waiter::Waiter) waits through the view, as
+    /// [`RawRing::from_parts`] requires: the view cannot see who holds the ring.
+    pub unsafe fn new<S: squeue::EntryMarker, C: cqueue::EntryMarker>(
         ring: &IoUring<S, C>,
     ) -> io::Result<UringView> {
         let p = raw_params(ring.params());
-        if p.flags & SETUP_NO_MMAP != 0 {
+        if p.flags & IORING_SETUP_NO_MMAP != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "a ring in memory of the application's own (NO_MMAP) cannot be mapped again",
@@ -101,12 +116,16 @@ impl UringView {
         let fd = unsafe { BorrowedFd::borrow_raw(ring.as_raw_fd()) }.try_clone_to_owned()?;
         let [sq_head, sq_tail, _, _, sq_flags, sq_dropped, sq_array, _] = p.sq_off;
         let [cq_head, cq_tail, cq_mask, _, _, cq_cqes, _, _] = p.cq_off;
-        let sq_len = if p.flags & SETUP_NO_SQARRAY != 0 {
+        let sq_len = if p.flags & IORING_SETUP_NO_SQARRAY != 0 {
             sq_head.max(sq_tail).max(sq_flags).max(sq_dropped) as usize + 4
         } else {
             sq_array as usize + p.sq_entries as usize * 4
         };
-        let cqe_size = if p.flags & SETUP_CQE32 != 0 { 32 } else { 16 };
+        let cqe_size = if p.flags & IORING_SETUP_CQE32 != 0 {
+            32
+        } else {
+            16
+        };
         let cq_len = cq_cqes as usize + p.cq_entries as usize * cqe_size;
         let (sq, cq) = if p.features & FEAT_SINGLE_MMAP != 0 {
             (Mapping::new(&fd, OFF_SQ_RING, sq_len.max(cq_len))?, None)

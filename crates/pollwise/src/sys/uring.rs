@@ -26,6 +26,9 @@ use std::os::fd::RawFd;
 
 use io_uring::IoUring;
 
+// The setup flags (`IORING_SETUP_*`, include/uapi/linux/io_uring.h): defined here once, for
+// setup and for what they mean to a wait ([`RingKind`](crate::ring::RingKind)).
+
 /// `IORING_SETUP_IOPOLL`: the kernel polls the device for completions.
 pub const IORING_SETUP_IOPOLL: u32 = 1 << 0;
 /// `IORING_SETUP_SQPOLL`: a kernel thread polls the submission queue.
@@ -38,13 +41,23 @@ pub const IORING_SETUP_CQSIZE: u32 = 1 << 3;
 pub const IORING_SETUP_ATTACH_WQ: u32 = 1 << 5;
 /// `IORING_SETUP_COOP_TASKRUN` (Linux 5.19): no interrupt to run completion task work.
 pub const IORING_SETUP_COOP_TASKRUN: u32 = 1 << 8;
+/// `IORING_SETUP_CQE32` (Linux 5.19): CQEs are 32 bytes.
+pub const IORING_SETUP_CQE32: u32 = 1 << 11;
 /// `IORING_SETUP_SINGLE_ISSUER` (Linux 6.0): one task submits.
 pub const IORING_SETUP_SINGLE_ISSUER: u32 = 1 << 12;
 /// `IORING_SETUP_DEFER_TASKRUN` (Linux 6.1): completions are posted when the task enters.
 pub const IORING_SETUP_DEFER_TASKRUN: u32 = 1 << 13;
+/// `IORING_SETUP_NO_MMAP` (Linux 6.5): the rings live in memory the application gave.
+pub const IORING_SETUP_NO_MMAP: u32 = 1 << 14;
+/// `IORING_SETUP_NO_SQARRAY` (Linux 6.6): the SQ has no index array.
+pub const IORING_SETUP_NO_SQARRAY: u32 = 1 << 16;
 /// `IORING_SETUP_HYBRID_IOPOLL` (Linux 6.13): sleep part of the expected completion time, then
-/// poll (seed 000).
+/// poll.
 pub const IORING_SETUP_HYBRID_IOPOLL: u32 = 1 << 17;
+/// Every setup flag up to Linux 6.13 (`IOPOLL` to `HYBRID_IOPOLL`): the flags whose effect on
+/// waiting is known ([`RingKind`](crate::ring::RingKind)). A Waiter refuses a ring with another
+/// flag (a later kernel's flag might change how completions become visible).
+pub const KNOWN_SETUP_FLAGS: u32 = (1 << 18) - 1;
 /// `IORING_ENTER_GETEVENTS`: wait for (or, with IOPOLL, poll for) completions.
 pub const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
 
@@ -241,7 +254,6 @@ const _: () = assert!(mem::size_of::<io_uring::Parameters>() == mem::size_of::<R
 const _: () = assert!(mem::align_of::<io_uring::Parameters>() == mem::align_of::<RawParams>());
 
 /// The kernel's `io_uring_params` behind the crate's `Parameters` (offsets of the mapped rings).
-#[cfg(feature = "io-uring")]
 pub(crate) fn raw_params(p: &io_uring::Parameters) -> RawParams {
     // SAFETY: Parameters is a transparent wrapper over the kernel's io_uring_params, which
     // RawParams mirrors (size and alignment asserted equal above); every bit pattern is a

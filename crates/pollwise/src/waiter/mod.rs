@@ -10,10 +10,9 @@
 //! for per-class predictions, else CQEs end requests oldest first. The policies are the crate's own
 //! ([`policy`](crate::policy)), over a shadow of the ring that observes CQEs rather than reaping.
 //!
-//! **Ring kinds.** A poll on a DEFER_TASKRUN, COOP_TASKRUN or IOPOLL ring is a non-blocking
-//! `GETEVENTS` enter; on IOPOLL a blocking wait is an enter that polls in the kernel. SQPOLL
-//! threads are woken when asleep, overflow and task work are flushed before spinning, registered
-//! ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
+//! **Ring kinds** follow [`RingKind`](crate::ring::RingKind)'s rule, as the crate's queues do.
+//! SQPOLL threads are woken when asleep, overflow and task work are flushed before spinning,
+//! registered ring fds are entered by index. A peek (`wait_nr` 0) never blocks.
 //!
 //! **Ends, as the kernel's enter ends.** `Ok(ready)` once `wait_nr` CQEs are ready. A signal whose
 //! handler runs on the thread ends any wait, spins included (they learn it from [`note_signal`]),
@@ -426,40 +425,108 @@ impl Drop for Waiter {
     }
 }
 
-/// A [`Waiter`] bound to one `io_uring::IoUring` of the caller's: the ring's read-only view
-/// ([`UringView`](crate::ring::UringView)) and a Waiter of one mode, so a program that owns its
-/// ring writes `UringWaiter::new(&ring, mode)?` and then `submit_and_wait(1)?` where it called
-/// `ring.submit_and_wait(1)?`. The ring stays the caller's: SQEs, `user_data`, buffers and
-/// reaping are untouched.
+/// A [`Waiter`] that owns one `io_uring::IoUring` of the caller's: a program that has its ring
+/// writes `UringWaiter::new(ring, mode)?`, pushes SQEs with `submission()` and reaps with
+/// `completion()` as it did on its ring, and calls `submit_and_wait(1)?` where it called
+/// `ring.submit_and_wait(1)?`. SQEs, `user_data`, buffers and reaping stay the caller's.
+///
+/// It owns the ring so that nothing else can consume the ring's CQEs while it waits: its waits
+/// and the ring's queues all take `&mut self`, so no thread reaps during a wait, and the ring is
+/// never handed out by `&mut` (it cannot be swapped for another under the Waiter's view). A
+/// reaper on another thread during a wait does not compile:
+///
+/// ```compile_fail,E0499
+/// use io_uring::IoUring;
+/// use pollwise::{policy::Mode, waiter::UringWaiter};
+///
+/// let mut w = UringWaiter::new(IoUring::new(8).unwrap(), Mode::Poll).unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(|| for _cqe in w.completion() {});
+///     w.wait(1).unwrap();
+/// });
+/// ```
 #[cfg(feature = "io-uring")]
-#[derive(Debug)]
-pub struct UringWaiter {
+pub struct UringWaiter<
+    S: io_uring::squeue::EntryMarker = io_uring::squeue::Entry,
+    C: io_uring::cqueue::EntryMarker = io_uring::cqueue::Entry,
+> {
+    // Dropped before the ring (fields drop in order): the view's mapping is its own anyway.
     view: crate::ring::UringView,
     waiter: Waiter,
+    ring: io_uring::IoUring<S, C>,
 }
 
 #[cfg(feature = "io-uring")]
-impl UringWaiter {
-    /// A Waiter of `mode` (with that mode's default settings) over `ring`. Errors as
+impl<S: io_uring::squeue::EntryMarker, C: io_uring::cqueue::EntryMarker> std::fmt::Debug
+    for UringWaiter<S, C>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringWaiter")
+            .field("view", &self.view)
+            .field("waiter", &self.waiter)
+            .finish()
+    }
+}
+
+#[cfg(feature = "io-uring")]
+impl<S: io_uring::squeue::EntryMarker, C: io_uring::cqueue::EntryMarker> UringWaiter<S, C> {
+    /// A Waiter of `mode` (with that mode's default settings) owning `ring`. Errors as
     /// [`UringView::new`](crate::ring::UringView::new).
-    pub fn new<S: io_uring::squeue::EntryMarker, C: io_uring::cqueue::EntryMarker>(
-        ring: &io_uring::IoUring<S, C>,
-        mode: Mode,
-    ) -> io::Result<UringWaiter> {
+    pub fn new(ring: io_uring::IoUring<S, C>, mode: Mode) -> io::Result<UringWaiter<S, C>> {
+        // SAFETY: the view is used only by this value's waits, which take `&mut self`; the ring
+        // is this value's and reached only through `&mut self` (its queues) or `&self` (which
+        // cannot consume CQEs), so nothing consumes its CQEs during a wait.
+        let view = unsafe { crate::ring::UringView::new(&ring) }?;
         Ok(UringWaiter {
-            view: crate::ring::UringView::new(ring)?,
+            view,
             waiter: Waiter::new(&PolicyConfig::new(mode)),
+            ring,
         })
     }
 
-    /// [`Waiter::submit_and_wait`] on the bound ring.
+    /// [`Waiter::submit_and_wait`] on the ring.
     pub fn submit_and_wait(&mut self, wait_nr: u32) -> io::Result<u32> {
         self.waiter.submit_and_wait(&self.view, wait_nr)
     }
 
-    /// [`Waiter::wait`] on the bound ring.
+    /// [`Waiter::submit_and_wait_timeout`] on the ring.
+    pub fn submit_and_wait_timeout(
+        &mut self,
+        wait_nr: u32,
+        timeout: Option<Duration>,
+    ) -> io::Result<u32> {
+        self.waiter
+            .submit_and_wait_timeout(&self.view, wait_nr, timeout)
+    }
+
+    /// [`Waiter::wait`] on the ring.
     pub fn wait(&mut self, wait_nr: u32) -> io::Result<u32> {
         self.waiter.wait(&self.view, wait_nr)
+    }
+
+    /// [`Waiter::wait_timeout`] on the ring.
+    pub fn wait_timeout(&mut self, wait_nr: u32, timeout: Option<Duration>) -> io::Result<u32> {
+        self.waiter.wait_timeout(&self.view, wait_nr, timeout)
+    }
+
+    /// The ring's submission queue, to push SQEs (`IoUring::submission`).
+    pub fn submission(&mut self) -> io_uring::SubmissionQueue<'_, S> {
+        self.ring.submission()
+    }
+
+    /// The ring's completion queue, to reap CQEs (`IoUring::completion`).
+    pub fn completion(&mut self) -> io_uring::CompletionQueue<'_, C> {
+        self.ring.completion()
+    }
+
+    /// The ring, shared: its submitter (registrations, enters), parameters and fd.
+    pub fn ring(&self) -> &io_uring::IoUring<S, C> {
+        &self.ring
+    }
+
+    /// The ring back, the Waiter dropped.
+    pub fn into_ring(self) -> io_uring::IoUring<S, C> {
+        self.ring
     }
 
     /// [`Waiter::stats`].
@@ -467,13 +534,8 @@ impl UringWaiter {
         self.waiter.stats()
     }
 
-    /// The Waiter, for notes ([`Waiter::note_submit`]), timeouts and beliefs.
+    /// The Waiter, for notes ([`Waiter::note_submit`]) and beliefs.
     pub fn waiter(&mut self) -> &mut Waiter {
         &mut self.waiter
-    }
-
-    /// The ring's view, for the Waiter's calls that take a ring.
-    pub fn view(&self) -> &crate::ring::UringView {
-        &self.view
     }
 }

@@ -284,14 +284,14 @@ impl Shadow {
                 Ok(WaitOutcome::TimedOut)
             }
         };
-        if kind.iopoll() || (limit.is_some() && !kind.ext_arg()) {
+        if kind.polled_in_enter() || (limit.is_some() && !kind.ext_arg()) {
             // No interrupt to sleep on (IOPOLL), or no timed enter (no EXT_ARG).
             if to_submit > 0 || wake != 0 {
                 ring.enter(to_submit, 0, wake, None)?;
                 self.bump(|c| c.enters += 1);
             }
             match limit {
-                Some(l) if !is_deadline || !kind.iopoll() => {
+                Some(l) if !is_deadline || !kind.polled_in_enter() => {
                     // A timed sleep (hybrid's, on IOPOLL: sleep, then the next poll enters).
                     if !is_deadline {
                         self.fine_timers();

@@ -1,0 +1,117 @@
+//! The exit summary: one JSON line appended to the file `POLLWISE_SUMMARY` names.
+//!
+//! **Rule.** It never blocks the exit and never prints: every lock is only tried (a lock another
+//! thread holds at exit is counted as `busy_at_exit`, not waited for), the file is created 0600,
+//! appended to, never truncated and never opened through a symbolic link, and a failure to write
+//! is dropped. The fields are listed in the crate docs.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pollwise::policy::Mode;
+
+use crate::{add_stats, state, COUNTS, FUNCS, REASONS};
+
+/// The summary line: see the module docs.
+pub(crate) fn summary() -> String {
+    let st = state();
+    let mut s = st.retired.try_lock().map(|r| *r).unwrap_or_default();
+    let mut busy = 0;
+    if let Ok(m) = st.rings.try_read() {
+        for slot in m.values() {
+            match slot.try_lock() {
+                Ok(g) => add_stats(&mut s, &g.waiter.stats()),
+                Err(_) => busy += 1,
+            }
+        }
+    }
+    let ru = pollwise::clock::Rusage::process();
+    let p = &s.policy;
+    let mode_ns = match st.mode {
+        Some(Mode::Auto) => format!(
+            "{{\"poll\":{},\"hybrid\":{},\"interrupt\":{},\"adaptive\":{}}}",
+            p.auto.poll_ns, p.auto.hybrid_ns, p.auto.interrupt_ns, p.auto.adaptive_ns
+        ),
+        Some(m) => format!("{{\"{}\":{}}}", m.name(), s.wait_ns),
+        None => "{}".into(),
+    };
+    let pairs = |names: &[&str], v: &[AtomicU64]| {
+        names
+            .iter()
+            .zip(v)
+            .map(|(n, c)| format!("\"{n}\":{}", c.load(Ordering::Relaxed)))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+    let mode_text: String = st
+        .mode_text
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let comm: String = comm
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
+        .collect();
+    format!(
+        concat!(
+            "{{\"pid\":{},\"comm\":\"{}\",\"mode\":\"{}\",\"mode_known\":{},\"rings\":{},",
+            "\"waits\":{},\"peeks\":{},\"ready_at_once\":{},\"timeouts\":{},\"interrupted\":{},",
+            "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
+            "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
+            "\"auto_switches\":{},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
+            "\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
+        ),
+        std::process::id(),
+        comm,
+        mode_text,
+        st.mode.is_some(),
+        COUNTS.rings.load(Ordering::Relaxed),
+        s.waits,
+        s.peeks,
+        s.ready_at_once,
+        s.timeouts,
+        s.interrupted,
+        s.untracked,
+        s.wait_ns,
+        s.submitted,
+        s.cqes,
+        s.enters,
+        p.wait.polls,
+        p.wait.empty_polls,
+        p.wait.blocks,
+        p.wait.sleeps,
+        p.wait.slept_ns,
+        p.auto.switches,
+        mode_ns,
+        pairs(&FUNCS, &COUNTS.calls),
+        pairs(&FUNCS, &COUNTS.taken),
+        pairs(&REASONS, &COUNTS.fallbacks),
+        busy,
+        ru.usr_ns,
+        ru.sys_ns,
+    )
+}
+
+/// At exit: appends the summary to `POLLWISE_SUMMARY`, if set (created 0600, never truncated,
+/// never through a symbolic link).
+pub(crate) extern "C" fn write_summary() {
+    let _ = catch_unwind(|| {
+        let Some(path) = std::env::var_os("POLLWISE_SUMMARY") else {
+            return;
+        };
+        let line = summary();
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    });
+}

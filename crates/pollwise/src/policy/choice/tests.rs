@@ -1,0 +1,326 @@
+use super::*;
+use crate::policy::contention::FlappingSignals;
+
+/// One request in flight: 1 / latency per second, mean = median.
+fn est(p50_ns: f64, cpu_per_io_ns: f64) -> Estimate {
+    Estimate {
+        p50_ns,
+        p90_ns: p50_ns * 1.2,
+        cpu_per_io_ns,
+        ios_per_s: 1e9 / p50_ns,
+        mean_ns: p50_ns,
+    }
+}
+
+#[test]
+fn one_shifted_epoch_is_noise_two_in_a_row_are_a_change() {
+    let never = FlappingSignals {
+        start_ns: 0,
+        period_ns: 1,
+        on: 0..0,
+    };
+    let mut c = Chooser::new(0.10, Box::new(never), false);
+    let ms = 1_000_000;
+    c.start(0, &NoHybrid);
+    // Exploration without hybrid: interrupt, poll, adaptive. Interrupt is within 10% of
+    // poll's median (and not a close call) at half its CPU: the best.
+    assert_eq!(c.current(), "interrupt");
+    c.on_epoch(est(10_000.0, 5_000.0), 20 * ms, &NoHybrid);
+    assert_eq!(c.current(), "adaptive");
+    c.on_epoch(est(12_000.0, 7_000.0), 40 * ms, &NoHybrid);
+    assert_eq!(c.current(), "poll");
+    c.on_epoch(est(10_000.0, 10_000.0), 60 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.reason_count(Reason::Best), 1);
+    // One epoch 50% slower, then one as before: noise, the hold goes on.
+    c.on_epoch(est(15_000.0, 5_000.0), 80 * ms, &NoHybrid);
+    c.on_epoch(est(10_000.0, 5_000.0), 100 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::ClatShift), 0);
+    assert_eq!(c.current(), "interrupt");
+    // Two in a row: a change, explored again from interrupt.
+    c.on_epoch(est(15_000.0, 5_000.0), 120 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::ClatShift), 0);
+    c.on_epoch(est(15_000.0, 5_000.0), 140 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::ClatShift), 1);
+    assert_eq!(c.reason_count(Reason::Explore), 2);
+    assert_eq!(c.current(), "interrupt");
+}
+
+fn never() -> Box<FlappingSignals> {
+    Box::new(FlappingSignals {
+        start_ns: 0,
+        period_ns: 1,
+        on: 0..0,
+    })
+}
+
+/// A chooser without hybrid that explored poll, interrupt and adaptive, 20 ms an epoch,
+/// with poll at 10 µs and 10 µs of CPU per I/O, interrupt and adaptive as given.
+fn explored(interrupt: Estimate, adaptive: Estimate) -> Chooser {
+    explored_with(est(10_000.0, 10_000.0), interrupt, adaptive)
+}
+
+/// As [`explored`], with poll's estimate given.
+fn explored_with(poll: Estimate, interrupt: Estimate, adaptive: Estimate) -> Chooser {
+    explore_all(
+        Chooser::new(0.10, never(), false),
+        &[
+            ("poll", poll),
+            ("interrupt", interrupt),
+            ("adaptive", adaptive),
+        ],
+    )
+}
+
+/// `c` started and given, epoch by epoch (20 ms each), the estimate of whichever
+/// candidate it is in, until it decides.
+fn explore_all(mut c: Chooser, of: &[(&str, Estimate)]) -> Chooser {
+    let ms = 1_000_000;
+    c.start(0, &NoHybrid);
+    for t in 1..=of.len() as u64 {
+        let e = of.iter().find(|(n, _)| *n == c.current()).unwrap().1;
+        c.on_epoch(e, t * 20 * ms, &NoHybrid);
+    }
+    c
+}
+
+#[test]
+fn a_close_call_is_measured_twice_and_decided_on_the_means() {
+    let ms = 1_000_000;
+    // Interrupt 1.12x poll: outside the slack, but within 5% of its line (1.10x).
+    let mut c = explored(est(11_200.0, 5_000.0), est(13_000.0, 7_000.0));
+    assert_eq!(c.reason_count(Reason::Best), 0, "not decided yet");
+    assert_eq!(c.current(), "poll", "poll first again");
+    c.on_epoch(est(10_000.0, 10_000.0), 80 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    // The second round: 1.06x. Mean 1.09x: inside the slack.
+    c.on_epoch(est(10_600.0, 5_000.0), 100 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::Best), 1);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.estimate("interrupt").unwrap().p50_ns, 10_900.0);
+    assert!(c
+        .beliefs(100 * ms)
+        .contains(&("auto.close_calls".to_string(), 1.0)));
+}
+
+#[test]
+fn a_clear_call_is_decided_at_once() {
+    let ms = 1_000_000;
+    // Interrupt 1.25x poll, adaptive 1.30x: neither near the line; poll it is.
+    let c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
+    assert_eq!(c.reason_count(Reason::Best), 1);
+    assert_eq!(c.current(), "poll");
+    assert!(c
+        .beliefs(60 * ms)
+        .contains(&("auto.close_calls".to_string(), 0.0)));
+}
+
+#[test]
+fn exploring_epochs_end_sooner_than_holding_ones() {
+    let mut c = Chooser::new(0.10, never(), false);
+    c.start(0, &NoHybrid);
+    let mut t = 0;
+    // Settle, then EPOCH_IOS completions: the exploring epoch ends once its least time has
+    // passed.
+    c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    t += EXPLORE_EPOCH_NS - 1;
+    c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
+    assert_eq!(c.current(), "interrupt", "the least time has not passed");
+    t += 1;
+    c.after_wait(1, t, &NoHybrid);
+    assert_eq!(c.current(), "adaptive", "the first epoch ended");
+    // Run the exploration out the same way.
+    for _ in 0..2 {
+        c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
+        t += EXPLORE_EPOCH_NS;
+        c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
+    }
+    assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(t));
+    let epochs = c.epochs();
+    // Holding (after settling): as many completions in an exploring epoch's time end no
+    // epoch; 20 ms do.
+    c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
+    t += EXPLORE_EPOCH_NS;
+    c.after_wait(4 * EPOCH_IOS as usize, t, &NoHybrid);
+    assert_eq!(c.epochs(), epochs);
+    t += EPOCH_NS;
+    c.after_wait(1, t, &NoHybrid);
+    assert_eq!(c.epochs(), epochs + 1);
+}
+
+/// 32 requests in flight at `ios_per_s`: mean 32 / rate, the median as given.
+fn deep(p50_ns: f64, cpu_per_io_ns: f64, ios_per_s: f64) -> Estimate {
+    Estimate {
+        p50_ns,
+        p90_ns: p50_ns * 1.2,
+        cpu_per_io_ns,
+        ios_per_s,
+        mean_ns: 32e9 / ios_per_s,
+    }
+}
+
+#[test]
+fn deep_queues_are_judged_on_throughput_shallow_ones_on_the_median() {
+    // QD32: interrupt's median 1.13x poll's at the same rate: within the slack on
+    // throughput, at a tenth of the CPU.
+    let decided = |int_p50: f64, rates: [f64; 2]| {
+        let c = explored_with(
+            deep(400_000.0, 14_000.0, 80_000.0),
+            deep(int_p50, 1_200.0, rates[0]),
+            deep(int_p50 + 8_000.0, 1_300.0, rates[1]),
+        );
+        assert_eq!(c.reason_count(Reason::Best), 1);
+        c
+    };
+    let c = decided(452_000.0, [80_000.0, 79_000.0]);
+    assert_eq!(c.current(), "interrupt");
+    assert!(c
+        .beliefs(0)
+        .contains(&("auto.judged_on_throughput".to_string(), 1.0)));
+    // Medians 1.25x and 1.30x poll's with one request in flight: outside the slack (and
+    // no close call), poll it is.
+    let c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
+    assert_eq!(c.reason_count(Reason::Best), 1);
+    assert_eq!(c.current(), "poll");
+    assert!(c
+        .beliefs(0)
+        .contains(&("auto.judged_on_throughput".to_string(), 0.0)));
+    // At QD32, candidates that serve 75% of poll's rate are out, though their medians
+    // are near poll's.
+    assert_eq!(decided(400_000.0, [60_000.0, 60_000.0]).current(), "poll");
+}
+
+#[test]
+fn the_fastest_candidate_sets_the_line_not_poll() {
+    // Hybrid 10 us, poll 12 us (spinning slowed the device), interrupt 13 us: within 10% of
+    // poll's, but 1.3x the fastest's. Hybrid is the cheapest within the line.
+    let c = explore_all(
+        Chooser::new(0.10, never(), true).judging_throughput(),
+        &[
+            ("poll", est(12_000.0, 12_000.0)),
+            ("hybrid", est(10_000.0, 6_000.0)),
+            ("interrupt", est(13_000.0, 4_000.0)),
+            ("adaptive", est(12_500.0, 5_000.0)),
+        ],
+    );
+    assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(0));
+    assert_eq!(c.current(), "hybrid");
+    // A device whose completion needs the CPU that poll spins on: poll is the slowest,
+    // interrupt the fastest and cheapest.
+    let c = explore_all(
+        Chooser::new(0.10, never(), true).judging_throughput(),
+        &[
+            ("poll", est(30_000.0, 30_000.0)),
+            ("hybrid", est(22_000.0, 15_000.0)),
+            ("interrupt", est(15_000.0, 9_000.0)),
+            ("adaptive", est(17_000.0, 10_000.0)),
+        ],
+    );
+    assert_eq!(c.current(), "interrupt");
+}
+
+#[test]
+fn a_waiters_own_chooser_judges_throughput_at_any_depth() {
+    // One request in flight, interrupt's median as poll's, but its waits leave the
+    // caller 0.8x the completions per second (its wake-ups delay the next submission).
+    let slow = Estimate {
+        ios_per_s: 80_000.0,
+        ..est(10_000.0, 5_000.0)
+    };
+    let c = explore_all(
+        Chooser::new(0.10, never(), false).judging_throughput(),
+        &[
+            ("poll", est(10_000.0, 10_000.0)),
+            ("interrupt", slow),
+            ("adaptive", est(10_000.0, 10_000.0)),
+        ],
+    );
+    assert_eq!(c.current(), "poll", "{:?}", c.beliefs(0));
+    assert!(c
+        .beliefs(0)
+        .contains(&("auto.judged_on_throughput".to_string(), 1.0)));
+    // The loop's chooser judges the median there: interrupt, at half the CPU.
+    let c = explored(slow, est(10_000.0, 10_000.0));
+    assert_eq!(c.current(), "interrupt");
+}
+
+#[test]
+fn long_waits_block_without_spinning() {
+    let ms = 1_000_000;
+    let mut c = Chooser::new(0.10, never(), true).judging_throughput();
+    c.start(0, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    // 300 ms timers: two waits, both long: interrupt is held, nothing spun.
+    c.after_timed_wait(1, 300 * ms, 300 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(
+        c.reason_count(Reason::LongWait),
+        0,
+        "one long wait is not enough"
+    );
+    c.after_timed_wait(1, 300 * ms, 600 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::LongWait), 1);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.switches(), 0, "no spinning mode was tried");
+    assert!(c.completions_in("interrupt") == 2);
+    // A fast device with one slow completion among many keeps exploring.
+    let mut c = Chooser::new(0.10, never(), true).judging_throughput();
+    c.start(0, &NoHybrid);
+    let mut t = 0;
+    c.after_timed_wait(1, 2 * ms, t, &NoHybrid);
+    for _ in 0..10 {
+        t += 10_000;
+        c.after_timed_wait(1, 10_000, t, &NoHybrid);
+    }
+    c.after_timed_wait(1, 2 * ms, t, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::LongWait), 0);
+    // A long wait in a spinning mode: explored again from interrupt at once.
+    c.after_timed_wait(SETTLE_IOS as usize, 10_000, t, &NoHybrid);
+    t += EXPLORE_EPOCH_NS;
+    c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
+    assert_eq!(c.current(), "adaptive");
+    // Adaptive blocks after its window: a long wait there decides nothing.
+    c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+    assert_eq!(c.current(), "adaptive");
+    assert_eq!(c.reason_count(Reason::LongWait), 0);
+    t += 5 * ms;
+    c.after_timed_wait(SETTLE_IOS as usize, 10_000, t, &NoHybrid);
+    t += EXPLORE_EPOCH_NS;
+    c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
+    assert_eq!(c.current(), "hybrid");
+    c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.reason_count(Reason::LongWait), 1);
+    assert_eq!(c.last_reason(), Reason::LongWait);
+}
+
+#[test]
+fn a_candidate_far_off_the_pace_is_cut_short() {
+    let ms = 1_000_000;
+    let mut c = Chooser::new(0.10, never(), false).judging_throughput();
+    c.start(0, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    // Interrupt: 20k completions per second.
+    let mut t = 0;
+    c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
+    t += 16 * ms;
+    c.after_wait(EPOCH_IOS as usize + 64, t, &NoHybrid);
+    assert_eq!(c.current(), "adaptive");
+    // Adaptive starves the device: 7 completions in 50 ms, far short of an epoch.
+    for _ in 0..7 {
+        t += 7 * ms;
+        c.after_wait(1, t, &NoHybrid);
+    }
+    assert_eq!(c.current(), "adaptive", "49 ms: not yet");
+    t += 2 * ms;
+    c.after_wait(1, t, &NoHybrid);
+    assert_eq!(
+        c.current(),
+        "poll",
+        "cut short at 50 ms: {:?}",
+        c.beliefs(t)
+    );
+    let a = c.estimate("adaptive").unwrap();
+    assert!((a.ios_per_s - 8.0 / 0.051).abs() < 1.0, "{a:?}");
+}

@@ -1,0 +1,231 @@
+use super::*;
+use crate::poller::{Client, ClientOptions, SharedPoller};
+use crate::queue::{Queue, WaitOutcome, DROP_BOUND};
+use std::time::{Duration, Instant};
+
+fn nop_client(p: &SharedPoller, depth: usize) -> Client {
+    p.client(ClientOptions {
+        depth,
+        files: vec![],
+    })
+    .unwrap()
+}
+
+fn push_nops(c: &mut Client, n: u64) {
+    for i in 0..n {
+        // SAFETY: a nop carries no buffer.
+        unsafe { c.push(&crate::queue::Op::nop(i)) }.unwrap();
+    }
+    c.submit().unwrap();
+}
+
+/// Clears the injected refusals when dropped, so a failing test does not leave the
+/// poller's shutdown facing a kernel that refuses for ever.
+struct Refusing<'a>(&'a SharedPoller);
+
+impl Refusing<'_> {
+    fn start(p: &SharedPoller, errno: i32) -> Refusing<'_> {
+        p.shared.test.refuse.store(errno, Ordering::SeqCst);
+        Refusing(p)
+    }
+}
+
+impl Drop for Refusing<'_> {
+    fn drop(&mut self) {
+        self.0.shared.test.refuse.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Waits until the poller has gone to sleep once, then a little more.
+fn until_asleep(p: &SharedPoller) {
+    let t0 = Instant::now();
+    while p.counters().sleeps == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the poller never slept"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+}
+
+/// Polls `c` until `n` completions came back (each checked to succeed once), for 5 s at most.
+fn collect(c: &mut Client, n: usize) -> Vec<u64> {
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while got.len() < n && t0.elapsed() < Duration::from_secs(5) {
+        let _ = c.wait(1, Some(Duration::from_millis(50)));
+        c.poll(&mut |x| {
+            assert_eq!(x.result, 0, "{x:?}");
+            got.push(x.user_data);
+        })
+        .unwrap();
+    }
+    got.sort_unstable();
+    got
+}
+
+/// An enter refused with EAGAIN or EBUSY submits nothing: the poller counts nothing as
+/// submitted, blocks in no enter while entries wait in its ring, and once the kernel takes
+/// them every request completes, once.
+#[test]
+fn refused_enters_are_retried_and_never_counted_as_submitted() {
+    for errno in [libc::EAGAIN, libc::EBUSY] {
+        let p = SharedPoller::new(PollerConfig {
+            // Sleep at the first idle round: the sleep path runs all through the refusals.
+            wait: LoopWait::Interrupt,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = nop_client(&p, 8);
+        let t = &p.shared.test;
+        until_asleep(&p);
+        let refusing = Refusing::start(&p, errno);
+        let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
+        push_nops(&mut c, 8);
+        // Let the poller take them and be refused for a while.
+        let t0 = Instant::now();
+        while p.counters().refused < 20 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "no refusal seen");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(p.in_flight(), 8, "taken into the poller's ring");
+        assert_eq!(
+            p.counters().submitted,
+            0,
+            "refused entries counted as submitted"
+        );
+        assert_eq!(c.ready(), 0);
+        assert_eq!(
+            t.blocking_enters.load(Ordering::SeqCst),
+            blocking_before,
+            "a blocking enter while the kernel refused the ring's entries"
+        );
+        drop(refusing);
+        assert_eq!(collect(&mut c, 8), (0..8).collect::<Vec<_>>());
+        let k = p.counters();
+        assert_eq!(k.submitted, 8);
+        assert!(k.refused >= 20);
+        assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
+        drop(c);
+        p.shutdown().unwrap();
+    }
+}
+
+/// A ring of two entries filled by a request the kernel refuses: the poller never sleeps
+/// in the kernel with the ring full and nothing in flight there; the request completes as
+/// soon as the kernel takes it, and the doorbell still wakes a sleeping poller afterwards.
+#[test]
+fn full_ring_with_nothing_in_the_kernel_never_sleeps() {
+    let p = SharedPoller::new(PollerConfig {
+        depth: 1,
+        wait: LoopWait::Interrupt,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut c = nop_client(&p, 4);
+    let t = &p.shared.test;
+    until_asleep(&p);
+    let refusing = Refusing::start(&p, libc::EAGAIN);
+    let blocking_before = t.blocking_enters.load(Ordering::SeqCst);
+    push_nops(&mut c, 4);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        t.blocking_enters.load(Ordering::SeqCst),
+        blocking_before,
+        "blocked in the kernel with refused entries in the ring"
+    );
+    assert_eq!(p.counters().submitted, 0);
+    drop(refusing);
+    assert_eq!(collect(&mut c, 4), vec![0, 1, 2, 3]);
+    // Asleep again (with nothing to do, at once), then woken by the doorbell.
+    std::thread::sleep(Duration::from_millis(20));
+    push_nops(&mut c, 1);
+    assert_eq!(collect(&mut c, 1), vec![0]);
+    assert_eq!(t.blind_blocking_enters.load(Ordering::SeqCst), 0);
+}
+
+/// A shutdown facing a kernel that refuses every wait stops waiting after a bounded run of
+/// refusals and says how many requests it left in the kernel, in its report and in the
+/// process's leak counters, instead of printing and aborting: the library never prints,
+/// and the caller decides.
+#[test]
+fn shutdown_against_a_refusing_kernel_reports_the_requests_it_left() {
+    let p = SharedPoller::new(PollerConfig::default()).unwrap();
+    let mut c = nop_client(&p, 8);
+    // Refusing for ever (the poller is shut down under it): no guard to clear it.
+    p.shared.test.refuse.store(libc::EAGAIN, Ordering::SeqCst);
+    push_nops(&mut c, 3);
+    let t0 = Instant::now();
+    while p.in_flight() < 3 || p.counters().refused == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "never taken and refused"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let leaks_before = crate::leaks::leaks().unanswered;
+    let r = p.shutdown().unwrap();
+    assert_eq!(r.unanswered, 3, "{r:?}");
+    assert_eq!(r.completed, 0, "{r:?}");
+    assert!(crate::leaks::leaks().unanswered >= leaks_before + 3);
+    // The client was handed back its ends (so its drop does not wait out DROP_BOUND), and
+    // got no completion for the requests the kernel may still hold.
+    let mut got = 0;
+    let _ = c.poll(&mut |_| got += 1);
+    assert_eq!(got, 0);
+    let t0 = Instant::now();
+    drop(c);
+    assert!(
+        t0.elapsed() < DROP_BOUND,
+        "the client's drop waited for a retired client"
+    );
+}
+
+/// A client's drop waits for the poller for DROP_BOUND at most: with the poller stuck, it
+/// returns after the bound and says so in the counters; the poller retires it later.
+#[test]
+fn client_drop_is_bounded_when_the_poller_is_stuck() {
+    let p = SharedPoller::new(PollerConfig::default()).unwrap();
+    let mut c = nop_client(&p, 4);
+    push_nops(&mut c, 1);
+    assert_eq!(collect(&mut c, 1), vec![0]);
+    p.shared.test.stall.store(true, Ordering::SeqCst);
+    push_nops(&mut c, 2);
+    let t0 = Instant::now();
+    drop(c);
+    let took = t0.elapsed();
+    assert!(took >= DROP_BOUND, "{took:?}");
+    assert!(took < DROP_BOUND * 5, "{took:?}");
+    assert_eq!(p.counters().abandoned, 1);
+    p.shared.test.stall.store(false, Ordering::SeqCst);
+    let t0 = Instant::now();
+    while p.clients() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "never retired");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let r = p.shutdown().unwrap();
+    assert_eq!(r.counters.abandoned, 1);
+    assert_eq!(r.counters.discarded, 2);
+}
+
+/// A timed client learns when each request was queued, submitted and reaped, in that order.
+#[test]
+fn timed_client_sees_queue_submit_and_reap_times() {
+    let p = SharedPoller::new(PollerConfig::default()).unwrap();
+    let mut c = nop_client(&p, 8);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    c.set_timing(Some(Box::new(move |t| s2.lock().unwrap().push(*t))));
+    push_nops(&mut c, 8);
+    assert_eq!(collect(&mut c, 8).len(), 8);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 8);
+    for t in seen.iter() {
+        let s = t.submitted_ns.expect("submitted");
+        let r = t.reaped_ns.expect("reaped");
+        assert!(t.queued_ns <= s && s <= r, "{t:?}");
+        assert_eq!(t.submission_delay_ns(), Some(s - t.queued_ns));
+    }
+    assert_eq!(c.wait(1, Some(Duration::ZERO)).unwrap(), WaitOutcome::Ready);
+}
