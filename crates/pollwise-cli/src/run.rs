@@ -108,8 +108,13 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
-    for s in &specs {
-        crate::vstate::check_can_save(std::path::Path::new(""), s)?;
+    for s in specs
+        .iter()
+        .filter(|s| s.verify && s.extra.verify_state_save && s.rw.writes())
+    {
+        let first = s.extra.first_thread as usize;
+        let threads = first..first + s.numjobs.max(1) as usize;
+        crate::vstate::check_can_save(std::path::Path::new(""), &s.name, threads)?;
     }
     let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the

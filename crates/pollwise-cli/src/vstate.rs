@@ -34,19 +34,13 @@ pub fn path(dir: &Path, w: Whose<'_>) -> PathBuf {
     dir.join(format!("local-{name}-{n}-verify.state"))
 }
 
-/// Checks, before any job runs, that the state of every thread of `spec` can be saved in `dir`
-/// (a job that saves its verify state): a name held by a file that is not a pollwise verify
-/// state, or a directory this process cannot write, is refused now, not after the whole job
-/// has run.
-pub fn check_can_save(dir: &Path, spec: &crate::spec::JobSpec) -> Result<()> {
-    if !(spec.verify && spec.extra.verify_state_save && spec.rw.writes()) {
-        return Ok(());
-    }
-    for i in 0..spec.numjobs.max(1) as usize {
-        let w = Whose {
-            job: &spec.name,
-            thread: spec.extra.first_thread as usize + i,
-        };
+/// Checks, before any job runs, that the state of each of `threads` of job `job` can be saved
+/// in `dir` (a job that saves its verify state): a name held by a file that is not a pollwise
+/// verify state, or a directory this process cannot write, is refused now, not after the whole
+/// job has run.
+pub fn check_can_save(dir: &Path, job: &str, threads: std::ops::Range<usize>) -> Result<()> {
+    for thread in threads {
+        let w = Whose { job, thread };
         let p = path(dir, w);
         if let Ok(old) = std::fs::read(&p) {
             if !old.starts_with(MAGIC.as_bytes()) {
