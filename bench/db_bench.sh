@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 000's benchmark: RocksDB's db_bench, multireadrandom through io_uring MultiRead (batch 256,
+# The hybrid-polling study's own benchmark: RocksDB's db_bench, multireadrandom through io_uring MultiRead (batch 256,
 # direct reads, cache_size=0), without pollwise and under `pollwise exec --mode=M` for every mode,
 # at 1x, 2x and 4x the cores. Reports ops/s, CPU per op (user+sys of db_bench) and, from the
 # preload library's summary, how many waits were taken over, as a markdown table of medians (with
