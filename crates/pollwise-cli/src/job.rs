@@ -1454,6 +1454,7 @@ fn job_thread(
             // A rate counts from the window's start: its first request goes at once.
             engine.pace_from(t0);
             sampler = Sampler::new(t0, interval_ns);
+            let ends_at = until;
             let mut next_sample = t0.saturating_add(interval_ns);
             // Samples, the auto log, interim reports and steady state, from inside the engine's loop.
             let mut on_tick = |engine: &Engine, now: u64| {
@@ -1470,7 +1471,10 @@ fn job_thread(
                 if let Some(a) = alog.as_mut() {
                     a.tick(now, engine);
                 }
-                if let Some(t) = publish {
+                // A tick at the end of the runtime leaves no snapshot: the final report, of
+                // the same moment, follows, and an interim one would only repeat it.
+                let at_end = ends_at.is_some_and(|e| now.saturating_add(interval_ns / 100) >= e);
+                if let (Some(t), false) = (publish, at_end) {
                     // Read first: the snapshot answers the requests made before it was taken.
                     let asked = t.request();
                     let now = measure(engine, sampler.clone(), &m0, &*clock, faults.borrow().as_ref());
