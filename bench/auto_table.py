@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 11's benchmark table, with pollwise's own commands, over several full runs.
+"""auto's benchmark table, with pollwise's own commands, over several full runs.
 
 Each full run measures every case once (ratios within one run, medians over the rounds of the
 command); the script then prints, per case, its target, each run's ratio, the range and median

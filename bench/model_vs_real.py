@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The `here` platform model against real runs on this machine (issue 12, step 3).
+"""The `here` platform model against real runs on this machine.
 
 For every case and every mode (the order rotated each round so drift on a shared machine hits
 every mode alike), it calibrates this machine (`pollwise calibrate --output-format=json`: its

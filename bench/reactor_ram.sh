@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 003's reactor claims where reads are fast enough to show them, beside this machine's disk:
+# QEMU's event-loop claims where reads are fast enough to show them, beside this machine's disk:
 # - cached: the disk file read buffered (--direct=0) after a warm-up read, so every read is a
 #   page-cache hit that io_uring completes inside the submit call (a few microseconds);
 # - zram: a zram RAM disk (a real block device, O_DIRECT; io_uring hands its reads to a worker
@@ -12,7 +12,7 @@
 #
 # - slow-handler: a 40 us handler per request; with its run time kept out of the block time the
 #   loop keeps polling (the seed: ppoll and eventfd reads gone).
-# - idle-sources at seed 003's scale (3200 channels, 100 devices x 32 queues): pruning idle
+# - idle-sources at QEMU's scale (3200 channels, 100 devices x 32 queues): pruning idle
 #   sources keeps the loop's IOPS near one source's; without pruning each poll round walks them all.
 #
 # CHRT=1 runs pollwise under SCHED_FIFO (chrt -f 50): on a machine busy with other work the daemon's

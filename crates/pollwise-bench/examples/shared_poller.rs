@@ -1,5 +1,5 @@
 //! A shared poller with two clients on two threads: one polling thread drains both clients'
-//! submission rings and routes each completion back to its owner (seed 002's shared SQPOLL, in
+//! submission rings and routes each completion back to its owner (the kernel's shared SQPOLL thread, in
 //! user space).
 //!
 //! A `heavy` client keeps eight 4 KiB reads in flight and a `light` one keeps one; each runs the

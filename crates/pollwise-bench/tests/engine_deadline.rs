@@ -1,4 +1,4 @@
-//! Issue 10, finding 7: the run's time bounds simulated latency and the drain. With latencies up
+//! The run's time bounds simulated latency and the drain. With latencies up
 //! to 11 days, a run with a deadline ends within the deadline plus the grace, every policy, and
 //! the requests it gave up on are counted as cancelled, not as done or failed.
 

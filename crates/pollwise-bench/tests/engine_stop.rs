@@ -1,4 +1,4 @@
-//! Issue 17, finding 7: injected latency spikes on a real ring are bounded by the run's deadline,
+//! Injected latency spikes on a real ring are bounded by the run's deadline,
 //! and a stop request (the CLI's first signal) ends every wait within a slice and the drain
 //! within the grace, under every policy. Before, a spike on an io_uring queue was a sleep of its
 //! whole length (the deadline wrapper left ring waits uncapped before the stop time), and the

@@ -1,4 +1,4 @@
-//! Issue 17, finding 10: a second SIGINT 10 ms after the first left an empty temp directory
+//! A second SIGINT 10 ms after the first left an empty temp directory
 //! about once in 20. The signal path removes the registered directories and exits; the exit
 //! could fall between a directory's creation and its registration, or between its owner's
 //! unregistering it and removing it. Here a thread makes, fills and drops pollwise's private

@@ -1,4 +1,4 @@
-//! fio's `fill_device` (issue 19, fio's examples/surface-scan.fio): a sequential write until
+//! fio's `fill_device` (fio's examples/surface-scan.fio): a sequential write until
 //! the file's filesystem is full, then a read back with verify; refused on the root
 //! filesystem and for patterns fio does not fill with. The fills run in a tmpfs this test
 //! mounts (it needs root, as fio_jobfiles' surface-scan.fio does) and unmounts.

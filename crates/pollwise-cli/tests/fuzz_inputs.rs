@@ -1,4 +1,4 @@
-//! Fuzzing on stable (issue 10, build step 7): the option parser, job files and the simulated
+//! Fuzzing on stable: the option parser, job files and the simulated
 //! device's latency grammar get generated inputs, near-valid and random, and must never panic or
 //! hang, and fail only with usage errors (exit 2). The surfaces are `fuzz_harness`'s, the same
 //! the cargo-fuzz targets in `fuzz/` drive on nightly.

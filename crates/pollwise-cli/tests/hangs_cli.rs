@@ -1,4 +1,4 @@
-//! Issue 17, findings 7 and 10 (signals): `--runtime` bounds every wait, and every signal fio
+//! Signals and time: `--runtime` bounds every wait, and every signal fio
 //! handles acts at once in every phase. Each test runs the real binary with a time limit of its
 //! own (a hang fails the test, killed, instead of hanging the suite) and sends real signals.
 

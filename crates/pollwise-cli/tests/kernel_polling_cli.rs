@@ -1,4 +1,4 @@
-//! Kernel polled I/O and the published rules through the command (issue 20): `compare`'s
+//! Kernel polled I/O and the published rules through the command: `compare`'s
 //! kernel variants refused at once where there are no poll queues, run and named on the
 //! platform model; `khybrid` and `dpas` as modes; advise's kernel-polling candidate. (The
 //! guest test, scripts/guest/kernel-polling.sh, runs them on a device with poll queues.)

@@ -1,4 +1,4 @@
-//! Issue 17's finding 8: what a job thread costs in memory stays within the figure the limits
+//! What a job thread costs in memory stays within the figure the limits
 //! check counts for it ([`pollwise_cli::limits::PER_THREAD_RSS`]). `--numjobs=2000` once held
 //! 5.3 GB (2.7 MB a thread: six 216 KiB histograms, copied). One test in this file: the peak
 //! resident size of the children (`RUSAGE_CHILDREN`) is this run's alone.

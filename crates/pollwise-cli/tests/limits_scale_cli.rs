@@ -1,4 +1,4 @@
-//! Issue 17's findings 8 and 9 end to end: a run that cannot fit is refused up front in one line
+//! Limits end to end: a run that cannot fit is refused up front in one line
 //! (fio's job limit, a group's threads and buffers, a scenario's burst), and one that fits runs
 //! under a lowered address-space limit instead of aborting in an allocation.
 

@@ -1,5 +1,5 @@
 //! CI smoke tests of the shared-poller scenarios at their seed's own scale, briefly: fairness
-//! with seed 002's review's 2^15-request burst, shared-poller with 16 rings in interleaved
+//! with the shared SQPOLL review's 2^15-request burst, shared-poller with 16 rings in interleaved
 //! rounds. They assert that every client and every variant completes I/O and the run exits 0,
 //! not how fast: speed is for the benchmark commands.
 

@@ -181,7 +181,7 @@ fn pollwise_rss(args: &[String]) -> (i32, String, String, i64) {
     (code, out, err, ru.ru_maxrss)
 }
 
-/// The seed's own scale, briefly (seed 003: 100 devices x 32 queues, and beyond): every variant
+/// The seed's own scale, briefly (QEMU's idle-handler pruning: 100 devices x 32 queues, and beyond): every variant
 /// of idle-sources completes reads and the run exits 0, holding kilobytes per idle source. Not
 /// a speed check. At 3200 sources the measured window once closed before the channels were
 /// built (the pruning variant did 0 I/O, exit 0), and each idle channel held 1.3 MB.

@@ -1,4 +1,4 @@
-//! Issue 10's findings 12, 17 and 18 end to end: what the kernel cannot do in one read, fractional
+//! Robustness end to end: what the kernel cannot do in one read, fractional
 //! sizes, and scenario options that would be silently ignored, each refused with exit 2 naming
 //! the option.
 
@@ -6,7 +6,7 @@ mod common;
 
 use common::{pollwise, tempdir, usage_error};
 
-/// Finding 18: a scenario refuses every job option it sets itself or does not use, naming it,
+/// A scenario refuses every job option it sets itself or does not use, naming it,
 /// before it makes a file or starts a thread.
 #[test]
 fn scenarios_refuse_the_job_options_they_do_not_use() {
@@ -62,7 +62,7 @@ fn scenarios_refuse_the_job_options_they_do_not_use() {
     }
 }
 
-/// Finding 12: the kernel moves at most MAX_RW_COUNT (2 GiB less a page) per read or write; a
+/// The kernel moves at most MAX_RW_COUNT (2 GiB less a page) per read or write; a
 /// larger block is refused up front rather than read short and blamed on the file's size.
 #[test]
 fn blocks_larger_than_the_kernel_moves_at_once_are_refused() {
@@ -94,7 +94,7 @@ fn blocks_larger_than_the_kernel_moves_at_once_are_refused() {
     assert!(!err.contains("MAX_RW_COUNT"), "{err}");
 }
 
-/// Finding 17: fractional sizes are exact or refused, never cut.
+/// Fractional sizes are exact or refused, never cut.
 #[test]
 fn fractional_sizes_are_exact_or_refused() {
     usage_error(
@@ -116,7 +116,7 @@ fn fractional_sizes_are_exact_or_refused() {
     assert!(out.contains("1.5k") || out.contains("1536"), "{out}");
 }
 
-/// Finding 11: a file written with one block size and read back with another is reported as
+/// A file written with one block size and read back with another is reported as
 /// that (exit 2 naming --bs and both sizes), not as a checksum mismatch; the same size verifies.
 #[test]
 fn reading_back_with_another_block_size_says_so() {
@@ -141,7 +141,7 @@ fn reading_back_with_another_block_size_says_so() {
     assert_eq!(code, 0, "{err}");
 }
 
-/// Finding 7: `--runtime` bounds simulated latency and the drain. Latencies up to 11 days used
+/// `--runtime` bounds simulated latency and the drain. Latencies up to 11 days used
 /// to hang the run; now it ends within the runtime and a second, and says what it cancelled:
 /// with no request done, that is a failure (no figure to report), in one line.
 #[test]

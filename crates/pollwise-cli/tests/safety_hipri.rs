@@ -1,4 +1,4 @@
-//! Finding 6 of the safety issue: `--hipri` on a device without poll queues is refused for
+//! `--hipri` on a device without poll queues is refused for
 //! writes as for reads (the kernel completes such writes by interrupt, and a report would have
 //! called them polled), before any file is laid out.
 

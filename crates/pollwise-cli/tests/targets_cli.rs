@@ -1,5 +1,5 @@
-//! Nothing the user owns is overwritten (issue 17, findings 1, 2 and 10's `--plot`), and bad
-//! input is echoed escaped and cut with a fix named (finding 11), on the real binary.
+//! Nothing the user owns is overwritten (targets, outputs and `--plot`'s files), and bad
+//! input is echoed escaped and cut with a fix named, on the real binary.
 //!
 //! The device tests need root (a loop device, a mount), as the test command does: without root
 //! they fail saying so (a skipped test must not count as passed). Every loop device and mount is undone by a guard's drop, so a failed

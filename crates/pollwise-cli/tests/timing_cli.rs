@@ -1,4 +1,4 @@
-//! Time (issue 17, findings 3 and 6): a run lasts what it was asked, rates come from the time
+//! Time: a run lasts what it was asked, rates come from the time
 //! that ran, a job with no `--runtime` ends when its size is done, and averaged logs end as fio
 //! 3.33's. Real io_uring on temp files; the bounds below are what the bugs broke (a rate-limited
 //! run stopped at the first 500 ms sampling tick), not speeds.

@@ -1,4 +1,4 @@
-//! Issue 17's findings 5 and 6 end to end: errors a job went on past show in fio's `error`,
+//! Errors end to end: errors a job went on past show in fio's `error`,
 //! `total_err` and `first_error` and in the text; every block that fails verification is named
 //! by its offset; a zeroed header is corruption; a job's threads that rewrite each other's blocks
 //! do not report corruption the file does not hold; jobs that would are refused; verify reads

@@ -1,4 +1,4 @@
-//! fio's verify features as fio means them (issue 19): `verify_backlog` reads back while the job
+//! fio's verify features as fio means them: `verify_backlog` reads back while the job
 //! runs and catches a block damaged before the job ends; blocks of several sizes (`bssplit`)
 //! verify; `verify_pattern` fills and checks the body; a read back after each loop; a reading
 //! job with verify reads once whatever `loops` says (fio 3.33); `verify_state_save` and

@@ -1,4 +1,4 @@
-//! The steady state allocates nothing per I/O, under every policy (seed 001: recycle request
+//! The steady state allocates nothing per I/O, under every policy (bio recycling: recycle request
 //! objects instead of freeing and allocating them).
 //!
 //! A counting global allocator counts allocations made by the thread under test while a

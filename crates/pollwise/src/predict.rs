@@ -1,6 +1,6 @@
 //! The predictor: how long a request of a given class is expected to take, from recent history.
 //!
-//! Hybrid polling (seed 000) sleeps through part of a request's expected completion time, so it
+//! Hybrid polling (Linux 6.13's HYBRID_IOPOLL) sleeps through part of a request's expected completion time, so it
 //! needs an expectation. The block layer kept one per request class, direction by power-of-two
 //! size (`blk_mq_poll_stats_bkt`), over 100 ms windows (blk-stat): statistics gather for a
 //! window, and when it closes they become what the layer believes until the next window closes.

@@ -58,9 +58,9 @@ pub mod shared_poller {
     pub const VARIANTS: &[&str] = &["separate", "attach_wq", "pollwise"];
     /// Measured time per variant when `--runtime` is not given.
     pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(5);
-    /// The sparse client's gap between reads when `--sparse_interval` is not given (seed 002).
+    /// The sparse client's gap between reads when `--sparse_interval` is not given (the per-CPU SQ thread patch's sparse client).
     pub const DEFAULT_SPARSE_INTERVAL: Duration = Duration::from_millis(500);
-    /// The heavy client's depth when `--iodepth` is not given (seed 002).
+    /// The heavy client's depth when `--iodepth` is not given (the per-CPU SQ thread patch's fio job).
     pub const DEFAULT_HEAVY_DEPTH: u32 = 128;
     /// The file's size when the scenario makes its own.
     pub const DEFAULT_SIZE: u64 = 256 << 20;

@@ -1,6 +1,6 @@
 //! A storage daemon on the reactor: the seed's setting in user space.
 //!
-//! In seed 003 a QEMU IOThread serves a guest's virtio-blk queues: the guest puts requests in
+//! In QEMU an IOThread serves a guest's virtio-blk queues: the guest puts requests in
 //! virtqueues, the IOThread polls them (or waits for their doorbells), submits each request to
 //! the host kernel, and puts the response back when the host completes it. Here clients are
 //! threads, virtqueues are [`pollwise::reactor::channel`]s, and the host I/O is a real io_uring

@@ -1,4 +1,4 @@
-//! `pollwise scenario fairness`: does one client's burst starve the others? (seed 002's review)
+//! `pollwise scenario fairness`: does one client's burst starve the others? (the shared SQPOLL review's 2^15-request burst)
 //!
 //! Pavel Begunkov's objection to a per-CPU SQPOLL thread serving every ring: "a user can issue a
 //! long sequence of requests, say 2^15 of them, and all of them will happen in a single call to

@@ -1,4 +1,4 @@
-//! `pollwise scenario hybrid-contention`: polling when the threads outnumber the cores (seed 000).
+//! `pollwise scenario hybrid-contention`: polling when the threads outnumber the cores (hybrid IOPOLL's db_bench case).
 //!
 //! The hybrid IOPOLL patch was measured with RocksDB's `db_bench multireadrandom`: threads that
 //! each read a batch of blocks, wait for all of them, then spend CPU on the data. With as many

@@ -1,4 +1,4 @@
-//! `pollwise scenario idle-sources`: many idle devices must not slow the active one (seed 003).
+//! `pollwise scenario idle-sources`: many idle devices must not slow the active one (QEMU's idle-handler pruning).
 //!
 //! QEMU's commit "aio-posix: remove idle poll handlers to improve scalability" measured a guest
 //! with 100 virtio-blk devices of 32 queues each plus one active single-queue device (fio

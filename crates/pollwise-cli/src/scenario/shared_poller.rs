@@ -1,4 +1,4 @@
-//! `pollwise scenario shared-poller`: one polling CPU, many rings, three ways (seed 002).
+//! `pollwise scenario shared-poller`: one polling CPU, many rings, three ways (the per-CPU SQ thread patch).
 //!
 //! Xiaoguang Wang's experiment: a heavy client (QD128 4 KiB random O_DIRECT reads, continuous)
 //! and a sparse client (one read every 500 ms) whose submission polling is bound to the same
@@ -20,7 +20,7 @@
 //! pollwise/separate ratio of each round, its median and min-max. A variant-round in which a
 //! client completed no I/O fails the run with one line.
 //!
-//! The client threads run on the other CPUs (as seed 002's `taskset -c 60` with the poller on
+//! The client threads run on the other CPUs (as the patch's `taskset -c 60` with the poller on
 //! 61) and wait with `--mode` (interrupt by default). With no `--filename` the file is made in
 //! the temp directory and removed afterwards.
 

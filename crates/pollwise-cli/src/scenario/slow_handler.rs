@@ -1,5 +1,5 @@
 //! `pollwise scenario slow-handler`: keep the handler's run time out of the polling clock
-//! (seed 003).
+//! (QEMU's handler time kept out of the polling clock).
 //!
 //! QEMU's commit "aio-posix: split poll check from ready handler" observed that a virtio-blk
 //! queue's handler (its `io_submit`) can take tens of microseconds, more than the 32 µs polling

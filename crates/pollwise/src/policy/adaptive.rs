@@ -1,4 +1,4 @@
-//! `adaptive`: poll for a window that grows and shrinks with history, else block (seed 003).
+//! `adaptive`: poll for a window that grows and shrinks with history, else block (QEMU's adaptive polling).
 //!
 //! QEMU's AioContext rule (util/aio-posix.c): poll for up to `window`; if nothing came, block.
 //! Then, with `block_ns` the time from the start of waiting to the completion (handler time left
@@ -10,7 +10,7 @@
 //! the policy share it and tests can drive it with plain numbers. [`Adaptive`] is the wait
 //! policy built on it: it polls for up to the window, blocks in [`Queue::wait`] if nothing came,
 //! and then updates the window with `block_ns` measured from the start of the wait to the last
-//! wanted completion, minus the time the completion sink ran (seed 003: counting handler time as
+//! wanted completion, minus the time the completion sink ran (QEMU: counting handler time as
 //! polling time made the window grow for the wrong reason; leaving it out took QEMU from 168k to
 //! 174k IOPS).
 //!

@@ -159,7 +159,7 @@ impl Estimate {
 /// the `here` platform model gives interrupt 1.13x poll's median and 1.12x its mean at the same
 /// IOPS (the same 32 requests, more of them on the device at once), and judging on the median
 /// kept auto polling at 11x interrupt's CPU for nothing. With fewer in flight the median stays
-/// the judge (issue 11's objective): it is what one waiting caller sees.
+/// the judge (auto's objective): it is what one waiting caller sees.
 pub const DEEP_IN_FLIGHT: f64 = 2.0;
 
 /// Latencies kept per epoch for its percentiles.

@@ -399,7 +399,7 @@ impl Hybrid {
         }
         // The verdict follows the *expected* saving (the learnt mean), not this request's: a
         // request's saving depends on where its wait happens to begin, and on a device near the
-        // line a per-request verdict scattered sleeps over a run (issue 11's bench measured the
+        // line a per-request verdict scattered sleeps over a run (the auto table's bench measured the
         // rule sleeping on 6-42% of its decisions in runs whose verdict was "pays"). With the
         // mean and the hysteresis, the verdict changes only when what a sleep saves does.
         let pays = self.cost.saving_mean_ns >= self.least_paying();

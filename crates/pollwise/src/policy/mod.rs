@@ -11,8 +11,8 @@
 //!
 //! - [`interrupt`]: block in the kernel until the wanted completions arrive.
 //! - [`poll`]: spin on the completion queue and never sleep.
-//! - [`hybrid`]: sleep part of each request's predicted latency, once, then poll (seed 000).
-//! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (seed 003).
+//! - [`hybrid`]: sleep part of each request's predicted latency, once, then poll (Linux 6.13's hybrid IOPOLL).
+//! - [`adaptive`]: poll for a window that grows and shrinks with history, else block (QEMU's adaptive polling).
 //! - [`auto`]: chooses among the others at run time from what it measures ([`contention`] says
 //!   when the CPU is crowded).
 //!

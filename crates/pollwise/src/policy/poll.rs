@@ -1,6 +1,6 @@
 //! `poll`: spin on the completion queue and never sleep.
 //!
-//! The lowest and steadiest latency (seed 004: ~5 µs less than interrupts on NVMe, less jitter),
+//! The lowest and steadiest latency (the NVMe polling study: ~5 µs less than interrupts on NVMe, less jitter),
 //! paid for with a whole core. On a plain ring a poll reads shared memory; on a DEFER_TASKRUN or
 //! IOPOLL ring it is a non-blocking `GETEVENTS` enter (the queue does that). It collapses when
 //! spinning threads outnumber cores: the thread whose I/O completed may not be the one running.

@@ -1,6 +1,6 @@
 //! Deficit round robin over the clients' submission rings, with room kept for light clients.
 //!
-//! Seed 002's review: one ring that submits 2^15 requests at once must not make a
+//! The shared SQPOLL review: one ring that submits 2^15 requests at once must not make a
 //! latency-sensitive ring wait for all of them. The kernel's shared SQPOLL thread caps each ring
 //! at 8 submissions per round (`IORING_SQPOLL_CAP_ENTRIES_VALUE`), which bounds the *count* but
 //! lets a client with 1 MiB requests take 256 times the bytes of one with 4 KiB requests.
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn a_burst_gets_one_share_per_round() {
-        // Seed 002's review: 2^15 queued requests against a client with one.
+        // The shared SQPOLL review: 2^15 queued requests against a client with one.
         let mut drr = Drr::new(32 << 10, 8);
         let mut qs = vec![Q::new([4096; 32768]), Q::new([4096])];
         let out = run(&mut drr, &mut qs, plain(usize::MAX));
@@ -430,7 +430,7 @@ mod tests {
         assert_eq!(out, vec![(1, 4096)]);
     }
 
-    /// Seed 002's review with the kernel's room the bottleneck: a burst of 2^15 and three
+    /// The shared SQPOLL review with the kernel's room the bottleneck: a burst of 2^15 and three
     /// backlogged heavy clients ahead of a QD1 client in the rotation, one slot free. The QD1
     /// client gets that slot in the first pass, first.
     #[test]

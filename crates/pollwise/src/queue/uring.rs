@@ -827,7 +827,7 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::Unsupported);
     }
 
-    /// Finding 17: on a kernel without `IORING_ASYNC_CANCEL_ANY`, `cancel_all` says so (a typed
+    /// On a kernel without `IORING_ASYNC_CANCEL_ANY`, `cancel_all` says so (a typed
     /// `Unsupported`), each operation is cancelled by itself instead, and a tracked queue's drain
     /// does that on its own.
     #[test]

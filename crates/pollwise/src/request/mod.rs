@@ -1,4 +1,4 @@
-//! Requests: fixed slots, generation-tagged handles, recycled at once (seed 001), and the owned
+//! Requests: fixed slots, generation-tagged handles, recycled at once (bio recycling), and the owned
 //! lifecycle of each request's buffer.
 //!
 //! Jens Axboe measured that freeing block-layer request objects through RCU cost ~10% of polled

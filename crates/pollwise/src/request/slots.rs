@@ -1,5 +1,5 @@
 //! One generic generational slot table: fixed capacity, generation-tagged handles, O(1) insert and
-//! remove, no allocation after construction (seed 001).
+//! remove, no allocation after construction (bio recycling).
 //!
 //! A [`Handle`] carries the table it came from, a slot index and the slot's generation, packed
 //! into 64 bits so it can travel as an io_uring `user_data`. Every remove bumps the slot's

@@ -117,7 +117,7 @@ mod soundness {
         got
     }
 
-    /// Finding 12, through the devices: `a`'s nop completes on one ring, `b`'s read waits on
+    /// Through the devices: `a`'s nop completes on one ring, `b`'s read waits on
     /// an empty pipe on another; with the two rings swapped, reaping `a`'s nop through `b`'s
     /// records must not finish `b` (their token tables are alike, slot 0 generation 0), or
     /// `b`'s buffer would be handed out while the kernel still writes it.
@@ -159,7 +159,7 @@ mod soundness {
         assert!(leaked_bytes() - before >= 64);
     }
 
-    /// Finding 15: a refused submission does not keep ready completions from being reaped.
+    /// A refused submission does not keep ready completions from being reaped.
     #[test]
     fn polling_reaps_what_is_ready_before_it_reports_a_refused_submission() {
         let (r, _w) = pipe();
@@ -190,7 +190,7 @@ mod soundness {
         );
     }
 
-    /// Finding 15 and the gap "a device that refuses submissions during cancel": refusals of
+    /// The gap "a device that refuses submissions during cancel": refusals of
     /// the submission, the cancellation and the waits are retried within the bound, and the
     /// reads end cancelled, their buffers back, nothing left to land later.
     #[test]

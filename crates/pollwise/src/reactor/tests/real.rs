@@ -118,7 +118,7 @@ fn push_nop(ring: &RefCell<io_uring::IoUring>, user_data: u64) {
     ring.submit().unwrap();
 }
 
-/// Finding 14: with a poll source keeping the loop busy (it never blocks), an fd-only source
+/// With a poll source keeping the loop busy (it never blocks), an fd-only source
 /// whose poll the kernel ended must still be re-armed and dispatched: its second event within a
 /// few iterations, not when the loop next blocks (which it never does here). The loop waits by
 /// polling its whole cap (`LoopWait::Poll`), so the busy source is found every iteration

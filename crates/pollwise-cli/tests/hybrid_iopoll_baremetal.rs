@@ -1,4 +1,4 @@
-//! Seed 000 on bare metal (issue 12, step 5), in virtual time on `--platform=nvme-baremetal`:
+//! Hybrid IOPOLL's db_bench case on bare metal, in virtual time on `--platform=nvme-baremetal`:
 //! deterministic model tests, not timed tests (the same command gives the same figures, bit for
 //! bit, on any machine).
 //!
@@ -74,7 +74,7 @@ fn qd1_hybrid_latency_of_poll_at_less_cpu_and_auto_near_the_best() {
         hyb_cpu <= 0.6 * poll_cpu,
         "hybrid CPU/IO {hyb_cpu} against poll's {poll_cpu}"
     );
-    // auto's objective (issue 11): the least CPU/IO whose p50 is within 10% of polling's. The
+    // auto's objective: the least CPU/IO whose p50 is within 10% of polling's. The
     // best fixed mode by it, and auto within 0.97x of it (CPU/IO at most best / 0.97), both
     // over 1 s (see the module docs).
     let fixed: Vec<(&str, f64, f64)> = ["interrupt", "poll", "hybrid", "adaptive"]
