@@ -280,6 +280,11 @@ if mode != "none":
     for p in waiting:
         for k, v in p.get("mode_ns", {}).items():
             out["mode_ns"][k] = out["mode_ns"].get(k, 0) + v
+    # auto's decisions by reason (what made it explore, hold or fall back to interrupt).
+    out["reasons"] = {}
+    for p in waiting:
+        for k, v in p.get("auto_reasons", {}).items():
+            out["reasons"][k] = out["reasons"].get(k, 0) + v
     if out["error"] is None and out["taken"] == 0:
         out["error"] = ("no wait taken over: db_bench waited through liburing itself "
                         f"(summary {base}.summary)")
@@ -320,8 +325,16 @@ def fmt(vals, f):
     return med if rounds == 1 or len(vals) == 1 else f"{med} [{f(min(vals))}-{f(max(vals))}]"
 ops = lambda x: f"{x:,.0f}"
 us = lambda x: f"{x:.2f}"
-print("| threads | mode | ops/s | x none | x best | CPU us/op | waits taken over | handed to liburing | auto's wait time |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
+print("| threads | mode | ops/s | x none | x best mode | CPU us/op | waits taken over | handed to liburing | auto's wait time | auto's decisions |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
+def decisions(rs):
+    # auto's decisions by reason, summed over its rounds, most first.
+    tot = {}
+    for r in rs:
+        for k, v in r.get("reasons", {}).items():
+            tot[k] = tot.get(k, 0) + v
+    return ", ".join(f"{k} {v}" for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if v) or "-"
+
 def split(rs):
     # auto's wait time per mode over all its rounds, largest first, 1% and more.
     tot = {}
@@ -339,22 +352,25 @@ for t in threads:
         bad = [r for r in rs if r["error"]]
         cells[m] = (rs, bad)
     med = {m: statistics.median(r["ops_s"] for r in rs) for m, (rs, bad) in cells.items() if rs and not bad}
-    best = max(med.values()) if med else None
+    # The best mode: the fastest of pollwise's modes (db_bench alone is not a mode).
+    best = max((v for m, v in med.items() if m != "none"), default=None)
     for m in modes:
         rs, bad = cells[m]
         if not rs:
             continue
         if bad:
             failed += 1
-            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | |")
+            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | | |")
             continue
         o = [r["ops_s"] for r in rs]
         c = [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None]
         vs_none = f"{med[m] / med['none']:.2f}" if "none" in med else "-"
         taken = fmt([r["taken"] for r in rs], ops) if m != "none" else "-"
         fell = fmt([r["fallbacks"] for r in rs], ops) if m != "none" else "-"
-        print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {med[m] / best:.2f} | "
-              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m == 'auto' else '-'} |")
+        vs_best = f"{med[m] / best:.2f}" if best else "-"
+        print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {vs_best} | "
+              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m == 'auto' else '-'} | "
+              f"{decisions(rs) if m == 'auto' else '-'} |")
 sys.exit(3 if failed else 0)
 PY
 ) && table_rc=0 || table_rc=$?
@@ -370,7 +386,9 @@ $DURATION s per run, $ROUNDS round(s) (medians$RANGES).
 Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r),
 DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
-x none: ops/s against db_bench alone; x best: against the fastest row at that thread count.
+x none: ops/s against db_bench alone; x best mode: against the fastest of pollwise's modes at
+that thread count (db_bench alone is not a mode). auto's decisions: the preload's count of each
+reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
 CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. Waits taken over
 and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.
 

@@ -320,6 +320,13 @@ pub fn check_run(jobs: &[JobSpec]) -> Result<()> {
                 need.add(&crate::job::job_need(j));
             }
         }
+        // Registered buffers are locked memory: the kernel charges them to the user's
+        // RLIMIT_MEMLOCK when each thread registers them.
+        need.locked = g
+            .iter()
+            .filter(|j| j.fixedbufs)
+            .map(|j| crate::job::job_need(j).buffers)
+            .sum();
         // Each job's own thread, which starts and joins its job threads.
         need.threads += g.len() as u64;
         crate::limits::check(&need)?;

@@ -52,6 +52,8 @@ pub struct Need {
     pub other: u128,
     /// Threads running at once (job threads, clients, pollers, reactors).
     pub threads: u64,
+    /// Bytes of those buffers registered with the kernel (`--fixedbufs`): locked memory.
+    pub locked: u128,
     /// The options that set these figures, as the user knows them (`--bs x --iodepth x
     /// --numjobs`).
     pub what: String,
@@ -67,6 +69,7 @@ impl Need {
             buffers,
             other: 0,
             threads,
+            locked: 0,
             what: what.into(),
             fix: fix.into(),
         }
@@ -77,6 +80,7 @@ impl Need {
         self.buffers += o.buffers;
         self.other += o.other;
         self.threads += o.threads;
+        self.locked += o.locked;
     }
 
     /// Bytes of memory the run will touch.
@@ -101,6 +105,9 @@ pub struct Machine {
     pub cgroup: Option<(u64, u64)>,
     /// The address-space limit (RLIMIT_AS) and what is mapped now (VmSize).
     pub address_space: Option<(u64, u64)>,
+    /// The locked-memory limit registered buffers count against (RLIMIT_MEMLOCK); `None` when
+    /// unlimited or when the process has CAP_IPC_LOCK (nothing is charged then).
+    pub memlock: Option<u64>,
 }
 
 impl Machine {
@@ -116,6 +123,11 @@ impl Machine {
             cgroup: cgroup_memory(),
             address_space: limits::soft_limit(limits::Resource::AddressSpace)
                 .map(|limit| (limit, status_kb(&status, "VmSize:").unwrap_or(0) * 1024)),
+            memlock: if limits::may_lock_any() {
+                None
+            } else {
+                limits::soft_limit(limits::Resource::LockedMemory)
+            },
         }
     }
 }
@@ -126,7 +138,8 @@ pub fn check(need: &Need) -> Result<()> {
 }
 
 /// Refuses `need` if it does not fit `m`: threads first, then memory (available, the control
-/// group, the address space).
+/// group, the address space), then registered buffers against the locked-memory limit (the
+/// kernel would refuse them with ENOMEM when the thread registers them, after earlier jobs ran).
 pub fn fit(need: &Need, m: &Machine) -> Result<()> {
     let Need {
         buffers,
@@ -176,6 +189,15 @@ pub fn fit(need: &Need, m: &Machine) -> Result<()> {
                 "{}, more than the address space this process may still map under its limit ({} of {}, ulimit -v): {fix}, or raise ulimit -v",
                 asks(&format!(", {} mapped", bytes(need.mapped()))),
                 bytes(left as u128),
+                bytes(limit as u128)
+            )));
+        }
+    }
+    if let Some(limit) = m.memlock {
+        if need.locked > limit as u128 {
+            return Err(Error::Usage(format!(
+                "{what} registers {} of buffers with the kernel (--fixedbufs), more than the locked-memory limit allows ({}, ulimit -l): raise it (ulimit -l unlimited), {fix}, or run without --fixedbufs",
+                bytes(need.locked),
                 bytes(limit as u128)
             )));
         }
@@ -328,15 +350,22 @@ mod tests {
 
     #[test]
     fn each_limit_refuses_in_one_line_naming_it() {
-        let need = Need::new(1 << 30, 4, "--bs x --iodepth", "lower one of them");
+        let mut need = Need::new(1 << 30, 4, "--bs x --iodepth", "lower one of them");
+        need.locked = 1 << 30;
         let roomy = Machine {
             threads_left: Some(100),
             available: Some(8 << 30),
             cgroup: Some((8 << 30, 0)),
             address_space: Some((8 << 30, 0)),
+            memlock: Some(2 << 30),
         };
         fit(&need, &roomy).unwrap();
-        let cases: [(Machine, &str); 4] = [
+        let unbound = Machine {
+            memlock: None,
+            ..roomy.clone()
+        };
+        fit(&need, &unbound).unwrap();
+        let cases: [(Machine, &str); 5] = [
             (
                 Machine {
                     threads_left: Some(3),
@@ -364,6 +393,13 @@ mod tests {
                     ..roomy.clone()
                 },
                 "ulimit -v",
+            ),
+            (
+                Machine {
+                    memlock: Some(8 << 20),
+                    ..roomy.clone()
+                },
+                "ulimit -l",
             ),
         ];
         for (m, names) in cases {

@@ -233,3 +233,53 @@ fn a_burst_that_cannot_fit_is_refused_and_leaves_no_file() {
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Registered buffers are locked memory. A job whose `--fixedbufs` exceed the locked-memory
+/// limit (a process without CAP_IPC_LOCK) is refused before the first job runs, naming
+/// `ulimit -l`, not by the kernel's ENOMEM when its thread registers them after the job before
+/// it has run. The run is made without CAP_IPC_LOCK (setpriv drops it from the bounding set) and
+/// with a 64 KiB limit (prlimit), both from util-linux.
+#[test]
+fn registered_buffers_over_the_memlock_limit_are_refused_before_anything_runs() {
+    let d = tempdir();
+    let first = d.path().join("first.dat");
+    let jf = d.path().join("two.fio");
+    std::fs::write(
+        &jf,
+        format!(
+            "[first]\nfilename={}\nsize=1M\nrw=write\nruntime=2s\ntime_based=1\n\
+             [second]\nstonewall\nfilename={}\nsize=4M\nrw=randread\nbs=64k\niodepth=32\nfixedbufs=1\n",
+            first.display(),
+            d.path().join("second.dat").display()
+        ),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    // Root drops CAP_IPC_LOCK; another user lacks it already.
+    let mut c = Command::new(if root { "setpriv" } else { "prlimit" });
+    if root {
+        c.args([
+            "--bounding-set=-ipc_lock",
+            "--inh-caps=-ipc_lock",
+            "--",
+            "prlimit",
+        ]);
+    }
+    let out = c
+        .args(["--memlock=65536:65536", "--"])
+        .arg(env!("CARGO_BIN_EXE_pollwise"))
+        .args(["run", jf.to_str().unwrap()])
+        .output()
+        .expect("run setpriv and prlimit (util-linux)");
+    let (code, _out, err) = outcome(out);
+    assert_eq!(code, 2, "{err}");
+    one_line_naming(&"memlock", &err, &["--fixedbufs", "ulimit -l", "2.0 MiB"]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "refused after {:?}: the first job ran",
+        t0.elapsed()
+    );
+    assert!(!first.exists(), "the first job laid out its file");
+}

@@ -37,6 +37,13 @@ pub(crate) fn summary() -> String {
         Some(m) => format!("{{\"{}\":{}}}", m.name(), s.wait_ns),
         None => "{}".into(),
     };
+    // auto's decisions by reason (all zero in the other modes).
+    let reasons = p
+        .auto
+        .fields()
+        .filter_map(|(k, v)| Some(format!("\"{}\":{v}", k.strip_prefix("auto_reason_")?)))
+        .collect::<Vec<_>>()
+        .join(",");
     let pairs = |names: &[&str], v: &[AtomicU64]| {
         names
             .iter()
@@ -62,7 +69,7 @@ pub(crate) fn summary() -> String {
             "\"waits\":{},\"peeks\":{},\"ready_at_once\":{},\"timeouts\":{},\"interrupted\":{},",
             "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
             "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
-            "\"auto_switches\":{},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
+            "\"auto_switches\":{},\"auto_reasons\":{{{}}},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
             "\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
         ),
         std::process::id(),
@@ -86,6 +93,7 @@ pub(crate) fn summary() -> String {
         p.wait.sleeps,
         p.wait.slept_ns,
         p.auto.switches,
+        reasons,
         mode_ns,
         pairs(&FUNCS, &COUNTS.calls),
         pairs(&FUNCS, &COUNTS.taken),

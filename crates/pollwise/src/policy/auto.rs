@@ -20,8 +20,9 @@
 //! within [`CLOSE_CALL`] of the line is measured twice, with the fastest. *Hold*: the
 //! best, re-measured epoch by epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`]
 //! epochs, the end of the hold (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or a long wait
-//! in a spinning mode explores again. *Contended*: interrupt, until a calm period (doubling up
-//! to [`CALM_MAX_NS`]) has passed.
+//! in a spinning mode explores again. *Contended*: interrupt, until a calm period has passed;
+//! contention back before the next hold has run its course doubles the calm (up to
+//! [`CALM_MAX_NS`]), a hold that runs its course resets it.
 //!
 //! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
 //! reason is counted ([`AutoCounters`](super::AutoCounters), the JSON's `auto_*` counters;
@@ -428,6 +429,14 @@ mod tests {
         r.qd1_until(10_000, |p| p.reason_count(Reason::Contention) == 3);
         assert_eq!(r.p.current(), "interrupt");
         assert_eq!(r.belief("auto.reason.contention"), Some(3.0));
+        // Back within the hold that followed its going: the calm doubles again, so a neighbour
+        // that comes and goes costs fewer and fewer explorations.
+        assert_eq!(r.belief("auto.calm_ns"), Some(4.0 * CALM_MIN_NS as f64));
+        // A hold that runs its course with no contention: the calm is short again.
+        r.runnable.store(1, Ordering::SeqCst);
+        r.qd1_until(2_000_000, |p| p.reason_count(Reason::Periodic) == 1);
+        assert_eq!(r.p.reason_count(Reason::Periodic), 1);
+        assert_eq!(r.belief("auto.calm_ns"), Some(CALM_MIN_NS as f64));
     }
 
     #[test]

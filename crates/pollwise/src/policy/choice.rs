@@ -498,6 +498,8 @@ impl Chooser {
             }
         }
         self.shifted_epochs = 0;
+        // Set from the end of a contention until a hold runs its course (or a shift or a long
+        // wait explores afresh): contention back in that time lengthens the calm.
         self.after_contention = reason == Reason::ContentionGone;
         self.phase = Phase::Explore {
             plan,
@@ -697,6 +699,8 @@ impl Chooser {
                 if self.shifted_epochs >= SHIFT_EPOCHS {
                     self.explore(Reason::ClatShift, now, probe);
                 } else if now >= until_ns {
+                    // A whole hold without contention: the calm starts short again.
+                    self.calm_ns = CALM_MIN_NS;
                     self.explore(Reason::Periodic, now, probe);
                 } else {
                     self.begin_epoch_counting(now, est, probe);
@@ -715,9 +719,10 @@ impl Chooser {
             HOLD_MIN_NS
         };
         self.last_best = Some(best);
-        // An exploration that ran its course without contention: calm resets.
-        self.calm_ns = CALM_MIN_NS;
-        self.after_contention = false;
+        // After contention the calm stays as it is through this hold: contention that comes
+        // back within it (the spinning candidates' own load, or a neighbour's that comes and
+        // goes) doubles it, or every blip would cost a new exploration. A hold that runs its
+        // course resets it (see the periodic exploration).
         self.phase = Phase::Hold {
             until_ns: now + self.hold_ns,
         };
@@ -726,9 +731,12 @@ impl Chooser {
 
     /// A wait in the current mode brought `n` completions and took `wait_ns`: as
     /// [`after_wait`](Self::after_wait), and a wait of [`LONG_WAIT_NS`] or more decides. In a
-    /// mode that spins, one is enough: it was burnt, and the chooser explores again from
-    /// interrupt. In interrupt while exploring, [`LONG_WAITS`] of them, at least half of the
-    /// mode's waits, mean the waits are long: interrupt is held and no spinning mode is tried.
+    /// mode that spins, one is enough: it was burnt. Held, the chooser explores again from
+    /// interrupt; exploring, that candidate's epoch ends at once and is judged with the burnt
+    /// wait in it, and the exploration goes on (restarting it instead never ends an exploration
+    /// on a device whose tail passes 1 ms now and then: each restart spins again). In interrupt
+    /// while exploring, [`LONG_WAITS`] of them, at least half of the mode's waits, mean the
+    /// waits are long: interrupt is held and no spinning mode is tried.
     pub fn after_timed_wait(&mut self, n: usize, wait_ns: u64, now: u64, probe: &dyn HybridProbe) {
         let long = wait_ns >= LONG_WAIT_NS;
         if long {
@@ -739,6 +747,13 @@ impl Chooser {
         let exploring = matches!(self.phase, Phase::Explore { .. });
         // Adaptive blocks once its window is spent: a long wait costs it the window only.
         if long && (self.cur == POLL || self.cur == HYBRID) && self.started() {
+            if exploring {
+                self.mode_ios[self.cur] += n as u64;
+                self.epoch.switch_ios += n as u64;
+                let est = self.finish_slow_epoch(now);
+                self.on_epoch(est, now, probe);
+                return;
+            }
             if !matches!(self.phase, Phase::Contended { .. }) {
                 self.mode_ios[self.cur] += n as u64;
                 self.explore(Reason::LongWait, now, probe);
@@ -792,8 +807,9 @@ impl Chooser {
                 }
             }
             _ if contended => {
-                if matches!(self.phase, Phase::Explore { .. }) && self.after_contention {
-                    // It came back as soon as we polled: wait longer before the next try.
+                if self.after_contention {
+                    // It came back soon after it went (while exploring, or in the hold that
+                    // followed): wait longer before the next try.
                     self.calm_ns = (self.calm_ns * 2).min(CALM_MAX_NS);
                 }
                 self.phase = Phase::Contended { calm_since: None };
@@ -872,6 +888,14 @@ impl Chooser {
             hybrid_completions: self.mode_ios[HYBRID],
             interrupt_completions: self.mode_ios[INTERRUPT],
             adaptive_completions: self.mode_ios[ADAPTIVE],
+            reason_start: self.reason_count(Reason::Start),
+            reason_explore: self.reason_count(Reason::Explore),
+            reason_best: self.reason_count(Reason::Best),
+            reason_clat_shift: self.reason_count(Reason::ClatShift),
+            reason_periodic: self.reason_count(Reason::Periodic),
+            reason_contention: self.reason_count(Reason::Contention),
+            reason_contention_gone: self.reason_count(Reason::ContentionGone),
+            reason_long_wait: self.reason_count(Reason::LongWait),
         }
     }
 

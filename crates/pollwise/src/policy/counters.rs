@@ -172,6 +172,22 @@ counters! {
         interrupt_completions,
         /// Completions reaped in adaptive.
         adaptive_completions,
+        /// Decisions of each reason ([`Reason`](super::choice::Reason)): the first exploration.
+        reason_start,
+        /// The next candidate of an exploration.
+        reason_explore,
+        /// The end of an exploration: its best candidate held.
+        reason_best,
+        /// A new exploration because the held mode's latency moved.
+        reason_clat_shift,
+        /// A new exploration because the hold ran out.
+        reason_periodic,
+        /// Interrupt because the CPUs are contended.
+        reason_contention,
+        /// A new exploration because contention ended.
+        reason_contention_gone,
+        /// Interrupt (or a new exploration) because waits were long.
+        reason_long_wait,
     }
 }
 
@@ -205,7 +221,7 @@ pub struct PolicyCounters {
 }
 
 /// The report keys, in report order ([`PolicyCounters::fields`]).
-const KEYS: [&str; 26] = [
+const KEYS: [&str; 34] = [
     "polls",
     "empty_polls",
     "blocks",
@@ -232,6 +248,14 @@ const KEYS: [&str; 26] = [
     "auto_hybrid_completions",
     "auto_interrupt_completions",
     "auto_adaptive_completions",
+    "auto_reason_start",
+    "auto_reason_explore",
+    "auto_reason_best",
+    "auto_reason_clat_shift",
+    "auto_reason_periodic",
+    "auto_reason_contention",
+    "auto_reason_contention_gone",
+    "auto_reason_long_wait",
 ];
 
 impl PolicyCounters {
@@ -270,7 +294,7 @@ impl PolicyCounters {
 
     /// The counters as (report key, value) pairs, in a fixed order, for reports: every key
     /// whatever the mode, a figure several policies count (`oversleeps`) summed over them.
-    pub fn fields(&self) -> [(&'static str, u64); 26] {
+    pub fn fields(&self) -> [(&'static str, u64); 34] {
         let mut out = KEYS.map(|k| (k, 0));
         for (k, v) in self.parts() {
             if let Some(slot) = out.iter_mut().find(|(key, _)| *key == k) {

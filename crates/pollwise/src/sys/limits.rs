@@ -9,6 +9,9 @@ pub enum Resource {
     Processes,
     /// `RLIMIT_NOFILE`: open file descriptors (`ulimit -n`).
     OpenFiles,
+    /// `RLIMIT_MEMLOCK`: bytes of locked memory (`ulimit -l`, in KiB there); io_uring's
+    /// registered buffers count against it unless the process has CAP_IPC_LOCK.
+    LockedMemory,
 }
 
 impl Resource {
@@ -17,6 +20,7 @@ impl Resource {
             Resource::AddressSpace => libc::RLIMIT_AS,
             Resource::Processes => libc::RLIMIT_NPROC,
             Resource::OpenFiles => libc::RLIMIT_NOFILE,
+            Resource::LockedMemory => libc::RLIMIT_MEMLOCK,
         }
     }
 }
@@ -84,9 +88,38 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// `CAP_IPC_LOCK`'s bit in the capability sets (linux/capability.h).
+const CAP_IPC_LOCK: u32 = 14;
+
+/// Whether the process may lock memory beyond `RLIMIT_MEMLOCK` (CAP_IPC_LOCK in its effective
+/// set, read from `/proc/self/status`): io_uring then charges registered buffers to nobody.
+pub fn may_lock_any() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| cap_eff(&s))
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
+}
+
+/// The effective capability set of a `/proc/PID/status` text.
+fn cap_eff(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capabilities_are_read_from_status() {
+        assert_eq!(cap_eff("Name:\tx\nCapEff:\t0000000000004000\n"), Some(1 << 14));
+        assert_eq!(cap_eff("CapEff:\t000001ffffffffff\n").map(|c| c & (1 << 14) != 0), Some(true));
+        assert_eq!(cap_eff("Name:\tx\n"), None);
+        // The real process: root in this machine's tests has it; whatever the answer, it is
+        // the status file's.
+        let st = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert_eq!(may_lock_any(), cap_eff(&st).unwrap() & (1 << 14) != 0);
+    }
 
     /// The soft limit of a `/proc/self/limits` line, `None` for "unlimited".
     fn proc_limit(name: &str) -> Option<u64> {

@@ -289,7 +289,19 @@ fn long_waits_block_without_spinning() {
     t += EXPLORE_EPOCH_NS;
     c.after_timed_wait(EPOCH_IOS as usize, 10_000, t, &NoHybrid);
     assert_eq!(c.current(), "hybrid");
-    c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+    // A long wait in a spinning candidate while exploring: its epoch ends at once, judged
+    // with the burnt wait in it, and the exploration goes on to the next candidate.
+    t += 5 * ms;
+    c.after_timed_wait(1, 5 * ms, t, &NoHybrid);
+    assert_eq!(c.current(), "poll");
+    assert_eq!(c.reason_count(Reason::LongWait), 0);
+    let h = c.estimate("hybrid").unwrap();
+    assert_eq!(h.ios_per_s, 1e9 / (5 * ms) as f64, "{h:?}");
+    assert_eq!(c.reason_count(Reason::Best), 0);
+    // Held in a spinning mode, one long wait explores again from interrupt.
+    let mut c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
+    assert_eq!(c.current(), "poll");
+    c.after_timed_wait(1, 5 * ms, 100 * ms, &NoHybrid);
     assert_eq!(c.current(), "interrupt");
     assert_eq!(c.reason_count(Reason::LongWait), 1);
     assert_eq!(c.last_reason(), Reason::LongWait);
