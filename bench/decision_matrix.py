@@ -104,10 +104,21 @@ def timers(pw, prog, brief, modes):
     waits, ms = ("2", "100") if brief else ("8", "300")
     out = {}
     for m in modes:
-        text = run([pw, "exec", f"--mode={m}", "--", prog, waits, ms])
+        with tempfile.TemporaryDirectory() as d:
+            summary = os.path.join(d, "summary")
+            text = run([pw, "exec", f"--mode={m}", f"--summary={summary}", "--", prog, waits, ms])
+            try:
+                taken = sum(sum(json.loads(l).get("taken", {}).values())
+                            for l in open(summary) if l.strip())
+            except OSError:
+                taken = 0
         line = next((x for x in text.splitlines() if x.startswith("waits=")), None)
         if line is None:
             die(f"timer_waits printed no result under --mode={m}: {text[-300:]}")
+        if taken == 0:
+            # Every mode would then measure liburing's own wait: a figure of nothing.
+            die(f"under --mode={m} no wait of {prog} was taken over (the preload library "
+                "interposes the shared liburing: link timer_waits with -luring, not statically)")
         f = dict(kv.split("=") for kv in line.split())
         out[m] = {"iops": float(f["waits"]) / float(f["wall_s"]), "ios": int(f["waits"]),
                   "cpu": float(f["core"]), "mode": m}
