@@ -236,18 +236,8 @@ enum Phase {
     },
     /// Keeping the best until `until_ns`.
     Hold { until_ns: u64 },
-    /// Contended: interrupt, or adaptive once measured cheaper within the slack (see
-    /// [`Chooser::contended_trial`]); calm since the given time.
+    /// Interrupt while contended; calm since the given time.
     Contended { calm_since: Option<u64> },
-}
-
-/// A contention's trial of the two candidates that give the CPU back: interrupt, then
-/// adaptive (it blocks once its window is spent), one epoch each, then the better held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trial {
-    Interrupt,
-    Adaptive,
-    Settled,
 }
 
 struct Epoch {
@@ -283,8 +273,6 @@ pub struct Chooser {
     hold_ns: u64,
     calm_ns: u64,
     after_contention: bool,
-    /// Where a contention's trial of adaptive stands (see [`Chooser::contended_trial`]).
-    trial: Trial,
     hybrid_sleep_share: f64,
     hybrid_skipped: u64,
     /// Explorations that measured a close call twice (see [`CLOSE_CALL`]).
@@ -336,7 +324,6 @@ impl Chooser {
             hold_ns: HOLD_MIN_NS,
             calm_ns: CALM_MIN_NS,
             after_contention: false,
-            trial: Trial::Interrupt,
             hybrid_sleep_share: 0.0,
             hybrid_skipped: 0,
             close_calls: 0,
@@ -384,7 +371,8 @@ impl Chooser {
         self.mode_since = now;
         self.sampler.maybe_sample(now);
         if self.sampler.contended() {
-            self.contend(now);
+            self.phase = Phase::Contended { calm_since: None };
+            self.switch(INTERRUPT, Reason::Contention, now);
         } else if let Some(c) = self.resume {
             self.hold(c, Reason::Start, now);
         } else {
@@ -573,21 +561,12 @@ impl Chooser {
     /// The objective: the least CPU per I/O among the candidates whose judged time is within
     /// the slack of the fastest's (interrupt when nothing was measured).
     fn best(&self) -> usize {
-        self.best_among(&[POLL, HYBRID, INTERRUPT, ADAPTIVE])
-    }
-
-    /// [`best`](Self::best) among `cands` only, the line drawn from the fastest of them.
-    fn best_among(&self, cands: &[usize]) -> usize {
-        let fastest = cands
-            .iter()
-            .filter_map(|&i| self.est[i].map(|e| self.judged(&e)))
-            .min_by(f64::total_cmp);
-        let Some(line) = fastest.map(|f| f * (1.0 + self.slack)) else {
+        let Some(line) = self.line() else {
             return INTERRUPT;
         };
         let mut best: Option<(usize, Estimate)> = None;
-        for &i in cands {
-            let Some(e) = self.est[i] else { continue };
+        for (i, e) in self.est.iter().enumerate() {
+            let Some(e) = *e else { continue };
             if self.judged(&e) > line {
                 continue;
             }
@@ -727,47 +706,7 @@ impl Chooser {
                     self.begin_epoch_counting(now, est, probe);
                 }
             }
-            Phase::Contended { .. } => self.contended_epoch(now, est, probe),
-        }
-    }
-
-    /// Contention: interrupt at once (spinning would take the CPU from the threads whose work
-    /// completes the I/O), then a trial (see [`contended_trial`](Self::contended_trial)).
-    fn contend(&mut self, now: u64) {
-        self.phase = Phase::Contended { calm_since: None };
-        self.trial = if self.contended_trial() {
-            Trial::Interrupt
-        } else {
-            Trial::Settled
-        };
-        self.switch(INTERRUPT, Reason::Contention, now);
-    }
-
-    /// Whether a contention tries adaptive beside interrupt: for a thread's own waits (judged
-    /// on throughput). Adaptive spins only within a window that shrinks when spins find
-    /// nothing, then blocks; with threads at 4x the cores on 2 vCPUs, RocksDB's db_bench ran
-    /// 2.5-4% faster with it than with interrupt, at less CPU per read (the early wake-ups it
-    /// avoids are the contended CPU's). Poll and hybrid are never tried while contended.
-    fn contended_trial(&self) -> bool {
-        self.throughput
-    }
-
-    /// An epoch while contended: interrupt's, then adaptive's, then the better of the two by
-    /// the objective (the least CPU per I/O within the slack of the faster), held; later
-    /// epochs keep the held mode's estimate fresh.
-    fn contended_epoch(&mut self, now: u64, est: Estimate, probe: &dyn HybridProbe) {
-        self.est[self.cur] = Some(est);
-        match self.trial {
-            Trial::Interrupt => {
-                self.trial = Trial::Adaptive;
-                self.switch(ADAPTIVE, Reason::Explore, now);
-            }
-            Trial::Adaptive => {
-                self.trial = Trial::Settled;
-                let best = self.best_among(&[INTERRUPT, ADAPTIVE]);
-                self.switch(best, Reason::Best, now);
-            }
-            Trial::Settled => self.begin_epoch_counting(now, est, probe),
+            Phase::Contended { .. } => self.begin_epoch_counting(now, est, probe),
         }
     }
 
@@ -873,7 +812,8 @@ impl Chooser {
                     // followed): wait longer before the next try.
                     self.calm_ns = (self.calm_ns * 2).min(CALM_MAX_NS);
                 }
-                self.contend(now);
+                self.phase = Phase::Contended { calm_since: None };
+                self.switch(INTERRUPT, Reason::Contention, now);
             }
             _ => {}
         }
