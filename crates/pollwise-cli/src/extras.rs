@@ -1,6 +1,6 @@
 //! What a job may add to one engine loop (fio's offsets, `size=N%`, loops, `bs=R,W`, rates,
 //! CPUs, grouping): the settings, and how a job thread applies them to its engine. Both the job
-//! (`job.rs`) and the run of several jobs (`jobs.rs`) use it; it uses neither.
+//! (`job/`) and the run of several jobs (`jobs.rs`) use it; it uses neither.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -245,7 +245,7 @@ impl Reader {
         n: usize,
         pattern: Pattern,
     ) -> Result<Reader> {
-        let q = UringQueue::new(opts, &[fd], false).map_err(crate::job::ring_setup_error)?;
+        let q = crate::job::queue::uring(opts, &[fd], false)?;
         let mut slab = Slab::new(n, pattern.bs as usize, 4096)?;
         let reqs = (0..n)
             .map(|_| slab.alloc(ReqMeta::default()))
@@ -817,6 +817,8 @@ fn ping_pong(n: usize) -> Result<Figure> {
 
 fn engine_cost() -> Result<Figure> {
     let clock = FakeClock::new(0);
+    // A simulated device on a virtual clock, not a job's (`job::queue` builds those in real
+    // time): the engine's own cost per request is the figure.
     let q = SimQueue::new(
         LatencyModel::Fixed(1),
         1,

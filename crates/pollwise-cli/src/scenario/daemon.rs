@@ -396,6 +396,9 @@ fn reactor_thread(
         let idle = s.cfg.sources - s.cfg.active;
         let inflight = s.cfg.active * s.cfg.iodepth + idle.min(WARM_BATCH);
         let entries = (inflight as u32).next_power_of_two().clamp(8, 4096);
+        // The reactor's own ring, sized by its channels (and a CQ twice the SQ), not by a job:
+        // set up here rather than by `job::queue::uring`, which reports a refused ring as a
+        // capability error (exit 2) where this scenario reports an I/O error (exit 1).
         let q = UringQueue::new(
             &UringOptions {
                 entries,

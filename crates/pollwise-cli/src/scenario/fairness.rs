@@ -157,6 +157,8 @@ pub fn run(o: &mut Opts) -> Result<Output> {
     let (_temp, size) = prepare_file(&mut spec, "fairness")?;
     let cpus = client_cpus(pcfg.cpu);
     let file = open_file(&spec)?;
+    // The clients share the library's poller, not rings of their own: no job queue
+    // (`job::queue`) fits them.
     let poller = SharedPoller::new(pcfg.clone())?;
     let clock = clock::monotonic();
     let shared = Arc::new(Shared {

@@ -354,6 +354,7 @@ fn run_variant(variant: &'static str, st: &Setup, slice: Duration) -> Result<Rou
                 queues.push(Box::new(uring_for(&one, &file, attach)?));
             }
         }
+        // The rings above are a job's (`job::queue`); these are the library's poller's clients.
         _ => {
             let p = SharedPoller::new(st.pcfg.clone())?;
             let files = vec![file.as_raw_fd()];

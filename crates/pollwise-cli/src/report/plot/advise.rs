@@ -10,9 +10,21 @@
 //! - `advise_threads.svg`: at queue depth 1, unpaced, IOPS and CPU µs per I/O against the
 //!   threads (1, cores, 2x cores).
 
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
 
-use super::*;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde_json::Value;
+
+use super::data::Points;
+use super::draw::{
+    axes, colours, draw_legend, draw_lines, fmt_num, latency_range, pad_range, Area, Chart, Draw,
+    Drawn, FONT, SIZE,
+};
+use super::{prepare_dir, PlotData, Series, Written};
+use crate::options::table::MODES;
+use crate::Result;
 
 /// What a cell's run gave (latencies µs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -613,6 +625,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn cell(mode: &str, qd: u64, threads: u64, rate: Option<u64>, iops: f64) -> Value {
