@@ -304,8 +304,10 @@ fn slow_handler_near_its_limit_ends_with_its_runtime() {
     let r = spawn(&common::words(line), d.path());
     let (code, out, err, took) = r.finish_within(Duration::from_secs(60), line);
     assert_eq!(code, 0, "{err}");
-    // Two variants of 100 ms ramp and 1 s each, plus set-up (and laying out 128 MiB).
-    assert!(took < Duration::from_secs(7), "{took:?}");
+    // Two variants of 100 ms ramp and 1 s each, plus set-up (and laying out 128 MiB, seconds
+    // on a loaded machine). Draining the handlers took each variant 4 s past its 1 s: at least
+    // 10.2 s in all, which this bound still tells apart.
+    assert!(took < Duration::from_secs(9), "{took:?}");
     // The handlers cut at the end and the few reads are said, not hidden in the figures.
     assert!(out.contains("handlers cut short at the end"), "{out}");
     assert!(out.contains("(fewer than 100)"), "{out}");

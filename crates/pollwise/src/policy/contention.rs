@@ -18,13 +18,16 @@
 //! Contended means: the smoothed runnable count exceeds the cores, this thread waited for a CPU for
 //! more than [`RUN_DELAY_SHARE`] of the last interval, or the choosers outnumber the cores. The
 //! readings come through the [`CpuSignals`] trait, so tests script them; [`ProcSignals`] reads
-//! `/proc` through file descriptors opened once and re-read with `pread`.
+//! `/proc`, opening and closing each file at each reading. The two system-wide files
+//! (`loadavg`, `pressure/cpu`) are read for the whole process at most every half
+//! [`SAMPLE_NS`] and shared by its choosers (see [`SystemReading`]): each reading costs three
+//! system calls a file, and every chooser samples every 10 ms.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock};
 
 /// Least time between two contention samples: 10 ms.
 pub const SAMPLE_NS: u64 = 10_000_000;
@@ -54,6 +57,72 @@ static CHOOSERS: AtomicU32 = AtomicU32::new(0);
 /// How many [`ProcSignals`] are alive in this process.
 pub fn choosers_alive() -> u32 {
     CHOOSERS.load(Ordering::Relaxed)
+}
+
+/// The system-wide readings (runnable threads, CPU pressure), read for the whole process at most
+/// every half [`SAMPLE_NS`] by one of its choosers and taken by the others: with 8 threads each
+/// sampling every 10 ms, one read of the two files per 5 ms instead of eight.
+///
+/// Each value is its own atomic, and "none" is its largest value. A reader may pair a fresh
+/// `at_ns` with values the elected reader has not stored yet, i.e. the values of the period
+/// before: a reading at most one period old, which only feeds a decision sampled every
+/// [`SAMPLE_NS`] (no other memory is published through these, so `Relaxed` would do; the
+/// stores are `Release` and the loads `Acquire` so a reader never sees a newer `at_ns` with
+/// values older than the period before it).
+struct SystemReading {
+    at_ns: AtomicU64,
+    runnable: AtomicU32,
+    pressure_us: AtomicU64,
+    /// Times the files were read (tests: the sharing works).
+    reads: AtomicU64,
+}
+
+static SYSTEM: SystemReading = SystemReading {
+    at_ns: AtomicU64::new(0),
+    runnable: AtomicU32::new(u32::MAX),
+    pressure_us: AtomicU64::new(u64::MAX),
+    reads: AtomicU64::new(0),
+};
+
+impl SystemReading {
+    fn cached(&self) -> (Option<u32>, Option<u64>) {
+        let r = self.runnable.load(Ordering::Acquire);
+        let p = self.pressure_us.load(Ordering::Acquire);
+        ((r != u32::MAX).then_some(r), (p != u64::MAX).then_some(p))
+    }
+
+    /// The readings, from `/proc` if the shared ones are older than half [`SAMPLE_NS`] and this
+    /// caller wins the right to refresh them, else the shared ones.
+    fn get(&self, buf: &mut [u8]) -> (Option<u32>, Option<u64>) {
+        let now = MonotonicClock.now_ns().max(1);
+        let at = self.at_ns.load(Ordering::Acquire);
+        let fresh = at != 0 && now.saturating_sub(at) < SAMPLE_NS / 2;
+        let have = self.runnable.load(Ordering::Acquire) != u32::MAX;
+        if fresh && have {
+            return self.cached();
+        }
+        // Race: several choosers may find the readings stale at once; the compare-exchange
+        // elects one to read, and the others take what is there (the period before's). Before
+        // the first reading is stored there is nothing to take: those read for themselves.
+        let elected = self
+            .at_ns
+            .compare_exchange(at, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        if !elected && have {
+            return self.cached();
+        }
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let runnable = ProcSignals::read_file("/proc/loadavg", buf).and_then(parse_loadavg);
+        let pressure_us =
+            ProcSignals::read_file("/proc/pressure/cpu", buf).and_then(parse_pressure);
+        if elected {
+            self.runnable
+                .store(runnable.unwrap_or(u32::MAX), Ordering::Release);
+            self.pressure_us
+                .store(pressure_us.unwrap_or(u64::MAX), Ordering::Release);
+        }
+        (runnable, pressure_us)
+    }
 }
 
 /// Where the signals come from: `/proc` on a real run ([`ProcSignals`]), a script in tests.
@@ -130,10 +199,7 @@ impl CpuSignals for ProcSignals {
     fn read(&mut self) -> Reading {
         let run_delay_ns = ProcSignals::read_file("/proc/thread-self/schedstat", &mut self.buf)
             .and_then(parse_schedstat);
-        let runnable =
-            ProcSignals::read_file("/proc/loadavg", &mut self.buf).and_then(parse_loadavg);
-        let pressure_us =
-            ProcSignals::read_file("/proc/pressure/cpu", &mut self.buf).and_then(parse_pressure);
+        let (runnable, pressure_us) = SYSTEM.get(&mut self.buf);
         // The cores *this* thread may run on now: a job thread pins itself after its policy is
         // built (fio's cpus_allowed), and 16 threads on 8 of 16 cores are contended.
         // (sched_getaffinity: available_parallelism allocates, reading cgroup files.)
@@ -342,6 +408,37 @@ mod tests {
         }));
         let s = ContentionSampler::new(Box::new(Script(r.clone(), cores)));
         (r, s)
+    }
+
+    #[test]
+    fn the_system_files_are_read_once_a_period_for_the_whole_process() {
+        use std::time::Instant;
+        let t0 = Instant::now();
+        let before = SYSTEM.reads.load(Ordering::Relaxed);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let mut p = ProcSignals::new();
+                    for _ in 0..200 {
+                        let r = p.read();
+                        assert!(r.runnable.is_some_and(|n| n >= 1), "{r:?}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let reads = SYSTEM.reads.load(Ordering::Relaxed) - before;
+        // 800 readings: at most one read of the files per half period that passed, plus the
+        // first of each thread if it came before any was stored, plus other tests' readings
+        // (a few per test at most) in the same process.
+        let periods = t0.elapsed().as_nanos() as u64 / (SAMPLE_NS / 2) + 1;
+        assert!(
+            reads <= periods + 4 + 20,
+            "{reads} reads in {periods} periods"
+        );
+        assert!(reads >= 1);
     }
 
     #[test]
