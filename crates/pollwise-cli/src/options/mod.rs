@@ -12,9 +12,12 @@ pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
 pub mod expr;
+mod fault;
 pub mod fio_only;
 pub mod help;
 pub mod jobfile;
+mod parse;
+mod prio;
 pub mod table;
 pub mod value;
 
