@@ -15,19 +15,13 @@ use super::parse::{
     clock_seed, file_switch, log_name_from_job, log_prefix, parse_bsrange, parse_bssplit,
     parse_distribution, parse_per_dir, rate_of_directions, rw_modifier, split_filenames,
 };
+use super::store::Store;
+use super::table::OPTIONS;
 use super::{Opts, SizeOrPercent};
 use crate::extras::{parse_cpus, Rate};
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
-}
-
-/// For each `take_KIND("option") => place;`: when the option was given, store its value as
-/// given. The options that need a check or a conversion are written out beside it.
-macro_rules! store {
-    ($opts:ident: $($take:ident($name:literal) => $dst:expr;)+) => {
-        $( if let Some(v) = $opts.$take($name)? { $dst = v; } )+
-    };
 }
 
 impl Opts {
@@ -69,6 +63,14 @@ impl Opts {
 
     fn job_spec_of(&mut self, base: JobSpec) -> Result<JobSpec> {
         let mut s = base;
+        // The plain stores, each as its row says; the options checked against others follow.
+        for o in OPTIONS {
+            if let Store::Job(put) = o.store {
+                if let Some(v) = self.take_value(o.name) {
+                    put(&mut s, &v)?;
+                }
+            }
+        }
         if let Some(v) = self.take_str("name")? {
             s.name = v;
         }
@@ -188,15 +190,6 @@ impl Opts {
                 _ => {}
             }
         }
-        store! { self:
-            take_u32("iodepth") => s.iodepth;
-            take_bool("direct") => s.direct;
-            take_duration("runtime") => s.runtime;
-            take_bool("time_based") => s.time_based;
-            take_duration("ramp_time") => s.ramp_time;
-            take_u32("numjobs") => s.numjobs;
-            take_u32("iodepth_batch_submit") => s.iodepth_batch_submit;
-        }
         if let Some(v) = self.take_u32("iodepth_batch_complete_min")? {
             s.iodepth_batch_complete_min = v;
             // fio 3.x: 0 (with iodepth_batch_complete_max unset) reaps, waiting for one, after
@@ -210,11 +203,6 @@ impl Opts {
             s.iodepth = 1;
             s.iodepth_batch_submit = s.iodepth_batch_submit.min(1);
             s.iodepth_batch_complete_min = s.iodepth_batch_complete_min.min(1);
-        }
-        store! { self:
-            take_bool("registerfiles") => s.registerfiles;
-            take_bool("fixedbufs") => s.fixedbufs;
-            take_bool("registered_ring") => s.registered_ring;
         }
         if let Some(v) = self.take_str("submit_mode")? {
             s.submit_mode = SubmitMode::from_name(&v)
@@ -233,11 +221,6 @@ impl Opts {
                     u32::MAX
                 ))
             })?;
-        }
-        store! { self:
-            take_bool("sqthread_share") => s.sqthread_share;
-            take_bool("hipri") => s.hipri;
-            take_bool("hybrid_iopoll") => s.hybrid_iopoll;
         }
         if let Some(v) = self.take_bool("coop_taskrun")? {
             s.coop_taskrun = v;
@@ -270,12 +253,6 @@ impl Opts {
                     }
                 },
             };
-        }
-        store! { self:
-            take_duration("thinktime") => s.thinktime;
-            take_duration("thinktime_spin") => s.thinktime_spin;
-            take_u32("thinktime_blocks") => s.thinktime_blocks;
-            take_u64("randseed") => s.seed;
         }
         self.take_job_file_options(&mut s)?;
         self.take_iolog(&mut s)?;
@@ -978,11 +955,6 @@ impl Opts {
             }
             s.logs.unnumbered = true;
         }
-        store! { self:
-            take_u64("log_avg_msec") => s.logs.avg_msec;
-            take_bool("log_offset") => s.logs.offset;
-            take_bool("log_prio") => s.logs.prio;
-        }
         Ok(())
     }
 
@@ -1004,11 +976,17 @@ impl Opts {
             }
             None => p.hybrid_adaptive = fraction.is_none(),
         }
-        store! { self:
-            take_u64("poll_max_ns") => p.poll_max_ns;
-            take_u64("poll_grow") => p.poll_grow;
-            take_u64("poll_shrink") => p.poll_shrink;
-            take_f64("auto_slack") => p.auto_latency_slack;
+        if let Some(v) = self.take_u64("poll_max_ns")? {
+            p.poll_max_ns = v;
+        }
+        if let Some(v) = self.take_u64("poll_grow")? {
+            p.poll_grow = v;
+        }
+        if let Some(v) = self.take_u64("poll_shrink")? {
+            p.poll_shrink = v;
+        }
+        if let Some(v) = self.take_f64("auto_slack")? {
+            p.auto_latency_slack = v;
         }
         Ok(p)
     }

@@ -18,6 +18,7 @@ pub mod help;
 pub mod jobfile;
 mod parse;
 mod prio;
+pub mod store;
 pub mod table;
 pub mod value;
 
@@ -316,6 +317,11 @@ impl Opts {
         let item = self.items.iter_mut().find(|i| i.opt.name == name)?;
         item.taken = true;
         Some(item)
+    }
+
+    /// Takes `name`'s checked value as it is (its row's store converts it).
+    fn take_value(&mut self, name: &str) -> Option<Value> {
+        self.take(name).map(|i| i.value.clone())
     }
 
     /// Takes `name`, converting its checked value with `f`.

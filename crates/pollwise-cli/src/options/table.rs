@@ -8,6 +8,7 @@
 
 use pollwise::units::TimeUnit;
 
+use super::store::{value_of, Store};
 use crate::spec::MAX_IODEPTH;
 
 /// What kind of value an option takes; the table checks values against it.
@@ -280,6 +281,15 @@ pub struct Opt {
     pub category: Category,
     /// Which commands take it.
     pub scope: Scope,
+    /// Where its value goes in the job (fio's `off1`).
+    pub store: Store,
+}
+
+impl Opt {
+    /// The option with its value stored by `store`.
+    const fn to(self, store: Store) -> Opt {
+        Opt { store, ..self }
+    }
 }
 
 const fn opt(
@@ -298,6 +308,7 @@ const fn opt(
         help,
         category,
         scope,
+        store: Store::Command,
     }
 }
 
@@ -361,6 +372,16 @@ const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
 const LOOP_WAITS: &[&str] = &["adaptive", "poll", "interrupt", "auto"];
 const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler", "shared-poller"];
 
+/// A plain store of the value into the job's field at `path` (the field's type reads it).
+macro_rules! put {
+    ($($field:ident).+) => {
+        Store::Job(|s, v| {
+            s.$($field).+ = value_of(v)?;
+            Ok(())
+        })
+    };
+}
+
 /// Every option pollwise knows.
 pub const OPTIONS: &[Opt] = &[
     // job
@@ -380,14 +401,14 @@ pub const OPTIONS: &[Opt] = &[
         opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
         &["blocksize"],
     ),
-    opt("iodepth", int(1, MAX_IODEPTH as u64), val("1"), C::Job, Job, "requests in flight per job thread"),
-    opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each; each thread is a job of its own in the report (one with --group_reporting)"),
-    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)"),
+    opt("iodepth", int(1, MAX_IODEPTH as u64), val("1"), C::Job, Job, "requests in flight per job thread").to(put!(iodepth)),
+    opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each; each thread is a job of its own in the report (one with --group_reporting)").to(put!(numjobs)),
+    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)").to(put!(direct)),
     opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)"),
     opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel", "meta", "md5", "crc32", "sha1", "sha256", "xxhash"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block (its offset, length and crc32c: crc32c and meta) and check it on read; md5, crc32, sha1, sha256 and xxhash also checksum each block with fio's algorithm"),
-    opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets"),
+    opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets").to(put!(seed)),
     with_aliases(
-        opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)"),
+        opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)").to(put!(iodepth_batch_submit)),
         &["iodepth_batch"],
     ),
     with_aliases(
@@ -524,28 +545,28 @@ pub const OPTIONS: &[Opt] = &[
     opt("readonly", BOOL, val("0"), C::Jobs, Only(&["run"]), "refuse, before anything runs, a job that would write: writes, laying out a file or extending it (fio's --readonly)"),
     // timing
     with_aliases(
-        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done"),
+        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done").to(put!(runtime)),
         &["timeout"],
     ),
-    opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
-    opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run"),
-    opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)"),
-    opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
-    opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
+    opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done").to(put!(time_based)),
+    opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run").to(put!(ramp_time)),
+    opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)").to(put!(thinktime)),
+    opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps").to(put!(thinktime_spin)),
+    opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)").to(put!(thinktime_blocks)),
     // io_uring
     opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "posixaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "nop", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); posixaio (POSIX AIO through the C library: interrupt waits in aio_suspend, poll asks aio_error of each request); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); nop (every request an io_uring NOP through a real ring under the wait mode, as t/io_uring -N1: no file, no data, the ring's and the waits' own cost; needs --size); or the simulated device (see --sim_latency)"),
     opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)"),
     opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
-    opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
-    opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring"),
-    opt("registered_ring", BOOL, val("0"), C::IoUring, Job, "register the ring's fd and enter the ring by its index (IORING_REGISTER_RING_FDS, Linux 5.18; t/io_uring -X): no fd lookup per enter"),
+    opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring").to(put!(registerfiles)),
+    opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring").to(put!(fixedbufs)),
+    opt("registered_ring", BOOL, val("0"), C::IoUring, Job, "register the ring's fd and enter the ring by its index (IORING_REGISTER_RING_FDS, Linux 5.18; t/io_uring -X): no fd lookup per enter").to(put!(registered_ring)),
     opt("sqthread_poll", BOOL, val("0"), C::IoUring, Job, "SQPOLL ring: a kernel thread polls the submission queue"),
     opt("sqthread_poll_cpu", int(0, U32), NONE, C::IoUring, Job, "CPU of the SQPOLL thread (needs --sqthread_poll)"),
     opt("sqthread_idle", dur(TimeUnit::Millis), val("1000ms"), C::IoUring, Job, "SQPOLL idle time before its thread sleeps (bare number: ms)"),
-    opt("sqthread_share", BOOL, val("0"), C::IoUring, Job, "job threads' rings share one SQPOLL thread (ATTACH_WQ)"),
-    opt("hipri", BOOL, val("0"), C::IoUring, Job, "kernel polled I/O, as fio's --hipri (IOPOLL: the kernel polls the device's poll queue inside io_uring_enter; needs O_DIRECT and a device with poll queues)"),
-    opt("hybrid_iopoll", BOOL, val("0"), C::IoUring, Job, "kernel hybrid polled I/O (HYBRID_IOPOLL, with --hipri): the kernel sleeps part of the expected latency, then polls"),
+    opt("sqthread_share", BOOL, val("0"), C::IoUring, Job, "job threads' rings share one SQPOLL thread (ATTACH_WQ)").to(put!(sqthread_share)),
+    opt("hipri", BOOL, val("0"), C::IoUring, Job, "kernel polled I/O, as fio's --hipri (IOPOLL: the kernel polls the device's poll queue inside io_uring_enter; needs O_DIRECT and a device with poll queues)").to(put!(hipri)),
+    opt("hybrid_iopoll", BOOL, val("0"), C::IoUring, Job, "kernel hybrid polled I/O (HYBRID_IOPOLL, with --hipri): the kernel sleeps part of the expected latency, then polls").to(put!(hybrid_iopoll)),
     opt("coop_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0 (as fio's io_uring engine)"), C::IoUring, Job, "COOP_TASKRUN ring"),
     opt("defer_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "DEFER_TASKRUN ring"),
     opt("single_issuer", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "SINGLE_ISSUER ring"),
@@ -598,9 +619,9 @@ pub const OPTIONS: &[Opt] = &[
     opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)"),
     opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)"),
     opt("write_auto_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "with --mode=auto: write NAME_auto.N.log, one line a second: time (ms), mode at the second's end, switches in it, their reasons (reason:count, - if none), ms in poll, hybrid, interrupt, adaptive, completions"),
-    opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
-    opt("log_prio", BOOL, val("0"), C::Output, Only(&["run"]), "write each I/O's priority (ioprio, 0x%04x) in the log's last column, as fio; without it the column is 1 for a real-time request, else 0"),
-    opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
+    opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)").to(put!(logs.avg_msec)),
+    opt("log_prio", BOOL, val("0"), C::Output, Only(&["run"]), "write each I/O's priority (ioprio, 0x%04x) in the log's last column, as fio; without it the column is 1 for a real-time request, else 0").to(put!(logs.prio)),
+    opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)").to(put!(logs.offset)),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
     opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format, where the report goes (--output's file, else standard output; bare number: seconds)"),
     opt("eta_newline", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "end the ETA line with a new line once every this long, so a line a period stays on screen (bare number: seconds)"),
