@@ -324,6 +324,14 @@ impl Opts {
         self.take(name).map(|i| i.value.clone())
     }
 
+    /// `name`'s word as given, without taking it: a step checks it against its own options.
+    fn given_str(&self, name: &str) -> Option<String> {
+        match &self.items.iter().find(|i| i.opt.name == name)?.value {
+            Value::Word(w) => Some(w.clone()),
+            _ => None,
+        }
+    }
+
     /// Takes `name`, converting its checked value with `f`.
     fn take_as<T>(&mut self, name: &str, f: impl FnOnce(&Value) -> Option<T>) -> Result<Option<T>> {
         let Some(item) = self.take(name) else {
