@@ -13,7 +13,7 @@ use super::parse::{
     clock_seed, file_switch, log_name_from_job, log_prefix, parse_bsrange, parse_bssplit,
     parse_per_dir, rate_of_directions, split_filenames,
 };
-use super::store::{row_default, FromValue, Step, Store};
+use super::store::{default_of, value_of, FromValue, Step, Store};
 use super::table::OPTIONS;
 use super::{Opts, SizeOrPercent};
 use crate::extras::Rate;
@@ -97,11 +97,10 @@ impl Opts {
     /// `name`'s value, or its row's default when it was not given: a step reads its default
     /// from the row, where it is written once.
     fn take_or_default<T: FromValue>(&mut self, name: &str) -> Result<T> {
-        let v = match self.take_value(name) {
-            Some(v) => v,
-            None => row_default(name),
-        };
-        super::store::value_of(&v)
+        match self.take_value(name) {
+            Some(v) => value_of(&v),
+            None => Ok(default_of(name)),
+        }
     }
 
     fn step(&mut self, step: Step, s: &mut JobSpec) -> Result<()> {
@@ -805,7 +804,7 @@ impl Opts {
         if !named || !s.ioengine.has_file() {
             return Ok(());
         }
-        let format = format.as_deref().unwrap_or("$jobname.$jobnum.$filenum");
+        let format: String = format.unwrap_or_else(|| default_of("filename_format"));
         let name = |clone: u32, filenum: u32| {
             let name = format
                 .replace("$jobname", &s.name)
@@ -818,7 +817,7 @@ impl Opts {
             }
         };
         s.extra.made_up_names = true;
-        let nrfiles = nrfiles.unwrap_or(1).max(1);
+        let nrfiles = nrfiles.unwrap_or_else(|| default_of("nrfiles")).max(1);
         if nrfiles > 1 {
             if s.numjobs > 1 {
                 return Err(usage(format!(

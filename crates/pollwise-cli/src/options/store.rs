@@ -224,6 +224,11 @@ pub fn row_default(name: &str) -> Value {
     }
 }
 
+/// `name`'s default as its row writes it, as the type `T` a step keeps it in.
+pub fn default_of<T: FromValue>(name: &str) -> T {
+    value_of(&row_default(name)).unwrap_or_else(|e| panic!("{name}'s default: {e}"))
+}
+
 /// `pollwise run`'s job: every row's default, stored through its row (fio's defaults, but
 /// `rw=randread` and `direct=1`). Each default is written once, in the option table.
 impl std::default::Default for JobSpec {
@@ -329,8 +334,7 @@ pub fn ioengine(s: &mut JobSpec, v: &Value) -> Result<()> {
     s.ioengine = match e.as_str() {
         "io_uring" => IoEngine::IoUring,
         "sim" => {
-            let l: String = value_of(&row_default("sim_latency"))?;
-            IoEngine::Sim(l.parse::<LatencyModel>()?)
+            IoEngine::Sim(default_of::<String>("sim_latency").parse::<LatencyModel>()?)
         }
         "null" => IoEngine::Null,
         "nop" => IoEngine::Nop,
