@@ -248,12 +248,6 @@ fn usage(s: String) -> Error {
     Error::Usage(s)
 }
 
-/// `name`: a value pollwise keeps as written.
-pub fn name(s: &mut JobSpec, v: &Value) -> Result<()> {
-    s.name = value_of(v)?;
-    Ok(())
-}
-
 /// `filename`: one file, or several separated by ':' (the first is the job's).
 pub fn filename(s: &mut JobSpec, v: &Value) -> Result<()> {
     let files = split_filenames(&value_of::<String>(v)?);
