@@ -364,7 +364,7 @@ impl Opts {
         let ss_ramp = self.take_duration("steadystate_ramp_time")?;
         if ss.is_some() || ss_dur.is_some() || ss_ramp.is_some() {
             s.extra.steady = crate::steady::SteadySpec::parse(
-                ss.as_deref(),
+                &ss.unwrap_or_else(|| default_of("steadystate")),
                 ss_dur.unwrap_or_default(),
                 ss_ramp.unwrap_or_default(),
             )
