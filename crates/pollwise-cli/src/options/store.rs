@@ -100,7 +100,8 @@ pub enum Step {
     Flow,
     /// `randrepeat=0`: a seed from the clock unless `randseed` is given.
     Seed,
-    /// `directory`, `filename_format`, `nrfiles`, `file_service_type`, `filesize`.
+    /// `directory`, `filename_format`, `nrfiles`, `file_service_type`, `filesize`; then
+    /// `fill_device` against the files they name (one file, one thread).
     Files,
     /// `write_iolog`, `read_iolog` and the replay options.
     Iolog,
