@@ -152,8 +152,9 @@ pub struct JobExtras {
     pub sync: SyncSpec,
 }
 
-/// fio's sync options (see [`JobExtras::sync`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// fio's sync options (see [`JobExtras::sync`]); all off by default here, the options'
+/// defaults (`invalidate=1`) being their rows' in the option table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SyncSpec {
     /// `fsync=N`: an fsync after every N writes (0: none).
     pub fsync: u32,
@@ -167,19 +168,6 @@ pub struct SyncSpec {
     pub invalidate: bool,
     /// `sync`: extra open flags (`O_SYNC`, `O_DSYNC`, or 0).
     pub open_flags: i32,
-}
-
-impl Default for SyncSpec {
-    fn default() -> Self {
-        SyncSpec {
-            fsync: 0,
-            fdatasync: 0,
-            end_fsync: false,
-            fsync_on_close: false,
-            invalidate: true,
-            open_flags: 0,
-        }
-    }
 }
 
 /// fio's `ratemin` and `rate_iops_min` (per direction: read, write) with `ratecycle`.

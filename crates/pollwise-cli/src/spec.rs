@@ -87,7 +87,8 @@ impl IoEngine {
 /// Bytes a simulated device pretends to hold when no `--size` is given (1 GiB).
 pub const SIM_DEFAULT_SIZE: u64 = 1 << 30;
 
-/// One job, in fio's terms. `Default` is fio's defaults plus `rw=randread`, `direct=1`.
+/// One job, in fio's terms. `Default` is the option table's defaults (fio's, with
+/// `rw=randread` and `direct=1`), stored by `options::store`.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     /// The job's name (fio's `name`).
@@ -182,43 +183,47 @@ pub struct JobSpec {
     pub continue_on_error: pollwise_bench::engine::ContinueOn,
 }
 
-impl Default for JobSpec {
-    fn default() -> Self {
+impl JobSpec {
+    /// The job before any option's default: each field an option fills holds a placeholder
+    /// (its type's zero), over which [`JobSpec::default`] (`options::store`) stores every
+    /// option's default from its row, so that each default is written once, in the option
+    /// table. Only what no option sets has its value here.
+    pub(crate) fn unset() -> JobSpec {
         JobSpec {
-            name: "pollwise".into(),
+            name: String::new(),
             filename: PathBuf::new(),
             size: 0,
-            rw: Rw::RandRead,
-            rwmixread: 50,
-            bs: 4096,
-            iodepth: 1,
-            direct: true,
+            rw: Rw::Read,
+            rwmixread: 0,
+            bs: 0,
+            iodepth: 0,
+            direct: false,
             runtime: Duration::ZERO,
             time_based: false,
             io_size: 0,
             ramp_time: Duration::ZERO,
-            numjobs: 1,
-            iodepth_batch_submit: 1,
-            iodepth_batch_complete_min: 1,
+            numjobs: 0,
+            iodepth_batch_submit: 0,
+            iodepth_batch_complete_min: 0,
             registerfiles: false,
             registered_ring: false,
             fixedbufs: false,
             sqthread_poll: false,
             sqthread_poll_cpu: None,
-            sqthread_idle_ms: 1000,
+            sqthread_idle_ms: 0,
             sqthread_share: false,
             hipri: false,
             hybrid_iopoll: false,
             coop_taskrun: false,
             defer_taskrun: false,
             single_issuer: false,
-            submit_mode: SubmitMode::Separate,
+            submit_mode: SubmitMode::default(),
             taskrun_auto: true,
             verify: false,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
-            thinktime_blocks: 1,
-            seed: 0x5eed_5eed,
+            thinktime_blocks: 0,
+            seed: 0,
             policy: PolicyConfig::new(Mode::Interrupt),
             ioengine: IoEngine::IoUring,
             platform: None,
@@ -229,9 +234,7 @@ impl Default for JobSpec {
             continue_on_error: pollwise_bench::engine::ContinueOn::None,
         }
     }
-}
 
-impl JobSpec {
     /// Thread `i`'s spec: the job's, on the clone's own file if it has one.
     pub fn clone_for(&self, i: usize) -> JobSpec {
         let mut c = self.clone();

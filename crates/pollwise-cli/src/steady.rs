@@ -37,13 +37,13 @@ pub struct SteadySpec {
 impl SteadySpec {
     /// Parses fio's `ss` value (`iops:10%`, `bw_slope:1%`, `iops:500`, `bw:10m`) with the
     /// window and ramp; `None` when `dur` is under a second (fio's `ss_dur=0`: no detection).
+    /// The criterion when none is given is the `steadystate` option's default, the caller's.
     pub fn parse(
-        crit: Option<&str>,
+        crit: &str,
         dur: Duration,
         ramp: Duration,
     ) -> std::result::Result<Option<SteadySpec>, String> {
-        // fio's default criterion.
-        let crit = crit.unwrap_or("iops_slope:0.01%").trim();
+        let crit = crit.trim();
         let (kind, limit) = crit.split_once(':').ok_or_else(|| {
             format!("ss={crit}: give a criterion and its limit, e.g. ss=iops:10% or ss=bw_slope:1%")
         })?;
@@ -461,7 +461,7 @@ mod tests {
     use super::*;
 
     fn spec(s: &str, dur: u64) -> SteadySpec {
-        SteadySpec::parse(Some(s), Duration::from_secs(dur), Duration::ZERO)
+        SteadySpec::parse(s, Duration::from_secs(dur), Duration::ZERO)
             .unwrap()
             .unwrap()
     }
@@ -476,10 +476,10 @@ mod tests {
         assert_eq!(s.name(), "bw_slope:1.000000%");
         let s = spec("bw:1m", 5);
         assert!(!s.pct && s.limit == 1048576.0);
-        assert!(SteadySpec::parse(Some("lat:1%"), Duration::from_secs(1), Duration::ZERO).is_err());
-        assert!(SteadySpec::parse(Some("iops"), Duration::from_secs(1), Duration::ZERO).is_err());
+        assert!(SteadySpec::parse("lat:1%", Duration::from_secs(1), Duration::ZERO).is_err());
+        assert!(SteadySpec::parse("iops", Duration::from_secs(1), Duration::ZERO).is_err());
         assert_eq!(
-            SteadySpec::parse(Some("iops:1%"), Duration::ZERO, Duration::ZERO).unwrap(),
+            SteadySpec::parse("iops:1%", Duration::ZERO, Duration::ZERO).unwrap(),
             None
         );
     }

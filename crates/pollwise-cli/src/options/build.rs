@@ -1,110 +1,25 @@
 //! From checked option values to a job: the one place a [`JobSpec`] is built from options.
-
-use std::str::FromStr;
+//!
+//! Every option's row says where its value goes ([`Store`]): the plain stores are applied in
+//! table order, then the [`Step`]s take the options checked against others, in [`Step::ALL`]'s
+//! order.
 
 use crate::spec::{IoEngine, JobSpec};
 use crate::{Error, Result};
-use pollwise::policy::{Mode, PolicyConfig};
-use pollwise::predict::Statistic;
-use pollwise::queue::sim::LatencyModel;
-use pollwise::queue::sync::SyncCall;
-use pollwise_bench::engine::SubmitMode;
+use pollwise::policy::Mode;
 
+use super::fault::parse_fault;
+use super::parse::{
+    clock_seed, file_switch, log_name_from_job, log_prefix, parse_bsrange, parse_bssplit,
+    parse_per_dir, rate_of_directions, split_filenames,
+};
+use super::store::{default_of, value_of, FromValue, Step, Store};
+use super::table::OPTIONS;
 use super::{Opts, SizeOrPercent};
-use crate::extras::{parse_cpus, BlockSizes, Rate};
+use crate::extras::Rate;
 
 fn usage(s: String) -> Error {
     Error::Usage(s)
-}
-
-/// How `--fault` is written, for messages.
-const FAULT_FORM: &str = "KIND:RATE[,KIND:RATE...] with KIND one of eio, short, eagain, canceled (RATE a probability, 0.01 or 1%), or spike:RATE:DURATION (e.g. --fault=eio:1%,short:0.05,spike:0.1%:5ms)";
-
-fn fault_rate(v: &str, item: &str) -> Result<f64> {
-    let bad = || {
-        usage(format!(
-            "--fault: '{item}' has rate '{v}': write a probability from 0 to 1 (0.01) or a percentage (1%); the form is {FAULT_FORM}"
-        ))
-    };
-    let r = match v.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
-        None => v.trim().parse::<f64>().map_err(|_| bad())?,
-    };
-    if !(0.0..=1.0).contains(&r) {
-        return Err(bad());
-    }
-    Ok(r)
-}
-
-/// Parses `--fault`'s value (`KIND:RATE[,KIND:RATE...]`, `spike:RATE:DURATION`). A kind given twice takes the last rate.
-pub fn parse_fault(v: &str) -> Result<pollwise_bench::fault::FaultSpec> {
-    let mut f = pollwise_bench::fault::FaultSpec::default();
-    if v.trim().is_empty() {
-        return Err(usage(format!("--fault is empty: write {FAULT_FORM}")));
-    }
-    for item in v.split(',') {
-        let parts: Vec<&str> = item.split(':').map(str::trim).collect();
-        let want = |n: usize, eg: &str| -> Result<()> {
-            if parts.len() == n {
-                Ok(())
-            } else {
-                Err(usage(format!(
-                    "--fault: '{item}' takes {} value(s) after the kind, e.g. {eg}",
-                    n - 1
-                )))
-            }
-        };
-        match parts[0] {
-            "eio" | "short" | "eagain" | "canceled" | "ecanceled" => {
-                want(2, &format!("{}:1%", parts[0]))?;
-                let r = fault_rate(parts[1], item)?;
-                match parts[0] {
-                    "eio" => f.eio = r,
-                    "short" => f.short = r,
-                    "eagain" => f.eagain = r,
-                    _ => f.canceled = r,
-                }
-            }
-            "spike" => {
-                want(3, "spike:1%:5ms")?;
-                f.spike = fault_rate(parts[1], item)?;
-                let d = pollwise::units::parse_duration(parts[2], None).map_err(|_| {
-                    usage(format!(
-                        "--fault: '{item}' has duration '{}': write a time with a unit, e.g. spike:1%:5ms",
-                        parts[2]
-                    ))
-                })?;
-                f.spike_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-                if f.spike_ns == 0 || f.spike_ns > 3_600_000_000_000 {
-                    return Err(usage(format!(
-                        "--fault: '{item}': a spike lasts more than 0 and at most an hour, e.g. spike:1%:5ms"
-                    )));
-                }
-            }
-            k => {
-                return Err(usage(format!(
-                    "--fault: unknown kind '{k}' in '{item}': use {FAULT_FORM}"
-                )))
-            }
-        }
-    }
-    let shared = f.eio + f.canceled + f.short;
-    if shared > 1.0 + 1e-9 {
-        return Err(usage(format!(
-            "--fault={v}: the eio, canceled and short rates add up to {:.0}%: one completion gets at most one of them, so keep their sum at most 100%",
-            shared * 100.0
-        )));
-    }
-    f.check().map_err(|e| usage(format!("--fault={v}: {e}")))?;
-    Ok(f)
-}
-
-/// For each `take_KIND("option") => place;`: when the option was given, store its value as
-/// given. The options that need a check or a conversion are written out beside it.
-macro_rules! store {
-    ($opts:ident: $($take:ident($name:literal) => $dst:expr;)+) => {
-        $( if let Some(v) = $opts.$take($name)? { $dst = v; } )+
-    };
 }
 
 impl Opts {
@@ -146,59 +61,113 @@ impl Opts {
 
     fn job_spec_of(&mut self, base: JobSpec) -> Result<JobSpec> {
         let mut s = base;
-        if let Some(v) = self.take_str("name")? {
-            s.name = v;
-        }
-        if let Some(v) = self.take_str("filename")? {
-            let files = split_filenames(&v);
-            s.filename = files.first().cloned().unwrap_or_default().into();
-            if files.len() > 1 {
-                s.extra.files = files.into_iter().map(Into::into).collect();
+        for o in OPTIONS {
+            match o.store {
+                Store::Job(put) | Store::Checked(put, _) => {
+                    if let Some(v) = self.take_value(o.name) {
+                        put(&mut s, &v)?;
+                    }
+                }
+                Store::Unused => {
+                    self.take_value(o.name);
+                }
+                Store::Step(_) | Store::Command => {}
             }
         }
+        for step in Step::ALL {
+            self.step(step, &mut s)?;
+        }
+        // fio's synchronous engines do one I/O at a time: fio caps the depth at 1 and says so.
+        // The note comes once the job is known good, so a refusal stays one line.
+        let capped = matches!(s.ioengine, IoEngine::Sync(_)) && s.iodepth > 1;
+        if capped {
+            s.iodepth = 1;
+            s.iodepth_batch_submit = s.iodepth_batch_submit.min(1);
+            s.iodepth_batch_complete_min = s.iodepth_batch_complete_min.min(1);
+        }
+        self.check_files(&s)?;
+        if capped {
+            eprintln!(
+                "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1"
+            );
+        }
+        Ok(s)
+    }
+
+    /// `name`'s value, or its row's default when it was not given: a step reads its default
+    /// from the row, where it is written once.
+    fn take_or_default<T: FromValue>(&mut self, name: &str) -> Result<T> {
+        match self.take_value(name) {
+            Some(v) => value_of(&v),
+            None => Ok(default_of(name)),
+        }
+    }
+
+    fn step(&mut self, step: Step, s: &mut JobSpec) -> Result<()> {
+        match step {
+            Step::Engine => self.take_engine(s),
+            Step::Inverse => self.take_inverses(s),
+            Step::Offsets => {
+                s.extra.offset = self.take_size_or_percent("offset")?;
+                s.extra.offset_increment = self.take_size_or_percent("offset_increment")?;
+                Ok(())
+            }
+            Step::Passes => self.take_io_size(s),
+            Step::Fill => self.take_fill_device(s),
+            Step::Rates => self.take_rates(s),
+            Step::Prio => self.take_prio(s),
+            Step::BlockSizes => self.take_block_sizes(s),
+            Step::Content => self.take_content(s),
+            Step::Zones => self.take_zones(s),
+            Step::ExperimentalVerify => self.take_experimental_verify(s),
+            Step::Exit => self.take_exit(s),
+            Step::LatencyTarget => self.take_latency_target(s),
+            Step::Steady => self.take_steady(s),
+            Step::Threads => self.take_threads(),
+            Step::Flow => self.take_flow(s),
+            Step::Seed => {
+                if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
+                    s.seed = clock_seed();
+                }
+                Ok(())
+            }
+            Step::Files => self.take_files_and_fill(s),
+            Step::Iolog => self.take_iolog(s),
+            Step::Logs => self.take_log_options(s),
+            Step::Fault => self.take_fault(s),
+            Step::Policy => self.check_mode(s),
+        }
+    }
+
+    /// The engine's options: `sim_latency` and `platform` need `ioengine=sim` (as given),
+    /// `userspace_reap` needs libaio.
+    fn take_engine(&mut self, s: &mut JobSpec) -> Result<()> {
         let latency = self.take_str("sim_latency")?;
         s.sim_latency_given = latency.is_some();
         let platform = self.take_str("platform")?;
         if let Some(p) = &platform {
             s.platform = Some(crate::platform::load(p)?);
         }
-        let ioengine = self.take_str("ioengine")?;
-        if platform.is_some() && ioengine.as_deref() != Some("sim") {
+        let engine = self.given_str("ioengine");
+        if platform.is_some() && engine.as_deref() != Some("sim") {
             return Err(usage(
                 "--platform needs --ioengine=sim: it is the modelled machine the simulated device runs on".into(),
             ));
         }
-        match (ioengine.as_deref(), latency) {
-            (None | Some("io_uring"), None) => {}
-            (Some("sim"), l) => {
-                let l = l.as_deref().unwrap_or("fixed:10us");
-                s.ioengine = IoEngine::Sim(l.parse::<LatencyModel>()?);
-            }
+        match (engine.as_deref(), latency) {
+            (_, None) => {}
+            (Some("sim"), Some(l)) => s.ioengine = IoEngine::Sim(l.parse()?),
             (None | Some("io_uring"), Some(_)) => {
                 return Err(usage(
                     "--sim_latency needs --ioengine=sim: it is the simulated device's latency"
                         .into(),
                 ))
             }
-            (Some(e), Some(_)) if e != "io_uring" => {
+            (Some(e), Some(_)) => {
                 return Err(usage(format!(
-                    "--sim_latency needs --ioengine=sim, not {e}: it is the simulated device's latency"
-                )))
+                "--sim_latency needs --ioengine=sim, not {e}: it is the simulated device's latency"
+            )))
             }
-            (Some("null"), _) => s.ioengine = IoEngine::Null,
-            (Some("nop"), _) => s.ioengine = IoEngine::Nop,
-            (Some("libaio"), _) => s.ioengine = IoEngine::Libaio {
-                userspace_reap: false,
-            },
-            (Some("posixaio"), _) => s.ioengine = IoEngine::Posixaio,
-            (Some(e), _) => match SyncCall::from_name(e) {
-                Some(call) => s.ioengine = IoEngine::Sync(call),
-                None => {
-                    return Err(usage(format!(
-                        "--ioengine={e} is not supported: use io_uring, libaio, posixaio, sync, psync, vsync, pvsync, pvsync2, null, nop or sim"
-                    )))
-                }
-            },
         }
         if let Some(reap) = self.take_bool("userspace_reap")? {
             match &mut s.ioengine {
@@ -212,227 +181,14 @@ impl Opts {
                 _ => {}
             }
         }
-        match self.take_size_or_percent("size")? {
-            Some(SizeOrPercent::Bytes(v)) => s.size = v,
-            Some(SizeOrPercent::Percent(p)) => s.extra.size_percent = Some(p),
-            None => {}
-        }
-        if let Some(v) = self.take_size("io_size")? {
-            s.io_size = v;
-        }
-        if let Some(v) = self.take_str("rw")? {
-            let (pattern, modifier) = match v.split_once(':') {
-                Some((p, m)) => (p.trim(), Some(m.trim())),
-                None => (v.as_str(), None),
-            };
-            s.rw = crate::spec::parse_rw(pattern)?;
-            if let Some(m) = modifier {
-                rw_modifier(&mut s, &v, m)?;
-            }
-        }
-        if let Some(v) = self.take_u32("rwmixread")? {
-            s.rwmixread = v;
-        }
-        if let Some(v) = self.take_sizes("bs")? {
-            let fit =
-                |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));
-            match v.as_slice() {
-                [Some(one)] => s.bs = fit(*one)?,
-                [r, w, rest @ ..] => {
-                    if let Some(r) = r {
-                        s.bs = fit(*r)?;
-                    }
-                    // Trims take the third size, else the writes' (as fio).
-                    if let Some(t) = rest.first().copied().flatten().or(*w) {
-                        let t = fit(t)?;
-                        if t != s.bs {
-                            s.extra.trim_bs = Some(t);
-                        }
-                    }
-                    if let Some(w) = w {
-                        let w = fit(*w)?;
-                        if w != s.bs {
-                            if !matches!(self.command().name, "run" | "compare") {
-                                return Err(usage(format!(
-                                    "--bs with READ,WRITE sizes is not used by `{}`: give one size",
-                                    self.command().invocation()
-                                )));
-                            }
-                            s.extra.write_bs = Some(w);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        store! { self:
-            take_u32("iodepth") => s.iodepth;
-            take_bool("direct") => s.direct;
-            take_duration("runtime") => s.runtime;
-            take_bool("time_based") => s.time_based;
-            take_duration("ramp_time") => s.ramp_time;
-            take_u32("numjobs") => s.numjobs;
-            take_u32("iodepth_batch_submit") => s.iodepth_batch_submit;
-        }
-        if let Some(v) = self.take_u32("iodepth_batch_complete_min")? {
-            s.iodepth_batch_complete_min = v;
-            // fio 3.x: 0 (with iodepth_batch_complete_max unset) reaps, waiting for one, after
-            // every request queued (backend.c's io_in_polling): about one request in flight.
-            s.extra.reap_each = v == 0;
-        }
-        // fio's synchronous engines do one I/O at a time: fio caps the depth at 1 and says so.
-        // The note comes once the job is known good, so a refusal stays one line.
-        let capped = matches!(s.ioengine, IoEngine::Sync(_)) && s.iodepth > 1;
-        if capped {
-            s.iodepth = 1;
-            s.iodepth_batch_submit = s.iodepth_batch_submit.min(1);
-            s.iodepth_batch_complete_min = s.iodepth_batch_complete_min.min(1);
-        }
-        store! { self:
-            take_bool("registerfiles") => s.registerfiles;
-            take_bool("fixedbufs") => s.fixedbufs;
-            take_bool("registered_ring") => s.registered_ring;
-        }
-        if let Some(v) = self.take_str("submit_mode")? {
-            s.submit_mode = SubmitMode::from_name(&v)
-                .ok_or_else(|| usage(format!("--submit_mode={v}: use with_wait or separate")))?;
-        }
-        if let Some(v) = self.take_bool("sqthread_poll")? {
-            s.sqthread_poll = v;
-        }
-        if let Some(v) = self.take_u32("sqthread_poll_cpu")? {
-            s.sqthread_poll_cpu = Some(v);
-        }
-        if let Some(v) = self.take_duration("sqthread_idle")? {
-            s.sqthread_idle_ms = u32::try_from(v.as_millis().max(1)).map_err(|_| {
-                usage(format!(
-                    "--sqthread_idle={v:?} is too long: use at most {} ms",
-                    u32::MAX
-                ))
-            })?;
-        }
-        store! { self:
-            take_bool("sqthread_share") => s.sqthread_share;
-            take_bool("hipri") => s.hipri;
-            take_bool("hybrid_iopoll") => s.hybrid_iopoll;
-        }
-        if let Some(v) = self.take_bool("coop_taskrun")? {
-            s.coop_taskrun = v;
-            s.taskrun_auto = false;
-        }
-        if let Some(v) = self.take_bool("defer_taskrun")? {
-            s.defer_taskrun = v;
-            s.taskrun_auto = false;
-        }
-        if let Some(v) = self.take_bool("single_issuer")? {
-            s.single_issuer = v;
-            s.taskrun_auto = false;
-        }
-        if let Some(v) = self.take_bool("allow_mounted_write")? {
-            s.extra.allow_mounted_write = v;
-        }
-        if let Some(v) = self.take_str("verify")? {
-            s.verify = match v.as_str() {
-                "crc32c" | "crc32c-intel" | "meta" => true,
-                "0" | "none" => false,
-                other => match pollwise_bench::digest::Digest::from_name(other) {
-                    Some(d) => {
-                        s.extra.verify_mode.digest = Some(d);
-                        true
-                    }
-                    None => {
-                        return Err(usage(format!(
-                            "--verify={v} is not supported: use --verify=crc32c"
-                        )))
-                    }
-                },
-            };
-        }
-        store! { self:
-            take_duration("thinktime") => s.thinktime;
-            take_duration("thinktime_spin") => s.thinktime_spin;
-            take_u32("thinktime_blocks") => s.thinktime_blocks;
-            take_u64("randseed") => s.seed;
-        }
-        self.take_job_file_options(&mut s)?;
-        self.take_iolog(&mut s)?;
-        self.take_log_options(&mut s)?;
-        self.take_fault_options(&mut s)?;
-        let mode = match self.take_str("mode")? {
-            Some(m) => {
-                let m = Mode::from_str(&m).map_err(usage)?;
-                if !s.ioengine.waits() && m != Mode::Interrupt {
-                    return Err(usage(format!(
-                        "--mode={} does not apply to --ioengine={}: it does each I/O inside its system call, so there is no wait to choose; for the kernel's polled read use --ioengine=pvsync2 --hipri, to compare wait modes use io_uring or libaio",
-                        m.name(),
-                        s.ioengine.name()
-                    )));
-                }
-                m
-            }
-            None => s.policy.mode,
-        };
-        s.policy = self.policy_config(mode)?;
-        if s.logs.auto.is_some() && mode != Mode::Auto {
-            return Err(Error::Usage(format!(
-                "--write_auto_log logs auto's choices, and this job runs --mode={}: add --mode=auto or drop --write_auto_log",
-                mode.name()
-            )));
-        }
-        self.check_files(&s)?;
-        if capped {
-            eprintln!(
-                "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1"
-            );
-        }
-        Ok(s)
-    }
-
-    /// Takes the options job files bring (fio's meaning): grouping, ranges, rates, CPUs. Only
-    /// `run` and `compare` take them (the table says so).
-    /// `--fault` and `--continue_on_error`.
-    fn take_fault_options(&mut self, s: &mut JobSpec) -> Result<()> {
-        if let Some(v) = self.take_str("fault")? {
-            let f = parse_fault(&v)?;
-            s.fault = (!f.is_empty()).then_some(f);
-        }
-        // The model's device answers in virtual time and injects nothing: a fault asked there
-        // would give a clean run that looks like one with faults.
-        if s.fault.is_some() && s.platform.is_some() {
-            return Err(usage(format!(
-                "--fault does not apply under --platform: the platform model's device injects no faults; drop --fault or --platform{}",
-                self.at("fault")
-            )));
-        }
-        if let Some(v) = self.take_str("continue_on_error")? {
-            s.continue_on_error = pollwise_bench::engine::ContinueOn::from_name(&v).ok_or_else(|| {
-                usage(format!(
-                    "--continue_on_error={v} is not one of none, read, write, io, verify, all (or fio's 0 and 1)"
-                ))
-            })?;
-        }
         Ok(())
     }
 
-    fn take_job_file_options(&mut self, s: &mut JobSpec) -> Result<()> {
-        if let Some(d) = self.take_str("description")? {
-            s.extra.description = Some(d);
-        }
-        if let Some(v) = self.take_bool("group_reporting")? {
-            s.extra.group_reporting = v;
-        }
-        // pollwise's jobs are always threads.
-        self.take_bool("thread")?;
-        if let Some(v) = self.take_bool("new_group")? {
-            s.extra.new_group = v;
-        }
-        if let Some(v) = self.take_bool("stonewall")? {
-            s.extra.stonewall = v;
-        }
+    /// `buffered` and `rwmixwrite`, the inverses of `direct` and `rwmixread`: the later given
+    /// of each pair wins, as fio.
+    fn take_inverses(&mut self, s: &mut JobSpec) -> Result<()> {
         if let Some(v) = self.take_bool("buffered")? {
-            if self.has_later("direct", "buffered") {
-                // --direct given after --buffered wins; it was taken above.
-            } else {
+            if !self.has_later("direct", "buffered") {
                 s.direct = !v;
             }
         }
@@ -441,32 +197,13 @@ impl Opts {
                 s.rwmixread = 100 - v;
             }
         }
-        if let Some(n) = self.take_u32("fsync")? {
-            s.extra.sync.fsync = n;
-        }
-        if let Some(n) = self.take_u32("fdatasync")? {
-            s.extra.sync.fdatasync = n;
-        }
-        if let Some(v) = self.take_bool("end_fsync")? {
-            s.extra.sync.end_fsync = v;
-        }
-        if let Some(v) = self.take_bool("fsync_on_close")? {
-            s.extra.sync.fsync_on_close = v;
-        }
-        if let Some(v) = self.take_bool("invalidate")? {
-            s.extra.sync.invalidate = v;
-        }
-        if let Some(v) = self.take_str("sync")? {
-            s.extra.sync.open_flags = match v.as_str() {
-                "1" | "sync" => libc::O_SYNC,
-                "dsync" => libc::O_DSYNC,
-                _ => 0,
-            };
-        }
-        s.extra.offset = self.take_size_or_percent("offset")?;
-        s.extra.offset_increment = self.take_size_or_percent("offset_increment")?;
-        if let Some(v) = self.take_u32("loops")? {
-            s.extra.loops = v;
+        Ok(())
+    }
+
+    /// `io_size`, where fio 3.33's passes would mean another byte count than pollwise's.
+    fn take_io_size(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(v) = self.take_size("io_size")? {
+            s.io_size = v;
         }
         if s.verify && s.rw.writes() && s.size != 0 && s.io_size > s.size {
             return Err(usage(format!(
@@ -498,22 +235,31 @@ impl Opts {
                 self.at("io_size")
             )));
         }
-        if self.take_bool("fill_device")? == Some(true) {
-            // fio fills with a sequential write from the file's start, one writer, and stops
-            // at ENOSPC (backend.c io_queue_event, do_io): other shapes would mean another thing.
-            let alone = s.numjobs <= 1 && s.extra.offset.is_none() && !self.has("nrfiles");
-            if s.rw != crate::spec::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
-                return Err(usage(format!(
-                    "--fill_device is followed for a sequential write (rw=write) of one file from its start by one job thread, not time-based; this job is rw={}{}: give a size instead{}",
-                    s.rw.name(),
-                    if s.time_based { ", time_based" } else { "" },
-                    self.at("fill_device")
-                )));
-            }
-            s.extra.fill_device = true;
+        Ok(())
+    }
+
+    /// `fill_device`: fio fills with a sequential write from the file's start, one writer, and
+    /// stops at ENOSPC (backend.c io_queue_event, do_io): other shapes would mean another thing.
+    fn take_fill_device(&mut self, s: &mut JobSpec) -> Result<()> {
+        if self.take_bool("fill_device")? != Some(true) {
+            return Ok(());
         }
-        // The order the jobs' files are laid out in changes no job's I/O.
-        self.take_bool("create_serialize")?;
+        let alone = s.numjobs <= 1 && s.extra.offset.is_none() && !self.has("nrfiles");
+        if s.rw != crate::spec::Rw::Write || s.extra.seq_add != 0 || s.time_based || !alone {
+            return Err(usage(format!(
+                "--fill_device is followed for a sequential write (rw=write) of one file from its start by one job thread, not time-based; this job is rw={}{}: give a size instead{}",
+                s.rw.name(),
+                if s.time_based { ", time_based" } else { "" },
+                self.at("fill_device")
+            )));
+        }
+        s.extra.fill_device = true;
+        Ok(())
+    }
+
+    /// fio's rates: `rate_iops`, `rate` (per direction), `rate_process`, and the minimum
+    /// rates.
+    fn take_rates(&mut self, s: &mut JobSpec) -> Result<()> {
         let iops = self.take_u64("rate_iops")?;
         let bytes = match self.take_sizes("rate")? {
             None => None,
@@ -532,42 +278,57 @@ impl Opts {
                     .into(),
             ));
         }
-        self.take_min_rate(s, iops, bytes)?;
-        self.take_prio(s)?;
-        if let Some(c) = self.take_str("cpus_allowed")? {
-            s.extra.cpus = Some(parse_cpus(&c)?);
-        }
-        self.take_block_sizes(s)?;
-        s.extra.wait_for = self.take_str("wait_for")?;
-        self.take_content(s)?;
-        self.take_zones(s)?;
-        if self.take_bool("do_verify")? == Some(false) {
-            s.extra.skip_verify = true;
-        }
-        if let Some(v) = self.take_size("verify_interval")? {
-            s.extra.verify_mode.interval = u32::try_from(v).ok();
-        }
-        s.extra.verify_backlog = self.take_size("verify_backlog")?.filter(|n| *n > 0);
-        s.extra.verify_state_save = self.take_bool("verify_state_save")? == Some(true);
-        s.extra.verify_state_load = self.take_bool("verify_state_load")? == Some(true);
-        if let Some(p) = self.take_str("verify_pattern")? {
-            let bytes = pollwise_bench::content::parse_pattern(&p).map_err(|why| {
-                usage(format!(
-                    "--verify_pattern={p}: {why}{}",
-                    self.at("verify_pattern")
-                ))
-            })?;
-            if !bytes.is_empty() {
-                s.extra.verify_mode.pattern = Some(bytes.into());
+        self.take_min_rate(s, iops, bytes)
+    }
+
+    /// fio's `ratemin`, `rate_iops_min` and `ratecycle`, checked against the job's `rate` and
+    /// `rate_iops` as fio checks them.
+    fn take_min_rate(
+        &mut self,
+        s: &mut JobSpec,
+        rate_iops: Option<u64>,
+        rate_bytes: Option<u64>,
+    ) -> Result<()> {
+        let per_dir = |v: Option<Vec<Option<u64>>>| -> [u64; 2] {
+            match v.as_deref() {
+                None => [0, 0],
+                // One value is every direction's, as fio's.
+                Some([one]) => [one.unwrap_or(0); 2],
+                Some(l) => [
+                    l.first().copied().flatten().unwrap_or(0),
+                    l.get(1).copied().flatten().unwrap_or(0),
+                ],
             }
+        };
+        let bytes = per_dir(self.take_sizes("ratemin")?);
+        let iops = self.take_u64("rate_iops_min")?.map_or([0, 0], |v| [v, v]);
+        let cycle_ms = self.take_or_default("ratecycle")?;
+        if bytes == [0, 0] && iops == [0, 0] {
+            return Ok(());
         }
-        // Stopping at the first bad block is pollwise's way already; it names bad blocks in its
-        // report rather than dumping them; it reads back every block written either way.
-        self.take_bool("verify_fatal")?;
-        self.take_bool("verify_dump")?;
+        let at = match self.at("ratemin") {
+            a if a.is_empty() => self.at("rate_iops_min"),
+            a => a,
+        };
+        let over =
+            |cap: Option<u64>, min: [u64; 2]| cap.is_some_and(|c| min.iter().any(|&m| m > c));
+        if over(rate_bytes, bytes) || over(rate_iops, iops) {
+            return Err(usage(format!(
+                "the minimum rate exceeds the rate (fio: minimum rate exceeds rate): lower ratemin or rate_iops_min, or raise rate or rate_iops{at}"
+            )));
+        }
+        s.extra.min_rate = Some(crate::extras::MinRate {
+            bytes,
+            iops,
+            cycle_ms,
+        });
+        Ok(())
+    }
+
+    /// `experimental_verify`: a write-only job without a backlog follows fio's experimental
+    /// verify over loops (`passes::experimental_verify_bytes`); other shapes are refused.
+    fn take_experimental_verify(&mut self, s: &mut JobSpec) -> Result<()> {
         let experimental = self.take_bool("experimental_verify")? == Some(true);
-        // A write-only job without a backlog follows fio's experimental verify over loops
-        // (`passes::experimental_verify_bytes`); other shapes are refused.
         let writes_only = matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
         let follows = writes_only && s.extra.verify_backlog.is_none();
         if experimental && s.verify && s.extra.loops > 1 && !s.extra.skip_verify && follows {
@@ -579,99 +340,102 @@ impl Opts {
                 self.at("experimental_verify")
             )));
         }
-        let (exitall, on_error) = (
-            self.take_bool("exitall")?.unwrap_or(false),
-            self.take_bool("exitall_on_error")?.unwrap_or(false),
-        );
-        let what = self.take_str("exit_what")?;
+        Ok(())
+    }
+
+    /// `exitall`, `exitall_on_error` and `exit_what`: what this job's end stops.
+    fn take_exit(&mut self, s: &mut JobSpec) -> Result<()> {
+        let exitall: bool = self.take_or_default("exitall")?;
+        let on_error: bool = self.take_or_default("exitall_on_error")?;
+        let what: String = self.take_or_default("exit_what")?;
         if exitall || on_error {
             s.extra.exit = Some(crate::extras::ExitAll {
                 on_end: exitall,
-                all: what.as_deref() == Some("all"),
+                all: what == "all",
             });
         }
-        s.extra.number_ios = self.take_u64("number_ios")?.filter(|n| *n > 0);
-        if self.command().name == "run" {
-            self.take_latency_target(s)?;
-        }
+        Ok(())
+    }
+
+    /// fio's steady state: `steadystate`, its duration and its ramp.
+    fn take_steady(&mut self, s: &mut JobSpec) -> Result<()> {
         let ss = self.take_str("steadystate")?;
         let ss_dur = self.take_duration("steadystate_duration")?;
         let ss_ramp = self.take_duration("steadystate_ramp_time")?;
         if ss.is_some() || ss_dur.is_some() || ss_ramp.is_some() {
             s.extra.steady = crate::steady::SteadySpec::parse(
-                ss.as_deref(),
+                &ss.unwrap_or_else(|| default_of("steadystate")),
                 ss_dur.unwrap_or_default(),
                 ss_ramp.unwrap_or_default(),
             )
             .map_err(|e| usage(format!("{e}{}", self.at("steadystate"))))?;
         }
-        if let Some(v) = self.take_str("random_distribution")? {
-            s.extra.distribution = parse_distribution(&v)?;
+        Ok(())
+    }
+
+    /// `threads`: `run` and `compare` refuse it on the command line (a job runs --numjobs
+    /// threads) and take it from a job file as fio does, its tiobench profile's option, which
+    /// fio accepts in any job and uses in none; hybrid-contention takes it itself.
+    fn take_threads(&mut self) -> Result<()> {
+        if !matches!(self.command().name, "run" | "compare") {
+            return Ok(());
         }
-        if matches!(self.command().name, "run" | "compare") {
-            if self.on_command_line("threads") {
-                return Err(usage(format!(
-                    "--threads is not an option of `{}`: it belongs to `pollwise scenario hybrid-contention`; a job runs --numjobs threads",
-                    self.command().invocation()
-                )));
-            }
-            // In a job file: fio's tiobench profile's option, which fio accepts in any job and
-            // uses in none.
-            self.take_list_u64("threads")?;
+        if self.on_command_line("threads") {
+            return Err(usage(format!(
+                "--threads is not an option of `{}`: it belongs to `pollwise scenario hybrid-contention`; a job runs --numjobs threads",
+                self.command().invocation()
+            )));
         }
-        let (weight, id, sleep) = (
-            self.take_u32("flow")?,
-            self.take_u64("flow_id")?,
-            self.take_duration("flow_sleep")?,
-        );
-        if let Some(w) = weight.filter(|w| *w > 0) {
+        self.take_list_u64("threads")?;
+        Ok(())
+    }
+
+    /// fio's flow control: `flow` (a weight), `flow_id`, `flow_sleep`.
+    fn take_flow(&mut self, s: &mut JobSpec) -> Result<()> {
+        let weight: u32 = self.take_or_default("flow")?;
+        let id = self.take_or_default("flow_id")?;
+        let sleep = self.take_or_default("flow_sleep")?;
+        if weight > 0 {
             s.extra.flow = Some(crate::extras::FlowShare {
-                id: id.unwrap_or(0),
-                weight: w,
-                sleep: sleep.unwrap_or_default(),
+                id,
+                weight,
+                sleep,
                 flow: None,
             });
         }
-        if let Some(v) = self.take_duration("startdelay")? {
-            s.extra.startdelay = v;
+        Ok(())
+    }
+
+    /// `fault`: the platform model's device injects nothing, so a fault asked there would give
+    /// a clean run that looks like one with faults.
+    fn take_fault(&mut self, s: &mut JobSpec) -> Result<()> {
+        if let Some(v) = self.take_str("fault")? {
+            let f = parse_fault(&v)?;
+            s.fault = (!f.is_empty()).then_some(f);
         }
-        // Measurement cost: pollwise measures every request all the same.
-        self.take_bool("gtod_reduce")?;
-        if let Some(v) = self.take_bool("norandommap")? {
-            s.extra.norandommap = v;
-        }
-        let reads = !matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
-        let varies = s.extra.sizes.iter().any(Option::is_some);
-        let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
-        if s.rw.random()
-            && reads
-            && s.rw.writes()
-            && varies
-            && differ
-            && !s.extra.norandommap
-            && s.extra.distribution.is_none()
-        {
-            let which = if self.has("bssplit") {
-                "bssplit"
-            } else {
-                "bsrange"
-            };
+        if s.fault.is_some() && s.platform.is_some() {
             return Err(usage(format!(
-                "--{which} with other sizes for writes than for reads, on a mixed random job with fio's random map: fio 3.33 ends such a job before its size is done (examples/cmdprio-bssplit.fio's first job: 5.2 of 8 MiB) by a rule pollwise does not follow; add norandommap (both then end it by its size) or give reads and writes the same sizes{}",
-                self.at(which)
+                "--fault does not apply under --platform: the platform model's device injects no faults; drop --fault or --platform{}",
+                self.at("fault")
             )));
         }
-        // Every generator visits each block once per pass (the random map); pollwise draws
-        // from its one generator.
-        self.take_str("random_generator")?;
-        if self.take_bool("randrepeat")? == Some(false) && !self.has("randseed") {
-            s.seed = clock_seed();
-        }
-        self.take_files(s)?;
-        if s.extra.fill_device && (s.extra.files.len() > 1 || !s.extra.clone_files.is_empty()) {
+        Ok(())
+    }
+
+    /// `mode`, given, must be a wait of the engine's; `write_auto_log` logs `auto`'s choices.
+    fn check_mode(&self, s: &JobSpec) -> Result<()> {
+        let mode = s.policy.mode;
+        if self.has("mode") && !s.ioengine.waits() && mode != Mode::Interrupt {
             return Err(usage(format!(
-                "--fill_device is followed for one file written by one job thread; this job has several files: give a size instead{}",
-                self.at("fill_device")
+                "--mode={} does not apply to --ioengine={}: it does each I/O inside its system call, so there is no wait to choose; for the kernel's polled read use --ioengine=pvsync2 --hipri, to compare wait modes use io_uring or libaio",
+                mode.name(),
+                s.ioengine.name()
+            )));
+        }
+        if s.logs.auto.is_some() && mode != Mode::Auto {
+            return Err(Error::Usage(format!(
+                "--write_auto_log logs auto's choices, and this job runs --mode={}: add --mode=auto or drop --write_auto_log",
+                mode.name()
             )));
         }
         Ok(())
@@ -680,10 +444,13 @@ impl Opts {
     /// fio's `latency_target` and its window, percentile and `latency_run` (`run` only: for
     /// `advise`, `latency_target` is the recommendation's).
     fn take_latency_target(&mut self, s: &mut JobSpec) -> Result<()> {
+        if self.command().name != "run" {
+            return Ok(());
+        }
         let target = self.take_str("latency_target")?;
-        let window = self.take_duration("latency_window")?;
-        let percentile = self.take_f64("latency_percentile")?;
-        let run = self.take_bool("latency_run")?;
+        let window = self.take_or_default("latency_window")?;
+        let percentile = self.take_or_default("latency_percentile")?;
+        let run = self.take_or_default("latency_run")?;
         let Some(t) = target else {
             return Ok(());
         };
@@ -700,9 +467,9 @@ impl Opts {
         }
         s.extra.latency = Some(crate::latency::LatSpec {
             target_ns: target.as_nanos().min(u64::MAX as u128) as u64,
-            window: window.unwrap_or_default(),
-            percentile: percentile.unwrap_or(100.0),
-            run: run.unwrap_or(false),
+            window,
+            percentile,
+            run,
         });
         Ok(())
     }
@@ -712,7 +479,7 @@ impl Opts {
         let mode = self.take_str("zonemode")?;
         let range = self.take_size("zonerange")?;
         let size = self.take_size("zonesize")?;
-        let skip = self.take_size("zoneskip")?.unwrap_or(0);
+        let skip = self.take_or_default("zoneskip")?;
         match mode.as_deref() {
             None | Some("none") => Ok(()),
             Some("zbd") => Err(usage(
@@ -728,7 +495,8 @@ impl Opts {
         }
     }
 
-    /// fio's buffer options: what writes write.
+    /// fio's buffer options that decide together what writes write: a pattern, zeros (which
+    /// win over a pattern), compressible random bytes, and duplicates.
     fn take_content(&mut self, s: &mut JobSpec) -> Result<()> {
         use pollwise_bench::content::Bytes;
         let c = &mut s.extra.content;
@@ -745,18 +513,12 @@ impl Opts {
                 *compress_pct = pct as u8;
             }
         }
-        if let Some(v) = self.take_bool("refill_buffers")? {
-            c.refill = v;
-        }
-        if let Some(v) = self.take_bool("scramble_buffers")? {
-            c.scramble = v;
-        }
-        let pct = self.take_u32("dedupe_percentage")?.unwrap_or(0);
-        let mode = self.take_str("dedupe_mode")?;
-        let ws = self.take_u32("dedupe_working_set_percentage")?.unwrap_or(5);
-        let global = self.take_bool("dedupe_global")?.unwrap_or(false);
+        let pct: u32 = self.take_or_default("dedupe_percentage")?;
+        let mode: String = self.take_or_default("dedupe_mode")?;
+        let ws: u32 = self.take_or_default("dedupe_working_set_percentage")?;
+        let global: bool = self.take_or_default("dedupe_global")?;
         if pct > 0 {
-            let working = mode.as_deref() == Some("working_set");
+            let working = mode == "working_set";
             c.dedupe = Some(pollwise_bench::content::Dedupe {
                 percentage: pct as u8,
                 working_set: working.then_some(ws as u8),
@@ -769,8 +531,15 @@ impl Opts {
         Ok(())
     }
 
-    /// fio's `bsrange`, `bssplit` and `blockalign`: sizes that vary by request.
+    /// fio's `bsrange`, `bssplit` and `blockalign`: sizes that vary by request; and `bs`'s
+    /// READ,WRITE sizes, which only `run` and `compare` take.
     fn take_block_sizes(&mut self, s: &mut JobSpec) -> Result<()> {
+        if s.extra.write_bs.is_some() && !matches!(self.command().name, "run" | "compare") {
+            return Err(usage(format!(
+                "--bs with READ,WRITE sizes is not used by `{}`: give one size",
+                self.command().invocation()
+            )));
+        }
         let range = self.take_str("bsrange")?;
         let split = self.take_str("bssplit")?;
         if let Some(v) = self.take_sizes("blockalign")? {
@@ -797,6 +566,33 @@ impl Opts {
                 other => s.extra.sizes[d] = other,
             }
         }
+        self.check_mixed_sizes(s)
+    }
+
+    /// Sizes that differ between reads and writes on a mixed random job with fio's random map:
+    /// fio 3.33 ends such a job early by a rule pollwise does not follow.
+    fn check_mixed_sizes(&self, s: &JobSpec) -> Result<()> {
+        let reads = !matches!(s.rw, crate::spec::Rw::Write | crate::spec::Rw::RandWrite);
+        let varies = s.extra.sizes.iter().any(Option::is_some);
+        let differ = s.extra.sizes[0] != s.extra.sizes[1] || s.extra.write_bs.is_some();
+        if s.rw.random()
+            && reads
+            && s.rw.writes()
+            && varies
+            && differ
+            && !s.extra.norandommap
+            && s.extra.distribution.is_none()
+        {
+            let which = if self.has("bssplit") {
+                "bssplit"
+            } else {
+                "bsrange"
+            };
+            return Err(usage(format!(
+                "--{which} with other sizes for writes than for reads, on a mixed random job with fio's random map: fio 3.33 ends such a job before its size is done (examples/cmdprio-bssplit.fio's first job: 5.2 of 8 MiB) by a rule pollwise does not follow; add norandommap (both then end it by its size) or give reads and writes the same sizes{}",
+                self.at(which)
+            )));
+        }
         Ok(())
     }
 
@@ -814,9 +610,9 @@ impl Opts {
             s.extra.write_iolog = Some(w.into());
         }
         let o = crate::iolog::ReplayOpts {
-            no_stall: self.take_bool("replay_no_stall")?.unwrap_or(false),
+            no_stall: self.take_or_default("replay_no_stall")?,
             redirect: self.take_str("replay_redirect")?.map(Into::into),
-            time_scale: self.take_u32("replay_time_scale")?.unwrap_or(100),
+            time_scale: self.take_or_default("replay_time_scale")?,
         };
         let Some(path) = self.take_str("read_iolog")? else {
             return Ok(());
@@ -944,6 +740,18 @@ impl Opts {
         Ok(())
     }
 
+    /// fio's files, and `fill_device` checked against them: one file written by one thread.
+    fn take_files_and_fill(&mut self, s: &mut JobSpec) -> Result<()> {
+        self.take_files(s)?;
+        if s.extra.fill_device && (s.extra.files.len() > 1 || !s.extra.clone_files.is_empty()) {
+            return Err(usage(format!(
+                "--fill_device is followed for one file written by one job thread; this job has several files: give a size instead{}",
+                self.at("fill_device")
+            )));
+        }
+        Ok(())
+    }
+
     /// fio's files: `directory`, `filename_format` (the names of a job file's job without a
     /// filename, one per clone), `filesize`, `nrfiles`.
     fn take_files(&mut self, s: &mut JobSpec) -> Result<()> {
@@ -996,7 +804,7 @@ impl Opts {
         if !named || !s.ioengine.has_file() {
             return Ok(());
         }
-        let format = format.as_deref().unwrap_or("$jobname.$jobnum.$filenum");
+        let format: String = format.unwrap_or_else(|| default_of("filename_format"));
         let name = |clone: u32, filenum: u32| {
             let name = format
                 .replace("$jobname", &s.name)
@@ -1009,7 +817,7 @@ impl Opts {
             }
         };
         s.extra.made_up_names = true;
-        let nrfiles = nrfiles.unwrap_or(1).max(1);
+        let nrfiles = nrfiles.unwrap_or_else(|| default_of("nrfiles")).max(1);
         if nrfiles > 1 {
             if s.numjobs > 1 {
                 return Err(usage(format!(
@@ -1028,8 +836,9 @@ impl Opts {
         Ok(())
     }
 
-    /// Takes fio's log options (`write_lat_log`, `write_bw_log`, `write_iops_log`,
-    /// `log_avg_msec`, `log_offset`); only `run` takes them (the table says so).
+    /// Takes fio's log options that name files (`write_lat_log`, `write_bw_log`,
+    /// `write_iops_log`, `write_auto_log`) and `per_job_logs`, checked against the threads;
+    /// only `run` takes them (the table says so).
     fn take_log_options(&mut self, s: &mut JobSpec) -> Result<()> {
         // A bare flag (or an empty name) means the job's name, as fio.
         let name = |o: &mut Opts, key: &str| -> Result<Option<String>> {
@@ -1055,528 +864,8 @@ impl Opts {
             }
             s.logs.unnumbered = true;
         }
-        store! { self:
-            take_u64("log_avg_msec") => s.logs.avg_msec;
-            take_bool("log_offset") => s.logs.offset;
-            take_bool("log_prio") => s.logs.prio;
-        }
         Ok(())
     }
-
-    /// Takes the policy knobs for `mode`.
-    pub fn policy_config(&mut self, mode: Mode) -> Result<PolicyConfig> {
-        let mut p = PolicyConfig::new(mode);
-        // hybrid's sleep target: `auto` (the default) adapts; a statistic chosen, or a fraction
-        // chosen without a statistic (a fraction of the mean, the kernel's rule), is kept as
-        // given.
-        let fraction = self.take_f64("hybrid_fraction")?;
-        if let Some(v) = fraction {
-            p.hybrid_fraction = v;
-        }
-        match self.take_str("hybrid_stat")?.as_deref() {
-            Some("auto") => p.hybrid_adaptive = true,
-            Some(v) => {
-                p.hybrid_stat = v.parse::<Statistic>()?;
-                p.hybrid_adaptive = false;
-            }
-            None => p.hybrid_adaptive = fraction.is_none(),
-        }
-        store! { self:
-            take_u64("poll_max_ns") => p.poll_max_ns;
-            take_u64("poll_grow") => p.poll_grow;
-            take_u64("poll_shrink") => p.poll_shrink;
-            take_f64("auto_slack") => p.auto_latency_slack;
-        }
-        Ok(p)
-    }
-}
-
-/// A log named after the job (a bare `--write_*_log`): the job's name is the log's path, as
-/// in fio, but it may not climb out of its directory (`--name=../../x` must not put logs two
-/// directories up).
-fn log_name_from_job(key: &str, job: &str) -> Result<String> {
-    if job.split('/').any(|c| c == "..") {
-        return Err(usage(format!(
-            "--{key} names its files after the job, and --name={} climbs out of its directory ('..'): give the logs a name, --{key}=NAME, or the job a name without '..'",
-            crate::error::shown(job)
-        )));
-    }
-    Ok(job.to_string())
-}
-
-/// A log name given to `--write_*_log`: a path (fio's), but one that does not climb out of
-/// its directory with `..`.
-fn log_prefix(key: &str, v: &str) -> Result<String> {
-    if v.split('/').any(|c| c == "..") {
-        return Err(usage(format!(
-            "--{key}={} climbs out of its directory ('..'): name the logs with a path without '..'",
-            crate::error::shown(v)
-        )));
-    }
-    Ok(v.to_string())
-}
-
-/// fio's `rate=READ,WRITE[,TRIM]` for `s`'s directions, as one cap on all its requests: the
-/// rate of the direction it does, or the sum of equal rates for an even mix. Uneven ones are
-/// refused (pollwise paces all a job's requests as one stream).
-impl Opts {
-    /// fio's `ratemin`, `rate_iops_min` and `ratecycle`, checked against the job's `rate` and
-    /// `rate_iops` as fio checks them.
-    fn take_min_rate(
-        &mut self,
-        s: &mut JobSpec,
-        rate_iops: Option<u64>,
-        rate_bytes: Option<u64>,
-    ) -> Result<()> {
-        let per_dir = |v: Option<Vec<Option<u64>>>| -> [u64; 2] {
-            match v.as_deref() {
-                None => [0, 0],
-                // One value is every direction's, as fio's.
-                Some([one]) => [one.unwrap_or(0); 2],
-                Some(l) => [
-                    l.first().copied().flatten().unwrap_or(0),
-                    l.get(1).copied().flatten().unwrap_or(0),
-                ],
-            }
-        };
-        let bytes = per_dir(self.take_sizes("ratemin")?);
-        let iops = self.take_u64("rate_iops_min")?.map_or([0, 0], |v| [v, v]);
-        let cycle_ms = self.take_u64("ratecycle")?.unwrap_or(1000);
-        if bytes == [0, 0] && iops == [0, 0] {
-            return Ok(());
-        }
-        let at = match self.at("ratemin") {
-            a if a.is_empty() => self.at("rate_iops_min"),
-            a => a,
-        };
-        let over =
-            |cap: Option<u64>, min: [u64; 2]| cap.is_some_and(|c| min.iter().any(|&m| m > c));
-        if over(rate_bytes, bytes) || over(rate_iops, iops) {
-            return Err(usage(format!(
-                "the minimum rate exceeds the rate (fio: minimum rate exceeds rate): lower ratemin or rate_iops_min, or raise rate or rate_iops{at}"
-            )));
-        }
-        s.extra.min_rate = Some(crate::extras::MinRate {
-            bytes,
-            iops,
-            cycle_ms,
-        });
-        Ok(())
-    }
-}
-
-impl Opts {
-    /// fio's `prio`, `prioclass` and its cmdprio options (engines/cmdprio.c in fio 3.33).
-    fn take_prio(&mut self, s: &mut JobSpec) -> Result<()> {
-        use pollwise_bench::prio::{ioprio_value, CmdPrio, DirPrio, CLASS_RT};
-        let level = self.take_u64("prio")?;
-        let class = self.take_u64("prioclass")?;
-        let perc = self.take_str("cmdprio_percentage")?;
-        let classes = self.take_str("cmdprio_class")?;
-        let levels = self.take_str("cmdprio")?;
-        let bssplit = self.take_str("cmdprio_bssplit")?;
-        let default = (level.is_some() || class.is_some())
-            .then(|| ioprio_value(class.unwrap_or(0) as u8, level.unwrap_or(0) as u8));
-        s.extra.ioprio = default;
-        let cmd = perc.is_some() || bssplit.is_some();
-        // Without a percentage or a split, fio takes cmdprio_class and cmdprio and uses them for
-        // nothing: so does pollwise.
-        if !cmd {
-            if let Some(d) = default {
-                if matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
-                    s.extra.cmdprio = Some(CmdPrio {
-                        default: d,
-                        dirs: Default::default(),
-                    });
-                }
-            }
-            return Ok(());
-        }
-        let at = ["cmdprio_percentage", "cmdprio_bssplit"]
-            .iter()
-            .map(|n| self.at(n))
-            .find(|a| !a.is_empty())
-            .unwrap_or_default();
-        if !matches!(s.ioengine, IoEngine::IoUring | IoEngine::Libaio { .. }) {
-            return Err(usage(format!(
-                "the cmdprio options are io_uring's and libaio's (fio's too): --ioengine={} has no per-request priority; use io_uring or libaio, or prio/prioclass for the job's own{at}",
-                s.ioengine.name()
-            )));
-        }
-        if perc.is_some() && bssplit.is_some() {
-            return Err(usage(format!(
-                "cmdprio_percentage and cmdprio_bssplit options are mutually exclusive (fio): give one{at}"
-            )));
-        }
-        let pair = |name: &str, v: Option<&str>, lo: u64, hi: u64| -> Result<[Option<u64>; 2]> {
-            let Some(v) = v else {
-                return Ok([None, None]);
-            };
-            let one = |x: &str| -> Result<Option<u64>> {
-                let x = x.trim();
-                if x.is_empty() {
-                    return Ok(None);
-                }
-                match x.parse::<u64>() {
-                    Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
-                    _ => Err(usage(format!(
-                        "--{name}={v}: each value is a whole number from {lo} to {hi} (READ,WRITE, as fio)"
-                    ))),
-                }
-            };
-            let parts: Vec<&str> = v.split(',').collect();
-            match parts.as_slice() {
-                [a] => {
-                    let a = one(a)?;
-                    Ok([a, a])
-                }
-                [a, b] | [a, b, _] => Ok([one(a)?, one(b)?]),
-                _ => Err(usage(format!(
-                    "--{name}={v}: give READ,WRITE at most, as fio"
-                ))),
-            }
-        };
-        let classes = pair("cmdprio_class", classes.as_deref(), 1, 3)?;
-        let levels = pair("cmdprio", levels.as_deref(), 0, 7)?;
-        // Without cmdprio_class, real-time (fio).
-        let implicit = |d: usize| {
-            ioprio_value(
-                classes[d].unwrap_or(CLASS_RT as u64) as u8,
-                levels[d].unwrap_or(0) as u8,
-            )
-        };
-        let mut dirs: [DirPrio; 2] = Default::default();
-        if let Some(p) = perc {
-            let percs = pair("cmdprio_percentage", Some(&p), 0, 100)?;
-            for (d, slot) in dirs.iter_mut().enumerate() {
-                if let Some(n) = percs[d].filter(|&n| n > 0) {
-                    *slot = DirPrio::Percent {
-                        perc: n as u32,
-                        ioprio: implicit(d),
-                    };
-                }
-            }
-        }
-        if let Some(b) = bssplit {
-            let per_dir: Vec<&str> = b.split(',').collect();
-            if per_dir.len() > 3 {
-                return Err(usage(format!(
-                    "--cmdprio_bssplit={b}: give READS,WRITES at most, as fio"
-                )));
-            }
-            for (d, slot) in dirs.iter_mut().enumerate() {
-                // One list is every direction's, as fio.
-                let Some(list) = per_dir
-                    .get(d)
-                    .or(per_dir.first())
-                    .filter(|l| !l.trim().is_empty())
-                else {
-                    continue;
-                };
-                let mut sizes: Vec<(u32, Vec<(u32, u16)>)> = Vec::new();
-                for e in list.split(':') {
-                    let f: Vec<&str> = e.trim().split('/').collect();
-                    let bad = || {
-                        usage(format!(
-                            "--cmdprio_bssplit={b}: '{e}' is not BS/PERC or BS/PERC/CLASS/LEVEL (fio's form, e.g. 64k/40:1m/60/1/0)"
-                        ))
-                    };
-                    let (bs, pc) = match f.as_slice() {
-                        [bs, pc] | [bs, pc, _, _] => (*bs, *pc),
-                        _ => return Err(bad()),
-                    };
-                    let bs = pollwise::units::parse_size(bs)
-                        .ok()
-                        .and_then(|v| u32::try_from(v).ok())
-                        .ok_or_else(bad)?;
-                    let pc: u32 = pc.parse().ok().filter(|&n| n <= 100).ok_or_else(bad)?;
-                    let prio = match f.as_slice() {
-                        [_, _, c, l] => {
-                            let c: u8 = c
-                                .parse()
-                                .ok()
-                                .filter(|&n| (1..=3).contains(&n))
-                                .ok_or_else(bad)?;
-                            let l: u8 = l.parse().ok().filter(|&n| n <= 7).ok_or_else(bad)?;
-                            ioprio_value(c, l)
-                        }
-                        _ => implicit(d),
-                    };
-                    match sizes.iter_mut().find(|(s, _)| *s == bs) {
-                        Some((_, v)) => v.push((pc, prio)),
-                        None => sizes.push((bs, vec![(pc, prio)])),
-                    }
-                }
-                for (bs, v) in &sizes {
-                    if v.iter().map(|x| x.0).sum::<u32>() > 100 {
-                        return Err(usage(format!(
-                            "fio: cmdprio_bssplit total percentage for bs: {bs} exceeds 100{at}"
-                        )));
-                    }
-                }
-                *slot = DirPrio::BsSplit(sizes);
-            }
-        }
-        s.extra.cmdprio = Some(CmdPrio {
-            default: default.unwrap_or(0),
-            dirs,
-        });
-        Ok(())
-    }
-}
-
-fn rate_of_directions(s: &JobSpec, per_dir: &[Option<u64>]) -> Result<Option<u64>> {
-    if let [one] = per_dir {
-        return Ok(*one);
-    }
-    let reads = s.rw.reads();
-    let writes = s.rw.writes();
-    let r = per_dir.first().copied().flatten();
-    let w = per_dir.get(1).copied().flatten();
-    Ok(match (reads, writes) {
-        (true, false) => r,
-        (false, true) => w,
-        _ => match (r, w) {
-            (None, None) => None,
-            (Some(a), Some(b)) if a == b && s.rwmixread == 50 => Some(a + b),
-            _ => {
-                return Err(usage(format!(
-                    "--rate with a rate per direction ({}) on a mixed job is only implemented for equal rates and rwmixread=50: pollwise paces all of a job's requests as one stream; give one rate",
-                    per_dir
-                        .iter()
-                        .map(|x| x.map_or(String::new(), |v| v.to_string()))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )))
-            }
-        },
-    })
-}
-
-/// fio's `rw` modifier (`rw=read:8k`, `rw=read:-8k`, `rw=randread:8`), as written in `v`.
-fn rw_modifier(s: &mut JobSpec, v: &str, m: &str) -> Result<()> {
-    let bad = |why: &str| {
-        usage(format!(
-            "--rw={v}: {why}: write rw=read:8k (skip 8k after each request), rw=read:-8k (backwards) or rw=randread:8 (a new random offset every 8 requests)"
-        ))
-    };
-    if s.rw.random() {
-        let n: u64 = m
-            .parse()
-            .map_err(|_| bad("the modifier of a random pattern is a count"))?;
-        s.extra.random_every = n;
-        return Ok(());
-    }
-    let (neg, size) = match m.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, m.strip_prefix('+').unwrap_or(m)),
-    };
-    let n = pollwise::units::parse_size(size).map_err(|_| bad("the modifier is a size"))?;
-    let n = i64::try_from(n).map_err(|_| bad("the modifier is too large"))?;
-    s.extra.seq_add = if neg { -n } else { n };
-    Ok(())
-}
-
-/// A per-direction list (`READ,WRITE[,TRIM]`) of `what`, each entry parsed by `one`; an empty
-/// entry keeps the default, a single entry applies to every direction, and trims take the
-/// writes' entry when none is given (as fio).
-fn parse_per_dir(
-    v: &str,
-    what: &str,
-    one: fn(&str, &str) -> Result<BlockSizes>,
-) -> Result<[Option<BlockSizes>; 3]> {
-    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    let r = match parts.first() {
-        Some(p) if !p.is_empty() => Some(one(p, what)?),
-        _ => None,
-    };
-    let w = match parts.get(1) {
-        None => r.clone(),
-        Some(p) if !p.is_empty() => Some(one(p, what)?),
-        Some(_) => None,
-    };
-    let t = match parts.get(2) {
-        None => w.clone(),
-        Some(p) if !p.is_empty() => Some(one(p, what)?),
-        Some(_) => None,
-    };
-    Ok([r, w, t])
-}
-
-fn size_in(v: &str, what: &str, whole: &str) -> Result<u32> {
-    let n = pollwise::units::parse_size(v).map_err(|_| {
-        usage(format!(
-            "--{what}={whole}: '{v}' is not a size: write e.g. --{what}={}",
-            if what == "bssplit" {
-                "4k/50:64k/50"
-            } else {
-                "4k-64k"
-            }
-        ))
-    })?;
-    u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
-        usage(format!(
-            "--{what}={whole}: '{v}' is out of range: use 1 to 4G"
-        ))
-    })
-}
-
-/// fio's `bsrange=MIN-MAX` (or `MIN:MAX`).
-fn parse_bsrange(v: &str, what: &str) -> Result<BlockSizes> {
-    let (a, b) = v
-        .split_once('-')
-        .or_else(|| v.split_once(':'))
-        .unwrap_or((v, v));
-    let (min, max) = (size_in(a.trim(), what, v)?, size_in(b.trim(), what, v)?);
-    Ok(BlockSizes::Range {
-        min: min.min(max),
-        max: min.max(max),
-    })
-}
-
-/// fio's `bssplit=SIZE/PERCENT:...`: entries without a percentage share what the others leave.
-fn parse_bssplit(v: &str, what: &str) -> Result<BlockSizes> {
-    let mut entries: Vec<(u32, Option<u32>)> = Vec::new();
-    for e in v.split(':').map(str::trim).filter(|e| !e.is_empty()) {
-        let (size, pct) = e.split_once('/').unwrap_or((e, ""));
-        let pct = match pct.trim() {
-            "" => None,
-            p => Some(p.parse::<u32>().ok().filter(|p| *p <= 100).ok_or_else(|| {
-                usage(format!(
-                    "--{what}={v}: '{p}' is not a percentage: write SIZE/PERCENT, e.g. 4k/50"
-                ))
-            })?),
-        };
-        entries.push((size_in(size.trim(), what, v)?, pct));
-    }
-    let given: u32 = entries.iter().filter_map(|e| e.1).sum();
-    let open = entries.iter().filter(|e| e.1.is_none()).count() as u32;
-    if entries.is_empty() || given > 100 || (open == 0 && given != 100) {
-        return Err(usage(format!(
-            "--{what}={v}: the percentages must add up to 100 (entries without one share the rest)"
-        )));
-    }
-    let share = (100 - given).checked_div(open).unwrap_or(0);
-    let mut split: Vec<(u32, u32)> = entries
-        .into_iter()
-        .map(|(b, p)| (b, p.unwrap_or(share)))
-        .collect();
-    // What an even share leaves over goes to the last open entry (fio's rounding).
-    let total: u32 = split.iter().map(|e| e.1).sum();
-    if let Some(last) = split.last_mut() {
-        last.1 += 100 - total;
-    }
-    split.sort_by_key(|e| e.0);
-    Ok(BlockSizes::Split(split))
-}
-
-/// fio's `random_distribution`: `None` for `random`.
-fn parse_distribution(v: &str) -> Result<Option<pollwise_bench::pattern::Distribution>> {
-    use pollwise_bench::pattern::Distribution as D;
-    let bad = |why: &str| {
-        usage(format!(
-            "--random_distribution={v}: {why}: write random, zipf:1.2, pareto:0.2, normal:10 or zoned:50/5:30/15:20/80"
-        ))
-    };
-    let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
-    let num = |i: usize| -> Result<Option<f64>> {
-        match rest
-            .split(':')
-            .nth(i)
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-        {
-            None => Ok(None),
-            Some(x) => x.parse::<f64>().map(Some).map_err(|_| bad("not a number")),
-        }
-    };
-    if !kind.starts_with("zoned") && num(1)?.is_some() {
-        return Err(bad(
-            "a center (the third part) is not implemented by pollwise",
-        ));
-    }
-    Ok(Some(match kind.trim() {
-        "random" => return Ok(None),
-        "zipf" => {
-            let theta = num(0)?.ok_or_else(|| bad("zipf needs its exponent"))?;
-            if theta.is_nan() || theta <= 0.0 || theta == 1.0 {
-                return Err(bad("zipf's exponent is above 0 and not 1"));
-            }
-            D::Zipf { theta }
-        }
-        "pareto" => {
-            let h = num(0)?.ok_or_else(|| bad("pareto needs its shape"))?;
-            if !(h > 0.0 && h < 1.0) {
-                return Err(bad("pareto's shape is in (0, 1)"));
-            }
-            D::Pareto { h }
-        }
-        "normal" | "gauss" => D::Normal {
-            dev: num(0)?.unwrap_or(0.0).max(0.0),
-        },
-        "zoned" => {
-            let mut zones = Vec::new();
-            let mut sizes = 0.0;
-            let mut access = 0.0;
-            let parts: Vec<&str> = rest.split(':').map(str::trim).filter(|p| !p.is_empty()).collect();
-            for (i, z) in parts.iter().enumerate() {
-                let (a, sz) = z.split_once('/').ok_or_else(|| bad("a zone is ACCESS/SIZE"))?;
-                let a: f64 = a.trim().parse().map_err(|_| bad("a zone's ACCESS is a percentage"))?;
-                let sz: f64 = match sz.trim() {
-                    "" if i + 1 == parts.len() => 100.0 - sizes,
-                    x => x.parse().map_err(|_| bad("a zone's SIZE is a percentage"))?,
-                };
-                access += a;
-                sizes += sz;
-                zones.push((a, sz));
-            }
-            if zones.is_empty() || (access - 100.0).abs() > 1e-6 || (sizes - 100.0).abs() > 1e-6 {
-                return Err(bad("the zones' accesses and sizes each add up to 100"));
-            }
-            D::Zoned(zones)
-        }
-        "zoned_abs" => return Err(bad("zoned_abs (zones in bytes) is not implemented by pollwise; give zoned: with percentages")),
-        _ => return Err(bad("unknown distribution")),
-    }))
-}
-
-/// A seed from the clock, for `randrepeat=0`.
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-}
-
-/// fio's `file_service_type` as requests on a file before the next (0: each file to its end),
-/// or `None` for a type pollwise does not take.
-fn file_switch(v: &str) -> Option<u64> {
-    let (kind, n) = match v.split_once(':') {
-        Some((k, n)) => (k, Some(n.trim().parse::<u64>().ok().filter(|n| *n > 0)?)),
-        None => (v, None),
-    };
-    match kind.trim() {
-        "roundrobin" => Some(n.unwrap_or(1)),
-        "sequential" if n.is_none() => Some(0),
-        _ => None,
-    }
-}
-
-/// fio's `filename`: names separated by ':', with '\\:' for a ':' inside a name.
-pub fn split_filenames(v: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&':') => {
-                chars.next();
-                out.last_mut().expect("never empty").push(':');
-            }
-            ':' => out.push(String::new()),
-            c => out.last_mut().expect("never empty").push(c),
-        }
-    }
-    out.retain(|f| !f.is_empty());
-    out
 }
 
 #[cfg(test)]
@@ -1594,56 +883,6 @@ mod tests {
     }
 
     #[test]
-    fn the_table_defaults_are_the_jobs_defaults() {
-        let d = JobSpec::default();
-        let t = |n: &str| match table::lookup(n).unwrap().default {
-            table::Default::Value(v) => v,
-            other => panic!("{n}: {other:?}"),
-        };
-        let from_table = spec(
-            "run",
-            &[
-                "rw",
-                "rwmixread",
-                "bs",
-                "iodepth",
-                "direct",
-                "runtime",
-                "numjobs",
-                "iodepth_batch_submit",
-                "iodepth_batch_complete_min",
-                "sqthread_idle",
-                "thinktime_blocks",
-                "randseed",
-                "mode",
-                "hybrid_fraction",
-                "hybrid_stat",
-                "poll_max_ns",
-                "poll_grow",
-                "poll_shrink",
-                "auto_slack",
-                "name",
-                "ramp_time",
-                "thinktime",
-                "submit_mode",
-            ]
-            .iter()
-            .map(|n| format!("--{n}={}", t(n)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        )
-        .unwrap();
-        assert_eq!(format!("{from_table:?}"), format!("{d:?}"));
-    }
-
-    #[test]
-    fn filenames_split_on_colons_unless_escaped() {
-        assert_eq!(split_filenames("a:b"), ["a", "b"]);
-        assert_eq!(split_filenames(r"a\:b"), ["a:b"]);
-        assert_eq!(split_filenames("/x/y"), ["/x/y"]);
-    }
-
-    #[test]
     fn fio_units_and_aliases() {
         let s = spec(
             "run",
@@ -1655,5 +894,16 @@ mod tests {
         assert_eq!(s.sqthread_idle_ms, 5);
         assert_eq!(s.rw, crate::spec::Rw::RandRw);
         assert_eq!(s.iodepth_batch_submit, 2);
+    }
+
+    #[test]
+    fn a_fraction_without_a_statistic_is_kept_and_auto_adapts_again() {
+        let p = |a: &str| spec("run", a).unwrap().policy;
+        assert!(p("").hybrid_adaptive);
+        assert!(!p("--hybrid_fraction=0.3").hybrid_adaptive);
+        assert!(p("--hybrid_stat=auto --hybrid_fraction=0.3").hybrid_adaptive);
+        let q = p("--hybrid_stat=p10");
+        assert!(!q.hybrid_adaptive);
+        assert_eq!(q.hybrid_stat, pollwise::predict::Statistic::LowQuantile);
     }
 }

@@ -12,9 +12,13 @@ pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
 pub mod expr;
+mod fault;
 pub mod fio_only;
 pub mod help;
 pub mod jobfile;
+mod parse;
+mod prio;
+pub mod store;
 pub mod table;
 pub mod value;
 
@@ -313,6 +317,19 @@ impl Opts {
         let item = self.items.iter_mut().find(|i| i.opt.name == name)?;
         item.taken = true;
         Some(item)
+    }
+
+    /// Takes `name`'s checked value as it is (its row's store converts it).
+    fn take_value(&mut self, name: &str) -> Option<Value> {
+        self.take(name).map(|i| i.value.clone())
+    }
+
+    /// `name`'s word as given, without taking it: a step checks it against its own options.
+    fn given_str(&self, name: &str) -> Option<String> {
+        match &self.items.iter().find(|i| i.opt.name == name)?.value {
+            Value::Word(w) => Some(w.clone()),
+            _ => None,
+        }
     }
 
     /// Takes `name`, converting its checked value with `f`.

@@ -1,13 +1,15 @@
 //! The option table: every option pollwise knows, declared once (fio's `options.c`).
 //!
 //! Each [`Opt`] has a name, aliases, a [`Kind`] (which also says how a value is checked), a
-//! default, a help line, a [`Category`] and a [`Scope`] (which commands take it). Each
+//! default, a help line, a [`Category`], a [`Scope`] (which commands take it) and a [`Store`]
+//! (where its value goes in the job; the job's defaults are the rows' through it). Each
 //! [`CommandSpec`] says which job options a command uses, which it refuses and why, and the
 //! defaults it has of its own. Parsing, help, `--cmdhelp`, "did you mean" and the refusal of
 //! options a command does not take all read these two tables.
 
 use pollwise::units::TimeUnit;
 
+use super::store::{self as st, value_of, Step, Store};
 use crate::spec::MAX_IODEPTH;
 
 /// What kind of value an option takes; the table checks values against it.
@@ -280,6 +282,15 @@ pub struct Opt {
     pub category: Category,
     /// Which commands take it.
     pub scope: Scope,
+    /// Where its value goes in the job (fio's `off1`), and so its default too.
+    pub store: Store,
+}
+
+impl Opt {
+    /// The option with its value stored by `store`.
+    const fn to(self, store: Store) -> Opt {
+        Opt { store, ..self }
+    }
 }
 
 const fn opt(
@@ -298,6 +309,7 @@ const fn opt(
         help,
         category,
         scope,
+        store: Store::Command,
     }
 }
 
@@ -361,216 +373,226 @@ const DAEMON: &[&str] = &["idle-sources", "slow-handler"];
 const LOOP_WAITS: &[&str] = &["adaptive", "poll", "interrupt", "auto"];
 const ROUNDS: &[&str] = &["compare", "idle-sources", "slow-handler", "shared-poller"];
 
+/// A plain store of the value into the job's field at `path` (the field's type reads it).
+macro_rules! put {
+    ($($field:ident).+) => {
+        Store::Job(|s, v| {
+            s.$($field).+ = value_of(v)?;
+            Ok(())
+        })
+    };
+}
+
 /// Every option pollwise knows.
 pub const OPTIONS: &[Opt] = &[
     // job
-    opt("name", STR, val("pollwise"), C::Job, Job, "the job's name (fio's jobname), shown in reports"),
-    opt("filename", STR, Default::Text("a file the command makes in the temp directory and removes (run: required)"), C::Job, Job, "file or block device to do I/O on"),
-    opt("size", Kind::SizeOrPercent { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)"),
+    opt("name", STR, val("pollwise"), C::Job, Job, "the job's name (fio's jobname), shown in reports").to(put!(name)),
+    opt("filename", STR, Default::Text("a file the command makes in the temp directory and removes (run: required)"), C::Job, Job, "file or block device to do I/O on").to(Store::Job(st::filename)),
+    opt("size", Kind::SizeOrPercent { min: 0, max: u64::MAX }, Default::Text("the file's size; 256M when the command makes the file"), C::Job, Job, "bytes of the file to use (laid out first if the file is shorter)").to(Store::Job(st::size)),
     with_aliases(
-        opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops"),
+        opt("io_size", Kind::Size { min: 0, max: u64::MAX }, Default::Text("--size"), C::Job, Job, "bytes of I/O after which a job that is not time-based stops").to(Store::Step(Step::Passes)),
         &["io_limit"],
     ),
     with_aliases(
-        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite", "trim", "randtrim", "trimwrite", "randtrimwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed; trim patterns punch holes in a file (io_uring's fallocate) or discard on a block device, and trimwrite writes each range after trimming it (a job file's default is fio's, read)"),
+        opt("rw", Kind::Enum { choices: &["read", "write", "randread", "randwrite", "randrw", "rw", "readwrite", "trim", "randtrim", "trimwrite", "randtrimwrite"], noun: None }, val("randread"), C::Job, Job, "I/O pattern; rw and readwrite are sequential mixed; trim patterns punch holes in a file (io_uring's fallocate) or discard on a block device, and trimwrite writes each range after trimming it (a job file's default is fio's, read)").to(Store::Job(st::rw)),
         &["readwrite"],
     ),
-    opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw"),
+    opt("rwmixread", int(0, 100), val("50"), C::Job, Job, "percentage of reads in randrw").to(put!(rwmixread)),
     with_aliases(
-        opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k"),
+        opt("bs", Kind::SizeList { min: 1, max: U32 }, val("4k"), C::Job, Job, "block size of each I/O; READ,WRITE sizes as fio's bs=4k,64k").to(Store::Checked(st::bs, Step::BlockSizes)),
         &["blocksize"],
     ),
-    opt("iodepth", int(1, MAX_IODEPTH as u64), val("1"), C::Job, Job, "requests in flight per job thread"),
-    opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each; each thread is a job of its own in the report (one with --group_reporting)"),
-    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)"),
-    opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)"),
-    opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel", "meta", "md5", "crc32", "sha1", "sha256", "xxhash"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block (its offset, length and crc32c: crc32c and meta) and check it on read; md5, crc32, sha1, sha256 and xxhash also checksum each block with fio's algorithm"),
-    opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets"),
+    opt("iodepth", int(1, MAX_IODEPTH as u64), val("1"), C::Job, Job, "requests in flight per job thread").to(put!(iodepth)),
+    opt("numjobs", int(1, U32), val("1"), C::Job, Job, "job threads, one ring each; each thread is a job of its own in the report (one with --group_reporting)").to(put!(numjobs)),
+    opt("direct", BOOL, val("1"), C::Job, Job, "O_DIRECT (a job file's default is fio's, 0: buffered)").to(put!(direct)),
+    opt("allow_mounted_write", BOOL, val("0"), C::Job, Job, "write to a block device that is mounted, in use (swap, LVM, RAID) or holds a filesystem or partition table (refused by default, as fio's allow_mounted_write=0; reads are always allowed)").to(put!(extra.allow_mounted_write)),
+    opt("verify", Kind::Enum { choices: &["0", "none", "crc32c", "crc32c-intel", "meta", "md5", "crc32", "sha1", "sha256", "xxhash"], noun: None }, val("0"), C::Job, Job, "write a checksummed header per block (its offset, length and crc32c: crc32c and meta) and check it on read; md5, crc32, sha1, sha256 and xxhash also checksum each block with fio's algorithm").to(Store::Job(st::verify)),
+    opt("randseed", int(0, u64::MAX), val("1592614637"), C::Job, Job, "random seed for offsets").to(put!(seed)),
     with_aliases(
-        opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)"),
+        opt("iodepth_batch_submit", int(0, U32), val("1"), C::Job, Job, "submit when this many requests are queued (0 means 1)").to(put!(iodepth_batch_submit)),
         &["iodepth_batch"],
     ),
     with_aliases(
-        opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait"),
+        opt("iodepth_batch_complete_min", int(0, U32), val("1"), C::Job, Job, "reap at least this many completions per wait").to(Store::Job(st::iodepth_batch_complete_min)),
         &["iodepth_batch_complete"],
     ),
     // job files and several jobs (fio's meaning; run and compare)
-    opt("description", STR, NONE, C::Jobs, Only(RUN_LIKE), "text describing the job (shown by --parse-only)"),
-    opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report this job's threads together with the job before it in its group (fio's groupid) as one job, named after the first (else one report each, as fio)"),
-    opt("thread", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "use threads, not processes (pollwise always does)"),
+    opt("description", STR, NONE, C::Jobs, Only(RUN_LIKE), "text describing the job (shown by --parse-only)").to(put!(extra.description)),
+    opt("group_reporting", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "report this job's threads together with the job before it in its group (fio's groupid) as one job, named after the first (else one report each, as fio)").to(put!(extra.group_reporting)),
+    opt("thread", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "use threads, not processes (pollwise always does)").to(Store::Unused),
     with_aliases(
-        opt("stonewall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "wait for the jobs before this one to finish before starting it"),
+        opt("stonewall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "wait for the jobs before this one to finish before starting it").to(put!(extra.stonewall)),
         &["wait_for_previous"],
     ),
-    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (fio's groupid) without waiting for the jobs before"),
-    opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)"),
-    opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)"),
+    opt("new_group", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "start a new reporting group (fio's groupid) without waiting for the jobs before").to(put!(extra.new_group)),
+    opt("buffered", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "the inverse of --direct (fio's buffered=1 is direct=0)").to(Store::Step(Step::Inverse)),
+    opt("rwmixwrite", int(0, 100), val("50"), C::Jobs, Only(RUN_LIKE), "percentage of writes in mixed patterns (100 - --rwmixread)").to(Store::Step(Step::Inverse)),
     with_aliases(
-        opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)"),
+        opt("offset", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "start I/O this far into the file (bytes or a percentage)").to(Store::Step(Step::Offsets)),
         &["fileoffset"],
     ),
-    opt("offset_increment", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "each numjobs clone starts this much further than the one before"),
-    opt("loops", int(1, U32), val("1"), C::Jobs, Only(RUN_LIKE), "go over the file this many times (jobs that are not time-based)"),
-    opt("rate_iops", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many I/O per second (per thread)"),
-    opt("rate", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many bytes per second (per thread); READ,WRITE rates as fio's (a mixed job: equal rates with rwmixread=50)"),
+    opt("offset_increment", Kind::SizeOrPercent { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "each numjobs clone starts this much further than the one before").to(Store::Step(Step::Offsets)),
+    opt("loops", int(1, U32), val("1"), C::Jobs, Only(RUN_LIKE), "go over the file this many times (jobs that are not time-based)").to(put!(extra.loops)),
+    opt("rate_iops", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many I/O per second (per thread)").to(Store::Step(Step::Rates)),
+    opt("rate", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "cap the job at this many bytes per second (per thread); READ,WRITE rates as fio's (a mixed job: equal rates with rwmixread=50)").to(Store::Step(Step::Rates)),
     with_aliases(
-        opt("ratemin", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its bandwidth over a --ratecycle falls below this many bytes per second (READ,WRITE as fio's; checked from 2 s after the start, as fio)"),
+        opt("ratemin", Kind::SizeList { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its bandwidth over a --ratecycle falls below this many bytes per second (READ,WRITE as fio's; checked from 2 s after the start, as fio)").to(Store::Step(Step::Rates)),
         &["rate_min"],
     ),
-    opt("rate_iops_min", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its I/O per second over a --ratecycle fall below this (checked from 2 s after the start, as fio)"),
+    opt("rate_iops_min", int(1, U32), NONE, C::Jobs, Only(RUN_LIKE), "fail the job when its I/O per second over a --ratecycle fall below this (checked from 2 s after the start, as fio)").to(Store::Step(Step::Rates)),
     with_aliases(
-        opt("ratecycle", int(1, U32), val("1000"), C::Jobs, Only(RUN_LIKE), "milliseconds --ratemin and --rate_iops_min are measured over (looked at every 500 ms at most)"),
+        opt("ratecycle", int(1, U32), val("1000"), C::Jobs, Only(RUN_LIKE), "milliseconds --ratemin and --rate_iops_min are measured over (looked at every 500 ms at most)").to(Store::Step(Step::Rates)),
         &["rate_cycle"],
     ),
-    opt("prio", int(0, 7), NONE, C::Jobs, Only(RUN_LIKE), "the job's I/O priority level (0 highest, 7 lowest; class best-effort unless --prioclass), as fio's (ioprio_set on the job's threads, and every request's own priority on io_uring and libaio)"),
-    opt("prioclass", int(0, 3), NONE, C::Jobs, Only(RUN_LIKE), "the job's I/O priority class: 1 real-time, 2 best-effort, 3 idle, as fio's"),
-    opt("cmdprio_percentage", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: this percentage of requests (READ,WRITE) gets the priority --cmdprio_class/--cmdprio, as fio's"),
-    opt("cmdprio_class", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: the class of --cmdprio_percentage's and --cmdprio_bssplit's requests (READ,WRITE; 1 real-time, the default, 2 best-effort, 3 idle)"),
-    opt("cmdprio", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: the level (0-7) of --cmdprio_percentage's and --cmdprio_bssplit's requests (READ,WRITE)"),
-    opt("cmdprio_bssplit", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: per block size, the percentage of requests with a priority of their own: BS/PERC[/CLASS/LEVEL]:...[,WRITES], as fio's"),
-    opt("rate_process", Kind::Enum { choices: &["linear", "poisson"], noun: None }, val("linear"), C::Jobs, Only(RUN_LIKE), "gaps between rate-limited I/Os: even (linear) or exponential (poisson)"),
-    opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6"),
-    opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine"),
-    opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)"),
+    opt("prio", int(0, 7), NONE, C::Jobs, Only(RUN_LIKE), "the job's I/O priority level (0 highest, 7 lowest; class best-effort unless --prioclass), as fio's (ioprio_set on the job's threads, and every request's own priority on io_uring and libaio)").to(Store::Step(Step::Prio)),
+    opt("prioclass", int(0, 3), NONE, C::Jobs, Only(RUN_LIKE), "the job's I/O priority class: 1 real-time, 2 best-effort, 3 idle, as fio's").to(Store::Step(Step::Prio)),
+    opt("cmdprio_percentage", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: this percentage of requests (READ,WRITE) gets the priority --cmdprio_class/--cmdprio, as fio's").to(Store::Step(Step::Prio)),
+    opt("cmdprio_class", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: the class of --cmdprio_percentage's and --cmdprio_bssplit's requests (READ,WRITE; 1 real-time, the default, 2 best-effort, 3 idle)").to(Store::Step(Step::Prio)),
+    opt("cmdprio", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: the level (0-7) of --cmdprio_percentage's and --cmdprio_bssplit's requests (READ,WRITE)").to(Store::Step(Step::Prio)),
+    opt("cmdprio_bssplit", STR, NONE, C::Jobs, Only(RUN_LIKE), "io_uring and libaio: per block size, the percentage of requests with a priority of their own: BS/PERC[/CLASS/LEVEL]:...[,WRITES], as fio's").to(Store::Step(Step::Prio)),
+    opt("rate_process", Kind::Enum { choices: &["linear", "poisson"], noun: None }, val("linear"), C::Jobs, Only(RUN_LIKE), "gaps between rate-limited I/Os: even (linear) or exponential (poisson)").to(Store::Step(Step::Rates)),
+    opt("cpus_allowed", STR, NONE, C::Jobs, Only(RUN_LIKE), "CPUs the job's threads may run on: 0-3,6").to(Store::Job(st::cpus_allowed)),
+    opt("fault", STR, NONE, C::Jobs, Only(&["run"]), "inject faults, KIND:RATE[,KIND:RATE...]: eio, short, eagain, canceled (RATE 0.01 or 1%), spike:RATE:DURATION; seeded by --randseed, on any engine").to(Store::Step(Step::Fault)),
+    opt("continue_on_error", Kind::Enum { choices: &["none", "read", "write", "io", "verify", "all", "0", "1"], noun: None }, val("none"), C::Jobs, Only(&["run"]), "go on past EIO/EILSEQ read, write (io: both), verify, or all such errors instead of stopping at the first (fio's; ECANCELED and others always stop)").to(Store::Job(st::continue_on_error)),
     // syncs and the page cache, as fio's
-    opt("fsync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file after every N writes, as a request of its own waited on like any (io_uring: IORING_OP_FSYNC; sync engines and libaio: fsync(2), as fio's); their latencies are the report's sync figures"),
-    opt("fdatasync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "as --fsync, with fdatasync (IORING_FSYNC_DATASYNC)"),
-    opt("end_fsync", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job's I/O is done, inside its runtime"),
-    opt("fsync_on_close", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job closes it, after its measured period"),
-    opt("invalidate", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "drop the file's page cache before the job (posix_fadvise DONTNEED; BLKFLSBUF for a block device), so buffered jobs start cold, as fio's default; 0 keeps the cache"),
-    opt("sync", Kind::Enum { choices: &["0", "1", "none", "sync", "dsync"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "open the file with O_SYNC (1 or sync) or O_DSYNC (dsync): every write is durable when it completes"),
+    opt("fsync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file after every N writes, as a request of its own waited on like any (io_uring: IORING_OP_FSYNC; sync engines and libaio: fsync(2), as fio's); their latencies are the report's sync figures").to(put!(extra.sync.fsync)),
+    opt("fdatasync", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "as --fsync, with fdatasync (IORING_FSYNC_DATASYNC)").to(put!(extra.sync.fdatasync)),
+    opt("end_fsync", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job's I/O is done, inside its runtime").to(put!(extra.sync.end_fsync)),
+    opt("fsync_on_close", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job closes it, after its measured period").to(put!(extra.sync.fsync_on_close)),
+    opt("invalidate", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "drop the file's page cache before the job (posix_fadvise DONTNEED; BLKFLSBUF for a block device), so buffered jobs start cold, as fio's default; 0 keeps the cache").to(put!(extra.sync.invalidate)),
+    opt("sync", Kind::Enum { choices: &["0", "1", "none", "sync", "dsync"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "open the file with O_SYNC (1 or sync) or O_DSYNC (dsync): every write is durable when it completes").to(Store::Job(st::sync)),
     // files, as fio names and sizes them (run and compare)
-    opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there"),
-    opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory"),
+    opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there").to(Store::Step(Step::Files)),
+    opt("filename_format", STR, val("$jobname.$jobnum.$filenum"), C::Jobs, Only(RUN_LIKE), "the name of a job's file when no --filename is given (job files; $jobname, $jobnum: the clone, $filenum, $clientuid), in --directory").to(Store::Step(Step::Files)),
     with_aliases(
-        opt("fill_device", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "a sequential write of the file until its filesystem is full (fio's ENOSPC; sized from the free space when the job starts), or of a block device whole; a fill is refused on the root filesystem or over 4 GiB, a size with room is written as asked"),
+        opt("fill_device", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "a sequential write of the file until its filesystem is full (fio's ENOSPC; sized from the free space when the job starts), or of a block device whole; a fill is refused on the root filesystem or over 4 GiB, a size with room is written as asked").to(Store::Step(Step::Fill)),
         &["fill_fs"],
     ),
-    opt("create_serialize", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "lay the jobs' files out one at a time (pollwise always does: each job's file when it starts)"),
-    opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it"),
+    opt("create_serialize", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "lay the jobs' files out one at a time (pollwise always does: each job's file when it starts)").to(Store::Unused),
+    opt("filesize", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--size"), C::Jobs, Only(RUN_LIKE), "the size of the job's file (fio: of each file); I/O covers --size of it").to(Store::Step(Step::Files)),
     with_aliases(
-        opt("nrfiles", int(1, 4096), val("1"), C::Jobs, Only(RUN_LIKE), "files per job, named by --filename_format (or the names of --filename=a:b:c); --size is shared among them"),
+        opt("nrfiles", int(1, 4096), val("1"), C::Jobs, Only(RUN_LIKE), "files per job, named by --filename_format (or the names of --filename=a:b:c); --size is shared among them").to(Store::Step(Step::Files)),
         &["nr_files"],
     ),
-    opt("file_service_type", STR, val("roundrobin"), C::Jobs, Only(RUN_LIKE), "which of a job's several files each request goes to: roundrobin (the next file each request; roundrobin:N after N) or sequential (each file to its end); sequential patterns only"),
+    opt("file_service_type", STR, val("roundrobin"), C::Jobs, Only(RUN_LIKE), "which of a job's several files each request goes to: roundrobin (the next file each request; roundrobin:N after N) or sequential (each file to its end); sequential patterns only").to(Store::Step(Step::Files)),
     with_aliases(
-        opt("bsrange", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes drawn from a range, MIN-MAX (READ,WRITE ranges as --bs), as fio draws them"),
+        opt("bsrange", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes drawn from a range, MIN-MAX (READ,WRITE ranges as --bs), as fio draws them").to(Store::Step(Step::BlockSizes)),
         &["blocksize_range"],
     ),
-    opt("bssplit", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes by share of the requests: SIZE/PERCENT:SIZE/PERCENT... (an empty PERCENT shares what is left; READ,WRITE splits as --bs)"),
+    opt("bssplit", STR, NONE, C::Jobs, Only(RUN_LIKE), "block sizes by share of the requests: SIZE/PERCENT:SIZE/PERCENT... (an empty PERCENT shares what is left; READ,WRITE splits as --bs)").to(Store::Step(Step::BlockSizes)),
     with_aliases(
-        opt("blockalign", Kind::SizeList { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "random offsets are multiples of this"),
+        opt("blockalign", Kind::SizeList { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "random offsets are multiples of this").to(Store::Step(Step::BlockSizes)),
         &["ba"],
     ),
-    opt("flow", int(0, 1000), val("0"), C::Jobs, Only(RUN_LIKE), "weight in the flow of --flow_id: the jobs of one flow issue requests in proportion to their weights (fio's flow control)"),
-    opt("flow_id", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "the flow a job with a --flow weight belongs to"),
-    opt("flow_sleep", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(RUN_LIKE), "how long a job held back by its flow waits before it asks again (bare number: us)"),
-    opt("wait_for", STR, NONE, C::Jobs, Only(RUN_LIKE), "start once the job of this name (defined before) is done"),
-    opt("random_distribution", STR, val("random"), C::Jobs, Only(RUN_LIKE), "how random offsets spread: random (uniform), zipf:THETA, pareto:H, normal:DEV (percent of the region; gauss is the same), zoned:ACCESS/SIZE:... (percentages; an empty last SIZE is the rest)"),
-    opt("zero_buffers", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "writes write zeros (else random bytes, fio's default)"),
-    opt("refill_buffers", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "new random bytes for every write (else a buffer is filled once and scrambled)"),
-    opt("scramble_buffers", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "write the offset and a counter into every 512 bytes of a random buffer before each write, so no two writes are the same"),
-    opt("buffer_pattern", STR, NONE, C::Jobs, Only(RUN_LIKE), "writes repeat this pattern: \"text\", 0xHEX or decimal numbers, one after another (fio's syntax)"),
-    opt("dedupe_percentage", int(0, 100), val("0"), C::Jobs, Only(RUN_LIKE), "this percentage of writes repeat an earlier write's bytes, as fio's deduplicable buffers"),
-    opt("dedupe_mode", Kind::Enum { choices: &["repeat", "working_set"], noun: None }, val("repeat"), C::Jobs, Only(RUN_LIKE), "a duplicate write repeats the last unique one (repeat) or one of a working set (working_set), as fio's"),
-    opt("dedupe_working_set_percentage", int(0, 100), val("5"), C::Jobs, Only(RUN_LIKE), "dedupe_mode=working_set: the working set's share of the job's size, in percent"),
-    opt("dedupe_global", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "dedupe_mode=working_set: one working set over every job's threads, so duplicates are shared across jobs"),
-    opt("buffer_compress_percentage", int(0, 100), val("0"), C::Jobs, Only(RUN_LIKE), "this percent of every 512 bytes written is zeros, so a compressing device shrinks it by about as much"),
-    opt("exitall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job ends, stop the jobs running with it (see --exit_what)"),
-    opt("exit_what", Kind::Enum { choices: &["group", "stonewall", "all"], noun: None }, val("group"), C::Jobs, Only(RUN_LIKE), "what --exitall stops: the jobs running (group, stonewall: pollwise runs one stonewall group at a time) or every job still to come too (all)"),
-    opt("exitall_on_error", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job fails, stop the jobs running with it"),
-    opt("number_ios", int(0, u64::MAX), val("0"), C::Jobs, Only(RUN_LIKE), "stop each thread after this many requests (0: no such limit)"),
-    opt("latency_window", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(&["run"]), "with --latency_target: the window over which the share of requests within the target is judged before the depth changes (bare number: us)"),
-    opt("latency_percentile", Kind::Float { min: 0.0, min_open: false, max: 100.0 }, val("100"), C::Jobs, Only(&["run"]), "with --latency_target: the percentage of requests that must complete within it (100: one slow request lowers the depth at once, and at depth 1 ends the job with an error)"),
-    opt("latency_run", BOOL, val("0"), C::Jobs, Only(&["run"]), "with --latency_target: keep adjusting the depth for the whole run (0: once the depth settles, start the figures afresh and end after one more window, as fio)"),
+    opt("flow", int(0, 1000), val("0"), C::Jobs, Only(RUN_LIKE), "weight in the flow of --flow_id: the jobs of one flow issue requests in proportion to their weights (fio's flow control)").to(Store::Step(Step::Flow)),
+    opt("flow_id", int(0, U32), val("0"), C::Jobs, Only(RUN_LIKE), "the flow a job with a --flow weight belongs to").to(Store::Step(Step::Flow)),
+    opt("flow_sleep", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(RUN_LIKE), "how long a job held back by its flow waits before it asks again (bare number: us)").to(Store::Step(Step::Flow)),
+    opt("wait_for", STR, NONE, C::Jobs, Only(RUN_LIKE), "start once the job of this name (defined before) is done").to(put!(extra.wait_for)),
+    opt("random_distribution", STR, val("random"), C::Jobs, Only(RUN_LIKE), "how random offsets spread: random (uniform), zipf:THETA, pareto:H, normal:DEV (percent of the region; gauss is the same), zoned:ACCESS/SIZE:... (percentages; an empty last SIZE is the rest)").to(Store::Job(st::random_distribution)),
+    opt("zero_buffers", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "writes write zeros (else random bytes, fio's default)").to(Store::Step(Step::Content)),
+    opt("refill_buffers", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "new random bytes for every write (else a buffer is filled once and scrambled)").to(put!(extra.content.refill)),
+    opt("scramble_buffers", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "write the offset and a counter into every 512 bytes of a random buffer before each write, so no two writes are the same").to(put!(extra.content.scramble)),
+    opt("buffer_pattern", STR, NONE, C::Jobs, Only(RUN_LIKE), "writes repeat this pattern: \"text\", 0xHEX or decimal numbers, one after another (fio's syntax)").to(Store::Step(Step::Content)),
+    opt("dedupe_percentage", int(0, 100), val("0"), C::Jobs, Only(RUN_LIKE), "this percentage of writes repeat an earlier write's bytes, as fio's deduplicable buffers").to(Store::Step(Step::Content)),
+    opt("dedupe_mode", Kind::Enum { choices: &["repeat", "working_set"], noun: None }, val("repeat"), C::Jobs, Only(RUN_LIKE), "a duplicate write repeats the last unique one (repeat) or one of a working set (working_set), as fio's").to(Store::Step(Step::Content)),
+    opt("dedupe_working_set_percentage", int(0, 100), val("5"), C::Jobs, Only(RUN_LIKE), "dedupe_mode=working_set: the working set's share of the job's size, in percent").to(Store::Step(Step::Content)),
+    opt("dedupe_global", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "dedupe_mode=working_set: one working set over every job's threads, so duplicates are shared across jobs").to(Store::Step(Step::Content)),
+    opt("buffer_compress_percentage", int(0, 100), val("0"), C::Jobs, Only(RUN_LIKE), "this percent of every 512 bytes written is zeros, so a compressing device shrinks it by about as much").to(Store::Step(Step::Content)),
+    opt("exitall", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job ends, stop the jobs running with it (see --exit_what)").to(Store::Step(Step::Exit)),
+    opt("exit_what", Kind::Enum { choices: &["group", "stonewall", "all"], noun: None }, val("group"), C::Jobs, Only(RUN_LIKE), "what --exitall stops: the jobs running (group, stonewall: pollwise runs one stonewall group at a time) or every job still to come too (all)").to(Store::Step(Step::Exit)),
+    opt("exitall_on_error", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "when this job fails, stop the jobs running with it").to(Store::Step(Step::Exit)),
+    opt("number_ios", int(0, u64::MAX), val("0"), C::Jobs, Only(RUN_LIKE), "stop each thread after this many requests (0: no such limit)").to(Store::Job(st::number_ios)),
+    opt("latency_window", dur(TimeUnit::Micros), val("0"), C::Jobs, Only(&["run"]), "with --latency_target: the window over which the share of requests within the target is judged before the depth changes (bare number: us)").to(Store::Step(Step::LatencyTarget)),
+    opt("latency_percentile", Kind::Float { min: 0.0, min_open: false, max: 100.0 }, val("100"), C::Jobs, Only(&["run"]), "with --latency_target: the percentage of requests that must complete within it (100: one slow request lowers the depth at once, and at depth 1 ends the job with an error)").to(Store::Step(Step::LatencyTarget)),
+    opt("latency_run", BOOL, val("0"), C::Jobs, Only(&["run"]), "with --latency_target: keep adjusting the depth for the whole run (0: once the depth settles, start the figures afresh and end after one more window, as fio)").to(Store::Step(Step::LatencyTarget)),
     with_aliases(
-        opt("steadystate", STR, val("iops_slope:0.01%"), C::Jobs, Only(&["run"]), "with --steadystate_duration: end the job once its IOPS or bandwidth is steady, CRITERION:LIMIT as fio's (iops:10%: largest deviation from the mean, iops_slope:0.01%: slope of a line through the window; bw, bw_slope; a bare LIMIT is IOPS or bytes/s)"),
+        opt("steadystate", STR, val("iops_slope:0.01%"), C::Jobs, Only(&["run"]), "with --steadystate_duration: end the job once its IOPS or bandwidth is steady, CRITERION:LIMIT as fio's (iops:10%: largest deviation from the mean, iops_slope:0.01%: slope of a line through the window; bw, bw_slope; a bare LIMIT is IOPS or bytes/s)").to(Store::Step(Step::Steady)),
         &["ss"],
     ),
     with_aliases(
-        opt("steadystate_duration", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: the window of one-second samples the criterion is judged over (0: no detection)"),
+        opt("steadystate_duration", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: the window of one-second samples the criterion is judged over (0: no detection)").to(Store::Step(Step::Steady)),
         &["ss_dur"],
     ),
     with_aliases(
-        opt("steadystate_ramp_time", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: how long after the job's start samples begin (a second after it, as fio)"),
+        opt("steadystate_ramp_time", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(&["run"]), "steady state: how long after the job's start samples begin (a second after it, as fio)").to(Store::Step(Step::Steady)),
         &["ss_ramp"],
     ),
-    opt("zonemode", Kind::Enum { choices: &["none", "strided", "zbd"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "strided: I/O in zones of --zonerange, --zonesize bytes in each, --zoneskip bytes between (zbd, a zoned block device's zones, is not implemented)"),
-    opt("zonerange", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--zonesize"), C::Jobs, Only(RUN_LIKE), "strided zones: the size of a zone"),
-    opt("zonesize", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "strided zones: the bytes of I/O in each zone before the next"),
-    opt("zoneskip", Kind::Size { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "strided zones: the bytes between one zone's end and the next zone"),
-    opt("do_verify", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "with --verify: read back and check what a writing job wrote once it is done (0: only write the verify headers)"),
-    opt("verify_interval", Kind::Size { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "with --verify: a header and checksum every this many bytes of a request"),
-    opt("verify_backlog", Kind::Size { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: once this many blocks (a count; 1k is 1024, as fio reads it) were written, let the requests in flight complete and read those blocks back and check them, then go on (0: read back only when the job is done)"),
-    opt("verify_pattern", STR, NONE, C::Jobs, Only(RUN_LIKE), "with --verify: verified blocks hold this pattern after their header, and a read back checks it: \"text\", 0xHEX or decimal numbers (fio's syntax)"),
-    opt("verify_state_save", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: a writing job saves which blocks it wrote in local-JOBNAME-N-verify.state in the current directory, for a later run's verify_state_load (fio's file name, pollwise's own format; fio saves by default, pollwise when asked; a file of that name that is not a pollwise verify state is never overwritten)"),
-    opt("verify_state_load", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: a reading job first loads local-JOBNAME-N-verify.state (saved by a writing job of the same name) and fails without it"),
-    opt("verify_fatal", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "stop at the first block that fails its check (pollwise always does, unless continue_on_error=verify)"),
-    opt("verify_dump", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio writes a failing block's data to files; pollwise names the failing blocks in its report and writes no files"),
-    opt("experimental_verify", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's other way of reading back (by replaying the offsets); pollwise reads back every block written, the same checks"),
-    opt("norandommap", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "random offsets may repeat within a pass (fio's default, a random map, does every block once per pass in random order)"),
-    opt("random_generator", Kind::Enum { choices: &["tausworthe", "lfsr", "tausworthe64"], noun: Some("generator") }, val("tausworthe"), C::Jobs, Only(RUN_LIKE), "how random offsets are drawn: every generator visits each block once per pass unless --norandommap (pollwise draws them all from its one generator)"),
-    opt("randrepeat", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "the same random offsets every run (0: seeded from the clock)"),
-    opt("startdelay", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(RUN_LIKE), "wait this long before starting the job (bare number: seconds)"),
-    opt("write_iolog", STR, NONE, C::Output, Only(&["run"]), "write fio's I/O log (version 3, as fio 3.33) of the requests the job issues to this file, for read_iolog to replay"),
-    opt("read_iolog", STR, NONE, C::Jobs, Only(&["run"]), "replay fio's I/O log (version 2 or 3) instead of the job's pattern: its reads, writes and trims on its file, at its times"),
-    opt("replay_no_stall", BOOL, val("0"), C::Jobs, Only(&["run"]), "with read_iolog: issue the log's requests as fast as the depth allows, not at the log's times"),
-    opt("replay_redirect", STR, NONE, C::Jobs, Only(&["run"]), "with read_iolog: send every request to this file instead of the log's"),
-    opt("replay_time_scale", int(1, u32::MAX as u64), val("100"), C::Jobs, Only(&["run"]), "with read_iolog: the log's times as this percentage (50: twice as fast)"),
-    opt("per_job_logs", BOOL, val("1"), C::Output, Only(&["run"]), "one log file per job thread (NAME_bw.N.log); 0: one per log name, the threads' lines together (NAME_bw.log)"),
-    opt("gtod_reduce", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's: measure less to save time calls (pollwise always measures; its figures are reported)"),
+    opt("zonemode", Kind::Enum { choices: &["none", "strided", "zbd"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "strided: I/O in zones of --zonerange, --zonesize bytes in each, --zoneskip bytes between (zbd, a zoned block device's zones, is not implemented)").to(Store::Step(Step::Zones)),
+    opt("zonerange", Kind::Size { min: 1, max: u64::MAX }, Default::Text("--zonesize"), C::Jobs, Only(RUN_LIKE), "strided zones: the size of a zone").to(Store::Step(Step::Zones)),
+    opt("zonesize", Kind::Size { min: 1, max: u64::MAX }, NONE, C::Jobs, Only(RUN_LIKE), "strided zones: the bytes of I/O in each zone before the next").to(Store::Step(Step::Zones)),
+    opt("zoneskip", Kind::Size { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "strided zones: the bytes between one zone's end and the next zone").to(Store::Step(Step::Zones)),
+    opt("do_verify", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "with --verify: read back and check what a writing job wrote once it is done (0: only write the verify headers)").to(Store::Job(st::do_verify)),
+    opt("verify_interval", Kind::Size { min: 1, max: U32 }, Default::Text("the block size"), C::Jobs, Only(RUN_LIKE), "with --verify: a header and checksum every this many bytes of a request").to(put!(extra.verify_mode.interval)),
+    opt("verify_backlog", Kind::Size { min: 0, max: u64::MAX }, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: once this many blocks (a count; 1k is 1024, as fio reads it) were written, let the requests in flight complete and read those blocks back and check them, then go on (0: read back only when the job is done)").to(Store::Job(st::verify_backlog)),
+    opt("verify_pattern", STR, NONE, C::Jobs, Only(RUN_LIKE), "with --verify: verified blocks hold this pattern after their header, and a read back checks it: \"text\", 0xHEX or decimal numbers (fio's syntax)").to(Store::Job(st::verify_pattern)),
+    opt("verify_state_save", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: a writing job saves which blocks it wrote in local-JOBNAME-N-verify.state in the current directory, for a later run's verify_state_load (fio's file name, pollwise's own format; fio saves by default, pollwise when asked; a file of that name that is not a pollwise verify state is never overwritten)").to(put!(extra.verify_state_save)),
+    opt("verify_state_load", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "with --verify: a reading job first loads local-JOBNAME-N-verify.state (saved by a writing job of the same name) and fails without it").to(put!(extra.verify_state_load)),
+    opt("verify_fatal", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "stop at the first block that fails its check (pollwise always does, unless continue_on_error=verify)").to(Store::Unused),
+    opt("verify_dump", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio writes a failing block's data to files; pollwise names the failing blocks in its report and writes no files").to(Store::Unused),
+    opt("experimental_verify", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's other way of reading back (by replaying the offsets); pollwise reads back every block written, the same checks").to(Store::Step(Step::ExperimentalVerify)),
+    opt("norandommap", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "random offsets may repeat within a pass (fio's default, a random map, does every block once per pass in random order)").to(put!(extra.norandommap)),
+    opt("random_generator", Kind::Enum { choices: &["tausworthe", "lfsr", "tausworthe64"], noun: Some("generator") }, val("tausworthe"), C::Jobs, Only(RUN_LIKE), "how random offsets are drawn: every generator visits each block once per pass unless --norandommap (pollwise draws them all from its one generator)").to(Store::Unused),
+    opt("randrepeat", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "the same random offsets every run (0: seeded from the clock)").to(Store::Step(Step::Seed)),
+    opt("startdelay", dur(TimeUnit::Secs), val("0"), C::Jobs, Only(RUN_LIKE), "wait this long before starting the job (bare number: seconds)").to(put!(extra.startdelay)),
+    opt("write_iolog", STR, NONE, C::Output, Only(&["run"]), "write fio's I/O log (version 3, as fio 3.33) of the requests the job issues to this file, for read_iolog to replay").to(Store::Step(Step::Iolog)),
+    opt("read_iolog", STR, NONE, C::Jobs, Only(&["run"]), "replay fio's I/O log (version 2 or 3) instead of the job's pattern: its reads, writes and trims on its file, at its times").to(Store::Step(Step::Iolog)),
+    opt("replay_no_stall", BOOL, val("0"), C::Jobs, Only(&["run"]), "with read_iolog: issue the log's requests as fast as the depth allows, not at the log's times").to(Store::Step(Step::Iolog)),
+    opt("replay_redirect", STR, NONE, C::Jobs, Only(&["run"]), "with read_iolog: send every request to this file instead of the log's").to(Store::Step(Step::Iolog)),
+    opt("replay_time_scale", int(1, u32::MAX as u64), val("100"), C::Jobs, Only(&["run"]), "with read_iolog: the log's times as this percentage (50: twice as fast)").to(Store::Step(Step::Iolog)),
+    opt("per_job_logs", BOOL, val("1"), C::Output, Only(&["run"]), "one log file per job thread (NAME_bw.N.log); 0: one per log name, the threads' lines together (NAME_bw.log)").to(Store::Step(Step::Logs)),
+    opt("gtod_reduce", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's: measure less to save time calls (pollwise always measures; its figures are reported)").to(Store::Unused),
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     opt("section", STR, NONE, C::Jobs, Only(&["run"]), "run only the job files' section of this name; give it again for more (fio's --section)"),
     opt("readonly", BOOL, val("0"), C::Jobs, Only(&["run"]), "refuse, before anything runs, a job that would write: writes, laying out a file or extending it (fio's --readonly)"),
     // timing
     with_aliases(
-        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done"),
+        opt("runtime", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "measured run time (after --ramp_time, as fio); 0: no limit, a job that is not time-based ends when its size is done").to(put!(runtime)),
         &["timeout"],
     ),
-    opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done"),
-    opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run"),
-    opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)"),
-    opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps"),
-    opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)"),
+    opt("time_based", BOOL, val("0"), C::Timing, Job, "run for --runtime even after --io_size bytes are done").to(put!(time_based)),
+    opt("ramp_time", dur(TimeUnit::Secs), val("0"), C::Timing, Job, "unmeasured warm-up time before the run").to(put!(ramp_time)),
+    opt("thinktime", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "after every --thinktime_blocks completions, pause this long (bare number: us, as fio)").to(put!(thinktime)),
+    opt("thinktime_spin", dur(TimeUnit::Micros), val("0"), C::Timing, Job, "of the think time, spin this long on the CPU; the rest sleeps").to(put!(thinktime_spin)),
+    opt("thinktime_blocks", int(0, U32), val("1"), C::Timing, Job, "completions between think times (0 means 1)").to(put!(thinktime_blocks)),
     // io_uring
-    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "posixaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "nop", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); posixaio (POSIX AIO through the C library: interrupt waits in aio_suspend, poll asks aio_error of each request); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); nop (every request an io_uring NOP through a real ring under the wait mode, as t/io_uring -N1: no file, no data, the ring's and the waits' own cost; needs --size); or the simulated device (see --sim_latency)"),
-    opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)"),
-    opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)"),
-    opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)"),
-    opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring"),
-    opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring"),
-    opt("registered_ring", BOOL, val("0"), C::IoUring, Job, "register the ring's fd and enter the ring by its index (IORING_REGISTER_RING_FDS, Linux 5.18; t/io_uring -X): no fd lookup per enter"),
-    opt("sqthread_poll", BOOL, val("0"), C::IoUring, Job, "SQPOLL ring: a kernel thread polls the submission queue"),
-    opt("sqthread_poll_cpu", int(0, U32), NONE, C::IoUring, Job, "CPU of the SQPOLL thread (needs --sqthread_poll)"),
-    opt("sqthread_idle", dur(TimeUnit::Millis), val("1000ms"), C::IoUring, Job, "SQPOLL idle time before its thread sleeps (bare number: ms)"),
-    opt("sqthread_share", BOOL, val("0"), C::IoUring, Job, "job threads' rings share one SQPOLL thread (ATTACH_WQ)"),
-    opt("hipri", BOOL, val("0"), C::IoUring, Job, "kernel polled I/O, as fio's --hipri (IOPOLL: the kernel polls the device's poll queue inside io_uring_enter; needs O_DIRECT and a device with poll queues)"),
-    opt("hybrid_iopoll", BOOL, val("0"), C::IoUring, Job, "kernel hybrid polled I/O (HYBRID_IOPOLL, with --hipri): the kernel sleeps part of the expected latency, then polls"),
-    opt("coop_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0 (as fio's io_uring engine)"), C::IoUring, Job, "COOP_TASKRUN ring"),
-    opt("defer_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "DEFER_TASKRUN ring"),
-    opt("single_issuer", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "SINGLE_ISSUER ring"),
-    opt("submit_mode", Kind::Enum { choices: SUBMIT_MODES, noun: None }, val("separate"), C::IoUring, Only(RUN_LIKE), "separate (default): submit in an io_uring_enter of its own, then wait in another, as fio's io_uring engine (slat holds the submit cost and clat starts after it, as fio's); with_wait: a blocking wait submits the last batch in its own io_uring_enter (liburing's io_uring_submit_and_wait: one call fewer per batch; slat ends where that call begins and its submit cost falls in clat)"),
+    opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "posixaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "nop", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); posixaio (POSIX AIO through the C library: interrupt waits in aio_suspend, poll asks aio_error of each request); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); nop (every request an io_uring NOP through a real ring under the wait mode, as t/io_uring -N1: no file, no data, the ring's and the waits' own cost; needs --size); or the simulated device (see --sim_latency)").to(Store::Checked(st::ioengine, Step::Engine)),
+    opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)").to(Store::Step(Step::Engine)),
+    opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)").to(Store::Step(Step::Engine)),
+    opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)").to(Store::Step(Step::Engine)),
+    opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring").to(put!(registerfiles)),
+    opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring").to(put!(fixedbufs)),
+    opt("registered_ring", BOOL, val("0"), C::IoUring, Job, "register the ring's fd and enter the ring by its index (IORING_REGISTER_RING_FDS, Linux 5.18; t/io_uring -X): no fd lookup per enter").to(put!(registered_ring)),
+    opt("sqthread_poll", BOOL, val("0"), C::IoUring, Job, "SQPOLL ring: a kernel thread polls the submission queue").to(put!(sqthread_poll)),
+    opt("sqthread_poll_cpu", int(0, U32), NONE, C::IoUring, Job, "CPU of the SQPOLL thread (needs --sqthread_poll)").to(put!(sqthread_poll_cpu)),
+    opt("sqthread_idle", dur(TimeUnit::Millis), val("1000ms"), C::IoUring, Job, "SQPOLL idle time before its thread sleeps (bare number: ms)").to(Store::Job(st::sqthread_idle)),
+    opt("sqthread_share", BOOL, val("0"), C::IoUring, Job, "job threads' rings share one SQPOLL thread (ATTACH_WQ)").to(put!(sqthread_share)),
+    opt("hipri", BOOL, val("0"), C::IoUring, Job, "kernel polled I/O, as fio's --hipri (IOPOLL: the kernel polls the device's poll queue inside io_uring_enter; needs O_DIRECT and a device with poll queues)").to(put!(hipri)),
+    opt("hybrid_iopoll", BOOL, val("0"), C::IoUring, Job, "kernel hybrid polled I/O (HYBRID_IOPOLL, with --hipri): the kernel sleeps part of the expected latency, then polls").to(put!(hybrid_iopoll)),
+    opt("coop_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0 (as fio's io_uring engine)"), C::IoUring, Job, "COOP_TASKRUN ring").to(Store::Job(st::coop_taskrun)),
+    opt("defer_taskrun", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "DEFER_TASKRUN ring").to(Store::Job(st::defer_taskrun)),
+    opt("single_issuer", BOOL, Default::Text("1 for interrupt mode, else 0"), C::IoUring, Job, "SINGLE_ISSUER ring").to(Store::Job(st::single_issuer)),
+    opt("submit_mode", Kind::Enum { choices: SUBMIT_MODES, noun: None }, val("separate"), C::IoUring, Only(RUN_LIKE), "separate (default): submit in an io_uring_enter of its own, then wait in another, as fio's io_uring engine (slat holds the submit cost and clat starts after it, as fio's); with_wait: a blocking wait submits the last batch in its own io_uring_enter (liburing's io_uring_submit_and_wait: one call fewer per batch; slat ends where that call begins and its submit cost falls in clat)").to(Store::Job(st::submit_mode)),
     // policy
-    opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait: interrupt = fio's io_uring engine (sleep in io_uring_enter until the interrupt); poll = spin on the completion ring in user space (no fio equivalent; fio's --hipri polls in the kernel); hybrid = sleep part of the predicted latency, then spin (HYBRID_IOPOLL in user space); adaptive = spin up to a learned window, then sleep (QEMU's poll-max-ns)"),
+    opt("mode", Kind::Enum { choices: MODES, noun: Some("mode") }, val("interrupt"), C::Policy, Job, "how to wait: interrupt = fio's io_uring engine (sleep in io_uring_enter until the interrupt); poll = spin on the completion ring in user space (no fio equivalent; fio's --hipri polls in the kernel); hybrid = sleep part of the predicted latency, then spin (HYBRID_IOPOLL in user space); adaptive = spin up to a learned window, then sleep (QEMU's poll-max-ns)").to(Store::Checked(st::mode, Step::Policy)),
     opt("modes", Kind::EnumList { choices: COMPARE_MODES, noun: "mode" }, Default::Text("interrupt,poll,hybrid,adaptive,auto"), C::Policy, Only(COMPARE_LIKE), "the wait modes to compare (khybrid: the kernel's HYBRID_IOPOLL rule in user space; dpas: DPAS's rule, FAST '26); compare also takes iopoll and hybrid_iopoll, kernel polled I/O: an IOPOLL (or IOPOLL|HYBRID_IOPOLL) ring waited on by io_uring_enter, which needs a device with poll queues"),
-    opt("hybrid_fraction", Kind::Float { min: 0.0, min_open: true, max: 1.0 }, val("0.5"), C::Policy, Job, "hybrid: sleep this fraction of the predicted latency, then poll"),
-    opt("hybrid_stat", Kind::Enum { choices: &["auto", "mean", "min", "p10"], noun: Some("statistic") }, val("auto"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of (auto: the later of the fraction of the mean and the p10 less the wake-up's jitter)"),
-    opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns"),
-    opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)"),
-    opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)"),
-    with_aliases(opt("auto_slack", Kind::Float { min: 0.0, min_open: false, max: 10.0 }, val("0.10"), C::Policy, Job, "auto: how much throughput below the fastest mode's auto may give up (0.10: 10%) in return for less CPU per I/O"), &["auto_latency_slack"]),
+    opt("hybrid_fraction", Kind::Float { min: 0.0, min_open: true, max: 1.0 }, val("0.5"), C::Policy, Job, "hybrid: sleep this fraction of the predicted latency, then poll").to(Store::Job(st::hybrid_fraction)),
+    opt("hybrid_stat", Kind::Enum { choices: &["auto", "mean", "min", "p10"], noun: Some("statistic") }, val("auto"), C::Policy, Job, "hybrid: which predicted latency it sleeps a fraction of (auto: the later of the fraction of the mean and the p10 less the wake-up's jitter)").to(Store::Job(st::hybrid_stat)),
+    opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns").to(put!(policy.poll_max_ns)),
+    opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)").to(put!(policy.poll_grow)),
+    opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)").to(put!(policy.poll_shrink)),
+    with_aliases(opt("auto_slack", Kind::Float { min: 0.0, min_open: false, max: 10.0 }, val("0.10"), C::Policy, Job, "auto: how much throughput below the fastest mode's auto may give up (0.10: 10%) in return for less CPU per I/O").to(put!(policy.auto_latency_slack)), &["auto_latency_slack"]),
     // compare and rounds
     opt("rounds", int(0, U32), val("5"), C::Compare, Only(ROUNDS), "interleaved rounds: every variant runs once per round, the order rotated"),
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),
     // scenarios
-    opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention", "run", "compare"]), "hybrid-contention: thread counts to run every mode at (run: fio's tiobench profile's option, which a job does not use; accepted and unused, as fio)"),
+    opt("threads", Kind::IntList { min: 1, max: 1024 }, Default::Text("1x, 2x and 4x the cores"), C::Scenario, Only(&["hybrid-contention", "run", "compare"]), "hybrid-contention: thread counts to run every mode at (run: fio's tiobench profile's option, which a job does not use; accepted and unused, as fio)").to(Store::Step(Step::Threads)),
     // A batch is the ring's depth: at most the depth a ring takes.
     opt("batch", int(1, MAX_IODEPTH as u64), val("16"), C::Scenario, Only(&["hybrid-contention"]), "reads per batch, all waited for before the think time (at most 32768, the ring's depth)"),
     opt("variants", Kind::EnumList { choices: VARIANTS, noun: "variant" }, Default::Text("every variant"), C::Scenario, Only(&["shared-poller"]), "which variants to run"),
     opt("sparse_interval", dur(TimeUnit::Secs), val("500ms"), C::Scenario, Only(&["shared-poller"]), "the sparse client's gap between reads"),
     opt("rings", int(2, 256), val("16"), C::Scenario, Only(&["shared-poller"]), "rings (clients) on the polling CPU: one heavy, the rest sparse"),
     opt("burst", int(1, 1 << 20), val("32768"), C::Scenario, Only(&["fairness"]), "requests heavy client 0 pushes at once halfway through"),
-    opt("latency_target", STR, Default::Text("advise: p99:100us; run: none"), C::Scenario, Only(&["advise", "run"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us); run (fio's): find the depth, up to --iodepth, at which requests complete within this time (bare number: us), see --latency_window"),
+    opt("latency_target", STR, Default::Text("advise: p99:100us; run: none"), C::Scenario, Only(&["advise", "run"]), "advise: the latency a recommendation must meet, PERCENTILE:TIME (p99:100us, p50:20us); run (fio's): find the depth, up to --iodepth, at which requests complete within this time (bare number: us), see --latency_window").to(Store::Step(Step::LatencyTarget)),
     opt("time", dur(TimeUnit::Secs), val("60s"), C::Scenario, Only(&["advise"]), "advise: the whole command's time (calibrate, model, real checks); the model's sweep is cut to fit"),
     // shared poller
     opt("poller_cpu", int(0, u64::MAX), Default::Text("the last CPU this process may use"), C::Poller, Only(POLLER), "the CPU the shared poller is pinned to"),
@@ -594,13 +616,13 @@ pub const OPTIONS: &[Opt] = &[
     opt("slat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of submission latency (fio's slat: queued to submission returned; with --submit_mode=with_wait, interrupt submits and waits in one call and its slat ends where that call begins)"),
     opt("clat_percentiles", BOOL, val("1"), C::Output, Only(&["run"]), "report percentiles of completion latency (fio's clat)"),
     opt("lat_percentiles", BOOL, val("0"), C::Output, Only(&["run"]), "report percentiles of total latency (fio's lat)"),
-    opt("write_lat_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_lat.N.log, NAME_clat.N.log, NAME_slat.N.log (ns; N: the job thread, from 1); a bare flag uses the job's name"),
-    opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)"),
-    opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)"),
-    opt("write_auto_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "with --mode=auto: write NAME_auto.N.log, one line a second: time (ms), mode at the second's end, switches in it, their reasons (reason:count, - if none), ms in poll, hybrid, interrupt, adaptive, completions"),
-    opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)"),
-    opt("log_prio", BOOL, val("0"), C::Output, Only(&["run"]), "write each I/O's priority (ioprio, 0x%04x) in the log's last column, as fio; without it the column is 1 for a real-time request, else 0"),
-    opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)"),
+    opt("write_lat_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_lat.N.log, NAME_clat.N.log, NAME_slat.N.log (ns; N: the job thread, from 1); a bare flag uses the job's name").to(Store::Step(Step::Logs)),
+    opt("write_bw_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_bw.N.log (KiB/s)").to(Store::Step(Step::Logs)),
+    opt("write_iops_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "write fio's NAME_iops.N.log (I/Os)").to(Store::Step(Step::Logs)),
+    opt("write_auto_log", Kind::Str { bare: Some("") }, NONE, C::Output, Only(&["run"]), "with --mode=auto: write NAME_auto.N.log, one line a second: time (ms), mode at the second's end, switches in it, their reasons (reason:count, - if none), ms in poll, hybrid, interrupt, adaptive, completions").to(Store::Step(Step::Logs)),
+    opt("log_avg_msec", int(0, U32), val("0"), C::Output, Only(&["run"]), "one log line per direction per window of this many ms, with the window's mean (0: one line per I/O)").to(put!(logs.avg_msec)),
+    opt("log_prio", BOOL, val("0"), C::Output, Only(&["run"]), "write each I/O's priority (ioprio, 0x%04x) in the log's last column, as fio; without it the column is 1 for a real-time request, else 0").to(put!(logs.prio)),
+    opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)").to(put!(logs.offset)),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
     opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format, where the report goes (--output's file, else standard output; bare number: seconds)"),
     opt("eta_newline", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "end the ETA line with a new line once every this long, so a line a period stays on screen (bare number: seconds)"),
@@ -948,180 +970,4 @@ pub fn suggest(name: &str, cmd: Option<&CommandSpec>) -> Option<&'static str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::options::value::parse_value;
-    use std::collections::HashSet;
-
-    #[test]
-    fn every_option_has_help_and_a_category_title() {
-        for o in OPTIONS {
-            assert!(!o.help.trim().is_empty(), "{} has no help", o.name);
-            assert!(!o.category.title().is_empty());
-        }
-        for c in COMMANDS {
-            assert!(!c.about.is_empty(), "{} has no help", c.name);
-        }
-    }
-
-    #[test]
-    fn names_and_aliases_are_unique_and_canonical() {
-        let mut seen = HashSet::new();
-        for o in OPTIONS {
-            for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
-                assert_eq!(*n, normalize(n), "{n}: names are written with underscores");
-                assert!(seen.insert(*n), "{n} is declared twice");
-            }
-        }
-        let mut cmds = HashSet::new();
-        for c in COMMANDS {
-            assert!(cmds.insert(c.name), "command {} declared twice", c.name);
-        }
-    }
-
-    #[test]
-    fn defaults_parse_under_their_own_kind() {
-        for o in OPTIONS {
-            if let Default::Value(v) = o.default {
-                parse_value(o, o.name, Some(v))
-                    .unwrap_or_else(|e| panic!("{}'s default {v}: {e}", o.name));
-            }
-        }
-        for c in COMMANDS {
-            for (n, v) in c.defaults {
-                let o = lookup(n).unwrap_or_else(|| panic!("{}: no option {n}", c.name));
-                assert!(
-                    c.accepts(o),
-                    "{} has a default for {n} it does not take",
-                    c.name
-                );
-                if matches!(
-                    o.kind,
-                    Kind::Duration { .. } | Kind::Size { .. } | Kind::Int { .. }
-                ) && !v.contains(' ')
-                {
-                    parse_value(o, n, Some(v))
-                        .unwrap_or_else(|e| panic!("{}'s default {n}={v}: {e}", c.name));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn scopes_name_real_commands_and_options() {
-        for o in OPTIONS {
-            if let Only(list) = o.scope {
-                for c in list {
-                    assert!(command(c).is_some(), "{}: no command {c}", o.name);
-                }
-            }
-        }
-        for c in COMMANDS {
-            let lists: &[&str] = match c.job {
-                JobUse::All => &[],
-                JobUse::Except(l) | JobUse::Only(l) => l,
-            };
-            for n in lists.iter().chain(c.refuse.iter().map(|r| &r.0)) {
-                assert!(lookup(n).is_some(), "{}: no option {n}", c.name);
-            }
-            if !matches!(c.job, JobUse::All) {
-                assert!(c.job_refusal.contains("{opt}"), "{}", c.name);
-            }
-        }
-    }
-
-    #[test]
-    fn modes_match_the_library() {
-        let lib: Vec<&str> = pollwise::policy::Mode::ALL
-            .iter()
-            .map(|m| m.name())
-            .collect();
-        assert_eq!(MODES, lib.as_slice());
-        let submit: Vec<&str> = pollwise_bench::engine::SubmitMode::ALL
-            .iter()
-            .map(|m| m.name())
-            .collect();
-        assert_eq!(SUBMIT_MODES, submit.as_slice());
-        let stats: Vec<&str> = pollwise::predict::Statistic::ALL
-            .iter()
-            .map(|s| s.name())
-            .collect();
-        // The statistics, after `auto` (the adaptive target, hybrid's default).
-        assert_eq!(
-            lookup("hybrid_stat").unwrap().kind,
-            Kind::Enum {
-                choices: &["auto", "mean", "min", "p10"],
-                noun: Some("statistic")
-            }
-        );
-        assert_eq!(stats, ["mean", "min", "p10"]);
-    }
-
-    #[test]
-    fn scenario_defaults_match_the_scenarios() {
-        use crate::options::defaults::{
-            compare, fairness, hybrid_contention, idle_sources, shared_poller, slow_handler,
-        };
-        use crate::options::value::Value::{Duration as Dur, Int, Size};
-        use std::time::Duration;
-        let get = |cmd: &str, n: &str| {
-            let o = lookup(n).unwrap();
-            match command(cmd).unwrap().default_of(o) {
-                Default::Value(v) => parse_value(o, n, Some(v)).unwrap(),
-                other => panic!("{cmd} {n}: {other:?}"),
-            }
-        };
-        // One line a command: each option's default in the table against the scenario's constant.
-        macro_rules! defaults {
-            ($cmd:literal in $m:ident: $($opt:ident = $ctor:ident($c:ident)),+) => {$(
-                assert_eq!(get($cmd, stringify!($opt)), $ctor($m::$c.into()), "{} --{}", $cmd, stringify!($opt));
-            )+};
-        }
-        defaults!("fairness" in fairness: burst = Int(DEFAULT_BURST), iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), poller_depth = Int(DEFAULT_POLLER_DEPTH));
-        defaults!("shared-poller" in shared_poller: iodepth = Int(DEFAULT_HEAVY_DEPTH), runtime = Dur(DEFAULT_RUNTIME), sparse_interval = Dur(DEFAULT_SPARSE_INTERVAL), size = Size(DEFAULT_SIZE), rings = Int(DEFAULT_RINGS), rounds = Int(DEFAULT_ROUNDS));
-        defaults!("hybrid-contention" in hybrid_contention: batch = Int(DEFAULT_BATCH), thinktime = Dur(DEFAULT_THINK), runtime = Dur(DEFAULT_RUNTIME), size = Size(DEFAULT_SIZE));
-        defaults!("idle-sources" in idle_sources: poll_idle_ms = Int(DEFAULT_POLL_IDLE_MS), runtime = Dur(DEFAULT_RUNTIME), ramp_time = Dur(DEFAULT_RAMP), rounds = Int(DEFAULT_ROUNDS), size = Size(DEFAULT_SIZE));
-        defaults!("slow-handler" in slow_handler: handler_us = Int(DEFAULT_HANDLER_US), iodepth = Int(DEFAULT_IODEPTH));
-        defaults!("compare" in compare: size = Size(DEFAULT_SIZE));
-        assert_eq!(get("compare", "warmup"), Dur(Duration::from_millis(500)));
-    }
-
-    #[test]
-    fn lookups_and_suggestions() {
-        assert_eq!(
-            lookup("iodepth_batch").unwrap().name,
-            "iodepth_batch_submit"
-        );
-        assert_eq!(lookup("output-format").unwrap().name, "output_format");
-        assert_eq!(lookup("readwrite").unwrap().name, "rw");
-        assert!(lookup("frobnicate").is_none());
-        assert_eq!(suggest("iodpth", None), Some("iodepth"));
-        assert_eq!(suggest("runtim", None), Some("runtime"));
-        assert_eq!(suggest("frobnicate", None), None);
-        assert_eq!(
-            suggest("poller_dpth", command("fairness")),
-            Some("poller_depth")
-        );
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-    }
-
-    #[test]
-    fn refusals_say_why() {
-        let hc = command("hybrid-contention").unwrap();
-        let m = hc.refusal(lookup("numjobs").unwrap(), "numjobs").unwrap();
-        assert!(m.contains("--numjobs") && m.contains("--threads"), "{m}");
-        let run = command("run").unwrap();
-        assert!(run.refusal(lookup("iodepth").unwrap(), "iodepth").is_none());
-        let m = run.refusal(lookup("burst").unwrap(), "burst").unwrap();
-        assert!(m.contains("`pollwise scenario fairness`"), "{m}");
-        let idle = command("idle-sources").unwrap();
-        let m = idle
-            .refusal(lookup("handler_us").unwrap(), "handler_us")
-            .unwrap();
-        assert!(m.contains("slow-handler"), "{m}");
-        assert!(idle
-            .refusal(lookup("thinktime").unwrap(), "thinktime")
-            .is_some());
-    }
-}
+mod tests;
