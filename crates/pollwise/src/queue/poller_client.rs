@@ -428,6 +428,9 @@ pub(crate) struct TestHooks {
     pub(crate) blind_blocking_enters: AtomicU64,
     /// While set, the poller loop does nothing (a poller that cannot make progress).
     pub(crate) stall: AtomicBool,
+    /// The poller's ring says when it has completion work (TASKRUN_FLAG), so rounds with
+    /// nothing to submit need not enter.
+    pub(crate) flagged: AtomicBool,
 }
 
 #[cfg(test)]

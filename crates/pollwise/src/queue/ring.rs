@@ -156,6 +156,13 @@ impl Ring {
         self.ring.submission().cq_overflow()
     }
 
+    /// Whether the kernel has completion work for this ring's task (`IORING_SQ_TASKRUN`: a ring
+    /// set up with `IORING_SETUP_TASKRUN_FLAG`; with DEFER_TASKRUN, an enter posts those
+    /// completions). Always false on a ring without that flag.
+    pub fn taskrun(&mut self) -> bool {
+        self.ring.submission().taskrun()
+    }
+
     /// Pushes an entry that points at no memory (the callers below build only such entries).
     fn push_memoryless(&mut self, sqe: squeue::Entry) -> Result<(), RingFull> {
         // SAFETY: every caller passes an entry that references no user memory (NOP, POLL_ADD,
