@@ -10,7 +10,9 @@
 //! System calls are what a kernel SQPOLL thread does not pay, so the loop makes as few as it
 //! can. A round with nothing to submit enters only when the kernel has completion work for it
 //! (`IORING_SQ_TASKRUN`, a ring with TASKRUN_FLAG) or completions overflowed, and at least
-//! every [`QUIET_ROUNDS`] rounds with requests in the kernel.
+//! every [`QUIET_ROUNDS`] rounds with requests in the kernel. A client that sleeps for its
+//! completions is woken by a `FUTEX_WAKE` entry (Linux 6.7) that rides on the round's enter,
+//! not by a futex system call of its own.
 //!
 //! What the kernel took is read from the ring (its submission head), never assumed: an enter
 //! refused with `EAGAIN` (no memory for requests) or `EBUSY` (a completion backlog: old kernels
@@ -38,6 +40,7 @@ use crate::queue::OpKind;
 use crate::request::slots::{Handle, Slots};
 use crate::sync::doorbell;
 use crate::sys::affinity::pin_to_cpu;
+use crate::sys::futex;
 use crate::sys::rusage::thread_cpu_ns;
 use crate::sys::timerslack;
 use crate::sys::uring::{
@@ -49,6 +52,8 @@ use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
+/// A client's wake-up (`FUTEX_WAKE`): posts a completion only if it failed.
+const WAKE: u64 = u64::MAX - 2;
 
 /// With requests in the kernel and no sign of completion work, the poller still enters once
 /// in this many rounds.
@@ -161,6 +166,11 @@ pub(super) struct Worker {
     flagged: bool,
     /// Rounds since the last enter.
     quiet: u32,
+    /// Clients are woken by FUTEX_WAKE entries in the ring (else by the system call).
+    ring_wakes: bool,
+    /// The client of every FUTEX_WAKE entry pushed and not yet taken by the kernel, in ring
+    /// order: kept alive, futex word included, until then.
+    woken: VecDeque<Arc<ClientShared>>,
 }
 
 /// Refused enters in a row after which a shutdown stops waiting for the requests in the kernel
@@ -231,6 +241,7 @@ impl Worker {
         let entries = (cfg.depth + 1).next_power_of_two();
         let (ring, flagged) = build_ring(entries)
             .map_err(|e| Error::os(Op::PollerRingSetup { entries }, e.source))?;
+        let ring_wakes = ring.supports_futex_wake();
         #[cfg(test)]
         shared.test.flagged.store(flagged, Ordering::SeqCst);
         let cap = cfg.depth as usize;
@@ -259,6 +270,8 @@ impl Worker {
             finished: false,
             flagged,
             quiet: 0,
+            ring_wakes,
+            woken: VecDeque::new(),
         })
     }
 
@@ -487,8 +500,14 @@ impl Worker {
         } = self;
         let mut n = 0;
         let mut now = 0;
+        let mut wake_failed = false;
         ring.reap(|cqe| {
             let ud = cqe.user_data;
+            if ud == WAKE {
+                // Only a failed wake completes (CQE_SKIP_SUCCESS).
+                wake_failed = true;
+                return;
+            }
             if ud == DOORBELL {
                 *doorbell_armed = false;
                 c.doorbells += 1;
@@ -546,6 +565,14 @@ impl Worker {
                 touched.push(i);
             }
         });
+        if wake_failed {
+            // The kernel would not wake through the ring after all: wake every client with the
+            // system call (a spurious wake costs a client one look), and from now on.
+            self.ring_wakes = false;
+            for s in self.clients.iter().flatten() {
+                s.shared.ring();
+            }
+        }
         self.wake_touched();
         n
     }
@@ -555,16 +582,31 @@ impl Worker {
         if self.touched.is_empty() {
             return;
         }
-        let clients = &self.clients;
+        let Worker {
+            clients,
+            touched,
+            ring,
+            ring_wakes,
+            unsubmitted,
+            woken,
+            ..
+        } = self;
         let mut wakes = 0;
         doorbell::notify_each(
-            self.touched
+            touched
                 .iter()
                 .filter_map(|&i| clients[i].as_ref())
                 .map(|s| (s, &s.shared.waiting)),
             |s| {
-                s.shared.ring();
                 wakes += 1;
+                let word = s.shared.bump();
+                // The wake rides on this round's enter, ahead of the requests take() pushes.
+                if *ring_wakes && ring.push_futex_wake(word, WAKE).is_ok() {
+                    unsubmitted.push_back(WAKE);
+                    woken.push_back(s.shared.clone());
+                } else {
+                    futex::wake_all(word);
+                }
             },
         );
         for &i in &self.touched {
@@ -677,6 +719,10 @@ impl Worker {
             let Some(ud) = self.unsubmitted.pop_front() else {
                 break;
             };
+            if ud == WAKE {
+                self.woken.pop_front();
+                continue;
+            }
             if ud == DOORBELL || ud == CANCEL {
                 continue;
             }

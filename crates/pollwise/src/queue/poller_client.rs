@@ -520,8 +520,15 @@ pub(crate) struct ClientShared {
 impl ClientShared {
     /// Rings the client's futex (after routing it completions, or at shutdown).
     pub(crate) fn ring(&self) {
+        futex::wake_all(self.bump());
+    }
+
+    /// Bumps the client's futex word (after routing it completions), so that a `wait` about
+    /// to sleep on the old value returns at once; the wake that must follow is the caller's
+    /// (`ring` makes it at once). Returns the word.
+    pub(crate) fn bump(&self) -> &AtomicU32 {
         self.cq_seq.fetch_add(1, Ordering::Release);
-        futex::wake_all(&self.cq_seq);
+        &self.cq_seq
     }
 
     /// The poller has stopped: gives the client its ring ends back (so it can cancel what it
