@@ -157,6 +157,7 @@ pub fn option_for_field(field: &str) -> &str {
         "depth" => "poller_depth",
         "quantum" => "poller_quantum",
         "batch" => "poller_batch",
+        "pass_limit" => "poller_pass_limit",
         "cpu" => "poller_cpu",
         pollwise::queue::sim::LATENCY_FIELD => "sim_latency",
         other => other,

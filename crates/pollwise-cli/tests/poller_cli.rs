@@ -71,7 +71,14 @@ fn shared_poller_json_shape() {
         assert!(x["heavy_bw_bytes"].as_f64().unwrap() > 0.0, "{x}");
         check_p50_p99(&x["sparse_lat_ns"]);
     }
-    for k in ["pollwise_separate", "attach_wq_separate"] {
+    let c = &v["poller"];
+    assert!(c["completed"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["enters"].as_u64().unwrap() > 0, "{c}");
+    for k in [
+        "pollwise_separate",
+        "attach_wq_separate",
+        "pollwise_attach_wq",
+    ] {
         let q = &v["ratios"][k];
         let rounds = q["rounds"].as_array().unwrap();
         assert_eq!(rounds.len(), 2, "{q}");

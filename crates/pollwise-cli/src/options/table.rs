@@ -597,6 +597,7 @@ pub const OPTIONS: &[Opt] = &[
     // shared poller
     opt("poller_cpu", int(0, u64::MAX), Default::Text("the last CPU this process may use"), C::Poller, Only(POLLER), "the CPU the shared poller is pinned to"),
     opt("poller_batch", int(1, U32), val("8"), C::Poller, Only(POLLER), "requests the poller takes from each client per turn"),
+    opt("poller_pass_limit", int(1, U32), val("4"), C::Poller, Only(POLLER), "the most requests of heavy clients (those with --poller_batch or more in the kernel) the poller submits in one io_uring_enter"),
     opt("poller_idle_us", dur(TimeUnit::Micros), val("1000us"), C::Poller, Only(POLLER), "the poller's idle time before it sleeps (bare number: us)"),
     opt("poller_quantum", Kind::Size { min: 1, max: U32 }, val("32k"), C::Poller, Only(POLLER), "bytes per client per turn (deficit round robin)"),
     opt("poller_depth", int(1, 32767), val("256"), C::Poller, Only(POLLER), "requests the poller keeps in the kernel at most"),

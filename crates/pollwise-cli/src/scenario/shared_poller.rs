@@ -17,8 +17,9 @@
 //! variants, so the runs are interleaved as `compare`'s are: `--rounds` rounds each run every
 //! variant for `--runtime / --rounds` after `--ramp_time`, the order rotated each round (A B C,
 //! B C A, ...). Reported: each variant's median heavy IOPS over rounds with its min-max, and the
-//! pollwise/separate ratio of each round, its median and min-max. A variant-round in which a
-//! client completed no I/O fails the run with one line.
+//! ratios of each round (pollwise/separate, attach_wq/separate and pollwise/attach_wq, of the
+//! variants run), their medians and min-max. A variant-round in which a client completed no I/O
+//! fails the run with one line.
 //!
 //! The client threads run on the other CPUs (as the patch's `taskset -c 60` with the poller on
 //! 61) and wait with `--mode` (interrupt by default). With no `--filename` the file is made in
@@ -73,8 +74,8 @@ pub fn take_poller_job(
     Ok((pcfg, spec))
 }
 
-/// Takes the shared poller's options (`--poller_cpu`, `--poller_batch`, `--poller_idle_us`,
-/// `--poller_quantum`, `--poller_depth`) and checks them. The CPU defaults to the last one this
+/// Takes the shared poller's options (`--poller_cpu`, `--poller_batch`, `--poller_pass_limit`,
+/// `--poller_idle_us`, `--poller_quantum`, `--poller_depth`, `--poller_wait`) and checks them. The CPU defaults to the last one this
 /// process may use.
 pub fn take_poller_config(o: &mut Opts, default_depth: u32) -> Result<PollerConfig> {
     let mut c = PollerConfig {
@@ -86,6 +87,9 @@ pub fn take_poller_config(o: &mut Opts, default_depth: u32) -> Result<PollerConf
     }
     if let Some(v) = o.take_u32("poller_batch")? {
         c.batch = v;
+    }
+    if let Some(v) = o.take_u32("poller_pass_limit")? {
+        c.pass_limit = v;
     }
     if let Some(v) = o.take_duration("poller_idle_us")? {
         c.idle = v;
@@ -223,6 +227,7 @@ impl VariantRuns {
         it.peek()?;
         Some(it.fold(PollerCounters::default(), |a, c| PollerCounters {
             rounds: a.rounds + c.rounds,
+            completed: a.completed + c.completed,
             enters: a.enters + c.enters,
             sleeps: a.sleeps + c.sleeps,
             client_wakes: a.client_wakes + c.client_wakes,
@@ -542,9 +547,9 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
         &rows,
     ));
     // Ratios of the same round: the variants of one round ran minutes apart at most.
-    let per_round = |name: &str| -> Option<Vec<f64>> {
+    let per_round = |name: &str, base: &str| -> Option<Vec<f64>> {
         let a = runs.iter().find(|r| r.variant == name)?;
-        let s = runs.iter().find(|r| r.variant == "separate")?;
+        let s = runs.iter().find(|r| r.variant == base)?;
         Some(
             a.rounds
                 .iter()
@@ -555,14 +560,16 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
     };
     let mut ratios = serde_json::Map::new();
     let mut ratio_lines = Vec::new();
-    for (name, key) in [
-        ("pollwise", "pollwise_separate"),
-        ("attach_wq", "attach_wq_separate"),
+    for (name, base, key) in [
+        ("pollwise", "separate", "pollwise_separate"),
+        ("attach_wq", "separate", "attach_wq_separate"),
+        // The kernel's own shared SQPOLL thread: the comparison that matters most.
+        ("pollwise", "attach_wq", "pollwise_attach_wq"),
     ] {
-        if let Some(v) = per_round(name) {
+        if let Some(v) = per_round(name, base) {
             let (med, min, max) = spread(&v);
             ratio_lines.push(format!(
-                "{name}/separate heavy IOPS = {med:.2}x (min-max over rounds {min:.2}x-{max:.2}x)"
+                "{name}/{base} heavy IOPS = {med:.2}x (min-max over rounds {min:.2}x-{max:.2}x)"
             ));
             ratios.insert(
                 key.into(),
@@ -572,18 +579,21 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
     }
     if !ratio_lines.is_empty() {
         text.push('\n');
-        text.push_str(&ratio_lines.join("; "));
+        text.push_str(&ratio_lines.join("\n"));
         text.push('\n');
     }
     for r in runs {
         if let Some(c) = r.poller() {
             text.push_str(&format!(
-                "pollwise poller over all rounds: {} rounds, {} enters, {} sleeps, {} client wake-ups, {:.2} s CPU\n",
+                "pollwise poller over all rounds: {} rounds, {} enters, {} sleeps, {} client wake-ups, {:.2} s CPU; per completion: {:.3} enters, {:.3} wake-ups, {:.2} us CPU\n",
                 c.rounds,
                 c.enters,
                 c.sleeps,
                 c.client_wakes,
-                c.cpu_ns as f64 / 1e9
+                c.cpu_ns as f64 / 1e9,
+                c.enters as f64 / c.completed.max(1) as f64,
+                c.client_wakes as f64 / c.completed.max(1) as f64,
+                c.cpu_ns as f64 / 1e3 / c.completed.max(1) as f64,
             ));
         }
         if let Some(a) = r.rounds.iter().rev().find_map(|x| x.auto) {
@@ -596,19 +606,27 @@ fn render(runs: &[VariantRuns], st: &Setup, slice: Duration) -> Output {
     text.push_str(
         "\nEach sparse client makes one sample per interval: with few samples (n above) p99 is the maximum.\n",
     );
+    let mut json = json!({
+        "scenario": "shared-poller",
+        "rings": st.rings,
+        "rounds": st.rounds,
+        "results": results,
+        "ratios": ratios,
+    });
+    // What the poller did over all rounds, ramps included (pollwise runs only).
+    if let Some(c) = runs.iter().find_map(VariantRuns::poller) {
+        json["poller"] = json!({
+            "rounds": c.rounds,
+            "completed": c.completed,
+            "enters": c.enters,
+            "sleeps": c.sleeps,
+            "client_wakes": c.client_wakes,
+            "cpu_ns": c.cpu_ns,
+        });
+    }
     Output {
         text,
-        json: super::with_wait(
-            json!({
-                "scenario": "shared-poller",
-                "rings": st.rings,
-                "rounds": st.rounds,
-                "results": results,
-                "ratios": ratios,
-            }),
-            "poller_wait",
-            st.pcfg.wait,
-        ),
+        json: super::with_wait(json, "poller_wait", st.pcfg.wait),
     }
 }
 

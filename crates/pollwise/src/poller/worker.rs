@@ -4,9 +4,15 @@
 //! completion to its owner (waking owners that sleep); let deficit round robin take a bounded
 //! share from each client's submission ring, up to the ring's in-flight cap; then one
 //! `io_uring_enter` that submits them and runs completion work. The ring is SINGLE_ISSUER and
-//! DEFER_TASKRUN when the kernel allows (this thread enters every round anyway, so completions
-//! are posted in batches there and no interrupt-driven task work disturbs the loop), else a
-//! plain ring.
+//! DEFER_TASKRUN when the kernel allows (completions are posted in batches at this thread's
+//! enters and no interrupt-driven task work disturbs the loop), else a plain ring.
+//!
+//! System calls are what a kernel SQPOLL thread does not pay, so the loop makes as few as it
+//! can. A round with nothing to submit enters only when the kernel has completion work for it
+//! (`IORING_SQ_TASKRUN`, a ring with TASKRUN_FLAG) or completions overflowed, and at least
+//! every [`QUIET_ROUNDS`] rounds with requests in the kernel. A client that sleeps for its
+//! completions is woken by a `FUTEX_WAKE` entry (Linux 6.7) that rides on the round's enter,
+//! not by a futex system call of its own.
 //!
 //! What the kernel took is read from the ring (its submission head), never assumed: an enter
 //! refused with `EAGAIN` (no memory for requests) or `EBUSY` (a completion backlog: old kernels
@@ -34,17 +40,24 @@ use crate::queue::OpKind;
 use crate::request::slots::{Handle, Slots};
 use crate::sync::doorbell;
 use crate::sys::affinity::pin_to_cpu;
+use crate::sys::futex;
 use crate::sys::rusage::thread_cpu_ns;
 use crate::sys::timerslack;
 use crate::sys::uring::{
     SetupError, SetupParams, IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN,
-    IORING_SETUP_SINGLE_ISSUER,
+    IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_TASKRUN_FLAG,
 };
 use crate::{Error, Op, Result};
 use std::sync::Mutex;
 
 const DOORBELL: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
+/// A client's wake-up (`FUTEX_WAKE`): posts a completion only if it failed.
+const WAKE: u64 = u64::MAX - 2;
+
+/// With requests in the kernel and no sign of completion work, the poller still enters once
+/// in this many rounds.
+const QUIET_ROUNDS: u32 = 64;
 
 /// A request the poller took from a client, with its file resolved.
 struct Sub {
@@ -148,6 +161,16 @@ pub(super) struct Worker {
     /// After a refused enter: how long to back off before the next (doubling, bounded).
     backoff_ns: u64,
     finished: bool,
+    /// The ring says when it has completion work (DEFER_TASKRUN with TASKRUN_FLAG): rounds
+    /// with nothing to submit enter only then.
+    flagged: bool,
+    /// Rounds since the last enter.
+    quiet: u32,
+    /// Clients are woken by FUTEX_WAKE entries in the ring (else by the system call).
+    ring_wakes: bool,
+    /// The client of every FUTEX_WAKE entry pushed and not yet taken by the kernel, in ring
+    /// order: kept alive, futex word included, until then.
+    woken: VecDeque<Arc<ClientShared>>,
 }
 
 /// Refused enters in a row after which a shutdown stops waiting for the requests in the kernel
@@ -171,21 +194,34 @@ enum Entered {
     Again,
 }
 
-/// A SINGLE_ISSUER | DEFER_TASKRUN ring where the kernel has them (Linux 6.1), else a plain
-/// one; completion ring twice the size.
-fn build_ring(entries: u32) -> std::result::Result<Ring, SetupError> {
+/// A SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG ring where the kernel has them (Linux 6.1),
+/// else one without TASKRUN_FLAG, else a plain one; completion ring twice the size. The flag
+/// says whether the ring has TASKRUN_FLAG.
+fn build_ring(entries: u32) -> std::result::Result<(Ring, bool), SetupError> {
     let p = SetupParams {
         entries,
-        flags: IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+        flags: IORING_SETUP_CQSIZE
+            | IORING_SETUP_SINGLE_ISSUER
+            | IORING_SETUP_DEFER_TASKRUN
+            | IORING_SETUP_TASKRUN_FLAG,
         cq_entries: entries * 2,
         ..Default::default()
     };
-    Ring::setup(&p).or_else(|_| {
+    if let Ok(r) = Ring::setup(&p) {
+        return Ok((r, true));
+    }
+    let deferred = p.flags & !IORING_SETUP_TASKRUN_FLAG;
+    Ring::setup(&SetupParams {
+        flags: deferred,
+        ..p
+    })
+    .or_else(|_| {
         Ring::setup(&SetupParams {
             flags: IORING_SETUP_CQSIZE,
             ..p
         })
     })
+    .map(|r| (r, false))
 }
 
 impl Worker {
@@ -203,8 +239,11 @@ impl Worker {
             .map_err(|e| Error::os("setting the poller thread's timer slack to 1 ns", e))?;
         // One extra entry for the doorbell's POLL_ADD.
         let entries = (cfg.depth + 1).next_power_of_two();
-        let ring = build_ring(entries)
+        let (ring, flagged) = build_ring(entries)
             .map_err(|e| Error::os(Op::PollerRingSetup { entries }, e.source))?;
+        let ring_wakes = ring.supports_futex_wake();
+        #[cfg(test)]
+        shared.test.flagged.store(flagged, Ordering::SeqCst);
         let cap = cfg.depth as usize;
         let reqs = Slots::new(cap).map_err(|e| Error::config("depth", Reason::Capacity(e)))?;
         Ok(Worker {
@@ -229,6 +268,10 @@ impl Worker {
             unsubmitted: VecDeque::with_capacity(entries as usize),
             backoff_ns: 0,
             finished: false,
+            flagged,
+            quiet: 0,
+            ring_wakes,
+            woken: VecDeque::new(),
         })
     }
 
@@ -253,7 +296,9 @@ impl Worker {
             did |= reaped > 0;
             let taken = self.take();
             did |= taken > 0;
-            let must_enter = taken > 0 || self.in_flight > 0 || !self.unsubmitted.is_empty();
+            let must_enter = taken > 0
+                || !self.unsubmitted.is_empty()
+                || (self.in_flight > 0 && self.completion_work());
             if must_enter && self.enter(0)? == Entered::Again && !self.unsubmitted.is_empty() {
                 // Refused: reap next round (that may be what the kernel waits for), but do
                 // not spin on a kernel that keeps refusing.
@@ -277,6 +322,17 @@ impl Worker {
                 self.poll_idle.woke();
             }
         }
+    }
+
+    /// Whether an enter would find completion work: always on a ring that does not say
+    /// (no TASKRUN_FLAG); else when the kernel says so, when completions overflowed, or after
+    /// [`QUIET_ROUNDS`] rounds without an enter (a bound, should a sign ever be missed).
+    fn completion_work(&mut self) -> bool {
+        if !self.flagged || self.ring.taskrun() || self.ring.cq_overflow() {
+            return true;
+        }
+        self.quiet += 1;
+        self.quiet >= QUIET_ROUNDS
     }
 
     fn wait_now(&self) -> LoopWait {
@@ -444,8 +500,14 @@ impl Worker {
         } = self;
         let mut n = 0;
         let mut now = 0;
+        let mut wake_failed = false;
         ring.reap(|cqe| {
             let ud = cqe.user_data;
+            if ud == WAKE {
+                // Only a failed wake completes (CQE_SKIP_SUCCESS).
+                wake_failed = true;
+                return;
+            }
             if ud == DOORBELL {
                 *doorbell_armed = false;
                 c.doorbells += 1;
@@ -503,6 +565,14 @@ impl Worker {
                 touched.push(i);
             }
         });
+        if wake_failed {
+            // The kernel would not wake through the ring after all: wake every client with the
+            // system call (a spurious wake costs a client one look), and from now on.
+            self.ring_wakes = false;
+            for s in self.clients.iter().flatten() {
+                s.shared.ring();
+            }
+        }
         self.wake_touched();
         n
     }
@@ -512,16 +582,31 @@ impl Worker {
         if self.touched.is_empty() {
             return;
         }
-        let clients = &self.clients;
+        let Worker {
+            clients,
+            touched,
+            ring,
+            ring_wakes,
+            unsubmitted,
+            woken,
+            ..
+        } = self;
         let mut wakes = 0;
         doorbell::notify_each(
-            self.touched
+            touched
                 .iter()
                 .filter_map(|&i| clients[i].as_ref())
                 .map(|s| (s, &s.shared.waiting)),
             |s| {
-                s.shared.ring();
                 wakes += 1;
+                let word = s.shared.bump();
+                // The wake rides on this round's enter, ahead of the requests take() pushes.
+                if *ring_wakes && ring.push_futex_wake(word, WAKE).is_ok() {
+                    unsubmitted.push_back(WAKE);
+                    woken.push_back(s.shared.clone());
+                } else {
+                    futex::wake_all(word);
+                }
             },
         );
         for &i in &self.touched {
@@ -588,6 +673,7 @@ impl Worker {
     /// the kernel took from the ring itself and stamps timed requests with the time.
     fn enter(&mut self, min_complete: u32) -> Result<Entered> {
         self.c.enters += 1;
+        self.quiet = 0;
         let r = self.enter_raw(min_complete);
         self.account_submitted();
         match r {
@@ -633,6 +719,10 @@ impl Worker {
             let Some(ud) = self.unsubmitted.pop_front() else {
                 break;
             };
+            if ud == WAKE {
+                self.woken.pop_front();
+                continue;
+            }
             if ud == DOORBELL || ud == CANCEL {
                 continue;
             }

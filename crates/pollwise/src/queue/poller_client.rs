@@ -428,6 +428,9 @@ pub(crate) struct TestHooks {
     pub(crate) blind_blocking_enters: AtomicU64,
     /// While set, the poller loop does nothing (a poller that cannot make progress).
     pub(crate) stall: AtomicBool,
+    /// The poller's ring says when it has completion work (TASKRUN_FLAG), so rounds with
+    /// nothing to submit need not enter.
+    pub(crate) flagged: AtomicBool,
 }
 
 #[cfg(test)]
@@ -517,8 +520,15 @@ pub(crate) struct ClientShared {
 impl ClientShared {
     /// Rings the client's futex (after routing it completions, or at shutdown).
     pub(crate) fn ring(&self) {
+        futex::wake_all(self.bump());
+    }
+
+    /// Bumps the client's futex word (after routing it completions), so that a `wait` about
+    /// to sleep on the old value returns at once; the wake that must follow is the caller's
+    /// (`ring` makes it at once). Returns the word.
+    pub(crate) fn bump(&self) -> &AtomicU32 {
         self.cq_seq.fetch_add(1, Ordering::Release);
-        futex::wake_all(&self.cq_seq);
+        &self.cq_seq
     }
 
     /// The poller has stopped: gives the client its ring ends back (so it can cancel what it

@@ -8,6 +8,8 @@
 //! - entries that point at no memory: `NOP`, `POLL_ADD` on a file descriptor, `POLL_REMOVE` and
 //!   `ASYNC_CANCEL` by `user_data`. A descriptor closed while polled makes the poll fail or
 //!   fire, never touch memory;
+//! - `FUTEX_WAKE` of a private futex word ([`Ring::push_futex_wake`]): the kernel uses the
+//!   word's address as a key and neither reads nor writes the word;
 //! - reads and writes of a [`PromisedOp`], whose buffer someone promised, in `unsafe` code, to
 //!   keep valid until the operation's completion has been reaped (the promise of
 //!   [`Queue::push`](super::Queue::push)).
@@ -19,6 +21,7 @@
 
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -156,6 +159,26 @@ impl Ring {
         self.ring.submission().cq_overflow()
     }
 
+    /// Whether the kernel has completion work for this ring's task (`IORING_SQ_TASKRUN`: a ring
+    /// set up with `IORING_SETUP_TASKRUN_FLAG`; with DEFER_TASKRUN, an enter posts those
+    /// completions). Always false on a ring without that flag.
+    pub fn taskrun(&mut self) -> bool {
+        self.ring.submission().taskrun()
+    }
+
+    /// Whether the kernel supports `opcode` (`IORING_REGISTER_PROBE`; false if the probe
+    /// itself fails).
+    fn supports(&self, opcode: u8) -> bool {
+        let mut probe = io_uring::Probe::new();
+        self.ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(opcode)
+    }
+
+    /// Whether the kernel takes [`push_futex_wake`](Ring::push_futex_wake)'s entries
+    /// (`IORING_OP_FUTEX_WAKE`, Linux 6.7).
+    pub fn supports_futex_wake(&self) -> bool {
+        self.supports(opcode::FutexWake::CODE)
+    }
+
     /// Pushes an entry that points at no memory (the callers below build only such entries).
     fn push_memoryless(&mut self, sqe: squeue::Entry) -> Result<(), RingFull> {
         // SAFETY: every caller passes an entry that references no user memory (NOP, POLL_ADD,
@@ -187,6 +210,33 @@ impl Ring {
     /// Pushes a `POLL_REMOVE` of the poll pushed with `target`.
     pub fn push_poll_remove(&mut self, target: u64, user_data: u64) -> Result<(), RingFull> {
         self.push_memoryless(opcode::PollRemove::new(target).build().user_data(user_data))
+    }
+
+    /// Pushes a `FUTEX_WAKE` (Linux 6.7) of every thread sleeping on `word`, a private 32-bit
+    /// futex (`FUTEX_WAIT | FUTEX_PRIVATE_FLAG`), with `IOSQE_CQE_SKIP_SUCCESS`: only a failed
+    /// wake posts a completion. Check [`supports_futex_wake`](Ring::supports_futex_wake) first.
+    ///
+    /// The kernel takes the word's address as the futex key and touches no memory through it;
+    /// a caller that lets the word go before the entry is submitted may wake whatever futex
+    /// then lives at that address (a spurious wake, which futex waiters tolerate): keep it
+    /// until then.
+    pub fn push_futex_wake(&mut self, word: &AtomicU32, user_data: u64) -> Result<(), RingFull> {
+        // FUTEX2_SIZE_U32 | FUTEX2_PRIVATE: the key of FUTEX_WAIT | FUTEX_PRIVATE_FLAG.
+        const FUTEX2_SIZE_U32: u32 = 0x02;
+        const FUTEX2_PRIVATE: u32 = 128;
+        const MATCH_ANY: u64 = u32::MAX as u64;
+        let sqe = opcode::FutexWake::new(
+            word.as_ptr().cast_const(),
+            i32::MAX as u64,
+            MATCH_ANY,
+            FUTEX2_SIZE_U32 | FUTEX2_PRIVATE,
+        )
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data);
+        // SAFETY: a private FUTEX_WAKE hashes the word's address with our mm to find waiters;
+        // it neither reads nor writes the word, so the entry references no memory.
+        unsafe { self.ring.submission().push(&sqe) }.map_err(|_| RingFull)
     }
 
     /// Pushes an `ASYNC_CANCEL` of the request pushed with `target`: it completes with

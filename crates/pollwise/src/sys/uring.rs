@@ -41,6 +41,9 @@ pub const IORING_SETUP_CQSIZE: u32 = 1 << 3;
 pub const IORING_SETUP_ATTACH_WQ: u32 = 1 << 5;
 /// `IORING_SETUP_COOP_TASKRUN` (Linux 5.19): no interrupt to run completion task work.
 pub const IORING_SETUP_COOP_TASKRUN: u32 = 1 << 8;
+/// `IORING_SETUP_TASKRUN_FLAG` (Linux 5.19): the kernel sets `IORING_SQ_TASKRUN` while
+/// completion work waits for the task (with COOP_TASKRUN or DEFER_TASKRUN).
+pub const IORING_SETUP_TASKRUN_FLAG: u32 = 1 << 9;
 /// `IORING_SETUP_CQE32` (Linux 5.19): CQEs are 32 bytes.
 pub const IORING_SETUP_CQE32: u32 = 1 << 11;
 /// `IORING_SETUP_SINGLE_ISSUER` (Linux 6.0): one task submits.
@@ -62,7 +65,7 @@ pub const KNOWN_SETUP_FLAGS: u32 = (1 << 18) - 1;
 pub const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
 
 /// The setup flags this module names, in the order they are listed.
-const FLAG_NAMES: [(u32, &str); 9] = [
+const FLAG_NAMES: [(u32, &str); 10] = [
     (IORING_SETUP_IOPOLL, "IOPOLL"),
     (IORING_SETUP_HYBRID_IOPOLL, "HYBRID_IOPOLL"),
     (IORING_SETUP_SQPOLL, "SQPOLL"),
@@ -70,6 +73,7 @@ const FLAG_NAMES: [(u32, &str); 9] = [
     (IORING_SETUP_CQSIZE, "CQSIZE"),
     (IORING_SETUP_ATTACH_WQ, "ATTACH_WQ"),
     (IORING_SETUP_COOP_TASKRUN, "COOP_TASKRUN"),
+    (IORING_SETUP_TASKRUN_FLAG, "TASKRUN_FLAG"),
     (IORING_SETUP_SINGLE_ISSUER, "SINGLE_ISSUER"),
     (IORING_SETUP_DEFER_TASKRUN, "DEFER_TASKRUN"),
 ];

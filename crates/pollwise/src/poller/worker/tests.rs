@@ -229,3 +229,65 @@ fn timed_client_sees_queue_submit_and_reap_times() {
     }
     assert_eq!(c.wait(1, Some(Duration::ZERO)).unwrap(), WaitOutcome::Ready);
 }
+
+/// A request that stays in the kernel (a read on an empty pipe) costs a spinning poller no
+/// enter per round: it enters when the kernel says it has completion work, or once in
+/// QUIET_ROUNDS rounds. When the pipe gets data the completion still comes back, and the client
+/// asleep in `wait` for it is woken.
+#[test]
+fn a_spinning_poller_enters_for_completion_work_only_and_wakes_its_sleeping_client() {
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two descriptors into the array we own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // Declared before the client, so dropped after it: the client's drop waits until the
+    // kernel is done with the read.
+    let mut buf = [0u8; 8];
+    let p = SharedPoller::new(PollerConfig {
+        idle: Duration::from_secs(10),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut c = p
+        .client(ClientOptions {
+            depth: 1,
+            files: vec![fds[0]],
+        })
+        .unwrap();
+    let op = crate::queue::Op::read(0, buf.as_mut_ptr(), 8, 0, 7);
+    // SAFETY: buf outlives the request: the client is dropped (and waits for the poller to
+    // retire it) before buf.
+    unsafe { c.push(&op) }.unwrap();
+    c.submit().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let before = p.counters();
+    std::thread::sleep(Duration::from_millis(100));
+    let after = p.counters();
+    let (rounds, enters) = (after.rounds - before.rounds, after.enters - before.enters);
+    assert!(rounds > 0, "the poller did not spin");
+    if p.shared.test.flagged.load(Ordering::SeqCst) {
+        assert!(
+            enters * 16 <= rounds,
+            "{enters} enters in {rounds} rounds with nothing to do"
+        );
+    }
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: writes 8 bytes from a static string to the pipe's write end, which is open.
+        let n = unsafe { libc::write(fds[1], b"abcdefgh".as_ptr().cast(), 8) };
+        assert_eq!(n, 8);
+    });
+    assert_eq!(
+        c.wait(1, Some(Duration::from_secs(5))).unwrap(),
+        WaitOutcome::Ready
+    );
+    let mut got = Vec::new();
+    c.poll(&mut |x| got.push((x.user_data, x.result))).unwrap();
+    assert_eq!(got, [(7, 8)]);
+    writer.join().unwrap();
+    drop(c);
+    assert_eq!(&buf, b"abcdefgh");
+    for fd in fds {
+        // SAFETY: closes the two descriptors pipe gave us, once.
+        unsafe { libc::close(fd) };
+    }
+}
