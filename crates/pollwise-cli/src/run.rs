@@ -108,13 +108,16 @@ pub fn run_and_report(
         })
         .collect();
     check_outputs(&specs, ro)?;
+    if let Some(d) = &ro.aux_path {
+        crate::vstate::set_dir(d.clone());
+    }
     for s in specs
         .iter()
         .filter(|s| s.verify && s.extra.verify_state_save && s.rw.writes())
     {
         let first = s.extra.first_thread as usize;
         let threads = first..first + s.numjobs.max(1) as usize;
-        crate::vstate::check_can_save(std::path::Path::new(""), &s.name, threads)?;
+        crate::vstate::check_can_save(crate::vstate::dir(), &s.name, threads)?;
     }
     let interim = Arc::new(Interim::new(ro.output.clone()));
     // fio prints its lines about the jobs before they run, ahead of every report (and of the

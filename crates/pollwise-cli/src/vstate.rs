@@ -26,6 +26,20 @@ pub struct Whose<'a> {
     pub thread: usize,
 }
 
+/// Where the run's state files go: `--aux-path`, set once before the jobs start (fio keeps it
+/// as a global too); unset, the current directory.
+static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the run's state directory (`--aux-path`); the first call wins.
+pub fn set_dir(dir: PathBuf) {
+    let _ = DIR.set(dir);
+}
+
+/// The run's state directory: `--aux-path`, else the current directory (an empty path).
+pub fn dir() -> &'static Path {
+    DIR.get().map_or(Path::new(""), PathBuf::as_path)
+}
+
 /// The state file of `w`'s thread in `dir` (the current directory, as fio's:
 /// fio's name; a `/` in the job's name becomes `.`).
 pub fn path(dir: &Path, w: Whose<'_>) -> PathBuf {
@@ -68,7 +82,7 @@ pub fn check_can_save(dir: &Path, job: &str, threads: std::ops::Range<usize>) ->
         Err(e) => {
             let dir = std::fs::canonicalize(here).unwrap_or_else(|_| here.to_path_buf());
             return Err(Error::Usage(format!(
-                "--verify_state_save: cannot write the verify state in {} ({e}), where fio writes it (the current directory): run from a directory you can write, or drop verify_state_save",
+                "--verify_state_save: cannot write the verify state in {} ({e}): give a directory you can write with --aux-path=DIR (fio's; default: the current directory), or drop verify_state_save",
                 dir.display()
             )));
         }

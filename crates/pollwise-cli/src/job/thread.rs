@@ -219,7 +219,7 @@ impl Thread<'_> {
                 cfg.pattern.files = Some((n as u32, file_stripe(spec, per_file)));
             }
             if spec.verify && spec.extra.verify_state_load && !spec.rw.writes() {
-                let ranges = crate::vstate::load(Path::new(""), whose(spec, i))?;
+                let ranges = crate::vstate::load(crate::vstate::dir(), whose(spec, i))?;
                 cfg.checks.state = Some(ranges);
             }
         }
@@ -333,7 +333,11 @@ impl Thread<'_> {
         name_bad_blocks(spec, &stats.errors.bad_blocks, verified.as_ref().err());
         // fio saves the state when the job ends, whether its blocks checked or not.
         let saved = if spec.verify && spec.extra.verify_state_save && spec.rw.writes() {
-            crate::vstate::save(Path::new(""), whose(spec, i), &engine.blocks_written())
+            crate::vstate::save(
+                crate::vstate::dir(),
+                whose(spec, i),
+                &engine.blocks_written(),
+            )
         } else {
             Ok(())
         };

@@ -625,6 +625,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("log_prio", BOOL, val("0"), C::Output, Only(&["run"]), "write each I/O's priority (ioprio, 0x%04x) in the log's last column, as fio; without it the column is 1 for a real-time request, else 0").to(put!(logs.prio)),
     opt("log_offset", BOOL, val("0"), C::Output, Only(&["run"]), "add each I/O's offset to log lines (before the priority column, as fio)").to(put!(logs.offset)),
     opt("eta", Kind::Enum { choices: &["auto", "always", "never"], noun: None }, val("auto"), C::Output, Only(&["run"]), "fio's ETA line on standard error, about once a second: when it is a terminal (auto), always, or never"),
+    opt("aux_path", Kind::Str { bare: None }, NONE, C::Output, Only(&["run"]), "the directory the files pollwise makes for itself go in: the verify state files of verify_state_save and verify_state_load (fio's --aux-path; default: the current directory)"),
     opt("status_interval", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "also print the report of the run so far every this long, in --output-format, where the report goes (--output's file, else standard output; bare number: seconds)"),
     opt("eta_newline", dur(TimeUnit::Secs), NONE, C::Output, Only(&["run"]), "end the ETA line with a new line once every this long, so a line a period stays on screen (bare number: seconds)"),
     opt("showcmd", BOOL, val("0"), C::Output, Only(&["run"]), "print each job file as one command line of options and run nothing (fio's --showcmd)"),

@@ -90,6 +90,9 @@ pub struct ReportOpts {
     pub eta: progress::Eta,
     /// `--status-interval`: print the report of the run so far this often (`run` only).
     pub status_interval: Option<std::time::Duration>,
+    /// `--aux-path`: where the verify state files go (`run` only; none: the current
+    /// directory, as fio).
+    pub aux_path: Option<std::path::PathBuf>,
     /// `--eta-newline`: end the ETA line with a new line this often (`run` only).
     pub eta_newline: Option<std::time::Duration>,
     /// The version line of the normal report (`pollwise-X.Y.Z`; `fio-3.33` when started as
@@ -110,6 +113,7 @@ impl Default for ReportOpts {
             pct: PctOpts::default(),
             eta: progress::Eta::default(),
             status_interval: None,
+            aux_path: None,
             eta_newline: None,
             version: version(),
         }
@@ -236,6 +240,14 @@ impl ReportOpts {
                 ));
             }
             r.status_interval = Some(v);
+        }
+        if let Some(p) = o.take_str("aux_path")? {
+            if p.is_empty() {
+                return Err(Error::Usage(
+                    "--aux-path needs a directory: write --aux-path=DIR".into(),
+                ));
+            }
+            r.aux_path = Some(p.into());
         }
         if let Some(v) = o.take_duration("eta_newline")? {
             if v.is_zero() {
@@ -561,7 +573,13 @@ pub fn add_facts(out: &mut Output, f: &Facts) {
 }
 
 /// Options that say how to report, not what the job is: kept out of fio's `job options`.
-const NOT_JOB_OPTIONS: &[&str] = &["output_format", "output", "eta", "status_interval"];
+const NOT_JOB_OPTIONS: &[&str] = &[
+    "output_format",
+    "output",
+    "eta",
+    "status_interval",
+    "aux_path",
+];
 
 /// Before the run: `--output` and every log the jobs will write (numbered as they will be) are
 /// none of the jobs' targets, no link that may not be followed, and no two the same file.
