@@ -282,7 +282,7 @@ pub fn rw(s: &mut JobSpec, v: &Value) -> Result<()> {
     Ok(())
 }
 
-/// `bs`: one size for every direction, or READ,WRITE[,TRIM] (trims take the writes' when
+/// `bs`: one size for every direction, or `READ,WRITE[,TRIM]` (trims take the writes' when
 /// none is given, as fio). Which commands take two sizes is [`Step::BlockSizes`]'s check.
 pub fn bs(s: &mut JobSpec, v: &Value) -> Result<()> {
     let fit = |v: u64| u32::try_from(v).map_err(|_| usage(format!("--bs={v} is too large")));

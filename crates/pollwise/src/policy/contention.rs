@@ -20,7 +20,7 @@
 //! readings come through the [`CpuSignals`] trait, so tests script them; [`ProcSignals`] reads
 //! `/proc`, opening and closing each file at each reading. The two system-wide files
 //! (`loadavg`, `pressure/cpu`) are read for the whole process at most every half
-//! [`SAMPLE_NS`] and shared by its choosers (see [`SystemReading`]): each reading costs three
+//! [`SAMPLE_NS`] and shared by its choosers (see `SystemReading` below): each reading costs three
 //! system calls a file, and every chooser samples every 10 ms.
 
 use std::fs::File;
