@@ -36,6 +36,12 @@ allow="$root/scripts/liburing_suite.allow"
 # the preload too.
 hangs=" io_uring_register.t multicqes_drain.t "
 hang_timeout_s=${HANG_TIMEOUT:-10}
+# Tests that bind a fixed name (accept-test.t: the abstract socket "\0sock2") and leave an
+# accept in flight at exit: the kernel frees the socket when the ring's exit work has run, which
+# is asynchronous, so a run right after another cannot bind it. Plain, back to back, 9 of 10 runs
+# failed; with a second's pause before each, none of 10. Each of their runs waits that second.
+fixed_names=" accept-test.t "
+fixed_name_pause_s=1
 
 say() { echo "liburing_suite: $*" >&2; }
 
@@ -163,6 +169,7 @@ if [ $# -gt 0 ]; then tests=("$@"); else mapfile -t tests < <(ls ./*.t | sed 's|
 # pass, skip (exit 77), timeout or fail. $limit: seconds.
 outcome() {
 	local rc=0
+	[[ "$fixed_names" == *" ${1#./} "* ]] && sleep "$fixed_name_pause_s"
 	timeout -k 5 "$limit" "$@" >/dev/null 2>&1 </dev/null || rc=$?
 	case $rc in
 	0) echo pass ;;
