@@ -15,8 +15,14 @@
 //!   they all wait in interrupt mode the CPU looks calm, and every calm period would send them
 //!   back to poll.
 //!
-//! Contended means: the smoothed runnable count exceeds the cores, this thread waited for a CPU for
-//! more than [`RUN_DELAY_SHARE`] of the last interval, or the choosers outnumber the cores. The
+//! Contended means: the smoothed runnable count exceeds the system's online cores, this thread
+//! waited for a CPU for more than [`RUN_DELAY_SHARE`] of the last interval, or the choosers
+//! outnumber the cores this thread may run on. Each count is held to the cores it can fill: the
+//! runnable count is the whole system's, so a thread pinned to one core of two with a task on
+//! the other is not contended (its own core is free; its run delay says when it is not), while
+//! sixteen choosers on eight cores of sixteen are. The smoothed count starts at one (the reader)
+//! and takes the first reading with the same weight as the others: one reading is an instant
+//! (a thread that is exiting, a worker that ran for a microsecond), contention lasts. The
 //! readings come through the [`CpuSignals`] trait, so tests script them; [`ProcSignals`] reads
 //! `/proc`, opening and closing each file at each reading. The two system-wide files
 //! (`loadavg`, `pressure/cpu`) are read for the whole process at most every half
@@ -133,6 +139,10 @@ pub trait CpuSignals: Send {
     fn read(&mut self) -> Reading;
     /// How many cores the thread may run on.
     fn cores(&self) -> u32;
+    /// How many cores the system has online: what the system-wide runnable count fills.
+    fn system_cores(&self) -> u32 {
+        self.cores()
+    }
 }
 
 /// The signals of the running system, from `/proc`. See the module docs.
@@ -145,6 +155,7 @@ pub trait CpuSignals: Send {
 #[derive(Debug)]
 pub struct ProcSignals {
     cores: u32,
+    online: u32,
     buf: [u8; 256],
 }
 
@@ -161,6 +172,7 @@ impl ProcSignals {
         CHOOSERS.fetch_add(1, Ordering::Relaxed);
         ProcSignals {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            online: crate::sys::sysconf::online_cpus() as u32,
             buf: [0; 256],
         }
     }
@@ -214,6 +226,10 @@ impl CpuSignals for ProcSignals {
 
     fn cores(&self) -> u32 {
         self.cores
+    }
+
+    fn system_cores(&self) -> u32 {
+        self.online
     }
 }
 
@@ -301,11 +317,10 @@ impl ContentionSampler {
         }
         let r = self.src.read();
         if let Some(n) = r.runnable {
-            self.runnable = if self.samples == 0 {
-                n as f64
-            } else {
-                self.runnable + RUNNABLE_WEIGHT * (n as f64 - self.runnable)
-            };
+            if self.samples == 0 {
+                self.runnable = 1.0;
+            }
+            self.runnable += RUNNABLE_WEIGHT * (n as f64 - self.runnable);
         }
         if let Some(t) = self.last_ns {
             let wall = now_ns.saturating_sub(t).max(1) as f64;
@@ -323,12 +338,12 @@ impl ContentionSampler {
         true
     }
 
-    /// True when runnable threads outnumber the cores, this thread is crowded out, or this
-    /// process's choosers outnumber the cores.
+    /// True when runnable threads outnumber the system's cores, this thread is crowded out, or
+    /// this process's choosers outnumber the cores it may run on.
     pub fn contended(&self) -> bool {
         let cores = self.src.cores();
         self.samples > 0
-            && (self.runnable > cores as f64
+            && (self.runnable > self.src.system_cores() as f64
                 || self.run_delay_share > RUN_DELAY_SHARE
                 || self.choosers > cores)
     }
@@ -349,6 +364,10 @@ impl ContentionSampler {
             ("auto.contention.samples".into(), self.samples as f64),
             ("auto.contention.runnable".into(), self.runnable),
             ("auto.contention.cores".into(), self.src.cores() as f64),
+            (
+                "auto.contention.system_cores".into(),
+                self.src.system_cores() as f64,
+            ),
             (
                 "auto.contention.run_delay_share".into(),
                 self.run_delay_share,
@@ -382,8 +401,9 @@ mod tests {
         assert_eq!(parse_schedstat("1000"), None);
     }
 
-    /// Readings a test hands out one by one.
-    struct Script(Arc<Mutex<Reading>>, u32);
+    /// Readings a test hands out one by one; the thread may run on `.1` cores of the system's
+    /// `.2`.
+    struct Script(Arc<Mutex<Reading>>, u32, u32);
 
     impl CpuSignals for Script {
         fn thread_cpu_ns(&mut self) -> u64 {
@@ -394,6 +414,9 @@ mod tests {
         }
         fn cores(&self) -> u32 {
             self.1
+        }
+        fn system_cores(&self) -> u32 {
+            self.2
         }
     }
 
@@ -406,7 +429,7 @@ mod tests {
             run_delay_ns: Some(0),
             choosers: Some(1),
         }));
-        let s = ContentionSampler::new(Box::new(Script(r.clone(), cores)));
+        let s = ContentionSampler::new(Box::new(Script(r.clone(), cores, cores)));
         (r, s)
     }
 
@@ -467,6 +490,48 @@ mod tests {
             n += 1;
             assert!(n < 30, "never saw the contention go");
         }
+    }
+
+    #[test]
+    fn one_reading_over_the_cores_is_an_instant_not_contention() {
+        let (r, mut s) = calm_sampler(2);
+        // A round starts while the last one's thread exits and a worker runs: three runnable
+        // on two cores at the first reading, then the thread alone.
+        r.lock().unwrap().runnable = Some(3);
+        s.maybe_sample(0);
+        assert!(!s.contended(), "runnable {}", s.runnable());
+        r.lock().unwrap().runnable = Some(1);
+        s.maybe_sample(SAMPLE_NS);
+        assert!(!s.contended());
+        // Three that stay: contention within a few samples.
+        r.lock().unwrap().runnable = Some(3);
+        let mut t = SAMPLE_NS;
+        while !s.contended() {
+            t += SAMPLE_NS;
+            s.maybe_sample(t);
+            assert!(t < 10 * SAMPLE_NS, "never saw the contention");
+        }
+    }
+
+    #[test]
+    fn the_system_wide_count_is_held_to_the_system_cores_and_choosers_to_the_threads() {
+        // Pinned to one core of two: a busy task on the other core makes two runnable, and this
+        // thread's own core is still free.
+        let r = Arc::new(Mutex::new(Reading {
+            runnable: Some(2),
+            pressure_us: Some(0),
+            run_delay_ns: Some(0),
+            choosers: Some(1),
+        }));
+        let mut s = ContentionSampler::new(Box::new(Script(r.clone(), 1, 2)));
+        for i in 0..10 {
+            s.maybe_sample(i * SAMPLE_NS);
+        }
+        assert!(!s.contended(), "runnable {}", s.runnable());
+        // Two choosers on that one core are contended, whatever the system count.
+        r.lock().unwrap().choosers = Some(2);
+        s.maybe_sample(10 * SAMPLE_NS);
+        assert!(s.contended());
     }
 
     #[test]
