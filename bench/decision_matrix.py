@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -152,6 +153,17 @@ def main():
                     "contention,timers")
     ap.add_argument("--timer-prog", default=None, help="a built bench/c/timer_waits")
     a = ap.parse_args()
+    # A TERM or HUP (a timeout, a lease that ends) unwinds like an error: the loop device and the
+    # disk file are removed on the way out (Python's default for TERM is to die where it stands).
+    # timeout(1) signals its command and then its whole group, this script twice: a second signal
+    # must not cut the cleanup short.
+    def stop(n, _frame):
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        sys.exit(f"decision_matrix: stopped by signal {n}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     pw = os.path.abspath(a.pollwise)
     if not os.access(pw, os.X_OK):
         die(f"{pw} is not an executable pollwise: build it (cargo build --release -p "

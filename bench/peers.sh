@@ -6,6 +6,7 @@
 #   bash bench/peers.sh build        # only build (and cache) fio and t/io_uring
 #   bash bench/peers.sh              # build if needed, then ROUNDS rounds of every case
 #   ROUNDS=5 RUNTIME=5 CASES="qd1 nop" bash bench/peers.sh
+#   PW=./pollwise CACHE=DIR OUT=table.md bash bench/peers.sh   # prebuilt, peers in DIR/bin
 #
 # The peers: Debian bookworm's `fio` source package (`apt-get source`, through a deb-src line
 # added under /etc/apt/sources.list.d if none is there), configured with --build-static and
@@ -96,8 +97,12 @@ build_peers
 [ "${1:-}" = build ] && exit 0
 
 command -v python3 >/dev/null || { say "needs python3"; exit 2; }
-nice -n 10 cargo build -q --release -p pollwise-cli
-PW=target/release/pollwise
+# PW: a prebuilt pollwise (a machine without a toolchain: bench/bundle.sh); else built here.
+if [ -z "${PW:-}" ]; then
+	nice -n 10 cargo build -q --release -p pollwise-cli
+	PW=target/release/pollwise
+fi
+[ -x "$PW" ] || { say "$PW is not an executable pollwise"; exit 2; }
 FIO="$CACHE/bin/fio"
 TIO="$CACHE/bin/t_io_uring"
 
