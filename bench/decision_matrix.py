@@ -97,6 +97,10 @@ def compare(pw, target, extra, brief, modes):
             "ios": j["read"]["total_ios"] + j["write"]["total_ios"],
             "cpu": j["pollwise"]["cpu_us_per_io"],
             "mode": mode,
+            # What auto decided, and why (its reasons' counts and its time in each mode, ms).
+            "auto": {k[5:]: (v // 1_000_000 if k.endswith("_ns") else v)
+                     for k, v in j["pollwise"].items()
+                     if k.startswith("auto_") and isinstance(v, int) and v},
         }
     return out
 
@@ -217,6 +221,8 @@ def main():
                 results[c].append(r)
                 print(f"run {i + 1} {c}: " + ", ".join(
                     f"{m} {r[m]['iops']:.0f}/s {r[m]['cpu']:.3g}" for m in modes), flush=True)
+                if r["auto"].get("auto"):
+                    print(f"run {i + 1} {c}: auto's decisions {r['auto']['auto']}", flush=True)
     finally:
         if loop:
             loop.close()
