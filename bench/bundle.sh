@@ -57,7 +57,8 @@ stage() {
 	t0=$(date +%s)
 	timeout "$secs" "$@"
 	rc=$?
-	echo "$name: exit $rc after $(($(date +%s) - t0)) s" | tee -a "$out/machine.txt"
+	# Not to stdout: the stage's output is redirected with it.
+	echo "$name: exit $rc after $(($(date +%s) - t0)) s" >>"$out/machine.txt"
 }
 stage matrix "${MATRIX_S:-400}" python3 "$here/bench/decision_matrix.py" --pollwise "$here/pollwise" \
 	--timer-prog "$here/timer_waits" --runs "$runs" --write "$out/matrix.md" >"$out/matrix.log" 2>&1
@@ -68,6 +69,7 @@ PW="$here/pollwise" CACHE="$here/peers" OUT="$out/peers.md" FILE="$here/peers.da
 stage poller "${POLLER_S:-60}" "$here/pollwise" scenario shared-poller --rounds=3 --runtime=2s \
 	--output-format=json >"$out/shared_poller.json" 2>"$out/shared_poller.err"
 rm -f "$here/peers.dat"
+cat "$out/machine.txt"
 EOF
 chmod +x "$dir/run.sh"
 say "made $dir ($(du -sh "$dir" | cut -f1)): run it there with bash $dir/run.sh OUTDIR"

@@ -222,6 +222,10 @@ impl HybridProbe for NoHybrid {
     }
 }
 
+/// Longest exploration plan: interrupt, the three spinning candidates, interrupt again, and
+/// room for adaptive when poll's spread calls for it.
+const PLAN_MAX: usize = 6;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Not waited yet.
@@ -229,7 +233,7 @@ enum Phase {
     /// Trying `plan[..len]`, now at `at`; `again`: a second round over a close call, whose
     /// epochs are averaged with the first round's.
     Explore {
-        plan: [usize; 4],
+        plan: [usize; PLAN_MAX],
         len: usize,
         at: usize,
         again: bool,
@@ -482,18 +486,26 @@ impl Chooser {
         // Interrupt first: it costs least to measure, and its waits show whether they are long
         // enough to block on (see [`LONG_WAIT_NS`]) before any candidate spins through one.
         // Adaptive, the middle ground, is always tried: at depth its short spins often serve as
-        // fast as polling at interrupt's cost.
+        // fast as polling at interrupt's cost. Interrupt last again: the cheap candidate brackets
+        // the spinning ones, and is judged on the mean of its two epochs, so a device whose
+        // speed drifts during the exploration (a virtio disk moves by 10% from one 10 ms to the
+        // next) moves interrupt's estimate as it moved the others' on average, and the cheap
+        // candidate is not lost to one slow epoch. Its second epoch costs nothing to spin, and
+        // when interrupt is the best the hold goes on from it without a switch.
         let (mut plan, mut len) = if self.with_hybrid {
-            ([INTERRUPT, ADAPTIVE, HYBRID, POLL], 4)
+            ([INTERRUPT, ADAPTIVE, HYBRID, POLL, INTERRUPT, INTERRUPT], 5)
         } else {
-            ([INTERRUPT, ADAPTIVE, POLL, HYBRID], 3)
+            (
+                [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT, INTERRUPT],
+                4,
+            )
         };
         // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
         let lead = probe.hybrid_lead_ns().filter(|&v| v > 0).map(|v| v as f64);
         if let (true, Some(lead), Some(p)) = (self.with_hybrid, lead, self.est[POLL]) {
             if lead >= p.p50_ns / 2.0 {
-                plan = [INTERRUPT, ADAPTIVE, POLL, HYBRID];
-                len = 3;
+                plan = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT, INTERRUPT];
+                len = 4;
                 self.hybrid_skipped += 1;
             }
         }
@@ -644,6 +656,8 @@ impl Chooser {
             } => {
                 self.est[cur] = Some(match (again, self.est[cur]) {
                     (true, Some(first)) => first.mean(&est),
+                    // Interrupt's second epoch, closing the exploration it opened.
+                    (false, Some(first)) if cur == INTERRUPT && at > 0 => first.mean(&est),
                     _ => est,
                 });
                 if cur == HYBRID {
@@ -656,8 +670,11 @@ impl Chooser {
                     && !again
                     && est.p90_ns >= SPREAD_FOR_ADAPTIVE * est.p50_ns
                     && !plan[..len].contains(&ADAPTIVE)
+                    && len < PLAN_MAX
                 {
-                    plan[len] = ADAPTIVE;
+                    // Before the closing interrupt epoch.
+                    plan.copy_within(at + 1..len, at + 2);
+                    plan[at + 1] = ADAPTIVE;
                     len += 1;
                 }
                 let at = at + 1;
@@ -678,7 +695,7 @@ impl Chooser {
                     // The pair again, the fastest first: the means of the two rounds decide.
                     self.close_calls += 1;
                     self.phase = Phase::Explore {
-                        plan: [f, c, c, c],
+                        plan: [f, c, c, c, c, c],
                         len: 2,
                         at: 0,
                         again: true,

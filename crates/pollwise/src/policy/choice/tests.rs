@@ -30,6 +30,10 @@ fn one_shifted_epoch_is_noise_two_in_a_row_are_a_change() {
     c.on_epoch(est(12_000.0, 7_000.0), 40 * ms, &NoHybrid);
     assert_eq!(c.current(), "poll");
     c.on_epoch(est(10_000.0, 10_000.0), 60 * ms, &NoHybrid);
+    // Interrupt again, closing the exploration.
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.reason_count(Reason::Best), 0);
+    c.on_epoch(est(10_000.0, 5_000.0), 70 * ms, &NoHybrid);
     assert_eq!(c.current(), "interrupt");
     assert_eq!(c.reason_count(Reason::Best), 1);
     // One epoch 50% slower, then one as before: noise, the hold goes on.
@@ -42,7 +46,7 @@ fn one_shifted_epoch_is_noise_two_in_a_row_are_a_change() {
     assert_eq!(c.reason_count(Reason::ClatShift), 0);
     c.on_epoch(est(15_000.0, 5_000.0), 140 * ms, &NoHybrid);
     assert_eq!(c.reason_count(Reason::ClatShift), 1);
-    assert_eq!(c.reason_count(Reason::Explore), 2);
+    assert_eq!(c.reason_count(Reason::Explore), 3);
     assert_eq!(c.current(), "interrupt");
 }
 
@@ -73,11 +77,12 @@ fn explored_with(poll: Estimate, interrupt: Estimate, adaptive: Estimate) -> Cho
 }
 
 /// `c` started and given, epoch by epoch (20 ms each), the estimate of whichever
-/// candidate it is in, until it decides.
+/// candidate it is in, until it decides (each candidate once, interrupt twice: first and
+/// last).
 fn explore_all(mut c: Chooser, of: &[(&str, Estimate)]) -> Chooser {
     let ms = 1_000_000;
     c.start(0, &NoHybrid);
-    for t in 1..=of.len() as u64 {
+    for t in 1..=of.len() as u64 + 1 {
         let e = of.iter().find(|(n, _)| *n == c.current()).unwrap().1;
         c.on_epoch(e, t * 20 * ms, &NoHybrid);
     }
@@ -91,15 +96,15 @@ fn a_close_call_is_measured_twice_and_decided_on_the_means() {
     let mut c = explored(est(11_200.0, 5_000.0), est(13_000.0, 7_000.0));
     assert_eq!(c.reason_count(Reason::Best), 0, "not decided yet");
     assert_eq!(c.current(), "poll", "poll first again");
-    c.on_epoch(est(10_000.0, 10_000.0), 80 * ms, &NoHybrid);
+    c.on_epoch(est(10_000.0, 10_000.0), 90 * ms, &NoHybrid);
     assert_eq!(c.current(), "interrupt");
     // The second round: 1.06x. Mean 1.09x: inside the slack.
-    c.on_epoch(est(10_600.0, 5_000.0), 100 * ms, &NoHybrid);
+    c.on_epoch(est(10_600.0, 5_000.0), 110 * ms, &NoHybrid);
     assert_eq!(c.reason_count(Reason::Best), 1);
     assert_eq!(c.current(), "interrupt");
     assert_eq!(c.estimate("interrupt").unwrap().p50_ns, 10_900.0);
     assert!(c
-        .beliefs(100 * ms)
+        .beliefs(110 * ms)
         .contains(&("auto.close_calls".to_string(), 1.0)));
 }
 
@@ -130,8 +135,8 @@ fn exploring_epochs_end_sooner_than_holding_ones() {
     t += 1;
     c.after_wait(1, t, &NoHybrid);
     assert_eq!(c.current(), "adaptive", "the first epoch ended");
-    // Run the exploration out the same way.
-    for _ in 0..2 {
+    // Run the exploration out the same way (adaptive, poll, interrupt again).
+    for _ in 0..3 {
         c.after_wait(SETTLE_IOS as usize, t, &NoHybrid);
         t += EXPLORE_EPOCH_NS;
         c.after_wait(EPOCH_IOS as usize, t, &NoHybrid);
@@ -335,4 +340,32 @@ fn a_candidate_far_off_the_pace_is_cut_short() {
     );
     let a = c.estimate("adaptive").unwrap();
     assert!((a.ios_per_s - 8.0 / 0.051).abs() < 1.0, "{a:?}");
+}
+
+#[test]
+fn interrupt_closes_the_exploration_and_is_judged_on_both_its_epochs() {
+    let ms = 1_000_000;
+    let mut c = Chooser::new(0.10, never(), false).judging_throughput();
+    c.start(0, &NoHybrid);
+    // The device is slow while interrupt is measured first (one epoch at 1.3x poll's time),
+    // at poll's speed through the spinning candidates and again at the end: one slow epoch
+    // alone would have put interrupt outside the slack.
+    c.on_epoch(est(13_000.0, 5_000.0), 10 * ms, &NoHybrid);
+    assert_eq!(c.current(), "adaptive");
+    c.on_epoch(est(10_500.0, 8_000.0), 20 * ms, &NoHybrid);
+    assert_eq!(c.current(), "poll");
+    c.on_epoch(est(10_000.0, 10_000.0), 30 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt", "interrupt again, last");
+    assert_eq!(c.reason_count(Reason::Best), 0);
+    c.on_epoch(est(8_800.0, 5_000.0), 40 * ms, &NoHybrid);
+    // The mean of its two epochs: a median of 10.9 us, and 95.3k completions per second
+    // (10.5 us each), within 10% of poll's 10 us: one slow epoch alone (13 us) was outside.
+    // 10.5 us is within 5% of the line (11 us): a close call, measured again beside poll.
+    let e = c.estimate("interrupt").unwrap();
+    assert_eq!(e.p50_ns, 10_900.0, "{e:?}");
+    assert_eq!(c.current(), "poll", "the close call, fastest first");
+    c.on_epoch(est(10_000.0, 10_000.0), 50 * ms, &NoHybrid);
+    c.on_epoch(est(10_000.0, 5_000.0), 60 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::Best), 1);
+    assert_eq!(c.current(), "interrupt");
 }
