@@ -151,7 +151,8 @@ pub struct JobSpec {
     /// do in every mode; the library's default is liburing's submit-and-wait.
     pub submit_mode: SubmitMode,
     /// Choose the task-run flags by mode, as fio's io_uring engine does for its (blocking) waits:
-    /// `interrupt` rings get COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, every polling mode a
+    /// `interrupt`, `adaptive` and `auto` rings (their waits block) get COOP_TASKRUN |
+    /// SINGLE_ISSUER | DEFER_TASKRUN, as fio's io_uring engine; poll, hybrid, khybrid and dpas a
     /// plain ring, where a completion reaches user space without a system call. Cleared when the
     /// user sets any of the three flags.
     pub taskrun_auto: bool,

@@ -239,24 +239,25 @@ fn polled_io_without_poll_queues_fails_fast_with_the_reason() {
 }
 
 #[test]
-fn interrupt_rings_are_set_up_as_fio_sets_them_up() {
+fn blocking_rings_are_set_up_as_fio_sets_them_up() {
     use pollwise::queue::Queue;
     use pollwise_cli::job::uring_for;
     let (_dir, path) = temp_file();
     let spec = job(&path, Rw::RandRead, Mode::Interrupt, 10);
     pollwise_cli::job::prepare_target(&spec).unwrap();
     let f = std::fs::File::open(&path).unwrap();
-    // interrupt: COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, so completions are posted only
-    // inside an enter.
-    assert!(uring_for(&spec, &f, None).unwrap().poll_needs_enter());
-    // Polling modes: a plain ring, polled in user space without a system call.
-    for &mode in Mode::ALL.iter().filter(|&&m| m != Mode::Interrupt) {
+    // The modes whose waits block (interrupt, adaptive, auto): COOP_TASKRUN | SINGLE_ISSUER |
+    // DEFER_TASKRUN, so completions are posted only inside an enter. The polling modes: a plain
+    // ring, polled in user space without a system call.
+    for &mode in Mode::ALL {
         let s = JobSpec {
             policy: PolicyConfig::new(mode),
             ..spec.clone()
         };
-        assert!(
-            !uring_for(&s, &f, None).unwrap().poll_needs_enter(),
+        let blocks = matches!(mode, Mode::Interrupt | Mode::Adaptive | Mode::Auto);
+        assert_eq!(
+            uring_for(&s, &f, None).unwrap().poll_needs_enter(),
+            blocks,
             "{mode:?}"
         );
     }
