@@ -9,12 +9,14 @@ use crate::{Error, Result};
 use pollwise::policy::Mode;
 
 use super::fault::parse_fault;
+use super::job_default::default_of;
 use super::parse::{
     clock_seed, file_switch, log_name_from_job, log_prefix, parse_bsrange, parse_bssplit,
     parse_per_dir, rate_of_directions, split_filenames,
 };
-use super::store::{default_of, value_of, FromValue, Step, Store};
+use super::store::{Step, Store};
 use super::table::OPTIONS;
+use super::value::{value_of, FromValue};
 use super::{Opts, SizeOrPercent};
 use crate::extras::Rate;
 

@@ -8,6 +8,7 @@
 //! accepted option nobody took (a table that promises more than the code reads).
 
 pub mod build;
+pub mod check;
 pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
@@ -15,6 +16,7 @@ pub mod expr;
 mod fault;
 pub mod fio_only;
 pub mod help;
+pub mod job_default;
 pub mod jobfile;
 mod parse;
 mod prio;
@@ -27,9 +29,10 @@ use std::time::Duration;
 use crate::{Error, Result};
 
 pub use crate::extras::SizeOrPercent;
+use check::parse_value;
 pub use cmdline::{CmdLine, Origin};
 use table::{lookup, suggest, CommandSpec, Opt, Scope};
-use value::{parse_value, Value};
+use value::Value;
 
 /// One accepted, checked setting.
 #[derive(Debug, Clone)]
