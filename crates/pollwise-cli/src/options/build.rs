@@ -873,15 +873,11 @@ impl Opts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{cmdline, table};
     use std::time::Duration;
 
     fn spec(cmd: &str, s: &str) -> Result<JobSpec> {
         let a: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let mut o = Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(&a)?)?;
-        let j = o.job_spec()?;
-        o.finish()?;
-        Ok(j)
+        crate::options::test_job(cmd, &a)
     }
 
     #[test]

@@ -43,18 +43,10 @@ impl std::default::Default for JobSpec {
 mod tests {
     use super::*;
     use crate::options::table::command;
-    use crate::options::{cmdline, Opts};
+    use crate::options::test_job as spec;
     use crate::spec::IoEngine;
-    use crate::Result;
     use pollwise::policy::Mode;
     use pollwise_bench::engine::SubmitMode;
-
-    fn spec(cmd: &str, args: &[String]) -> Result<JobSpec> {
-        let mut o = Opts::resolve(command(cmd).unwrap(), &cmdline::parse(args)?)?;
-        let j = o.job_spec()?;
-        o.finish()?;
-        Ok(j)
-    }
 
     #[test]
     fn the_default_job_is_the_tables() {

@@ -421,6 +421,15 @@ impl Opts {
     }
 }
 
+/// The job that `cmd` builds from `args`, every option taken: for the tests of the files below.
+#[cfg(test)]
+pub(crate) fn test_job(cmd: &str, args: &[String]) -> Result<crate::spec::JobSpec> {
+    let mut o = Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(args)?)?;
+    let j = o.job_spec()?;
+    o.finish()?;
+    Ok(j)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -397,15 +397,8 @@ pub fn continue_on_error(s: &mut JobSpec, v: &Value) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::table::{command, Category, Scope, OPTIONS};
-    use crate::options::{cmdline, Opts};
-
-    fn spec(cmd: &str, args: &[String]) -> Result<JobSpec> {
-        let mut o = Opts::resolve(command(cmd).unwrap(), &cmdline::parse(args)?)?;
-        let j = o.job_spec()?;
-        o.finish()?;
-        Ok(j)
-    }
+    use crate::options::table::{Category, Scope, OPTIONS};
+    use crate::options::test_job as spec;
 
     #[test]
     fn every_job_option_goes_somewhere() {
