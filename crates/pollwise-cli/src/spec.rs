@@ -88,7 +88,7 @@ impl IoEngine {
 pub const SIM_DEFAULT_SIZE: u64 = 1 << 30;
 
 /// One job, in fio's terms. `Default` is the option table's defaults (fio's, with
-/// `rw=randread` and `direct=1`), stored by `options::store`.
+/// `rw=randread` and `direct=1`), stored through their rows by `options::job_default`.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     /// The job's name (fio's `name`).
@@ -186,7 +186,7 @@ pub struct JobSpec {
 
 impl JobSpec {
     /// The job before any option's default: each field an option fills holds a placeholder
-    /// (its type's zero), over which [`JobSpec::default`] (`options::store`) stores every
+    /// (its type's zero), over which [`JobSpec::default`] (`options::job_default`) stores every
     /// option's default from its row, so that each default is written once, in the option
     /// table. Only what no option sets has its value here.
     pub(crate) fn unset() -> JobSpec {

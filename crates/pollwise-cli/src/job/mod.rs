@@ -10,8 +10,8 @@
 //! - `target`: its file laid out (or its device sized), opened, its cache dropped;
 //! - [`queue`]: the one queue factory, for jobs, the scenarios and `calibrate`;
 //! - `config`: the job in the engine's terms (and the progress line's);
-//! - `threads`: the threads started, met at each phase, joined; `model`: the same in virtual
-//!   time (`--platform`);
+//! - `threads`: the threads started, met at each phase, joined, merged; `model`: the same in
+//!   virtual time (`--platform`), which `threads` runs in their place;
 //! - `thread`: one thread's phases (setup and ramp, then verify); `window`: its measured
 //!   window; `measure`: the window's figures; `verdict`: whether it ran as asked.
 //!
@@ -39,10 +39,9 @@ pub use check::{
     VERIFY_BYTES_PER_BLOCK,
 };
 pub use config::{engine_config, engine_config_for, progress_plan, runtime_ns};
-pub use model::run_job_within;
 pub use queue::{ring_setup_error, uring_for, uring_for_fds};
 pub use target::{prepare_target, Target};
-pub use threads::{run_job, run_job_threads, JOB_STACK};
+pub use threads::{run_job, run_job_threads, run_job_within, JOB_STACK};
 
 /// What a job holds while it runs, beside its [`JobSpec`]: the handles its threads share with
 /// the rest of the run. Built when the run starts; `Run::default()` is a job run on its own

@@ -10,31 +10,8 @@ use pollwise_bench::stats::{Rusage, Stats};
 
 use super::config::{engine_config_for, runtime_ns};
 use super::target::prepare_target;
-use super::threads::run_job;
 use super::{IoEngine, JobSpec, Run};
 use crate::{Error, Result};
-
-/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `wall` (real time) stops
-/// before its virtual time is done gives `None`, not an error.
-pub fn run_job_within(spec: &JobSpec, wall: std::time::Instant) -> Result<Option<Stats>> {
-    let Some(p) = &spec.platform else {
-        return run_job(spec).map(Some);
-    };
-    let run = Run {
-        model_wall: Some(wall),
-        ..Run::default()
-    };
-    let (threads, process, cut) = run_model_threads(spec, &run, p)?;
-    if cut.is_some() {
-        return Ok(None);
-    }
-    let mut total = Stats::default();
-    for t in &threads {
-        total.merge_thread(t);
-    }
-    total.process = process;
-    Ok(Some(total))
-}
 
 /// Runs `spec` (every thread) on `platform` in virtual time: per-thread stats and the threads'
 /// CPU as the process's, as [`run_job_threads`] reports real runs, and why the run was cut

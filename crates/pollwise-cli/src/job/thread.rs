@@ -23,7 +23,6 @@ use super::config::engine_config_for;
 use super::measure::errors_of;
 use super::queue::{thread_queue, with_faults};
 use super::target::{file_share, file_stripe, invalidate_cache, open_target_with, Target};
-use super::threads::{FdChannel, ThreadOut};
 use super::verdict::name_bad_blocks;
 use super::{JobSpec, Run};
 use crate::latency::LatControl;
@@ -73,6 +72,17 @@ pub(super) struct Measured {
     /// Its files, for fsync_on_close.
     pub(super) files: Vec<File>,
     /// What it measured in the window.
+    pub(super) stats: Stats,
+}
+
+/// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
+pub(super) type FdChannel = (
+    Option<std::sync::mpsc::Sender<Option<i32>>>,
+    Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
+);
+
+/// What a job thread gives back: its measurements.
+pub(super) struct ThreadOut {
     pub(super) stats: Stats,
 }
 

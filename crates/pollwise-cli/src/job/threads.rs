@@ -1,4 +1,5 @@
-//! A job's threads: started, met at each phase, joined.
+//! A job's threads: started, met at each phase, joined, and their figures merged; a modelled
+//! job's (`--platform`) from `model`, which runs them in virtual time.
 //!
 //! Rule: every thread is set up before any is measured, and the measured window opens for all
 //! of them at once, from the moment the last was ready (see `Phase`); the first that fails
@@ -22,20 +23,37 @@ use crate::{Error, Result};
 /// Stack size of a job thread (see [`crate::limits::THREAD_STACK`]).
 pub const JOB_STACK: usize = crate::limits::THREAD_STACK as usize;
 
-/// What a job thread gives back: its measurements.
-pub(super) struct ThreadOut {
-    pub(super) stats: Stats,
-}
-
 /// Runs `spec` (all its threads) and returns the merged measurements of the measured period.
 pub fn run_job(spec: &JobSpec) -> Result<Stats> {
     let (threads, process) = run_job_threads(spec, &Run::default())?;
+    Ok(merged(&threads, process))
+}
+
+/// Runs `spec` as [`run_job`], but a modelled run (`--platform`) that `wall` (real time) stops
+/// before its virtual time is done gives `None`, not an error.
+pub fn run_job_within(spec: &JobSpec, wall: std::time::Instant) -> Result<Option<Stats>> {
+    let Some(p) = &spec.platform else {
+        return run_job(spec).map(Some);
+    };
+    let run = Run {
+        model_wall: Some(wall),
+        ..Run::default()
+    };
+    let (threads, process, cut) = run_model_threads(spec, &run, p)?;
+    if cut.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(merged(&threads, process)))
+}
+
+/// The job's figures: its threads' merged, with `process` as the process's CPU.
+fn merged(threads: &[Stats], process: Rusage) -> Stats {
     let mut total = Stats::default();
-    for t in &threads {
+    for t in threads {
         total.merge_thread(t);
     }
     total.process = process;
-    Ok(total)
+    total
 }
 
 /// Runs `spec` (all its threads) and returns each thread's measurements (each with its own
@@ -170,9 +188,3 @@ pub fn run_job_threads(spec: &JobSpec, run: &Run) -> Result<(Vec<Stats>, Rusage)
     }
     Ok((threads, p1.since(&p0)))
 }
-
-/// The sender (thread 0) and receiver of the first ring's fd, for ATTACH_WQ.
-pub(super) type FdChannel = (
-    Option<std::sync::mpsc::Sender<Option<i32>>>,
-    Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Option<i32>>>>,
-);

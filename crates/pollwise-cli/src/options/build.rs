@@ -9,12 +9,14 @@ use crate::{Error, Result};
 use pollwise::policy::Mode;
 
 use super::fault::parse_fault;
+use super::job_default::default_of;
 use super::parse::{
     clock_seed, file_switch, log_name_from_job, log_prefix, parse_bsrange, parse_bssplit,
     parse_per_dir, rate_of_directions, split_filenames,
 };
-use super::store::{default_of, value_of, FromValue, Step, Store};
+use super::store::{Step, Store};
 use super::table::OPTIONS;
+use super::value::{value_of, FromValue};
 use super::{Opts, SizeOrPercent};
 use crate::extras::Rate;
 
@@ -871,15 +873,11 @@ impl Opts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{cmdline, table};
     use std::time::Duration;
 
     fn spec(cmd: &str, s: &str) -> Result<JobSpec> {
         let a: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let mut o = Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(&a)?)?;
-        let j = o.job_spec()?;
-        o.finish()?;
-        Ok(j)
+        crate::options::test_job(cmd, &a)
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! The defaults of the scenario and compare commands that the option table shows.
+//! The defaults of the scenario and compare commands that the option table shows, and the one
+//! job default a plain store reads (`sim_latency`'s, for `ioengine=sim`).
 //!
-//! The table (`table.rs`) names each default in its help and docs; the commands start from
-//! these constants. Both sit here, below the table and the commands, so each imports them
-//! downward and a test in the table holds its text against them.
+//! The table (`table.rs`) names each default in its help and docs; the commands (and the store)
+//! start from these constants. Both sit here, below the table and the commands, so each imports
+//! them downward and a test in the table holds its text against them.
 
 use std::time::Duration;
+
+/// `sim_latency`'s default: the simulated device `ioengine=sim` starts with (its row's default,
+/// and the one `store::ioengine` stores when no latency is given).
+pub const SIM_LATENCY: &str = "fixed:10us";
 
 /// `pollwise scenario fairness`.
 pub mod fairness {

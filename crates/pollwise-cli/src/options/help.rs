@@ -4,11 +4,11 @@ use std::fmt::Write as _;
 
 use crate::{Error, Result};
 
+use super::check::or_list;
 use super::table::{
     lookup, scenarios, Category, CommandSpec, Default, Opt, Scope, COMMANDS, MODES, OPTIONS,
 };
 use super::unknown_option;
-use super::value::or_list;
 
 const SYNTAX: &str = "options are fio's: --name=value or --name value; a bare flag means 1; sizes take k/M/G/T (1024-based); times take ns/us/ms/s/m/h (a bare number is seconds unless the option says otherwise)";
 

@@ -8,6 +8,7 @@
 //! accepted option nobody took (a table that promises more than the code reads).
 
 pub mod build;
+pub mod check;
 pub mod cmdline;
 pub mod defaults;
 pub mod docgen;
@@ -15,6 +16,7 @@ pub mod expr;
 mod fault;
 pub mod fio_only;
 pub mod help;
+pub mod job_default;
 pub mod jobfile;
 mod parse;
 mod prio;
@@ -27,9 +29,10 @@ use std::time::Duration;
 use crate::{Error, Result};
 
 pub use crate::extras::SizeOrPercent;
+use check::parse_value;
 pub use cmdline::{CmdLine, Origin};
 use table::{lookup, suggest, CommandSpec, Opt, Scope};
-use value::{parse_value, Value};
+use value::Value;
 
 /// One accepted, checked setting.
 #[derive(Debug, Clone)]
@@ -416,6 +419,15 @@ impl Opts {
             ))),
         }
     }
+}
+
+/// The job that `cmd` builds from `args`, every option taken: for the tests of the files below.
+#[cfg(test)]
+pub(crate) fn test_job(cmd: &str, args: &[String]) -> Result<crate::spec::JobSpec> {
+    let mut o = Opts::resolve(table::command(cmd).unwrap(), &cmdline::parse(args)?)?;
+    let j = o.job_spec()?;
+    o.finish()?;
+    Ok(j)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Where each option's value goes in the job, as fio's `options.c` rows name `off1`: the
-//! row's [`Store`] says it, and [`JobSpec::default`] is every row's default stored through it.
+//! row's [`Store`] says it, and [`JobSpec::default`] is every row's default stored through it
+//! (`job_default`, above the table, which reads the rows).
 //!
 //! A plain store (one value into its field, with the conversion the field needs) is a
 //! [`Store::Job`] function, applied by [`Opts::job_spec_from`](super::Opts::job_spec_from) in
@@ -16,9 +17,9 @@ use pollwise::queue::sim::LatencyModel;
 use pollwise::queue::sync::SyncCall;
 use pollwise_bench::engine::SubmitMode;
 
+use super::defaults::SIM_LATENCY;
 use super::parse::{parse_distribution, rw_modifier, split_filenames};
-use super::table::{lookup, Default, OPTIONS};
-use super::value::{parse_value, Value};
+use super::value::{value_of, Value};
 use crate::extras::parse_cpus;
 use crate::spec::{IoEngine, JobSpec};
 use crate::{Error, Result};
@@ -141,110 +142,6 @@ impl Step {
     ];
 }
 
-/// A field's type, read from a checked value (the table's kind guarantees the variant).
-pub trait FromValue: Sized {
-    /// The value as this type, if its variant is one.
-    fn from_value(v: &Value) -> Option<Self>;
-}
-
-impl FromValue for bool {
-    fn from_value(v: &Value) -> Option<bool> {
-        match v {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for u64 {
-    fn from_value(v: &Value) -> Option<u64> {
-        match v {
-            Value::Int(n) | Value::Size(n) => Some(*n),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for u32 {
-    fn from_value(v: &Value) -> Option<u32> {
-        u64::from_value(v).and_then(|n| u32::try_from(n).ok())
-    }
-}
-
-impl FromValue for f64 {
-    fn from_value(v: &Value) -> Option<f64> {
-        match v {
-            Value::Float(x) => Some(*x),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for Duration {
-    fn from_value(v: &Value) -> Option<Duration> {
-        match v {
-            Value::Duration(d) => Some(*d),
-            _ => None,
-        }
-    }
-}
-
-impl FromValue for String {
-    fn from_value(v: &Value) -> Option<String> {
-        match v {
-            Value::Word(w) => Some(w.clone()),
-            _ => None,
-        }
-    }
-}
-
-impl<T: FromValue> FromValue for Option<T> {
-    fn from_value(v: &Value) -> Option<Option<T>> {
-        T::from_value(v).map(Some)
-    }
-}
-
-/// `v` as the type `T` of the field it goes into.
-pub fn value_of<T: FromValue>(v: &Value) -> Result<T> {
-    T::from_value(v).ok_or_else(|| {
-        Error::Usage(format!(
-            "internal: the option table's kind gives {v:?}, which its field does not hold"
-        ))
-    })
-}
-
-/// `name`'s default as its row writes it, checked against its kind (a test holds every
-/// row's default to its kind).
-pub fn row_default(name: &str) -> Value {
-    let o = lookup(name).unwrap_or_else(|| panic!("{name} is not in the option table"));
-    match o.default {
-        Default::Value(v) => {
-            parse_value(o, o.name, Some(v)).unwrap_or_else(|e| panic!("{name}'s default: {e}"))
-        }
-        other => panic!("{name} has no default value: {other:?}"),
-    }
-}
-
-/// `name`'s default as its row writes it, as the type `T` a step keeps it in.
-pub fn default_of<T: FromValue>(name: &str) -> T {
-    value_of(&row_default(name)).unwrap_or_else(|e| panic!("{name}'s default: {e}"))
-}
-
-/// `pollwise run`'s job: every row's default, stored through its row (fio's defaults, but
-/// `rw=randread` and `direct=1`). Each default is written once, in the option table.
-impl std::default::Default for JobSpec {
-    fn default() -> JobSpec {
-        let mut s = JobSpec::unset();
-        for o in OPTIONS {
-            if let (Some(put), Default::Value(_)) = (o.store.put(), o.default) {
-                put(&mut s, &row_default(o.name))
-                    .unwrap_or_else(|e| panic!("{}'s default does not store: {e}", o.name));
-            }
-        }
-        s
-    }
-}
-
 fn usage(s: String) -> Error {
     Error::Usage(s)
 }
@@ -329,7 +226,7 @@ pub fn ioengine(s: &mut JobSpec, v: &Value) -> Result<()> {
     s.ioengine = match e.as_str() {
         "io_uring" => IoEngine::IoUring,
         "sim" => {
-            IoEngine::Sim(default_of::<String>("sim_latency").parse::<LatencyModel>()?)
+            IoEngine::Sim(SIM_LATENCY.parse::<LatencyModel>()?)
         }
         "null" => IoEngine::Null,
         "nop" => IoEngine::Nop,
@@ -500,15 +397,8 @@ pub fn continue_on_error(s: &mut JobSpec, v: &Value) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::table::{command, Category, Scope};
-    use crate::options::{cmdline, Opts};
-
-    fn spec(cmd: &str, args: &[String]) -> Result<JobSpec> {
-        let mut o = Opts::resolve(command(cmd).unwrap(), &cmdline::parse(args)?)?;
-        let j = o.job_spec()?;
-        o.finish()?;
-        Ok(j)
-    }
+    use crate::options::table::{Category, Scope, OPTIONS};
+    use crate::options::test_job as spec;
 
     #[test]
     fn every_job_option_goes_somewhere() {
@@ -544,43 +434,6 @@ mod tests {
                 "no row names {step:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_default_job_is_the_tables() {
-        let d = JobSpec::default();
-        assert_eq!(d.name, "pollwise");
-        assert_eq!(d.rw, crate::spec::Rw::RandRead);
-        assert_eq!((d.bs, d.iodepth, d.numjobs), (4096, 1, 1));
-        assert!(d.direct && !d.verify);
-        assert_eq!(d.seed, 0x5eed_5eed);
-        assert_eq!(d.sqthread_idle_ms, 1000);
-        assert_eq!(d.submit_mode, SubmitMode::Separate);
-        assert_eq!(d.ioengine, IoEngine::IoUring);
-        assert_eq!(d.policy.mode, Mode::Interrupt);
-        assert!(d.policy.hybrid_adaptive);
-        assert_eq!(d.policy.hybrid_fraction, 0.5);
-        assert_eq!(d.policy.poll_max_ns, 32768);
-        assert!(d.extra.sync.invalidate && d.extra.content.scramble);
-        assert!(d.taskrun_auto);
-    }
-
-    /// A default given is the default not given: a row's store of its own default leaves the
-    /// job as [`JobSpec::default`] has it.
-    #[test]
-    fn each_default_given_is_the_default_job() {
-        let run = command("run").unwrap();
-        let args: Vec<String> = OPTIONS
-            .iter()
-            .filter(|o| o.store.put().is_some() && run.accepts(o))
-            .filter_map(|o| match o.default {
-                Default::Value(v) => Some(format!("--{}={v}", o.name)),
-                _ => None,
-            })
-            .collect();
-        assert!(args.len() > 50, "{args:?}");
-        let given = spec("run", &args).unwrap();
-        assert_eq!(format!("{given:?}"), format!("{:?}", JobSpec::default()));
     }
 
     #[test]

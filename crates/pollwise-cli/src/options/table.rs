@@ -9,7 +9,8 @@
 
 use pollwise::units::TimeUnit;
 
-use super::store::{self as st, value_of, Step, Store};
+use super::store::{self as st, Step, Store};
+use super::value::value_of;
 use crate::spec::MAX_IODEPTH;
 
 /// What kind of value an option takes; the table checks values against it.
@@ -557,7 +558,7 @@ pub const OPTIONS: &[Opt] = &[
     // io_uring
     opt("ioengine", Kind::Enum { choices: &["io_uring", "libaio", "posixaio", "sync", "psync", "vsync", "pvsync", "pvsync2", "null", "nop", "sim"], noun: None }, val("io_uring"), C::IoUring, Job, "real io_uring (the default); libaio (native AIO: interrupt waits in io_getevents, poll reaps in user space with --userspace_reap, else io_getevents with a zero timeout); posixaio (POSIX AIO through the C library: interrupt waits in aio_suspend, poll asks aio_error of each request); sync, psync, vsync, pvsync, pvsync2 (the I/O is done in the system call, so no wait mode applies and the depth is 1; pvsync2 with --hipri is the kernel's polled read); null (completes at once, no file: the overhead baseline; needs --size); nop (every request an io_uring NOP through a real ring under the wait mode, as t/io_uring -N1: no file, no data, the ring's and the waits' own cost; needs --size); or the simulated device (see --sim_latency)").to(Store::Checked(st::ioengine, Step::Engine)),
     opt("userspace_reap", BOOL, val("0"), C::IoUring, Job, "libaio: reap completions from the AIO ring in user space, without a system call, when polling (fio's userspace_reap)").to(Store::Step(Step::Engine)),
-    opt("sim_latency", STR, val("fixed:10us"), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)").to(Store::Step(Step::Engine)),
+    opt("sim_latency", STR, val(super::defaults::SIM_LATENCY), C::IoUring, Job, "the simulated device's latency: fixed:10us, uniform:8us,12us, normal:10us,1us, lognormal:10us,0.5 or bimodal:10us,100us,0.1 (needs --ioengine=sim)").to(Store::Step(Step::Engine)),
     opt("platform", STR, Default::Text("none: the simulated device runs in real time on this machine"), C::IoUring, Job, "model the machine in virtual time: a preset (here, nvme-baremetal, optane) or a JSON file from `pollwise calibrate` (needs --ioengine=sim)").to(Store::Step(Step::Engine)),
     opt("registerfiles", BOOL, val("0"), C::IoUring, Job, "register the file with the ring").to(put!(registerfiles)),
     opt("fixedbufs", BOOL, val("0"), C::IoUring, Job, "register the buffers with the ring").to(put!(fixedbufs)),

@@ -1,7 +1,7 @@
 //! The option table's own checks: names, defaults, scopes, and the scenarios' defaults.
 
 use super::*;
-use crate::options::value::parse_value;
+use crate::options::check::parse_value;
 use std::collections::HashSet;
 
 #[test]
