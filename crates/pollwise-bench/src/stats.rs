@@ -124,6 +124,16 @@ impl Moments {
         self.sum_sq += u128::from(v) * u128::from(v);
     }
 
+    /// Records `v` `k` times: the same as `k` calls of [`record`](Moments::record).
+    #[inline]
+    pub fn record_n(&mut self, v: u64, k: u64) {
+        self.n += k;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += u128::from(v) * u128::from(k);
+        self.sum_sq += u128::from(v) * u128::from(v) * u128::from(k);
+    }
+
     /// Adds `o`'s values.
     pub fn add(&mut self, o: &Moments) {
         self.n += o.n;
@@ -265,25 +275,40 @@ impl DirStats {
     /// took `clat_ns` after that; its total latency is their sum.
     #[inline]
     pub fn record(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64) {
+        self.record_n(slat_ns, clat_ns, bytes, 1);
+    }
+
+    /// Records `n` completions of `bytes` each with the same `slat` and `clat`: the same as `n`
+    /// calls of [`record`](DirStats::record), at the cost of one.
+    #[inline]
+    pub fn record_n(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64, n: u64) {
         // In range by construction (clamped), so these cannot fail or allocate.
         let (slat_ns, clat_ns) = (slat_ns.clamp(1, MAX_LAT_NS), clat_ns.clamp(1, MAX_LAT_NS));
-        let _ = self.slat.record(slat_ns);
-        let _ = self.clat.record(clat_ns);
-        self.moments[1].record(slat_ns);
-        self.moments[2].record(clat_ns);
-        self.record_lat(slat_ns.saturating_add(clat_ns), bytes);
+        let _ = self.slat.record_n(slat_ns, n);
+        let _ = self.clat.record_n(clat_ns, n);
+        self.moments[1].record_n(slat_ns, n);
+        self.moments[2].record_n(clat_ns, n);
+        self.record_lat_n(slat_ns.saturating_add(clat_ns), bytes, n);
     }
 
     /// Records one completion of `bytes` whose total latency alone is known: `slat` and `clat`
     /// are left unmeasured.
     #[inline]
     pub fn record_lat(&mut self, lat_ns: u64, bytes: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns);
+        self.record_lat_n(lat_ns, bytes, 1);
+    }
+
+    /// Records `n` completions of `bytes` each with the same total latency: the same as `n`
+    /// calls of [`record_lat`](DirStats::record_lat), at the cost of one.
+    #[inline]
+    pub fn record_lat_n(&mut self, lat_ns: u64, bytes: u64, n: u64) {
+        self.ios += n;
+        self.bytes += bytes * n;
+        // Adding a non-negative value n times, saturating, is adding n times it, saturating.
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns.saturating_mul(n));
         let lat_ns = lat_ns.clamp(1, MAX_LAT_NS);
-        let _ = self.lat.record(lat_ns);
-        self.moments[0].record(lat_ns);
+        let _ = self.lat.record_n(lat_ns, n);
+        self.moments[0].record_n(lat_ns, n);
     }
 
     /// fio's min, max, mean, stddev and N of `lat`, exact.

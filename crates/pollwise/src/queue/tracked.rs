@@ -655,19 +655,15 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 return;
             }
             let request = requests.as_mut().and_then(|slab| {
-                let issue = slab.issue(token)?;
                 // SAFETY: the device handed back the completion whose token is a live request
-                // of this queue's own slab with an operation in flight (its issue record is
-                // set): only push_recorded pushes under a request's handle, one operation at a
-                // time (the request is InFlight from its start until this finish), and
-                // `Queue`'s implementors promise the buffer is no longer used once the
-                // completion is handed back. The slab cannot have been replaced (no `&mut Slab`
-                // is handed out), and a handle of another table is refused above.
-                unsafe { slab.finish(token) }.ok()?;
-                slab.set_issue(token, None);
-                if let Ok(meta) = slab.meta_mut(token) {
-                    meta.issued_ns = issue.submitted_ns;
-                }
+                // of this queue's own slab with an operation in flight (finish_issued does
+                // nothing unless its issue record is set and the kernel holds it): only
+                // push_recorded pushes under a request's handle, one operation at a time (the
+                // request is InFlight from its start until this finish), and `Queue`'s
+                // implementors promise the buffer is no longer used once the completion is
+                // handed back. The slab cannot have been replaced (no `&mut Slab` is handed
+                // out), and a handle of another table is refused by the slab's lookup.
+                let issue = unsafe { slab.finish_issued(token) }?;
                 Some(request_info(token, &issue))
             });
             if let Some(info) = request {

@@ -285,16 +285,7 @@ impl Slab {
         }
     }
 
-    /// The operation a queue has in flight for `h`, while the kernel holds the request.
-    pub(crate) fn issue(&self, h: Handle) -> Option<Issue> {
-        self.slots
-            .get(h)
-            .ok()
-            .filter(|r| Slab::in_kernel_state(r.state))
-            .and_then(|r| r.issue)
-    }
-
-    /// As [`issue`](Slab::issue), mutably.
+    /// The operation a queue has in flight for `h`, while the kernel holds the request, mutably.
     pub(crate) fn issue_mut(&mut self, h: Handle) -> Option<&mut Issue> {
         self.slots
             .get_mut(h)
@@ -334,6 +325,12 @@ impl Slab {
     /// The request's metadata, mutably (the kernel never reads it).
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.meta)
+    }
+
+    /// The request's metadata and how far it got, in one lookup.
+    #[inline]
+    pub fn meta_progress(&self, h: Handle) -> Result<(&ReqMeta, &Progress), StaleHandle> {
+        self.slots.get(h).map(|r| (&r.meta, &r.progress))
     }
 
     /// How far the request got ([`Progress`]).
@@ -449,6 +446,33 @@ impl Slab {
         }
         self.set_state(h, State::Completed);
         Ok(Finished::Completed)
+    }
+
+    /// The completion of the request's operation came back: [`finish`](Slab::finish), and the
+    /// operation's record (see [`issue_mut`](Slab::issue_mut)) is taken and its submission time put
+    /// in the request's metadata (`issued_ns`), all in one lookup. Returns the record; `None`
+    /// (and nothing done) if the kernel does not hold the request or it has no record.
+    ///
+    /// # Safety
+    ///
+    /// As [`finish`](Slab::finish): the queue the request was pushed to handed its completion
+    /// back, so the device no longer reads or writes the buffer.
+    #[inline]
+    pub(crate) unsafe fn finish_issued(&mut self, h: Handle) -> Option<Issue> {
+        let r = self.slots.get_mut(h).ok()?;
+        if !Slab::in_kernel_state(r.state) {
+            return None;
+        }
+        let issue = r.issue?;
+        self.in_kernel -= 1;
+        if r.state == State::Cancelled {
+            let _ = self.slots.remove(h);
+            return Some(issue);
+        }
+        r.state = State::Completed;
+        r.issue = None;
+        r.meta.issued_ns = issue.submitted_ns;
+        Some(issue)
     }
 
     /// Takes a completed request back to [`State::Prepared`], to push another operation on it
