@@ -255,6 +255,7 @@ impl Slab {
     }
 
     /// Number of live requests, in any state.
+    #[inline]
     pub fn live(&self) -> usize {
         self.slots.len()
     }
@@ -265,6 +266,7 @@ impl Slab {
     }
 
     /// Takes a free slot ([`State::Prepared`]), or `None` if every slot is live.
+    #[inline]
     pub fn alloc(&mut self, meta: ReqMeta) -> Option<Handle> {
         self.slots.insert(Req {
             meta,
@@ -274,11 +276,13 @@ impl Slab {
         })
     }
 
+    #[inline]
     fn in_kernel_state(s: State) -> bool {
         matches!(s, State::InFlight | State::Cancelled)
     }
 
     /// Records (or, with `None`, forgets) the operation a queue has in flight for `h`.
+    #[inline]
     pub(crate) fn set_issue(&mut self, h: Handle, issue: Option<Issue>) {
         if let Ok(r) = self.slots.get_mut(h) {
             r.issue = issue;
@@ -286,6 +290,7 @@ impl Slab {
     }
 
     /// The operation a queue has in flight for `h`, while the kernel holds the request, mutably.
+    #[inline]
     pub(crate) fn issue_mut(&mut self, h: Handle) -> Option<&mut Issue> {
         self.slots
             .get_mut(h)
@@ -308,21 +313,25 @@ impl Slab {
     }
 
     /// Whether `h` names a live request.
+    #[inline]
     pub fn is_live(&self, h: Handle) -> bool {
         self.slots.contains(h)
     }
 
     /// The request's state.
+    #[inline]
     pub fn state(&self, h: Handle) -> Result<State, StaleHandle> {
         self.slots.get(h).map(|r| r.state)
     }
 
     /// The request's metadata.
+    #[inline]
     pub fn meta(&self, h: Handle) -> Result<&ReqMeta, StaleHandle> {
         self.slots.get(h).map(|r| &r.meta)
     }
 
     /// The request's metadata, mutably (the kernel never reads it).
+    #[inline]
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.meta)
     }
@@ -334,15 +343,18 @@ impl Slab {
     }
 
     /// How far the request got ([`Progress`]).
+    #[inline]
     pub fn progress(&self, h: Handle) -> Result<&Progress, StaleHandle> {
         self.slots.get(h).map(|r| &r.progress)
     }
 
     /// How far the request got, mutably (the kernel never reads it).
+    #[inline]
     pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.progress)
     }
 
+    #[inline]
     fn in_state(
         &self,
         h: Handle,
@@ -361,6 +373,7 @@ impl Slab {
         }
     }
 
+    #[inline]
     fn callers(s: State) -> bool {
         matches!(s, State::Prepared | State::Completed)
     }
@@ -378,6 +391,7 @@ impl Slab {
 
     /// The request's buffer, mutably, while it is the caller's ([`State::Prepared`] or
     /// [`State::Completed`]).
+    #[inline]
     pub fn buf_mut(&mut self, h: Handle) -> std::result::Result<&mut [u8], RequestError> {
         self.in_state(
             h,
@@ -392,6 +406,7 @@ impl Slab {
     /// Hands the request's buffer to the kernel: [`State::Prepared`] to [`State::InFlight`].
     /// Returns where the buffer is, for the operation to push; from here until
     /// [`finish`](Slab::finish) no safe method reaches the buffer.
+    #[inline]
     pub fn start(&mut self, h: Handle) -> std::result::Result<RawBuf, RequestError> {
         self.in_state(h, |s| s == State::Prepared, "start it unless prepared")?;
         self.set_state(h, State::InFlight);
@@ -406,6 +421,7 @@ impl Slab {
         })
     }
 
+    #[inline]
     fn set_state(&mut self, h: Handle, s: State) {
         if let Ok(r) = self.slots.get_mut(h) {
             r.state = s;
@@ -506,6 +522,7 @@ impl Slab {
 
     /// Retires a request the caller holds: hands its metadata and buffer to `f`, then frees the
     /// slot (bumping its generation) so the handle goes stale at once.
+    #[inline]
     pub fn complete<R>(
         &mut self,
         h: Handle,
