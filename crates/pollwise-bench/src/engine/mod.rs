@@ -483,7 +483,9 @@ impl Engine {
         // The request's direction, for an error below (read in the completion, not looked up
         // apart).
         let mut dir = None;
-        let r = slab.complete(h, |meta, buf| {
+        // The completion's error, if any, is boxed: the closure's result stays two words on
+        // the path of every completion (an `Error` by value is copied out of it each time).
+        let r = slab.complete(h, |meta, buf| -> std::result::Result<(), Box<Error>> {
             dir = Some(meta.dir);
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
@@ -491,7 +493,7 @@ impl Engine {
                 return Ok(());
             }
             if c.result < 0 {
-                return Err(match sync {
+                return Err(Box::new(match sync {
                     Some(datasync) => Error::os(
                         Op::Sync {
                             datasync,
@@ -500,7 +502,7 @@ impl Engine {
                         std::io::Error::from_raw_os_error(-c.result),
                     ),
                     None => io_error(cfg, meta, -c.result),
-                });
+                }));
             }
             if let Some(datasync) = sync {
                 if syncs.counting {
@@ -511,11 +513,11 @@ impl Engine {
                 return Ok(());
             }
             if meta.dir != Dir::Trim && c.result as u32 != meta.len {
-                return Err(Error::Short {
+                return Err(Box::new(Error::Short {
                     op: op_name(cfg, meta),
                     done: c.result as u32,
                     len: meta.len,
-                });
+                }));
             }
             // fio's times: slat from queueing to the submission's return, clat from there to
             // the reap. A queue that never said when it submitted leaves only the total.
@@ -539,7 +541,7 @@ impl Engine {
                             if !matches!(m, crate::verify::Mismatch::OtherLength { .. }) {
                                 errs.bad_blocks.push(m.clone());
                             }
-                            checked = Err(verify_error(m));
+                            checked = Err(Box::new(verify_error(m)));
                         }
                     }
                     (&mut *read, &mut pending[0])
@@ -593,7 +595,7 @@ impl Engine {
             checked
         });
         let r = match r {
-            Ok(r) => r,
+            Ok(r) => r.map_err(|e| *e),
             Err(e) => {
                 dir = slab.meta(h).ok().map(|m| m.dir);
                 Err(Error::Bug(pollwise::Bug::NotInFlight { index: e.index() }))
