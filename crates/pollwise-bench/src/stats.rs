@@ -270,6 +270,13 @@ impl Default for DirStats {
     }
 }
 
+/// A latency as the histograms keep it: at least 1 ns, at most [`MAX_LAT_NS`]. A completion's
+/// `lat` is the sum of its clamped `slat` and `clat` (see [`DirStats::record_n`]).
+#[inline]
+pub fn clamp_lat(ns: u64) -> u64 {
+    ns.clamp(1, MAX_LAT_NS)
+}
+
 impl DirStats {
     /// Records one completion of `bytes` whose submission took `slat_ns` and whose completion
     /// took `clat_ns` after that; its total latency is their sum.
@@ -282,13 +289,31 @@ impl DirStats {
     /// calls of [`record`](DirStats::record), at the cost of one.
     #[inline]
     pub fn record_n(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64, n: u64) {
-        // In range by construction (clamped), so these cannot fail or allocate.
-        let (slat_ns, clat_ns) = (slat_ns.clamp(1, MAX_LAT_NS), clat_ns.clamp(1, MAX_LAT_NS));
-        let _ = self.slat.record_n(slat_ns, n);
-        let _ = self.clat.record_n(clat_ns, n);
-        self.moments[1].record_n(slat_ns, n);
-        self.moments[2].record_n(clat_ns, n);
+        let (slat_ns, clat_ns) = (clamp_lat(slat_ns), clamp_lat(clat_ns));
+        self.record_slat_n(slat_ns, n);
+        self.record_clat_n(clat_ns, n);
         self.record_lat_n(slat_ns.saturating_add(clat_ns), bytes, n);
+    }
+
+    /// The `slat` part of [`record_n`](DirStats::record_n) alone: `n` submission latencies of
+    /// `slat_ns` (its `lat`, bytes and count are [`record_lat_n`](DirStats::record_lat_n)'s,
+    /// with the sum of the clamped slat and clat: see [`clamp_lat`]).
+    #[inline]
+    pub fn record_slat_n(&mut self, slat_ns: u64, n: u64) {
+        let slat_ns = clamp_lat(slat_ns);
+        // In range by construction (clamped), so this cannot fail or allocate.
+        let _ = self.slat.record_n(slat_ns, n);
+        self.moments[1].record_n(slat_ns, n);
+    }
+
+    /// The `clat` part of [`record_n`](DirStats::record_n) alone, as
+    /// [`record_slat_n`](DirStats::record_slat_n) is its `slat` part.
+    #[inline]
+    pub fn record_clat_n(&mut self, clat_ns: u64, n: u64) {
+        let clat_ns = clamp_lat(clat_ns);
+        // In range by construction (clamped), so this cannot fail or allocate.
+        let _ = self.clat.record_n(clat_ns, n);
+        self.moments[2].record_n(clat_ns, n);
     }
 
     /// Records one completion of `bytes` whose total latency alone is known: `slat` and `clat`

@@ -1,10 +1,13 @@
-//! Completions recorded in runs: a reap hands back many completions with the same latencies
-//! (one clock reading per reap, one per submission, one per batch pushed), and a run of equal
-//! ones is recorded once with its count, which is exactly what recording each would have
-//! recorded (counts, sums, minimum and maximum do not depend on the order). The engine flushes
-//! every run before a reap returns: its statistics are never read with one pending.
+//! Completions recorded in runs: a reap hands back many completions with the same latencies,
+//! and a run of equal ones is recorded once with its count, which is exactly what recording
+//! each would have recorded (counts, sums, minimum and maximum do not depend on the order).
+//! Each of a completion's three figures keeps a run of its own: its `clat` is equal across the
+//! requests of one submission reaped together (one clock reading per submission, one per
+//! reap), while its `slat` and `lat` count from its own push (one clock reading per request,
+//! as fio stamps each; with fio's `gtod_reduce`, one per batch, and they run too). The engine
+//! flushes every run before a reap returns: its statistics are never read with one pending.
 
-use crate::stats::DirStats;
+use crate::stats::{clamp_lat, DirStats};
 
 /// What one completion records: its latencies and bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,35 +20,61 @@ pub(super) struct Rec {
     pub(super) bytes: u64,
 }
 
-/// The run of equal records of one direction not recorded yet.
+/// A value and how many times in a row it came.
+type Run<T> = Option<(T, u64)>;
+
+/// The runs of one direction not recorded yet: of slat, of clat, and of (lat, bytes) (which
+/// also count the completions and their bytes).
 #[derive(Debug, Default)]
 pub(super) struct Pending {
-    run: Option<(Rec, u64)>,
+    slat: Run<u64>,
+    clat: Run<u64>,
+    lat: Run<(u64, u64)>,
+}
+
+/// Adds `v` to `run`, or starts a new run with it after handing the old one to `flush`.
+#[inline]
+fn extend<T: PartialEq>(run: &mut Run<T>, v: T, flush: impl FnOnce(T, u64)) {
+    match run {
+        Some((cur, n)) if *cur == v => *n += 1,
+        _ => {
+            if let Some((old, n)) = run.replace((v, 1)) {
+                flush(old, n);
+            }
+        }
+    }
 }
 
 impl Pending {
-    /// Records `r` into `stats` (the statistics of this run's direction), now or with the run.
+    /// Records `r` into `stats` (the statistics of this run's direction), now or with its runs.
     #[inline]
     pub(super) fn add(&mut self, stats: &mut DirStats, r: Rec) {
-        if let Some((cur, n)) = &mut self.run {
-            if *cur == r {
-                *n += 1;
-                return;
+        let lat = match r.slat {
+            Some(slat) => {
+                // As DirStats::record: lat is the sum of the clamped parts.
+                let (slat, clat) = (clamp_lat(slat), clamp_lat(r.ns));
+                extend(&mut self.slat, slat, |v, n| stats.record_slat_n(v, n));
+                extend(&mut self.clat, clat, |v, n| stats.record_clat_n(v, n));
+                slat.saturating_add(clat)
             }
-        }
-        self.flush(stats);
-        self.run = Some((r, 1));
+            None => r.ns,
+        };
+        extend(&mut self.lat, (lat, r.bytes), |(v, b), n| {
+            stats.record_lat_n(v, b, n)
+        });
     }
 
-    /// Records the pending run, if any, into `stats`.
+    /// Records the pending runs, if any, into `stats`.
     #[inline]
     pub(super) fn flush(&mut self, stats: &mut DirStats) {
-        let Some((r, n)) = self.run.take() else {
-            return;
-        };
-        match r.slat {
-            Some(slat) => stats.record_n(slat, r.ns, r.bytes, n),
-            None => stats.record_lat_n(r.ns, r.bytes, n),
+        if let Some((v, n)) = self.slat.take() {
+            stats.record_slat_n(v, n);
+        }
+        if let Some((v, n)) = self.clat.take() {
+            stats.record_clat_n(v, n);
+        }
+        if let Some(((v, b), n)) = self.lat.take() {
+            stats.record_lat_n(v, b, n);
         }
     }
 }
@@ -64,6 +93,14 @@ mod tests {
             (None, 300, 512),
             (None, 300, 512),
             (Some(5), 100, 4096),
+            // Each its own slat (per-request push times), one clat (one submission, one reap).
+            (Some(9), 200, 4096),
+            (Some(8), 200, 4096),
+            (Some(7), 200, 4096),
+            (Some(0), 200, 4096),
+            (Some(u64::MAX), 200, 4096),
+            (None, 200, 4096),
+            (Some(3), 0, 512),
         ];
         let (mut one, mut runs, mut p) =
             (DirStats::default(), DirStats::default(), Pending::default());
