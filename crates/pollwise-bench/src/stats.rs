@@ -124,6 +124,16 @@ impl Moments {
         self.sum_sq += u128::from(v) * u128::from(v);
     }
 
+    /// Records `v` `k` times: the same as `k` calls of [`record`](Moments::record).
+    #[inline]
+    pub fn record_n(&mut self, v: u64, k: u64) {
+        self.n += k;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += u128::from(v) * u128::from(k);
+        self.sum_sq += u128::from(v) * u128::from(v) * u128::from(k);
+    }
+
     /// Adds `o`'s values.
     pub fn add(&mut self, o: &Moments) {
         self.n += o.n;
@@ -260,30 +270,70 @@ impl Default for DirStats {
     }
 }
 
+/// A latency as the histograms keep it: at least 1 ns, at most [`MAX_LAT_NS`]. A completion's
+/// `lat` is the sum of its clamped `slat` and `clat` (see [`DirStats::record_n`]).
+#[inline]
+pub fn clamp_lat(ns: u64) -> u64 {
+    ns.clamp(1, MAX_LAT_NS)
+}
+
 impl DirStats {
     /// Records one completion of `bytes` whose submission took `slat_ns` and whose completion
     /// took `clat_ns` after that; its total latency is their sum.
     #[inline]
     pub fn record(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64) {
-        // In range by construction (clamped), so these cannot fail or allocate.
-        let (slat_ns, clat_ns) = (slat_ns.clamp(1, MAX_LAT_NS), clat_ns.clamp(1, MAX_LAT_NS));
-        let _ = self.slat.record(slat_ns);
-        let _ = self.clat.record(clat_ns);
-        self.moments[1].record(slat_ns);
-        self.moments[2].record(clat_ns);
-        self.record_lat(slat_ns.saturating_add(clat_ns), bytes);
+        self.record_n(slat_ns, clat_ns, bytes, 1);
+    }
+
+    /// Records `n` completions of `bytes` each with the same `slat` and `clat`: the same as `n`
+    /// calls of [`record`](DirStats::record), at the cost of one.
+    #[inline]
+    pub fn record_n(&mut self, slat_ns: u64, clat_ns: u64, bytes: u64, n: u64) {
+        let (slat_ns, clat_ns) = (clamp_lat(slat_ns), clamp_lat(clat_ns));
+        self.record_slat_n(slat_ns, n);
+        self.record_clat_n(clat_ns, n);
+        self.record_lat_n(slat_ns.saturating_add(clat_ns), bytes, n);
+    }
+
+    /// The `slat` part of [`record_n`](DirStats::record_n) alone: `n` submission latencies of
+    /// `slat_ns` (its `lat`, bytes and count are [`record_lat_n`](DirStats::record_lat_n)'s,
+    /// with the sum of the clamped slat and clat: see [`clamp_lat`]).
+    #[inline]
+    pub fn record_slat_n(&mut self, slat_ns: u64, n: u64) {
+        let slat_ns = clamp_lat(slat_ns);
+        // In range by construction (clamped), so this cannot fail or allocate.
+        let _ = self.slat.record_n(slat_ns, n);
+        self.moments[1].record_n(slat_ns, n);
+    }
+
+    /// The `clat` part of [`record_n`](DirStats::record_n) alone, as
+    /// [`record_slat_n`](DirStats::record_slat_n) is its `slat` part.
+    #[inline]
+    pub fn record_clat_n(&mut self, clat_ns: u64, n: u64) {
+        let clat_ns = clamp_lat(clat_ns);
+        // In range by construction (clamped), so this cannot fail or allocate.
+        let _ = self.clat.record_n(clat_ns, n);
+        self.moments[2].record_n(clat_ns, n);
     }
 
     /// Records one completion of `bytes` whose total latency alone is known: `slat` and `clat`
     /// are left unmeasured.
     #[inline]
     pub fn record_lat(&mut self, lat_ns: u64, bytes: u64) {
-        self.ios += 1;
-        self.bytes += bytes;
-        self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns);
+        self.record_lat_n(lat_ns, bytes, 1);
+    }
+
+    /// Records `n` completions of `bytes` each with the same total latency: the same as `n`
+    /// calls of [`record_lat`](DirStats::record_lat), at the cost of one.
+    #[inline]
+    pub fn record_lat_n(&mut self, lat_ns: u64, bytes: u64, n: u64) {
+        self.ios += n;
+        self.bytes += bytes * n;
+        // Adding a non-negative value n times, saturating, is adding n times it, saturating.
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(lat_ns.saturating_mul(n));
         let lat_ns = lat_ns.clamp(1, MAX_LAT_NS);
-        let _ = self.lat.record(lat_ns);
-        self.moments[0].record(lat_ns);
+        let _ = self.lat.record_n(lat_ns, n);
+        self.moments[0].record_n(lat_ns, n);
     }
 
     /// fio's min, max, mean, stddev and N of `lat`, exact.

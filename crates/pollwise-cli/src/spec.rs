@@ -182,6 +182,9 @@ pub struct JobSpec {
     pub fault: Option<pollwise_bench::fault::FaultSpec>,
     /// Which failures the job goes on past (fio's `continue_on_error`).
     pub continue_on_error: pollwise_bench::engine::ContinueOn,
+    /// One clock reading per submitted batch, its time for every request of it (fio's
+    /// `gtod_reduce`; see [`EngineConfig::batch_clock`](pollwise_bench::engine::EngineConfig::batch_clock)).
+    pub gtod_reduce: bool,
 }
 
 impl JobSpec {
@@ -233,6 +236,7 @@ impl JobSpec {
             logs: LogSpec::default(),
             fault: None,
             continue_on_error: pollwise_bench::engine::ContinueOn::None,
+            gtod_reduce: false,
         }
     }
 

@@ -121,6 +121,7 @@ impl EngineBuilder {
         Ok(Engine {
             bound,
             cancelled: 0,
+            pending: Default::default(),
             q: Tracked::with_requests(q, clock.clone(), slab),
             policy,
             done: Vec::with_capacity(depth),

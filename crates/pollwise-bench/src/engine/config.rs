@@ -173,6 +173,12 @@ pub struct EngineConfig {
     /// Which failed requests the job goes on past (fio's `continue_on_error`; by default it
     /// stops at the first).
     pub continue_on: ContinueOn,
+    /// One clock reading per batch the run loop pushes, shared by the batch's requests as the
+    /// time each was queued (fio's `gtod_reduce`, which likewise trades latency detail for
+    /// fewer time calls): their slat and lat count from the batch's first push. Off, each
+    /// request reads the clock as it is pushed, as fio stamps each. Paced requests (a rate, a
+    /// timed replay) always read their own.
+    pub batch_clock: bool,
 }
 
 /// How the engine hands the last batch of a fill to the device (see [`EngineConfig::submit`]).
@@ -239,6 +245,7 @@ impl Default for EngineConfig {
             sync: SyncEvery::default(),
             cmdprio: None,
             continue_on: ContinueOn::None,
+            batch_clock: false,
         }
     }
 }

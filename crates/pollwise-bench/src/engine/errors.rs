@@ -170,8 +170,8 @@ impl Engine {
         }
         let h = Handle::from_user_data(c.user_data);
         let requests = self.q.requests()?;
-        let meta = *requests.meta(h).ok()?;
-        let before = *requests.progress(h).ok()?;
+        let (meta, before) = requests.meta_progress(h).ok()?;
+        let (meta, before) = (*meta, *before);
         // A request whose earlier part came back short: its first part's times are its own.
         let resumed = before.done > 0;
         if c.result < 0 {

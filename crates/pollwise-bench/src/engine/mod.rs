@@ -6,7 +6,8 @@
 //! offsets are the engine's; jobs, threads and files are the caller's.
 //!
 //! Latency is measured from the moment a request is pushed to the moment its completion is
-//! handled (fio's `lat`, which includes submission).
+//! handled (fio's `lat`, which includes submission); with [`EngineConfig::batch_clock`] (fio's
+//! `gtod_reduce`) an unpaced request is stamped with its batch's first push.
 //!
 //! A run returns only when its [`Stop`] is reached (time, request count, or the caller's stop
 //! check) or on an error, and says which ([`Ended`]): a caller can tell a run cut short from one
@@ -51,6 +52,7 @@ pub mod pacing;
 pub mod pattern;
 #[cfg(test)]
 mod recorded;
+mod records;
 pub mod sync;
 #[cfg(test)]
 mod tests;
@@ -195,6 +197,9 @@ pub struct Engine {
     bound: Arc<deadline::Bound>,
     /// Requests cancelled because the deadline passed.
     cancelled: u64,
+    /// Records not recorded yet, by direction (read, write, trim): flushed before a reap
+    /// returns.
+    pending: [records::Pending; 3],
 }
 
 /// Reads, writes, and what the queue and policy counted (see [`Engine::stats`]).
@@ -313,6 +318,11 @@ impl Engine {
     }
     fn push_io(&mut self, dir: Dir, offset: u64, len: u32) -> Result<Handle> {
         let now = self.clock.now_ns();
+        self.push_io_at(dir, offset, len, now)
+    }
+    /// As [`push_io`](Engine::push_io), queued at clock time `now` (the batch's: see
+    /// [`run_inner`](Engine::run_inner)).
+    fn push_io_at(&mut self, dir: Dir, offset: u64, len: u32, now: u64) -> Result<Handle> {
         let ioprio = match self.prio.as_mut() {
             Some(p) => p.prio.pick(dir, len, &mut p.rng),
             None => 0,
@@ -421,6 +431,16 @@ impl Engine {
             let (c, now) = self.done[i];
             self.handle(c, now);
         }
+        let Engine {
+            pending,
+            read,
+            write,
+            trim,
+            ..
+        } = self;
+        pending[0].flush(read);
+        pending[1].flush(write);
+        pending[2].flush(trim);
         let n = self.waited(waited)?;
         match self.error.take() {
             Some(e) => Err(e),
@@ -432,11 +452,6 @@ impl Engine {
         let Some(c) = self.short_transfer(c) else {
             return;
         };
-        let dir = self
-            .q
-            .requests()
-            .and_then(|s| s.meta(Handle::from_user_data(c.user_data)).ok())
-            .map(|m| m.dir);
         let Engine {
             q,
             cfg,
@@ -451,6 +466,7 @@ impl Engine {
             cancelled,
             syncs,
             prio,
+            pending,
             ..
         } = self;
         let vmode = &ver.mode;
@@ -462,15 +478,22 @@ impl Engine {
         };
         let h = Handle::from_user_data(c.user_data);
         let sync = syncs.slot.get_mut(h.index()).and_then(Option::take);
-        let must_check = slab.progress(h).is_ok_and(|p| p.must_check);
-        let r = slab.complete(h, |meta, buf| {
+        // Only a verifying job reads its requests' progress: one slot lookup, not two.
+        let must_check = cfg.verify && slab.progress(h).is_ok_and(|p| p.must_check);
+        // The request's direction, for an error below (read in the completion, not looked up
+        // apart).
+        let mut dir = None;
+        // The completion's error, if any, is boxed: the closure's result stays two words on
+        // the path of every completion (an `Error` by value is copied out of it each time).
+        let r = slab.complete(h, |meta, buf| -> std::result::Result<(), Box<Error>> {
+            dir = Some(meta.dir);
             if c.result == -libc::ECANCELED && deadline_passed {
                 // Cancelled at the deadline: not done, not failed.
                 *cancelled += 1;
                 return Ok(());
             }
             if c.result < 0 {
-                return Err(match sync {
+                return Err(Box::new(match sync {
                     Some(datasync) => Error::os(
                         Op::Sync {
                             datasync,
@@ -479,7 +502,7 @@ impl Engine {
                         std::io::Error::from_raw_os_error(-c.result),
                     ),
                     None => io_error(cfg, meta, -c.result),
-                });
+                }));
             }
             if let Some(datasync) = sync {
                 if syncs.counting {
@@ -490,11 +513,11 @@ impl Engine {
                 return Ok(());
             }
             if meta.dir != Dir::Trim && c.result as u32 != meta.len {
-                return Err(Error::Short {
+                return Err(Box::new(Error::Short {
                     op: op_name(cfg, meta),
                     done: c.result as u32,
                     len: meta.len,
-                });
+                }));
             }
             // fio's times: slat from queueing to the submission's return, clat from there to
             // the reap. A queue that never said when it submitted leaves only the total.
@@ -508,7 +531,7 @@ impl Engine {
             // A read that fails its check still moved its bytes: it counts as a read, as fio
             // counts it, and then fails.
             let mut checked = Ok(());
-            let stats = match meta.dir {
+            let (stats, run) = match meta.dir {
                 Dir::Read => {
                     // A read is checked if its block was written before it was queued: one
                     // queued before the write completed may read what was there before.
@@ -518,10 +541,10 @@ impl Engine {
                             if !matches!(m, crate::verify::Mismatch::OtherLength { .. }) {
                                 errs.bad_blocks.push(m.clone());
                             }
-                            checked = Err(verify_error(m));
+                            checked = Err(Box::new(verify_error(m)));
                         }
                     }
-                    &mut *read
+                    (&mut *read, &mut pending[0])
                 }
                 Dir::Write => {
                     if cfg.verify && !ver.untracked {
@@ -531,14 +554,19 @@ impl Engine {
                             b.pending.push((meta.offset, meta.len));
                         }
                     }
-                    &mut *write
+                    (&mut *write, &mut pending[1])
                 }
-                Dir::Trim => &mut *trim,
+                Dir::Trim => (&mut *trim, &mut pending[2]),
             };
-            match split {
-                Some((slat, clat)) => stats.record(slat, clat, meta.len as u64),
-                None => stats.record_lat(lat, meta.len as u64),
-            }
+            // Equal records in a row are recorded once, with their count (see `records`).
+            run.add(
+                stats,
+                records::Rec {
+                    slat: split.map(|(slat, _)| slat),
+                    ns: split.map_or(lat, |(_, clat)| clat),
+                    bytes: meta.len as u64,
+                },
+            );
             if let (Some(p), Some(k)) = (
                 &*prio,
                 match meta.dir {
@@ -567,8 +595,11 @@ impl Engine {
             checked
         });
         let r = match r {
-            Ok(r) => r,
-            Err(e) => Err(Error::Bug(pollwise::Bug::NotInFlight { index: e.index() })),
+            Ok(r) => r.map_err(|e| *e),
+            Err(e) => {
+                dir = slab.meta(h).ok().map(|m| m.dir);
+                Err(Error::Bug(pollwise::Bug::NotInFlight { index: e.index() }))
+            }
         };
         if let Err(e) = r {
             if !errs.go_on(c.result, dir, &e) {
@@ -702,6 +733,11 @@ impl Engine {
             // The stop time is read once per fill, not once per request: a fill takes
             // microseconds (the counts, and a stop request, are still checked per request).
             let mut time_up = now.map(|now| stop.time().is_some_and(|t| now >= t));
+            // With `batch_clock` (fio's gtod_reduce) the requests of a batch are queued at the
+            // batch's time: one clock reading, at its first push. Otherwise each reads its own,
+            // as fio stamps each request.
+            let batch_clock = self.cfg.batch_clock;
+            let mut batch_ns = None;
             while self.slab().live() < depth
                 && self
                     .ended_by(stop, || {
@@ -718,7 +754,15 @@ impl Engine {
                     self.push_sync(datasync)?;
                 } else if self.take_slot() {
                     let (dir, off, len) = self.next_io();
-                    self.push_io(dir, off, len)?;
+                    // A paced request (a rate, a timed replay) is queued at its own time, never
+                    // before its slot.
+                    let now =
+                        if batch_clock && self.pacing.pace.is_none() && self.pat.replay.is_none() {
+                            *batch_ns.get_or_insert_with(|| self.clock.now_ns())
+                        } else {
+                            self.clock.now_ns()
+                        };
+                    self.push_io_at(dir, off, len, now)?;
                 } else {
                     break;
                 }
@@ -734,6 +778,7 @@ impl Engine {
                 if queued == batch && self.slab().live() < depth {
                     self.submit()?;
                     queued = 0;
+                    batch_ns = None;
                 }
                 if self.pacing.depth_limit.is_some() {
                     depth = self.depth_now();

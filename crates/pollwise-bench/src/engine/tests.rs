@@ -700,3 +700,105 @@ fn a_paced_run_ticks_while_nothing_is_in_flight() {
     assert!(idle >= 1, "no tick while idle");
     assert!(clock.now_ns() >= t0 + 300_000_000);
 }
+
+/// A clock that moves 1 ns every time it is read (the fake clock under it is the simulated
+/// device's): no two readings are equal, so each reading shows as a time of its own.
+struct Ticking(FakeClock);
+
+impl Clock for Ticking {
+    fn now_ns(&self) -> u64 {
+        self.0.advance(1);
+        self.0.now_ns()
+    }
+    fn thread_cpu_ns(&self) -> u64 {
+        self.0.thread_cpu_ns()
+    }
+    fn is_virtual(&self) -> bool {
+        true
+    }
+}
+
+/// Runs 64 requests in batches of 8 at depth 8 on a [`Ticking`] clock, and returns the push
+/// times the issue hook saw, in push order, and the done hook's push times of each submission
+/// (by the time that submission was stamped), in the order pushed.
+fn push_times(batch_clock: bool) -> (Vec<u64>, BTreeMap<u64, Vec<u64>>) {
+    let fake = FakeClock::new(0);
+    let q = SimQueue::new(
+        "fixed:10us".parse::<LatencyModel>().unwrap(),
+        1,
+        8,
+        SimTime::virtual_on(&fake, 100),
+    );
+    let clock: Arc<dyn Clock> = Arc::new(Ticking(fake));
+    let policy = PolicyConfig::new(Mode::Poll).build(clock.clone());
+    let (mut hooks, issued) = issued();
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let d = done.clone();
+    hooks.on_done = Some(Box::new(move |x: &Done| d.lock().unwrap().push(*x)));
+    let cfg = EngineConfig {
+        batch_submit: 8,
+        batch_complete_min: 8,
+        batch_clock,
+        ..cfg(8)
+    };
+    let mut e = Engine::builder(Box::new(q), policy, clock, cfg)
+        .slab(Slab::new(8, 4096, 4096).unwrap())
+        .hooks(hooks)
+        .build()
+        .unwrap();
+    e.run(Stop::Ios(64)).unwrap();
+    let issued: Vec<u64> = issued.lock().unwrap().iter().map(|i| i.3).collect();
+    let mut by_submission: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for x in done.lock().unwrap().iter() {
+        let issued_ns = x
+            .issued_ns
+            .expect("the simulated device stamps its submissions");
+        by_submission
+            .entry(issued_ns)
+            .or_default()
+            .push(x.submit_ns);
+    }
+    for times in by_submission.values_mut() {
+        times.sort_unstable();
+    }
+    (issued, by_submission)
+}
+
+#[test]
+fn each_request_of_a_batch_is_stamped_when_pushed_unless_batch_clock() {
+    // fio stamps every request as it is queued: so does the engine by default, and a batch's
+    // requests have push times of their own, in push order, each before its submission.
+    let (issued, by_submission) = push_times(false);
+    assert_eq!(issued.len(), 64);
+    assert!(
+        issued.windows(2).all(|w| w[0] < w[1]),
+        "push times rise strictly in push order: {issued:?}"
+    );
+    assert_eq!(by_submission.len(), 8, "{by_submission:?}");
+    for (submitted, times) in &by_submission {
+        assert_eq!(times.len(), 8, "a batch of 8: {by_submission:?}");
+        assert!(
+            times.windows(2).all(|w| w[0] < w[1]),
+            "the requests of one batch have distinct push times: {times:?}"
+        );
+        assert!(times.iter().all(|t| t < submitted), "{times:?} {submitted}");
+    }
+    let mut from_done: Vec<u64> = by_submission.values().flatten().copied().collect();
+    from_done.sort_unstable();
+    assert_eq!(
+        from_done, issued,
+        "the latencies count from the push times the issue hook saw"
+    );
+
+    // With batch_clock (fio's gtod_reduce) one reading serves the whole batch.
+    let (issued, by_submission) = push_times(true);
+    assert_eq!(issued.len(), 64);
+    assert_eq!(by_submission.len(), 8, "{by_submission:?}");
+    for (submitted, times) in &by_submission {
+        assert_eq!(times.len(), 8, "a batch of 8: {by_submission:?}");
+        assert!(
+            times.iter().all(|&t| t == times[0] && t < *submitted),
+            "one push time a batch: {times:?}"
+        );
+    }
+}

@@ -37,6 +37,7 @@ pub fn engine_config(spec: &JobSpec, size: u64) -> EngineConfig {
         target: spec.filename.display().to_string(),
         submit: spec.submit_mode,
         continue_on: spec.continue_on_error,
+        batch_clock: spec.gtod_reduce,
         ..EngineConfig::default()
     }
 }
@@ -64,5 +65,18 @@ pub fn progress_plan(s: &JobSpec) -> crate::report::progress::JobPlan {
             (false, n, _) => Some(n),
         },
         stonewall: s.extra.stonewall,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtod_reduce_is_the_engines_batch_clock() {
+        let mut spec = JobSpec::default();
+        assert!(!engine_config(&spec, 1 << 20).batch_clock);
+        spec.gtod_reduce = true;
+        assert!(engine_config(&spec, 1 << 20).batch_clock);
     }
 }

@@ -14,13 +14,8 @@ use super::table::{
 
 /// fio's options that pollwise accepts and that change nothing in what it does: the help line
 /// of each says why (pollwise always works that way already).
-pub const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
-    "thread",
-    "gtod_reduce",
-    "verify_dump",
-    "verify_fatal",
-    "random_generator",
-];
+pub const ACCEPTED_WITHOUT_EFFECT: &[&str] =
+    &["thread", "verify_dump", "verify_fatal", "random_generator"];
 
 /// The commands that are not in [`COMMANDS`] (they take no job options), with their usage.
 const OTHER_COMMANDS: &[(&str, &str)] = &[

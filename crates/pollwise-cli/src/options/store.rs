@@ -451,5 +451,8 @@ mod tests {
         assert!(s.extra.skip_verify);
         assert_eq!(s.extra.number_ios, None);
         assert_eq!(s.extra.size_percent, Some(50.0));
+        // fio's gtod_reduce: one clock reading a batch (each request its own without it).
+        assert!(!s.gtod_reduce);
+        assert!(spec("run", &a("--gtod_reduce=1")).unwrap().gtod_reduce);
     }
 }

@@ -541,7 +541,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("replay_redirect", STR, NONE, C::Jobs, Only(&["run"]), "with read_iolog: send every request to this file instead of the log's").to(Store::Step(Step::Iolog)),
     opt("replay_time_scale", int(1, u32::MAX as u64), val("100"), C::Jobs, Only(&["run"]), "with read_iolog: the log's times as this percentage (50: twice as fast)").to(Store::Step(Step::Iolog)),
     opt("per_job_logs", BOOL, val("1"), C::Output, Only(&["run"]), "one log file per job thread (NAME_bw.N.log); 0: one per log name, the threads' lines together (NAME_bw.log)").to(Store::Step(Step::Logs)),
-    opt("gtod_reduce", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's: measure less to save time calls (pollwise always measures; its figures are reported)").to(Store::Unused),
+    opt("gtod_reduce", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fio's: fewer time calls: one clock reading per submitted batch, the queue time of all its requests (slat and lat count from the batch's first push; paced requests still read their own); pollwise still reports every figure").to(put!(gtod_reduce)),
     opt("parse_only", BOOL, val("0"), C::Output, Only(RUN_LIKE), "check the options and job files, print the jobs, run nothing (fio's --parse-only)"),
     opt("section", STR, NONE, C::Jobs, Only(&["run"]), "run only the job files' section of this name; give it again for more (fio's --section)"),
     opt("readonly", BOOL, val("0"), C::Jobs, Only(&["run"]), "refuse, before anything runs, a job that would write: writes, laying out a file or extending it (fio's --readonly)"),

@@ -142,16 +142,19 @@ impl std::ops::Deref for RequestsMut<'_> {
 
 impl RequestsMut<'_> {
     /// [`Slab::alloc`].
+    #[inline]
     pub fn alloc(&mut self, meta: ReqMeta) -> Option<Handle> {
         self.slab.alloc(meta)
     }
 
     /// [`Slab::progress_mut`].
+    #[inline]
     pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
         self.slab.progress_mut(h)
     }
 
     /// [`Slab::meta_mut`].
+    #[inline]
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slab.meta_mut(h)
     }
@@ -178,6 +181,7 @@ impl RequestsMut<'_> {
     }
 
     /// [`Slab::complete`].
+    #[inline]
     pub fn complete<R>(
         &mut self,
         h: Handle,
@@ -265,6 +269,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     }
 
     /// The requests whose buffers this queue's operations use, if it owns a slab.
+    #[inline]
     pub fn requests(&self) -> Option<&Slab> {
         self.requests.as_ref()
     }
@@ -272,6 +277,7 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
     /// The requests, to allocate, fill, complete and free them: buffers of requests in flight
     /// stay out of reach (see [`Slab`]), and the slab itself cannot be taken out or replaced
     /// ([`RequestsMut`]).
+    #[inline]
     pub fn requests_mut(&mut self) -> Option<RequestsMut<'_>> {
         self.requests.as_mut().map(|slab| RequestsMut { slab })
     }
@@ -655,19 +661,15 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
                 return;
             }
             let request = requests.as_mut().and_then(|slab| {
-                let issue = slab.issue(token)?;
                 // SAFETY: the device handed back the completion whose token is a live request
-                // of this queue's own slab with an operation in flight (its issue record is
-                // set): only push_recorded pushes under a request's handle, one operation at a
-                // time (the request is InFlight from its start until this finish), and
-                // `Queue`'s implementors promise the buffer is no longer used once the
-                // completion is handed back. The slab cannot have been replaced (no `&mut Slab`
-                // is handed out), and a handle of another table is refused above.
-                unsafe { slab.finish(token) }.ok()?;
-                slab.set_issue(token, None);
-                if let Ok(meta) = slab.meta_mut(token) {
-                    meta.issued_ns = issue.submitted_ns;
-                }
+                // of this queue's own slab with an operation in flight (finish_issued does
+                // nothing unless its issue record is set and the kernel holds it): only
+                // push_recorded pushes under a request's handle, one operation at a time (the
+                // request is InFlight from its start until this finish), and `Queue`'s
+                // implementors promise the buffer is no longer used once the completion is
+                // handed back. The slab cannot have been replaced (no `&mut Slab` is handed
+                // out), and a handle of another table is refused by the slab's lookup.
+                let issue = unsafe { slab.finish_issued(token) }?;
                 Some(request_info(token, &issue))
             });
             if let Some(info) = request {

@@ -255,6 +255,7 @@ impl Slab {
     }
 
     /// Number of live requests, in any state.
+    #[inline]
     pub fn live(&self) -> usize {
         self.slots.len()
     }
@@ -265,6 +266,7 @@ impl Slab {
     }
 
     /// Takes a free slot ([`State::Prepared`]), or `None` if every slot is live.
+    #[inline]
     pub fn alloc(&mut self, meta: ReqMeta) -> Option<Handle> {
         self.slots.insert(Req {
             meta,
@@ -274,27 +276,21 @@ impl Slab {
         })
     }
 
+    #[inline]
     fn in_kernel_state(s: State) -> bool {
         matches!(s, State::InFlight | State::Cancelled)
     }
 
     /// Records (or, with `None`, forgets) the operation a queue has in flight for `h`.
+    #[inline]
     pub(crate) fn set_issue(&mut self, h: Handle, issue: Option<Issue>) {
         if let Ok(r) = self.slots.get_mut(h) {
             r.issue = issue;
         }
     }
 
-    /// The operation a queue has in flight for `h`, while the kernel holds the request.
-    pub(crate) fn issue(&self, h: Handle) -> Option<Issue> {
-        self.slots
-            .get(h)
-            .ok()
-            .filter(|r| Slab::in_kernel_state(r.state))
-            .and_then(|r| r.issue)
-    }
-
-    /// As [`issue`](Slab::issue), mutably.
+    /// The operation a queue has in flight for `h`, while the kernel holds the request, mutably.
+    #[inline]
     pub(crate) fn issue_mut(&mut self, h: Handle) -> Option<&mut Issue> {
         self.slots
             .get_mut(h)
@@ -317,35 +313,48 @@ impl Slab {
     }
 
     /// Whether `h` names a live request.
+    #[inline]
     pub fn is_live(&self, h: Handle) -> bool {
         self.slots.contains(h)
     }
 
     /// The request's state.
+    #[inline]
     pub fn state(&self, h: Handle) -> Result<State, StaleHandle> {
         self.slots.get(h).map(|r| r.state)
     }
 
     /// The request's metadata.
+    #[inline]
     pub fn meta(&self, h: Handle) -> Result<&ReqMeta, StaleHandle> {
         self.slots.get(h).map(|r| &r.meta)
     }
 
     /// The request's metadata, mutably (the kernel never reads it).
+    #[inline]
     pub fn meta_mut(&mut self, h: Handle) -> Result<&mut ReqMeta, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.meta)
     }
 
+    /// The request's metadata and how far it got, in one lookup.
+    #[inline]
+    pub fn meta_progress(&self, h: Handle) -> Result<(&ReqMeta, &Progress), StaleHandle> {
+        self.slots.get(h).map(|r| (&r.meta, &r.progress))
+    }
+
     /// How far the request got ([`Progress`]).
+    #[inline]
     pub fn progress(&self, h: Handle) -> Result<&Progress, StaleHandle> {
         self.slots.get(h).map(|r| &r.progress)
     }
 
     /// How far the request got, mutably (the kernel never reads it).
+    #[inline]
     pub fn progress_mut(&mut self, h: Handle) -> Result<&mut Progress, StaleHandle> {
         self.slots.get_mut(h).map(|r| &mut r.progress)
     }
 
+    #[inline]
     fn in_state(
         &self,
         h: Handle,
@@ -364,6 +373,7 @@ impl Slab {
         }
     }
 
+    #[inline]
     fn callers(s: State) -> bool {
         matches!(s, State::Prepared | State::Completed)
     }
@@ -381,6 +391,7 @@ impl Slab {
 
     /// The request's buffer, mutably, while it is the caller's ([`State::Prepared`] or
     /// [`State::Completed`]).
+    #[inline]
     pub fn buf_mut(&mut self, h: Handle) -> std::result::Result<&mut [u8], RequestError> {
         self.in_state(
             h,
@@ -395,6 +406,7 @@ impl Slab {
     /// Hands the request's buffer to the kernel: [`State::Prepared`] to [`State::InFlight`].
     /// Returns where the buffer is, for the operation to push; from here until
     /// [`finish`](Slab::finish) no safe method reaches the buffer.
+    #[inline]
     pub fn start(&mut self, h: Handle) -> std::result::Result<RawBuf, RequestError> {
         self.in_state(h, |s| s == State::Prepared, "start it unless prepared")?;
         self.set_state(h, State::InFlight);
@@ -409,6 +421,7 @@ impl Slab {
         })
     }
 
+    #[inline]
     fn set_state(&mut self, h: Handle, s: State) {
         if let Ok(r) = self.slots.get_mut(h) {
             r.state = s;
@@ -451,6 +464,33 @@ impl Slab {
         Ok(Finished::Completed)
     }
 
+    /// The completion of the request's operation came back: [`finish`](Slab::finish), and the
+    /// operation's record (see [`issue_mut`](Slab::issue_mut)) is taken and its submission time put
+    /// in the request's metadata (`issued_ns`), all in one lookup. Returns the record; `None`
+    /// (and nothing done) if the kernel does not hold the request or it has no record.
+    ///
+    /// # Safety
+    ///
+    /// As [`finish`](Slab::finish): the queue the request was pushed to handed its completion
+    /// back, so the device no longer reads or writes the buffer.
+    #[inline]
+    pub(crate) unsafe fn finish_issued(&mut self, h: Handle) -> Option<Issue> {
+        let r = self.slots.get_mut(h).ok()?;
+        if !Slab::in_kernel_state(r.state) {
+            return None;
+        }
+        let issue = r.issue?;
+        self.in_kernel -= 1;
+        if r.state == State::Cancelled {
+            let _ = self.slots.remove(h);
+            return Some(issue);
+        }
+        r.state = State::Completed;
+        r.issue = None;
+        r.meta.issued_ns = issue.submitted_ns;
+        Some(issue)
+    }
+
     /// Takes a completed request back to [`State::Prepared`], to push another operation on it
     /// (the rest of a short transfer). The buffer stays the caller's.
     pub fn restart(&mut self, h: Handle) -> std::result::Result<(), RequestError> {
@@ -482,6 +522,7 @@ impl Slab {
 
     /// Retires a request the caller holds: hands its metadata and buffer to `f`, then frees the
     /// slot (bumping its generation) so the handle goes stale at once.
+    #[inline]
     pub fn complete<R>(
         &mut self,
         h: Handle,
