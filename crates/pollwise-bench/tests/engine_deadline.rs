@@ -32,8 +32,10 @@ fn a_deadline_cancels_what_would_outlive_it_under_every_policy() {
         e.set_deadline(Some(until));
         e.run(Stop::At(until)).unwrap();
         let took = t0.elapsed();
+        // The margin is for a loaded machine (a spinning policy beside a parallel test run and
+        // a build on 2 vCPUs took 920 ms); the latencies it bounds run to 11 days.
         assert!(
-            took < Duration::from_millis(20) + DRAIN_GRACE + Duration::from_millis(400),
+            took < Duration::from_millis(20) + DRAIN_GRACE + Duration::from_secs(3),
             "{mode:?}: {took:?}"
         );
         assert!(

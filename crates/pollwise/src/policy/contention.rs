@@ -20,9 +20,9 @@
 //! outnumber the cores this thread may run on. Each count is held to the cores it can fill: the
 //! runnable count is the whole system's, so a thread pinned to one core of two with a task on
 //! the other is not contended (its own core is free; its run delay says when it is not), while
-//! sixteen choosers on eight cores of sixteen are. The smoothed count starts at one (the reader)
-//! and takes the first reading with the same weight as the others: one reading is an instant
-//! (a thread that is exiting, a worker that ran for a microsecond), contention lasts. The
+//! sixteen choosers on eight cores of sixteen are. One reading a little over the cores is an
+//! instant (a thread exiting, a worker), contention lasts: the smoothed count starts at one
+//! (the reader), unless the first reading is far over ([`FIRST_READING_OVER`]). The
 //! readings come through the [`CpuSignals`] trait, so tests script them; [`ProcSignals`] reads
 //! `/proc`, opening and closing each file at each reading. The two system-wide files
 //! (`loadavg`, `pressure/cpu`) are read for the whole process at most every half
@@ -39,6 +39,13 @@ use crate::clock::{Clock, MonotonicClock};
 pub const SAMPLE_NS: u64 = 10_000_000;
 /// Weight of a new runnable-count reading in the smoothed count.
 pub const RUNNABLE_WEIGHT: f64 = 0.3;
+/// A first runnable reading more than this many times the cores is taken as it is; a smaller
+/// one is smoothed from one (the reader), as later readings are. Two cores and three runnable
+/// (a round's last thread exiting, a worker) is an instant; sixteen threads on eight cores at
+/// the first sample are contention, and smoothing would spin through the first 10-20 ms: in
+/// the platform model's 16 threads on 8 cores, 100 ms runs, auto fell from 1.0x to 0.96x the
+/// best fixed mode's ops/s.
+pub const FIRST_READING_OVER: f64 = 1.5;
 /// A thread that waited for a CPU more than this share of an interval is crowded out.
 pub const RUN_DELAY_SHARE: f64 = 0.25;
 
@@ -317,10 +324,16 @@ impl ContentionSampler {
         }
         let r = self.src.read();
         if let Some(n) = r.runnable {
-            if self.samples == 0 {
-                self.runnable = 1.0;
+            let n = n as f64;
+            if self.samples == 0 && n > FIRST_READING_OVER * self.src.system_cores() as f64 {
+                // Far past the cores at once: sixteen threads on eight cores, not a blip.
+                self.runnable = n;
+            } else {
+                if self.samples == 0 {
+                    self.runnable = 1.0;
+                }
+                self.runnable += RUNNABLE_WEIGHT * (n - self.runnable);
             }
-            self.runnable += RUNNABLE_WEIGHT * (n as f64 - self.runnable);
         }
         if let Some(t) = self.last_ns {
             let wall = now_ns.saturating_sub(t).max(1) as f64;
@@ -511,6 +524,11 @@ mod tests {
             s.maybe_sample(t);
             assert!(t < 10 * SAMPLE_NS, "never saw the contention");
         }
+        // Sixteen on eight cores at the first reading: contention at once.
+        let (r, mut s) = calm_sampler(8);
+        r.lock().unwrap().runnable = Some(16);
+        s.maybe_sample(0);
+        assert!(s.contended(), "runnable {}", s.runnable());
     }
 
     #[test]
