@@ -26,6 +26,8 @@
 # - null:   fio --ioengine=null vs pollwise --ioengine=null, QD32, 512 B, poll mode for pollwise.
 # - nop:    t/io_uring -N1 (QD128, batches of 32, registered ring) vs pollwise --ioengine=nop at
 #           the same depth and batches with --registered_ring, in poll mode.
+# - nop_gtod: the same with pollwise's --gtod_reduce=1 (one clock reading a batch, as fio's
+#           gtod_reduce): t/io_uring reads no clock per I/O unless given -t1.
 # The file is $FILE (default: 1 GiB under target/, on /dev/vda's filesystem), read O_DIRECT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,7 @@ CACHE=${CACHE:-"${XDG_CACHE_HOME:-$HOME/.cache}/pollwise/peers"}
 FIO_VERSION=3.33
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-3}
-CASES=${CASES:-"qd1 qd128 null nop"}
+CASES=${CASES:-"qd1 qd128 null nop nop_gtod"}
 CORES=$(nproc)
 THREADS=${THREADS:-"1 $((2 * CORES))"}
 FILE=${FILE:-target/peers.dat}
@@ -142,11 +144,12 @@ case_cmds() {
 		pw=("$PW" run "${pw_common[@]}" --ioengine=null --size=1g --rw=randread --bs=512 --iodepth=32
 			--numjobs="$n" --group_reporting --mode=poll)
 		;;
-	nop)
+	nop | nop_gtod)
 		tio=("$TIO" -N1 -d128 -s32 -c32 -X1 -n"$n" "${tio_common[@]}" "$FILE")
 		pw=("$PW" run "${pw_common[@]}" --ioengine=nop --size=1g --rw=randread --bs=4k --iodepth=128
 			--iodepth_batch_submit=32 --iodepth_batch_complete_min=32 --registered_ring=1
 			--numjobs="$n" --group_reporting --mode=poll)
+		if [ "$c" = nop_gtod ]; then pw+=(--gtod_reduce=1); fi
 		;;
 	esac
 }

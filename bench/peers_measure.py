@@ -55,6 +55,7 @@ CASES = {
     "qd128": "QD128 4 KiB random reads, batches of 32, same features",
     "null": "null engine, QD32, 512 B (pollwise in poll mode)",
     "nop": "io_uring NOPs, QD128, batches of 32, registered ring (t/io_uring -N1; pollwise --ioengine=nop, poll mode)",
+    "nop_gtod": "the same, pollwise with --gtod_reduce=1 (one clock reading a batch; t/io_uring reads none per I/O without -t1)",
 }
 SIDES = ["t_io_uring", "fio", "pollwise"]
 
