@@ -209,22 +209,10 @@ fn libaio_setup_error(e: std::io::Error) -> Error {
 mod tests {
     use super::*;
     use pollwise::queue::uring::SetupError;
-    use pollwise::sys::uring::{MissingFeature, SetupStage};
 
     #[test]
     fn a_kernel_without_nodrop_is_a_capability_error_naming_it() {
-        let e = SetupError {
-            flags: "no flags".into(),
-            stage: SetupStage::Features,
-            feature: Some("NODROP"),
-            source: MissingFeature {
-                feature: "NODROP",
-                since: "Linux 5.5",
-                needed_for: "keeping completions that overflow the completion ring",
-            }
-            .into(),
-            hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
-        };
+        let e = SetupError::nodrop_missing("no flags".into());
         let e = ring_setup_error(e);
         assert_eq!(e.exit_code(), 2, "{e}");
         let m = e.to_string();

@@ -43,7 +43,7 @@ use crate::queue::{Completion, OpInfo};
 pub use super::choice::{
     Estimate, Reason, CALM_MAX_NS, CALM_MIN_NS, CANDIDATES, CLOSE_CALL, DEEP_IN_FLIGHT, EPOCH_IOS,
     EPOCH_NS, EXPLORE_EPOCH_NS, EXPLORE_MAX_NS, HOLD_MAX_NS, HOLD_MIN_NS, LONG_WAITS, LONG_WAIT_NS,
-    SETTLE_IOS, SHIFT, SHIFT_EPOCHS, SPREAD_FOR_ADAPTIVE,
+    SETTLE_IOS, SHIFT, SHIFT_EPOCHS,
 };
 
 /// The `auto` policy. See the module docs.

@@ -63,8 +63,6 @@ pub const HOLD_MAX_NS: u64 = 16_000_000_000;
 pub const CALM_MIN_NS: u64 = 100_000_000;
 /// Longest calm period: 10 s.
 pub const CALM_MAX_NS: u64 = 10_000_000_000;
-/// Poll's p90 over p50 from which adaptive is explored too.
-pub const SPREAD_FOR_ADAPTIVE: f64 = 2.0;
 
 /// The candidates, in the order their counters and beliefs are reported.
 pub const CANDIDATES: [&str; 4] = ["poll", "hybrid", "interrupt", "adaptive"];
@@ -222,9 +220,8 @@ impl HybridProbe for NoHybrid {
     }
 }
 
-/// Longest exploration plan: interrupt, the three spinning candidates, interrupt again, and
-/// room for adaptive when poll's spread calls for it.
-const PLAN_MAX: usize = 6;
+/// Longest exploration plan: interrupt, the three spinning candidates, interrupt again.
+const PLAN_MAX: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -493,18 +490,15 @@ impl Chooser {
         // candidate is not lost to one slow epoch. Its second epoch costs nothing to spin, and
         // when interrupt is the best the hold goes on from it without a switch.
         let (mut plan, mut len) = if self.with_hybrid {
-            ([INTERRUPT, ADAPTIVE, HYBRID, POLL, INTERRUPT, INTERRUPT], 5)
+            ([INTERRUPT, ADAPTIVE, HYBRID, POLL, INTERRUPT], 5)
         } else {
-            (
-                [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT, INTERRUPT],
-                4,
-            )
+            ([INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT], 4)
         };
         // Wake-ups later than half the median: a sleep cannot be aimed, leave hybrid out.
         let lead = probe.hybrid_lead_ns().filter(|&v| v > 0).map(|v| v as f64);
         if let (true, Some(lead), Some(p)) = (self.with_hybrid, lead, self.est[POLL]) {
             if lead >= p.p50_ns / 2.0 {
-                plan = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT, INTERRUPT];
+                plan = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT];
                 len = 4;
                 self.hybrid_skipped += 1;
             }
@@ -649,8 +643,8 @@ impl Chooser {
         match self.phase {
             Phase::Idle => {}
             Phase::Explore {
-                mut plan,
-                mut len,
+                plan,
+                len,
                 at,
                 again,
             } => {
@@ -665,17 +659,6 @@ impl Chooser {
                         .hybrid_sleeps()
                         .saturating_sub(self.epoch.hybrid_sleeps);
                     self.hybrid_sleep_share = sleeps as f64 / self.epoch.ios.max(1) as f64;
-                }
-                if cur == POLL
-                    && !again
-                    && est.p90_ns >= SPREAD_FOR_ADAPTIVE * est.p50_ns
-                    && !plan[..len].contains(&ADAPTIVE)
-                    && len < PLAN_MAX
-                {
-                    // Before the closing interrupt epoch.
-                    plan.copy_within(at + 1..len, at + 2);
-                    plan[at + 1] = ADAPTIVE;
-                    len += 1;
                 }
                 let at = at + 1;
                 let close = if at < len || again {
@@ -695,7 +678,7 @@ impl Chooser {
                     // The pair again, the fastest first: the means of the two rounds decide.
                     self.close_calls += 1;
                     self.phase = Phase::Explore {
-                        plan: [f, c, c, c, c, c],
+                        plan: [f, c, c, c, c],
                         len: 2,
                         at: 0,
                         again: true,

@@ -319,8 +319,14 @@ fn require_features(flags: u32, features: &Features) -> Result<(), SetupError> {
     if features.nodrop {
         return Ok(());
     }
-    Err(SetupError {
-        flags: setup_flag_names(flags),
+    Err(SetupError::nodrop_missing(setup_flag_names(flags)))
+}
+
+impl SetupError {
+    /// The refusal of a ring set up with `flags` (their names) on a kernel without NODROP.
+    pub fn nodrop_missing(flags: String) -> SetupError {
+        SetupError {
+        flags,
         stage: SetupStage::Features,
         feature: Some("NODROP"),
         source: MissingFeature {
@@ -330,7 +336,8 @@ fn require_features(flags: u32, features: &Features) -> Result<(), SetupError> {
         }
         .into(),
         hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
-    })
+    }
+    }
 }
 
 /// What the completion of an `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` says of the flag:
