@@ -45,7 +45,9 @@ def run(kind, cmd):
         # fio prints notes before its JSON on some setups: the JSON is from the first '{'.
         v = json.loads(p.stdout[p.stdout.index("{"):])
         ios = sum(j[d]["total_ios"] for j in v["jobs"] for d in ("read", "write"))
-        secs = max(j["job_runtime"] for j in v["jobs"]) / 1000.0
+        # Each direction's runtime (ms): a reported group's is its longest thread's. Not
+        # job_runtime: fio sums that over a group's threads, which divided its IOPS by them.
+        secs = max(j[d]["runtime"] for j in v["jobs"] for d in ("read", "write")) / 1000.0
         iops = ios / secs
     print(f"{iops:.0f} {cpu_s * 1e9 / ios:.1f}")
 
