@@ -437,6 +437,10 @@ unsafe impl<Q: Queue> Queue for FaultQueue<Q> {
         self.inner.completions_wake()
     }
 
+    fn submissions_stalled(&mut self) -> bool {
+        self.inner.submissions_stalled()
+    }
+
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
         self.inner.sleep(d)
     }

@@ -277,10 +277,14 @@ pub fn render(mode: Mode, cmd: &str, lines: &str) -> String {
             },
         );
         out += &format!(
-            "    spins {} ({} empty), blocks {}, sleeps {} ({} asked), timeouts {}; waiting {} ({})\n",
+            "    spins {} ({} empty), blocks {}{}, sleeps {} ({} asked), timeouts {}; waiting {} ({})\n",
             u(p, "spins"),
             u(p, "empty_spins"),
             u(p, "blocks"),
+            match u(p, "stall_blocks") {
+                0 => String::new(),
+                n => format!(" ({n} for an SQPOLL thread on the waiter's CPU)"),
+            },
             u(p, "sleeps"),
             ms(u(p, "slept_ns")),
             u(p, "timeouts"),

@@ -68,7 +68,7 @@ pub(crate) fn summary() -> String {
             "{{\"pid\":{},\"comm\":\"{}\",\"mode\":\"{}\",\"mode_known\":{},\"rings\":{},",
             "\"waits\":{},\"peeks\":{},\"ready_at_once\":{},\"timeouts\":{},\"interrupted\":{},",
             "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
-            "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
+            "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"stall_blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
             "\"auto_switches\":{},\"auto_reasons\":{{{}}},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
             "\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
         ),
@@ -90,6 +90,7 @@ pub(crate) fn summary() -> String {
         p.wait.polls,
         p.wait.empty_polls,
         p.wait.blocks,
+        p.wait.stall_blocks,
         p.wait.sleeps,
         p.wait.slept_ns,
         p.auto.switches,

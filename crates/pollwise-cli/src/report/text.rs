@@ -710,6 +710,13 @@ pub fn pollwise_block(j: &Value) -> String {
         u(p, "oversleeps"),
         u(p, "window_ns")
     );
+    if u(p, "stall_blocks") > 0 {
+        let _ = writeln!(
+            t,
+            "    sq thread  : {} of the blocks waited for the SQPOLL thread to take the submissions: it shares a CPU with the waiting thread (pin them apart with --sqthread_poll_cpu and --cpus_allowed)",
+            u(p, "stall_blocks")
+        );
+    }
     if let Some(n) = p["latency_note"].as_str() {
         let _ = writeln!(t, "    latency    : {n}");
     }

@@ -175,7 +175,8 @@ impl WaitPolicy for Adaptive {
                     .now_ns()
                     .saturating_sub(t0)
                     .saturating_sub(handler_ns);
-                if spent >= window {
+                // An SQPOLL thread that waits for this CPU takes nothing while we spin.
+                if spent >= window || q.submissions_stalled() {
                     break;
                 }
                 std::hint::spin_loop();

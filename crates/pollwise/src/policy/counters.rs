@@ -69,6 +69,9 @@ counters! {
         empty_polls,
         /// Blocking waits (in the kernel or on a doorbell).
         blocks,
+        /// Blocks a spin took because the kernel had not taken its submissions (an SQPOLL
+        /// thread waiting for the spinner's CPU); counted in `blocks` too.
+        stall_blocks,
         /// Timed sleeps taken.
         sleeps,
         /// Nanoseconds asked to sleep, in all.
@@ -221,10 +224,11 @@ pub struct PolicyCounters {
 }
 
 /// The report keys, in report order ([`PolicyCounters::fields`]).
-const KEYS: [&str; 34] = [
+const KEYS: [&str; 35] = [
     "polls",
     "empty_polls",
     "blocks",
+    "stall_blocks",
     "sleeps",
     "slept_ns",
     "oversleeps",
@@ -294,7 +298,7 @@ impl PolicyCounters {
 
     /// The counters as (report key, value) pairs, in a fixed order, for reports: every key
     /// whatever the mode, a figure several policies count (`oversleeps`) summed over them.
-    pub fn fields(&self) -> [(&'static str, u64); 34] {
+    pub fn fields(&self) -> [(&'static str, u64); 35] {
         let mut out = KEYS.map(|k| (k, 0));
         for (k, v) in self.parts() {
             if let Some(slot) = out.iter_mut().find(|(key, _)| *key == k) {

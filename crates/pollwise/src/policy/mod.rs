@@ -97,13 +97,28 @@ pub(crate) fn sleep_on(q: &mut DynQueue, min: usize, ns: u64) -> io::Result<Wait
 /// completions are found only by polling the device in the kernel (an IOPOLL ring), one
 /// blocking enter in which the kernel polls until they came. Counts the enter as a block.
 pub(crate) fn spin_step(q: &mut DynQueue, need: usize, c: &mut WaitCounters) -> io::Result<()> {
-    if q.completions_wake() {
-        std::hint::spin_loop();
-    } else {
+    if !q.completions_wake() {
         c.blocks += 1;
         q.wait(need, None)?;
+    } else if !stall_step(q, need, c)? {
+        std::hint::spin_loop();
     }
     Ok(())
+}
+
+/// Where a spin found nothing and the kernel has not even taken the submissions
+/// ([`Queue::submissions_stalled`](crate::queue::Queue::submissions_stalled): an SQPOLL thread
+/// waiting for this CPU), blocks for `need` completions for at most
+/// [`STALL_BLOCK`](crate::ring::STALL_BLOCK), which hands the CPU to that thread. Returns
+/// whether it blocked; counts the block.
+pub(crate) fn stall_step(q: &mut DynQueue, need: usize, c: &mut WaitCounters) -> io::Result<bool> {
+    if !q.submissions_stalled() {
+        return Ok(false);
+    }
+    c.blocks += 1;
+    c.stall_blocks += 1;
+    q.wait(need, Some(crate::ring::STALL_BLOCK))?;
+    Ok(true)
 }
 
 impl WaitCounters {

@@ -4,11 +4,13 @@
 //! paid for with a whole core. On a plain ring a poll reads shared memory; on a DEFER_TASKRUN or
 //! IOPOLL ring it is a non-blocking `GETEVENTS` enter (the queue does that). It collapses when
 //! spinning threads outnumber cores: the thread whose I/O completed may not be the one running.
+//! One exception to never sleeping: on an SQPOLL ring whose thread has not taken the submissions
+//! (it waits for this CPU), poll blocks until they complete ([`crate::ring::SqWatch`]).
 
 use std::hint;
 use std::io;
 
-use super::{reap_until, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy};
+use super::{reap_until, stall_step, DynQueue, PolicyCounters, Sink, WaitCounters, WaitPolicy};
 
 /// The polling policy. See the module docs.
 #[derive(Debug, Default)]
@@ -23,9 +25,9 @@ impl WaitPolicy for Poll {
 
     fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         let c = &mut self.c;
-        reap_until(q, min, |q, _| {
+        reap_until(q, min, |q, need| {
             let n = c.poll(q, sink)?;
-            if n == 0 {
+            if n == 0 && !stall_step(q, need, c)? {
                 hint::spin_loop();
             }
             Ok(n)

@@ -278,6 +278,10 @@ unsafe impl Queue for Bounded {
         self.inner.completions_wake()
     }
 
+    fn submissions_stalled(&mut self) -> bool {
+        self.inner.submissions_stalled()
+    }
+
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
         self.inner.sleep(d)
     }

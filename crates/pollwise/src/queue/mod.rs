@@ -202,6 +202,15 @@ pub unsafe trait Queue {
         true
     }
 
+    /// True when operations submitted a while ago are still waiting for the kernel to take
+    /// them: an SQPOLL ring whose kernel thread has left its SQ untaken for
+    /// [`SQ_STALL`](crate::ring::SQ_STALL), because it waits for the CPU the caller spins on
+    /// ([`SqWatch`](crate::ring::SqWatch)). A spinning policy then blocks in
+    /// [`wait`](Queue::wait) instead, which gives that CPU away. The default: never.
+    fn submissions_stalled(&mut self) -> bool {
+        false
+    }
+
     /// Sleeps for `d` whatever completes meanwhile: a timer, not a wait on the device. The
     /// default sleeps the thread (`nanosleep`); a simulated device moves its time.
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
@@ -295,6 +304,9 @@ unsafe impl<Q: Queue + ?Sized> Queue for Box<Q> {
     }
     fn sleep(&mut self, d: Duration) -> io::Result<()> {
         (**self).sleep(d)
+    }
+    fn submissions_stalled(&mut self) -> bool {
+        (**self).submissions_stalled()
     }
     fn completes_in_submit(&self) -> bool {
         (**self).completes_in_submit()

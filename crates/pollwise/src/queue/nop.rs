@@ -138,6 +138,10 @@ unsafe impl Queue for NopQueue {
         self.ring.completions_wake()
     }
 
+    fn submissions_stalled(&mut self) -> bool {
+        self.ring.submissions_stalled()
+    }
+
     fn in_flight(&self) -> usize {
         self.ring.in_flight()
     }

@@ -361,6 +361,11 @@ impl<Q: Queue + ?Sized> Tracked<Q> {
         self.inner.completions_wake()
     }
 
+    /// See [`Queue::submissions_stalled`].
+    pub fn submissions_stalled(&mut self) -> bool {
+        self.inner.submissions_stalled()
+    }
+
     /// Sleeps `d` whatever completes meanwhile ([`Queue::sleep`]), after submitting what was
     /// pushed (a sleep never holds back a submission).
     pub fn sleep(&mut self, d: Duration) -> io::Result<()> {

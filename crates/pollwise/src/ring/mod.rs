@@ -21,6 +21,7 @@
 //! (`IORING_SETUP_*`) are defined once, where rings are set up, and re-exported here.
 
 mod kind;
+mod sq_watch;
 #[cfg(feature = "io-uring")]
 mod uring;
 
@@ -37,6 +38,7 @@ pub use crate::sys::uring::{
     IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, KNOWN_SETUP_FLAGS,
 };
 pub use kind::{RingKind, FEAT_EXT_ARG};
+pub use sq_watch::{SqWatch, SQ_STALL, STALL_BLOCK};
 #[cfg(feature = "io-uring")]
 pub use uring::UringView;
 

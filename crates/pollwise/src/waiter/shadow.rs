@@ -22,7 +22,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::queue::{Completion, Op, Queue, QueueCounters, WaitOutcome, RESERVED_USER_DATA};
-use crate::ring::{RawRing, CQE_F_MORE, SQ_CQ_OVERFLOW, SQ_NEED_WAKEUP, SQ_TASKRUN};
+use crate::ring::{RawRing, SqWatch, CQE_F_MORE, SQ_CQ_OVERFLOW, SQ_NEED_WAKEUP, SQ_TASKRUN};
 use crate::sys::enter::{GETEVENTS, SQ_WAKEUP};
 use crate::sys::timerslack;
 
@@ -73,6 +73,8 @@ pub(super) struct Shadow {
     /// The thread's timer slack before this call set it to 1 ns for a sleep, to restore.
     pub slack: Cell<Option<u64>>,
     records: VecDeque<Rec>,
+    /// Whether an SQPOLL ring's thread leaves the SQ untaken.
+    sq_watch: SqWatch,
     c: Cell<QueueCounters>,
     pub seen: Seen,
 }
@@ -452,6 +454,25 @@ unsafe impl Queue for Shadow {
         let needs = ring.as_ref().is_some_and(|r| r.kind().poll_needs_enter());
         self.ring.set(ring);
         needs
+    }
+
+    /// An SQPOLL ring whose thread left the caller's SQEs untaken (see
+    /// [`SqWatch`]); never on a ring without `EXT_ARG`, where a wait takes no timeout.
+    fn submissions_stalled(&mut self) -> bool {
+        let Some(ring) = self.ring.take() else {
+            return false;
+        };
+        let kind = ring.kind();
+        let untaken = ring.sq_tail().wrapping_sub(ring.sq_head());
+        let parts = ring.parts();
+        // A registered ring is entered by an index, which names no fdinfo.
+        let fd = (!parts.registered).then_some(parts.enter_fd);
+        self.ring.set(Some(ring));
+        if !kind.sqpoll() || !kind.ext_arg() {
+            return false;
+        }
+        self.sq_watch
+            .stalled(untaken != 0 && untaken <= u32::MAX / 2, fd)
     }
 
     fn in_flight(&self) -> usize {
