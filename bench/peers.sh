@@ -25,7 +25,9 @@
 #           --iodepth_batch_submit=32 --iodepth_batch_complete_min=32).
 # - null:   fio --ioengine=null vs pollwise --ioengine=null, QD32, 512 B, poll mode for pollwise.
 # - nop:    t/io_uring -N1 (QD128, batches of 32, registered ring) vs pollwise --ioengine=nop at
-#           the same depth and batches with --registered_ring, in poll mode.
+#           the same depth and batches with --registered_ring, in poll mode, sequential offsets:
+#           t/io_uring's NOPs draw no offset (its init_io returns before), and a sequential one
+#           is the cheapest pollwise draws (a random one, every block once a pass, costs ~6 ns).
 # - nop_gtod: the same with pollwise's --gtod_reduce=1 (one clock reading a batch, as fio's
 #           gtod_reduce): t/io_uring reads no clock per I/O unless given -t1.
 # The file is $FILE (default: 1 GiB under target/, on /dev/vda's filesystem), read O_DIRECT.
@@ -146,7 +148,7 @@ case_cmds() {
 		;;
 	nop | nop_gtod)
 		tio=("$TIO" -N1 -d128 -s32 -c32 -X1 -n"$n" "${tio_common[@]}" "$FILE")
-		pw=("$PW" run "${pw_common[@]}" --ioengine=nop --size=1g --rw=randread --bs=4k --iodepth=128
+		pw=("$PW" run "${pw_common[@]}" --ioengine=nop --size=1g --rw=read --bs=4k --iodepth=128
 			--iodepth_batch_submit=32 --iodepth_batch_complete_min=32 --registered_ring=1
 			--numjobs="$n" --group_reporting --mode=poll)
 		if [ "$c" = nop_gtod ]; then pw+=(--gtod_reduce=1); fi

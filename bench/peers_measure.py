@@ -56,7 +56,7 @@ CASES = {
     "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise; pollwise --submit_mode=with_wait)",
     "qd128": "QD128 4 KiB random reads, batches of 32, same features",
     "null": "null engine, QD32, 512 B (pollwise in poll mode)",
-    "nop": "io_uring NOPs, QD128, batches of 32, registered ring (t/io_uring -N1; pollwise --ioengine=nop, poll mode)",
+    "nop": "io_uring NOPs, QD128, batches of 32, registered ring (t/io_uring -N1; pollwise --ioengine=nop, poll mode, sequential offsets: t/io_uring draws none for NOPs)",
     "nop_gtod": "the same, pollwise with --gtod_reduce=1 (one clock reading a batch; t/io_uring reads none per I/O without -t1)",
 }
 SIDES = ["t_io_uring", "fio", "pollwise"]
@@ -110,7 +110,11 @@ def table(results, rounds, runtime, load):
 
 
 def write(doc, tbl):
-    text = open(doc).read()
+    # A new OUT file starts empty (the table is its first section).
+    try:
+        text = open(doc).read()
+    except FileNotFoundError:
+        text = ""
     section = (
         f"{HEADING}\n\n"
         "`bash bench/peers.sh` (fio 3.33 and t/io_uring built statically from Debian bookworm's `fio` "
