@@ -158,9 +158,10 @@ unsafe impl<L: Link> Queue for ChannelQueue<L> {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
-                        "{} requests got no response within {} s: the server stopped serving",
+                        "{} requests got no response within {} s: the server stopped serving, or fell that far behind ({} requests in flight: fewer or smaller ones let it keep up)",
                         self.in_flight - self.ready.len(),
-                        Self::STALL.as_secs()
+                        Self::STALL.as_secs(),
+                        self.in_flight
                     ),
                 ));
             }
