@@ -191,6 +191,17 @@ impl RawRing {
         self.load(self.p.sq_tail, Ordering::Acquire)
     }
 
+    /// SQEs the caller has published and the kernel has not consumed yet; 0 when the two
+    /// indices, read one after the other, show the head past the tail (a torn read).
+    pub fn sq_untaken(&self) -> u32 {
+        let n = self.sq_tail().wrapping_sub(self.sq_head());
+        if n > u32::MAX / 2 {
+            0
+        } else {
+            n
+        }
+    }
+
     /// The SQ flags (`SQ_NEED_WAKEUP`, `SQ_CQ_OVERFLOW`, `SQ_TASKRUN`), after a full fence
     /// (the tail the caller stored is then visible to the kernel before the flags are read,
     /// as SQPOLL's wake-up protocol asks).

@@ -326,17 +326,17 @@ impl SetupError {
     /// The refusal of a ring set up with `flags` (their names) on a kernel without NODROP.
     pub fn nodrop_missing(flags: String) -> SetupError {
         SetupError {
-        flags,
-        stage: SetupStage::Features,
-        feature: Some("NODROP"),
-        source: MissingFeature {
-            feature: "NODROP",
-            since: "Linux 5.5",
-            needed_for: "keeping completions that overflow the completion ring",
+            flags,
+            stage: SetupStage::Features,
+            feature: Some("NODROP"),
+            source: MissingFeature {
+                feature: "NODROP",
+                since: "Linux 5.5",
+                needed_for: "keeping completions that overflow the completion ring",
+            }
+            .into(),
+            hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
         }
-        .into(),
-        hint: "this kernel drops completions when its completion ring overflows (NODROP needs Linux 5.5 or later)".into(),
-    }
     }
 }
 

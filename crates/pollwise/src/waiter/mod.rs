@@ -371,11 +371,11 @@ impl Waiter {
             // One submission, as one enter makes: what the kernel does not consume now stays in
             // the SQ (an SQPOLL ring's thread is still woken when it sleeps).
             let sqpoll = ring.kind().sqpoll();
-            let pending = ring.sq_tail().wrapping_sub(ring.sq_head());
+            let pending = ring.sq_untaken();
             let consumed = t.submit()?;
             if !sqpoll {
                 t.inner().may_submit.set(false);
-                if pending <= u32::MAX / 2 && consumed < pending as usize {
+                if consumed < pending as usize {
                     // The kernel stopped at an SQE that failed at submission and did not wait.
                     return Ok(ring.cq_ready());
                 }

@@ -225,8 +225,8 @@ impl Shadow {
         if !self.may_submit.get() {
             return (0, 0);
         }
-        let pending = ring.sq_tail().wrapping_sub(ring.sq_head());
-        if pending == 0 || pending > u32::MAX / 2 {
+        let pending = ring.sq_untaken();
+        if pending == 0 {
             return (0, 0);
         }
         if ring.kind().sqpoll() {
@@ -463,16 +463,16 @@ unsafe impl Queue for Shadow {
             return false;
         };
         let kind = ring.kind();
-        let untaken = ring.sq_tail().wrapping_sub(ring.sq_head());
-        let parts = ring.parts();
         // A registered ring is entered by an index, which names no fdinfo.
-        let fd = (!parts.registered).then_some(parts.enter_fd);
+        let seen = (kind.sqpoll() && kind.ext_arg()).then(|| {
+            let p = ring.parts();
+            (
+                ring.sq_untaken() != 0,
+                (!p.registered).then_some(p.enter_fd),
+            )
+        });
         self.ring.set(Some(ring));
-        if !kind.sqpoll() || !kind.ext_arg() {
-            return false;
-        }
-        self.sq_watch
-            .stalled(untaken != 0 && untaken <= u32::MAX / 2, fd)
+        seen.is_some_and(|(untaken, fd)| self.sq_watch.stalled(untaken, fd))
     }
 
     fn in_flight(&self) -> usize {
