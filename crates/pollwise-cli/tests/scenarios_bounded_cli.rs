@@ -73,3 +73,23 @@ fn daemon_scenarios_with_deep_queues_of_large_reads_end_near_their_runtime() {
         );
     }
 }
+
+#[test]
+fn a_daemon_asked_for_gigabytes_in_flight_queues_them_in_user_space_and_ends_in_time() {
+    // 64 clients of 64 reads of 1 MiB: 4 GiB asked for at once. Put in the kernel, they took
+    // 4 GiB of buffers and 2 s or more of reads nobody could cancel after each of the 9 runs
+    // (36 s for 9 x 400 ms). The daemon keeps a block queue's worth in its ring and the rest
+    // in a backlog it answers at once at the end.
+    let (code, err, took) = timed(&[
+        "scenario",
+        "idle-sources",
+        "--bs=1M",
+        "--active=64",
+        "--iodepth=64",
+        "--runtime=0.3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(took < Duration::from_secs(20), "took {took:?}: {err}");
+    let rss = children_max_rss_kib();
+    assert!(rss < 1 << 20, "a child was {rss} KiB resident");
+}

@@ -13,7 +13,8 @@
 //!
 //! Each channel source's handler takes every waiting request, optionally spends
 //! [`DaemonConfig::handler_ns`] of CPU on each first (the slow-handler scenario: QEMU's
-//! `io_submit` could take tens of microseconds), and submits it as a read at once.
+//! `io_submit` could take tens of microseconds), and submits it as a read at once, or, when the
+//! ring holds its bound of bytes, queues it in the [`Backlog`] as QEMU does.
 //!
 //! Each active client is an [`Engine`] over a [`ChannelQueue`]: it keeps `iodepth` requests in
 //! flight and spins on its response ring (it is the "guest": no response doorbell), yielding the
@@ -48,6 +49,7 @@ use pollwise::request::{Handle, ReqMeta, Slab};
 use pollwise_bench::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise_bench::stats::DirStats;
 
+use crate::scenario::backlog::{ring_slots, Backlog};
 use crate::{Error, Result};
 
 /// One daemon run.
@@ -155,14 +157,16 @@ struct Storage {
     stop: Arc<AtomicBool>,
     /// The reads in the ring were asked to be cancelled (see [`Storage::cancel_past_end`]).
     cancelled: bool,
+    /// Reads waiting for a slot in the ring.
+    backlog: Backlog,
 }
 
 impl Storage {
     /// Once every active client has ended its measured period, or the run is stopped: asks the
-    /// kernel, once, to cancel every read still in the ring, and answers reads that arrive
-    /// later with `-ECANCELED` at once. Their results are in no figure, and reads queued behind
-    /// the device (64 clients of 64 reads of 1 MiB are 4 GiB) would hold the drain, and the
-    /// scenario, seconds past its `--runtime`.
+    /// kernel, once, to cancel every read still in the ring, and answers the backlog's reads,
+    /// and reads that arrive later, with `-ECANCELED` at once. Their results are in no figure,
+    /// and reads queued behind the device would hold the drain, and the scenario, past its
+    /// `--runtime`.
     fn cancel_past_end(&mut self) {
         if self.cancelled
             || (self.marks.ended.load(Ordering::Acquire) < self.active
@@ -171,6 +175,9 @@ impl Storage {
             return;
         }
         self.cancelled = true;
+        while let Some((chan, r)) = self.backlog.pop() {
+            self.reply(chan, r.user_data, -libc::ECANCELED);
+        }
         let Storage { q, done, .. } = self;
         // A zero bound: submit, ask, reap what is ready, and return; the rest completes (or is
         // cancelled) through the ring source as usual. A cancellation the kernel refuses leaves
@@ -225,16 +232,51 @@ impl Storage {
                 std::hint::spin_loop();
             }
         }
+        self.start(chan, r);
+    }
+
+    /// Puts the read in the ring, or behind the reads waiting for a slot there.
+    fn start(&mut self, chan: usize, r: ChannelOp) {
+        let h = if self.backlog.is_empty() {
+            self.alloc(&r)
+        } else {
+            None
+        };
+        match h {
+            Some(h) => self.push(h, chan, r),
+            None => self.backlog.push(chan, r),
+        }
+    }
+
+    /// A slot for `r`, if the ring has one.
+    fn alloc(&mut self, r: &ChannelOp) -> Option<Handle> {
         let meta = ReqMeta {
             offset: r.offset,
             len: self.block,
             ..Default::default()
         };
-        let Some(h) = self.slab().alloc(meta) else {
-            self.fail("more reads in flight than buffers: an internal sizing error".into());
-            self.reply(chan, r.user_data, -libc::ENOMEM);
-            return;
-        };
+        self.slab().alloc(meta)
+    }
+
+    /// Moves reads from the backlog into the ring's free slots, and submits them.
+    fn refill(&mut self) {
+        // Past the end the backlog is answered, not started: this runs on every completion,
+        // also when the loop waits on the ring's fd and no poll round looks at the end.
+        self.cancel_past_end();
+        let mut started = false;
+        while let Some((chan, r)) = self.backlog.peek() {
+            let Some(h) = self.alloc(&r) else { break };
+            self.backlog.pop();
+            self.push(h, chan, r);
+            started = true;
+        }
+        if started {
+            self.submit();
+        }
+    }
+
+    /// Pushes the read in slot `h` to the ring.
+    fn push(&mut self, h: Handle, chan: usize, r: ChannelOp) {
         self.owner[h.index()] = (chan, r.user_data);
         // The buffer is the ring's from here until the read's completion is reaped.
         let op = RequestOp {
@@ -306,6 +348,7 @@ impl Storage {
             }
         }
         self.done = done;
+        self.refill();
     }
 }
 
@@ -394,8 +437,11 @@ fn reactor_thread(
         // The active clients' reads, and the idle channels' warm-up reads, which go out at most
         // WARM_BATCH at a time: the buffers do not grow with the number of idle channels.
         let idle = s.cfg.sources - s.cfg.active;
-        let inflight = s.cfg.active * s.cfg.iodepth + idle.min(WARM_BATCH);
-        let entries = (inflight as u32).next_power_of_two().clamp(8, 4096);
+        let slots = ring_slots(
+            s.cfg.active * s.cfg.iodepth + idle.min(WARM_BATCH),
+            s.cfg.block_size,
+        );
+        let entries = (slots as u32).next_power_of_two().clamp(8, 4096);
         // The reactor's own ring, sized by its channels (and a CQ twice the SQ), not by a job:
         // set up here rather than by `job::queue::uring`, which reports a refused ring as a
         // capability error (exit 2) where this scenario reports an I/O error (exit 1).
@@ -410,7 +456,6 @@ fn reactor_thread(
         )
         .map_err(|e| Error::Io(e.to_string()))?;
         let ring_fd = q.ring_fd();
-        let slots = inflight.max(1);
         let slab = Slab::new(slots, s.cfg.block_size as usize, 4096)?;
         let st = Rc::new(RefCell::new(Storage {
             q: Tracked::with_requests(q, clock.clone(), slab),
@@ -424,6 +469,7 @@ fn reactor_thread(
             active: s.cfg.active,
             stop: s.stop.clone(),
             cancelled: false,
+            backlog: Backlog::new(s.cfg.sources),
         }));
         let mut r = Reactor::new(s.cfg.reactor, clock.clone())?;
         let io = |e: std::io::Error| {
@@ -717,12 +763,16 @@ pub const PER_SOURCE: u64 = 256 << 10;
 /// `active` clients fits this machine, before any of them is made; `what` names the option
 /// that sets the sources.
 pub fn check_memory(base: &DaemonConfig, sources: u64, active: u64, what: &str) -> Result<()> {
-    let slots = active as u128 * base.iodepth as u128 + sources as u128;
+    let idle = sources.saturating_sub(active) as usize;
+    let asked = (active as usize)
+        .saturating_mul(base.iodepth)
+        .saturating_add(idle.min(WARM_BATCH));
+    let slots = ring_slots(asked, base.block_size) as u128;
     let mut need = crate::limits::Need::new(
         slots * base.block_size as u128,
         active + 2,
-        &format!("{what} x --bs (and the active clients' --iodepth x --bs)"),
-        &format!("lower {what}, --bs or --iodepth"),
+        &format!("{what} (each a channel) and the ring's reads of --bs"),
+        &format!("lower {what} or --bs"),
     );
     need.other = sources as u128 * PER_SOURCE as u128;
     crate::limits::check(&need)

@@ -3,6 +3,7 @@
 //! One file per scenario, each `pub fn run(&mut Opts) -> Result<Output>`; [`run`] maps names to
 //! them. Their names, help lines and options are in the option table (`options::table`).
 
+pub mod backlog;
 pub mod daemon;
 pub mod fairness;
 pub mod hybrid_contention;
