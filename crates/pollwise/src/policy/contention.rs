@@ -451,6 +451,10 @@ mod tests {
         use std::time::Instant;
         let t0 = Instant::now();
         let before = SYSTEM.reads.load(Ordering::Relaxed);
+        // Stale from here: some reading after `before` must refresh it (another test's, if it
+        // comes first). Without this, a reading another test had refreshed within the last
+        // half period served all 800, and none was counted.
+        SYSTEM.at_ns.store(0, Ordering::Release);
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 std::thread::spawn(|| {
