@@ -17,17 +17,17 @@
 //! **States.** *Explore*: each candidate for one epoch, interrupt first and last (judged on
 //! both); an epoch settles [`SETTLE_IOS`] completions, then measures [`EPOCH_IOS`] and
 //! [`EXPLORE_EPOCH_NS`], or what came by [`EXPLORE_MAX_NS`]; a candidate within [`CLOSE_CALL`]
-//! of the line is measured twice, with the fastest. *Hold*: the
-//! best, re-measured epoch by epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`]
-//! epochs, the end of the hold (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or a long wait
-//! in a spinning mode explores again. *Contended*: interrupt, until a calm period has passed;
-//! contention back before the next hold has run its course doubles the calm (up to
-//! [`CALM_MAX_NS`]), a hold that runs its course resets it.
+//! of the line is measured twice, with the fastest. *Hold*: the best, re-measured epoch by
+//! epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`] epochs, the end of the hold
+//! (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or a long wait in a spinning mode explores
+//! again. *Contended*: interrupt, until a calm period has passed, then the last exploration's
+//! best if it is recent, else a new exploration; contention back before the next hold has run
+//! its course doubles the calm (up to [`CALM_MAX_NS`]), a hold that runs its course resets it.
 //!
 //! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
 //! reason is counted ([`AutoCounters`](super::AutoCounters), the JSON's `auto_*` counters;
-//! [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has
-//! the rule at length, and what it takes from DPAS (FAST '26) and what it does differently.
+//! [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has the rule at length, and what it
+//! takes from DPAS (FAST '26) and what it does differently.
 
 use std::io;
 use std::sync::Arc;
@@ -437,6 +437,35 @@ mod tests {
         r.qd1_until(2_000_000, |p| p.reason_count(Reason::Periodic) == 1);
         assert_eq!(r.p.reason_count(Reason::Periodic), 1);
         assert_eq!(r.belief("auto.calm_ns"), Some(CALM_MIN_NS as f64));
+    }
+
+    #[test]
+    fn contention_that_comes_and_goes_after_an_exploration_resumes_its_choice() {
+        let mut r = Rig::new(LatencyModel::Fixed(10_000), 3_000, 4_000);
+        r.qd1_until(100_000, chose);
+        let best = r.p.current();
+        assert_ne!(best, "interrupt");
+        let explored = r.p.reason_count(Reason::Explore);
+        r.runnable.store(8, Ordering::SeqCst);
+        r.qd1_until(10_000, |p| p.reason_count(Reason::Contention) == 1);
+        assert_eq!(r.p.current(), "interrupt");
+        r.runnable.store(1, Ordering::SeqCst);
+        r.qd1_until(100_000, |p| p.reason_count(Reason::ContentionGone) == 1);
+        assert_eq!(r.p.current(), best, "the exploration's choice, held again");
+        assert_eq!(
+            r.p.reason_count(Reason::Explore),
+            explored,
+            "no exploration spun through the candidates"
+        );
+        // Contention back within that hold lengthens the calm, as after an exploration.
+        r.runnable.store(8, Ordering::SeqCst);
+        r.qd1_until(10_000, |p| p.reason_count(Reason::Contention) == 2);
+        assert_eq!(r.belief("auto.calm_ns"), Some(2.0 * CALM_MIN_NS as f64));
+        // Gone for good: the resumed hold runs its course, and the periodic exploration
+        // measures afresh.
+        r.runnable.store(1, Ordering::SeqCst);
+        r.qd1_until(3_000_000, |p| p.reason_count(Reason::Periodic) == 1);
+        assert_eq!(r.p.reason_count(Reason::Periodic), 1);
     }
 
     #[test]
