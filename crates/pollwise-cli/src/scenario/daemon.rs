@@ -49,7 +49,7 @@ use pollwise::request::{Handle, ReqMeta, Slab};
 use pollwise_bench::engine::{Engine, EngineConfig, Rw, Stop};
 use pollwise_bench::stats::DirStats;
 
-use crate::scenario::backlog::{ring_slots, Backlog};
+use crate::scenario::backlog::{ring_slots, Backlog, RING_READS};
 use crate::{Error, Result};
 
 /// One daemon run.
@@ -434,14 +434,10 @@ fn reactor_thread(
 ) -> Result<(ReactorOut, bool)> {
     let clock = Arc::new(MonotonicClock);
     let built = (|| -> Result<(Reactor, Rc<RefCell<Storage>>)> {
-        // The active clients' reads, and the idle channels' warm-up reads, which go out at most
-        // WARM_BATCH at a time: the buffers do not grow with the number of idle channels.
-        let idle = s.cfg.sources - s.cfg.active;
-        let slots = ring_slots(
-            s.cfg.active * s.cfg.iodepth + idle.min(WARM_BATCH),
-            s.cfg.block_size,
-        );
-        let entries = (slots as u32).next_power_of_two().clamp(8, 4096);
+        let slots = slots_for(&s.cfg, s.cfg.sources, s.cfg.active);
+        let entries = (slots as u32)
+            .next_power_of_two()
+            .clamp(8, RING_READS as u32);
         // The reactor's own ring, sized by its channels (and a CQ twice the SQ), not by a job:
         // set up here rather than by `job::queue::uring`, which reports a refused ring as a
         // capability error (exit 2) where this scenario reports an I/O error (exit 1).
@@ -754,6 +750,18 @@ fn check(cfg: &DaemonConfig) -> Result<()> {
     Ok(())
 }
 
+/// The reads the ring of a daemon like `cfg` with `sources` channels and `active` clients
+/// holds at once ([`ring_slots`]): what the active clients keep in flight, and the idle
+/// channels' warm-up reads, which go out at most [`WARM_BATCH`] at a time (the buffers do not
+/// grow with the number of idle channels).
+fn slots_for(cfg: &DaemonConfig, sources: usize, active: usize) -> usize {
+    let idle = sources.saturating_sub(active);
+    let asked = active
+        .saturating_mul(cfg.iodepth)
+        .saturating_add(idle.min(WARM_BATCH));
+    ring_slots(asked, cfg.block_size)
+}
+
 /// Memory a daemon takes per source besides its buffer: the channel, its eventfd and the
 /// reactor's entry for it (measured: 200 KiB a source, VmPeak of idle-sources with 1000
 /// sources less 100, over 900).
@@ -763,11 +771,7 @@ pub const PER_SOURCE: u64 = 256 << 10;
 /// `active` clients fits this machine, before any of them is made; `what` names the option
 /// that sets the sources.
 pub fn check_memory(base: &DaemonConfig, sources: u64, active: u64, what: &str) -> Result<()> {
-    let idle = sources.saturating_sub(active) as usize;
-    let asked = (active as usize)
-        .saturating_mul(base.iodepth)
-        .saturating_add(idle.min(WARM_BATCH));
-    let slots = ring_slots(asked, base.block_size) as u128;
+    let slots = slots_for(base, sources as usize, active as usize) as u128;
     let mut need = crate::limits::Need::new(
         slots * base.block_size as u128,
         active + 2,

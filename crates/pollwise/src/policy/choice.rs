@@ -272,8 +272,8 @@ pub struct Chooser {
     epoch: Epoch,
     est: [Option<Estimate>; 4],
     last_best: Option<usize>,
-    /// When the last exploration ended (its best is [`last_best`](Self::last_best)).
-    explored_ns: Option<u64>,
+    /// The last exploration's best, and when it ended.
+    explored: Option<(usize, u64)>,
     hold_ns: u64,
     calm_ns: u64,
     after_contention: bool,
@@ -325,7 +325,7 @@ impl Chooser {
             },
             est: [None; 4],
             last_best: None,
-            explored_ns: None,
+            explored: None,
             hold_ns: HOLD_MIN_NS,
             calm_ns: CALM_MIN_NS,
             after_contention: false,
@@ -724,7 +724,7 @@ impl Chooser {
         };
         self.last_best = Some(best);
         if matches!(reason, Reason::Best | Reason::LongWait) {
-            self.explored_ns = Some(now);
+            self.explored = Some((best, now));
         }
         // After contention the calm stays as it is through this hold: contention that comes
         // back within it (the spinning candidates' own load, or a neighbour's that comes and
@@ -833,8 +833,8 @@ impl Chooser {
     /// beside RocksDB's own on two vCPUs keep the runnable count around the cores, and auto
     /// explored 278 times in 30 s (1.17x interrupt's CPU per op at the same ops/s).
     fn contention_gone(&mut self, now: u64, probe: &dyn HybridProbe) {
-        match (self.last_best, self.explored_ns) {
-            (Some(best), Some(at)) if now.saturating_sub(at) <= HOLD_MAX_NS => {
+        match self.explored {
+            Some((best, at)) if now.saturating_sub(at) <= HOLD_MAX_NS => {
                 // Contention back within this hold lengthens the calm, as after an exploration.
                 self.after_contention = true;
                 self.shifted_epochs = 0;
