@@ -247,17 +247,19 @@ fn blocking_rings_are_set_up_as_fio_sets_them_up() {
     pollwise_cli::job::prepare_target(&spec).unwrap();
     let f = std::fs::File::open(&path).unwrap();
     // The modes whose waits block (interrupt, adaptive, auto): COOP_TASKRUN | SINGLE_ISSUER |
-    // DEFER_TASKRUN, so completions are posted only inside an enter. The polling modes: a plain
-    // ring, polled in user space without a system call.
+    // DEFER_TASKRUN, so completions are posted only inside an enter, and TASKRUN_FLAG, so the
+    // kernel says when one is due. The polling modes: a plain ring. Either way a poll is a
+    // load, without a system call.
     for &mode in Mode::ALL {
         let s = JobSpec {
             policy: PolicyConfig::new(mode),
             ..spec.clone()
         };
         let blocks = matches!(mode, Mode::Interrupt | Mode::Adaptive | Mode::Auto);
-        assert_eq!(
-            uring_for(&s, &f, None).unwrap().poll_needs_enter(),
-            blocks,
+        let opts = pollwise_cli::job::uring_options(&s, None);
+        assert_eq!(opts.defer_taskrun && opts.coop_taskrun, blocks, "{mode:?}");
+        assert!(
+            !uring_for(&s, &f, None).unwrap().poll_needs_enter(),
             "{mode:?}"
         );
     }
@@ -266,5 +268,6 @@ fn blocking_rings_are_set_up_as_fio_sets_them_up() {
         taskrun_auto: false,
         ..spec.clone()
     };
+    assert!(!pollwise_cli::job::uring_options(&s, None).defer_taskrun);
     assert!(!uring_for(&s, &f, None).unwrap().poll_needs_enter());
 }

@@ -39,7 +39,7 @@ pub use check::{
     VERIFY_BYTES_PER_BLOCK,
 };
 pub use config::{engine_config, engine_config_for, progress_plan, runtime_ns};
-pub use queue::{ring_setup_error, uring_for, uring_for_fds};
+pub use queue::{ring_setup_error, uring_for, uring_for_fds, uring_options};
 pub use target::{prepare_target, Target};
 pub use threads::{run_job, run_job_threads, run_job_within, JOB_STACK};
 

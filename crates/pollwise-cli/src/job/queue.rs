@@ -31,10 +31,11 @@ use crate::{Error, Result};
 /// The waits that block are interrupt's, adaptive's after its window, and auto's whenever it
 /// holds either: auto in interrupt is interrupt, on the ring fixed interrupt has. (Held on a
 /// plain ring, auto cost 1.05-1.18x fixed interrupt's CPU per I/O at QD32 on 16 cores.) Its
-/// spinning candidates poll such a ring with a non-blocking enter, which finds a completion
-/// whatever CPU took its interrupt: on 2 vCPUs at QD1, poll on it served 26.5k IOPS at 37.7 us
-/// of CPU per I/O against 18-22k at 46-54 us on a plain ring, where a completion reaches a
-/// spinning thread on the other CPU through an inter-processor interrupt.
+/// spinning candidates poll such a ring by reading the flag the kernel sets (TASKRUN_FLAG) and
+/// entering when it is set, which finds a completion whatever CPU took its interrupt: on 2
+/// vCPUs at QD1, poll on it served 25.8-26.7k IOPS against 21.7-22.2k on a plain ring, where
+/// a completion reaches a spinning thread on the other CPU through an inter-processor
+/// interrupt; hybrid served 29-30k on either.
 pub fn uring_options(spec: &JobSpec, attach: Option<i32>) -> UringOptions {
     let blocks = matches!(
         spec.policy.mode,

@@ -1,7 +1,8 @@
 //! `poll`: spin on the completion queue and never sleep.
 //!
 //! The lowest and steadiest latency (the NVMe polling study: ~5 µs less than interrupts on NVMe, less jitter),
-//! paid for with a whole core. On a plain ring a poll reads shared memory; on a DEFER_TASKRUN or
+//! paid for with a whole core. On a plain ring a poll reads shared memory, and so it does on a
+//! DEFER_TASKRUN ring with TASKRUN_FLAG, entering when the kernel flags completion work; on an
 //! IOPOLL ring it is a non-blocking `GETEVENTS` enter (the queue does that). It collapses when
 //! spinning threads outnumber cores: the thread whose I/O completed may not be the one running.
 //! One exception to never sleeping: on an SQPOLL ring whose thread has not taken the submissions

@@ -179,16 +179,17 @@ pub unsafe trait Queue {
     fn submit(&mut self) -> io::Result<usize>;
 
     /// Hands every ready completion to `sink` without blocking, doing whatever the queue needs to
-    /// make completions visible (a non-blocking `GETEVENTS` enter on a DEFER_TASKRUN or IOPOLL
-    /// ring). Returns how many were handed back.
+    /// make completions visible (a non-blocking `GETEVENTS` enter on an IOPOLL ring, or on a
+    /// DEFER_TASKRUN ring when the kernel flags completion work). Returns how many were handed back.
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize>;
 
     /// Blocks until at least `min` completions are ready to [`poll`](Queue::poll), or `timeout`
     /// passes. Submits anything pushed first. `min` is capped at the number in flight.
     fn wait(&mut self, min: usize, timeout: Option<Duration>) -> io::Result<WaitOutcome>;
 
-    /// True when completions become visible only inside a kernel entry (DEFER_TASKRUN or IOPOLL
-    /// rings), so every [`poll`](Queue::poll) costs a system call.
+    /// True when completions become visible only inside a kernel entry and the ring does not
+    /// say when (IOPOLL rings; DEFER_TASKRUN without TASKRUN_FLAG), so every
+    /// [`poll`](Queue::poll) costs a system call.
     fn poll_needs_enter(&self) -> bool {
         false
     }

@@ -1,32 +1,30 @@
 //! The io_uring queue: a real ring, set up by our own path so every flag is reachable.
 //!
 //! [`UringQueue::new`] turns its [`UringOptions`] into setup flags and sets the ring up through
-//! `sys::uring::setup`, which reaches every flag (the io-uring
-//! crate's builder has none for `IORING_SETUP_HYBRID_IOPOLL`). A flag the kernel refuses comes
-//! back as a [`SetupError`] naming the flags, the feature, the errno and what the feature needs.
+//! `sys::uring::setup`, which reaches every flag (the io-uring crate's builder has none for
+//! `IORING_SETUP_HYBRID_IOPOLL`). A flag the kernel refuses comes back as a [`SetupError`]
+//! naming the flags, the feature, the errno and what the feature needs.
 //!
-//! The ring's features are probed at setup ([`UringQueue::features`]): a timed
-//! [`Queue::wait`] needs `EXT_ARG` (Linux 5.11), and on a ring without it fails at once with an
-//! `Unsupported` error carrying a [`MissingFeature`], rather
-//! than entering the kernel with an argument it would misread.
+//! The ring's features are probed at setup ([`UringQueue::features`]): a timed [`Queue::wait`]
+//! needs `EXT_ARG` (Linux 5.11), and on a ring without it fails at once with an `Unsupported`
+//! error carrying a [`MissingFeature`], rather than entering the kernel with an argument it
+//! would misread.
 //!
 //! Polling here depends on the ring, by the rule [`RingKind`](crate::ring::RingKind) states for
-//! the Waiter too: a plain ring posts completions from the interrupt into shared memory, so
-//! polling is a load; a DEFER_TASKRUN ring posts them only when its task enters the kernel, a
-//! COOP_TASKRUN ring's task work waits for the task's next entry, and an IOPOLL ring without
-//! SQPOLL finds them only by polling the device inside the kernel, so on those rings
-//! [`Queue::poll`] is a non-blocking `io_uring_enter(GETEVENTS, min_complete = 0)`.
-//! An IOPOLL ring without SQPOLL has no interrupts at all: a blocking [`Queue::wait`] is the kernel polling
-//! the device until `min` completions came (the kernel ignores a timeout there), so no
-//! completion can end a sleep ([`Queue::completions_wake`] is false) and policies sleep on a
-//! timer ([`Queue::sleep`]) when they want to give the CPU away.
+//! the Waiter too: a plain ring posts completions into shared memory, so polling is a load; a
+//! DEFER_TASKRUN ring posts them only when its task enters the kernel, and a COOP_TASKRUN ring's
+//! task work waits for the task's next entry, so the queue sets both up with TASKRUN_FLAG and a
+//! poll enters only when the kernel flags the work (by enter at every poll, auto's spinning
+//! candidates made 56-115 enters per read at QD1 on this project's VM; 2 with the flag). An
+//! IOPOLL ring without SQPOLL finds completions only by polling the device in the kernel: every
+//! [`Queue::poll`] is a non-blocking `GETEVENTS` enter, a blocking [`Queue::wait`] polls until
+//! `min` came (the kernel ignores a timeout there), no completion can end a sleep
+//! ([`Queue::completions_wake`] is false), and policies sleep on a timer ([`Queue::sleep`]).
 //!
-//! [`Queue::cancel_all`] is one `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` (Linux 5.19). Whether
-//! the kernel has the flag is probed (`sys::uring::cancel_any_supported`),
-//! and an `EINVAL` on the cancellation's own completion is read as the same answer: then
-//! `cancel_all` is `Unsupported` (a [`MissingFeature`] named
-//! `"ASYNC_CANCEL_ANY"`) and callers cancel each operation with [`Queue::cancel`], which every
-//! kernel with io_uring reads and writes has.
+//! [`Queue::cancel_all`] is one `ASYNC_CANCEL` with `IORING_ASYNC_CANCEL_ANY` (Linux 5.19),
+//! probed (`sys::uring::cancel_any_supported`); an `EINVAL` on the cancellation's own completion
+//! is read as the same answer: then `cancel_all` is `Unsupported` (a [`MissingFeature`] named
+//! `"ASYNC_CANCEL_ANY"`) and callers cancel each operation with [`Queue::cancel`].
 
 use std::io;
 use std::os::fd::RawFd;
@@ -44,6 +42,7 @@ use crate::sys::uring::{
     self as sys, IORING_ENTER_GETEVENTS, IORING_SETUP_ATTACH_WQ, IORING_SETUP_COOP_TASKRUN,
     IORING_SETUP_CQSIZE, IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_IOPOLL,
     IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL, IORING_SETUP_SQ_AFF,
+    IORING_SETUP_TASKRUN_FLAG,
 };
 pub use crate::sys::uring::{
     Features, MissingFeature, Opcodes, SetupError, SetupParams, SetupStage,
@@ -105,6 +104,11 @@ impl UringOptions {
         }
         if self.defer_taskrun {
             f |= IORING_SETUP_DEFER_TASKRUN;
+        }
+        if self.coop_taskrun || self.defer_taskrun {
+            // The kernel then says when completion work waits for an enter, so a poll is a
+            // load as on a plain ring (see `RingKind::poll_needs_enter`).
+            f |= IORING_SETUP_TASKRUN_FLAG;
         }
         f
     }
@@ -385,9 +389,14 @@ unsafe impl Queue for UringQueue {
 
     fn poll(&mut self, sink: &mut dyn FnMut(Completion)) -> io::Result<usize> {
         let mut n = self.reap(sink);
-        // Completions that overflowed the CQ wait in the kernel until a GETEVENTS enter.
-        let overflow = self.ring.submission().cq_overflow();
-        if (n == 0 && self.poll_needs_enter && self.in_flight > 0) || overflow {
+        // Completions that overflowed the CQ wait in the kernel until a GETEVENTS enter, and
+        // so does task work the kernel flagged (TASKRUN_FLAG): liburing's peek enters for the
+        // same two signs (`cq_ring_needs_flush`).
+        let (overflow, taskrun) = {
+            let sq = self.ring.submission();
+            (sq.cq_overflow(), sq.taskrun())
+        };
+        if (n == 0 && self.in_flight > 0 && (self.poll_needs_enter || taskrun)) || overflow {
             self.c.enters += 1;
             let r = match self.registered {
                 Some(index) => {

@@ -15,13 +15,15 @@
 //!   and runs at the task's next entry to the kernel, at best at the next timer tick for a thread
 //!   that only spins: a non-blocking `GETEVENTS` enter runs it now.
 //!
-//! So a poll is a non-blocking `GETEVENTS` enter on the last three ([`RingKind::poll_needs_enter`]);
-//! overflowed completions (`IORING_SQ_CQ_OVERFLOW`) and pending task work (`IORING_SQ_TASKRUN`)
-//! need one on any ring.
+//! So a poll is a non-blocking `GETEVENTS` enter on the last three ([`RingKind::poll_needs_enter`]),
+//! unless the ring has TASKRUN_FLAG: then the kernel sets `IORING_SQ_TASKRUN` when completion
+//! work waits, and a poll is a load of that flag, entering only when it is set (as liburing's
+//! peek). Overflowed completions (`IORING_SQ_CQ_OVERFLOW`) and flagged task work need an enter
+//! on any ring.
 
 use crate::sys::uring::{
     raw_params, IORING_SETUP_COOP_TASKRUN, IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_IOPOLL,
-    IORING_SETUP_SQPOLL, KNOWN_SETUP_FLAGS,
+    IORING_SETUP_SQPOLL, IORING_SETUP_TASKRUN_FLAG, KNOWN_SETUP_FLAGS,
 };
 
 /// `IORING_FEAT_EXT_ARG`: enters take a timeout.
@@ -65,11 +67,19 @@ impl RingKind {
         self.iopoll() && !self.sqpoll()
     }
 
-    /// Completions may become visible only inside a kernel entry (IOPOLL without SQPOLL,
-    /// DEFER_TASKRUN, COOP_TASKRUN): a poll is a non-blocking `GETEVENTS` enter.
+    /// TASKRUN_FLAG: the kernel sets `IORING_SQ_TASKRUN` while completion work waits for the
+    /// task (with DEFER_TASKRUN or COOP_TASKRUN).
+    pub fn taskrun_flag(&self) -> bool {
+        self.flags & IORING_SETUP_TASKRUN_FLAG != 0
+    }
+
+    /// Completions may become visible only inside a kernel entry, and the ring does not say
+    /// when (IOPOLL without SQPOLL; DEFER_TASKRUN or COOP_TASKRUN without TASKRUN_FLAG): every
+    /// poll is a non-blocking `GETEVENTS` enter.
     pub fn poll_needs_enter(&self) -> bool {
         self.polled_in_enter()
-            || self.flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN) != 0
+            || (self.flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN) != 0
+                && !self.taskrun_flag())
     }
 
     /// The ring's enters take a timeout (`IORING_FEAT_EXT_ARG`).
@@ -105,6 +115,14 @@ mod tests {
         assert!(defer.poll_needs_enter() && !defer.polled_in_enter());
         let coop = kind(IORING_SETUP_COOP_TASKRUN);
         assert!(coop.poll_needs_enter() && !coop.polled_in_enter());
+        // With TASKRUN_FLAG the kernel says when an enter would find work: a poll is a load.
+        let flagged = kind(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+        assert!(flagged.taskrun_flag() && !flagged.poll_needs_enter());
+        let coop = kind(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+        assert!(!coop.poll_needs_enter());
+        let iopoll =
+            kind(IORING_SETUP_IOPOLL | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+        assert!(iopoll.poll_needs_enter());
         assert!(!kind(IORING_SETUP_SQPOLL).poll_needs_enter());
         assert_eq!(kind(1 << 20).unknown_flags(), 1 << 20);
         assert!(kind(0).ext_arg() && !RingKind::new(0, 0).ext_arg());

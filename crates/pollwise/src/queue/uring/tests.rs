@@ -94,8 +94,10 @@ fn defer_taskrun_ring_polls_with_enter() {
         defer_taskrun: true,
         ..Default::default()
     };
+    assert_ne!(opts.setup_flags() & IORING_SETUP_TASKRUN_FLAG, 0);
     let mut q = UringQueue::new(&opts, &[0], false).unwrap();
-    assert!(q.poll_needs_enter());
+    // TASKRUN_FLAG: the kernel says when completion work waits, so a poll is a load.
+    assert!(!q.poll_needs_enter());
     let op = Op::nop(7);
     // SAFETY: a nop touches no buffer.
     unsafe { q.push(&op) }.unwrap();
@@ -105,6 +107,50 @@ fn defer_taskrun_ring_polls_with_enter() {
         got += q.poll(&mut |c| assert_eq!(c.user_data, 7)).unwrap();
     }
     assert_eq!(q.in_flight(), 0);
+}
+
+/// A read that completes while the thread spins (a pipe written 20 ms later: its completion is
+/// deferred task work) is found by polls that enter only when the kernel flags the work, not
+/// by an enter per poll.
+#[test]
+fn a_deferred_completion_is_found_by_polls_that_enter_only_when_flagged() {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let opts = UringOptions {
+        defer_taskrun: true,
+        ..Default::default()
+    };
+    let mut q = UringQueue::new(&opts, &[fds[0]], false).unwrap();
+    let mut buf = [0u8; 8];
+    let op = Op::read(0, buf.as_mut_ptr(), 8, 0, 9);
+    // SAFETY: `buf` outlives the read: the loop below reaps it before `buf` goes.
+    unsafe { q.push(&op) }.unwrap();
+    q.submit().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: writes 8 bytes from a live array to the pipe's write end.
+        let n = unsafe { libc::write(fds[1], [1u8; 8].as_ptr().cast(), 8) };
+        assert_eq!(n, 8);
+    });
+    let before = q.counters().enters;
+    let (mut polls, mut got) = (0u64, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while got.is_none() && std::time::Instant::now() < deadline {
+        polls += 1;
+        q.poll(&mut |c| got = Some(c)).unwrap();
+    }
+    writer.join().unwrap();
+    let enters = q.counters().enters - before;
+    assert_eq!(got.map(|c| (c.user_data, c.result)), Some((9, 8)));
+    assert_eq!(buf, [1u8; 8]);
+    assert!(polls > 100, "the read came after {polls} polls");
+    assert!(enters <= 2, "{enters} enters in {polls} polls");
+    // SAFETY: both ends are ours and closed once.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
 }
 
 /// A file of `n` bytes, byte `i` being `i * 7 % 251`.
