@@ -1,16 +1,16 @@
 //! `auto`: choose how to wait at run time, from what this queue on this machine measures.
 //!
 //! **Why.** No fixed mode wins everywhere: polling wins on an idle fast device, interrupt waits
-//! cost half the CPU for a few microseconds more, a timed sleep in a VM costs about what it saves,
-//! and when runnable threads outnumber the cores spinning takes the CPU from the threads whose
-//! I/O completed.
+//! cost half the CPU for a few microseconds more, a timed sleep in a VM costs about what it
+//! saves, and spinning takes the CPU from other runnable threads when they outnumber the cores.
 //!
 //! **Rule.** `auto` owns one instance of each candidate ([`poll`](super::poll),
 //! [`hybrid`](super::hybrid), [`interrupt`](super::interrupt), [`adaptive`](super::adaptive)) and
 //! forwards each wait to the current one, switching only between waits, so every completion
 //! reaches the sink exactly once, from exactly one policy. Its objective: the least CPU per I/O
 //! among the candidates whose throughput (completions per second of wall time, the caller's own
-//! work included) is within `slack` (0.10) of the fastest candidate's. Waits of
+//! work included) is within `slack` (0.10) of the fastest candidate's, hybrid over poll unless
+//! poll is faster by more than [`CLOSE_CALL`]. Waits of
 //! [`LONG_WAIT_NS`] or more block, without spinning to find out more. Under CPU contention it
 //! waits by interrupt.
 //!
@@ -19,15 +19,15 @@
 //! [`EXPLORE_EPOCH_NS`], or what came by [`EXPLORE_MAX_NS`]; a candidate within [`CLOSE_CALL`]
 //! of the line is measured twice, with the fastest. *Hold*: the best, re-measured epoch by
 //! epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`] epochs, the end of the hold
-//! (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or a long wait in a spinning mode explores
-//! again. *Contended*: interrupt, until a calm period has passed, then the last exploration's
-//! best if it is recent, else a new exploration; contention back before the next hold has run
-//! its course doubles the calm (up to [`CALM_MAX_NS`]), a hold that runs its course resets it.
+//! (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or two long waits in a spinning mode
+//! within [`EPOCH_IOS`] completions explore again. *Contended*: interrupt, until a calm period
+//! has passed, then the last exploration's best if it is recent, else a new exploration;
+//! contention back before the next hold has run its course doubles the calm (up to
+//! [`CALM_MAX_NS`]), a hold that runs its course resets it.
 //!
-//! The thread's CPU time is read at the edges of epochs, never per I/O. Every switch and its
-//! reason is counted ([`AutoCounters`](super::AutoCounters), the JSON's `auto_*` counters;
-//! [`beliefs`](WaitPolicy::beliefs)). docs/waiting.md has the rule at length, and what it
-//! takes from DPAS (FAST '26) and what it does differently.
+//! CPU time is read at the edges of epochs, never per I/O. Every switch and its reason is
+//! counted ([`AutoCounters`](super::AutoCounters), [`beliefs`](WaitPolicy::beliefs)).
+//! docs/waiting.md has the rule at length, and what it takes from DPAS (FAST '26).
 
 use std::io;
 use std::sync::Arc;

@@ -226,6 +226,27 @@ fn the_fastest_candidate_sets_the_line_not_poll() {
 }
 
 #[test]
+fn hybrid_is_held_over_poll_unless_poll_is_faster_by_more_than_a_close_call() {
+    // Both spin (CPU per I/O is time per I/O); poll 3% faster in its one epoch: hybrid.
+    let decide = |poll_ns: f64| {
+        explore_all(
+            Chooser::new(0.10, never(), true).judging_throughput(),
+            &[
+                ("poll", est(poll_ns, poll_ns)),
+                ("hybrid", est(33_000.0, 33_000.0)),
+                ("interrupt", est(46_000.0, 23_000.0)),
+                ("adaptive", est(45_000.0, 26_000.0)),
+            ],
+        )
+    };
+    let c = decide(32_000.0);
+    assert_eq!(c.reason_count(Reason::Best), 1, "{:?}", c.beliefs(0));
+    assert_eq!(c.current(), "hybrid");
+    // Poll 10% faster: poll.
+    assert_eq!(decide(30_000.0).current(), "poll");
+}
+
+#[test]
 fn a_waiters_own_chooser_judges_throughput_at_any_depth() {
     // One request in flight, interrupt's median as poll's, but its waits leave the
     // caller 0.8x the completions per second (its wake-ups delay the next submission).
@@ -303,10 +324,20 @@ fn long_waits_block_without_spinning() {
     let h = c.estimate("hybrid").unwrap();
     assert_eq!(h.ios_per_s, 1e9 / (5 * ms) as f64, "{h:?}");
     assert_eq!(c.reason_count(Reason::Best), 0);
-    // Held in a spinning mode, one long wait explores again from interrupt.
+    // Held in a spinning mode, a long wait alone among many short ones is the device's tail:
+    // held. A second within EPOCH_IOS completions explores again from interrupt.
     let mut c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
     assert_eq!(c.current(), "poll");
-    c.after_timed_wait(1, 5 * ms, 100 * ms, &NoHybrid);
+    let mut t = 100 * ms;
+    c.after_timed_wait(1, 5 * ms, t, &NoHybrid);
+    for _ in 0..EPOCH_IOS {
+        t += 10_000;
+        c.after_timed_wait(1, 10_000, t, &NoHybrid);
+    }
+    c.after_timed_wait(1, 5 * ms, t + 5 * ms, &NoHybrid);
+    assert_eq!(c.current(), "poll");
+    assert_eq!(c.reason_count(Reason::LongWait), 0);
+    c.after_timed_wait(1, 5 * ms, t + 10 * ms, &NoHybrid);
     assert_eq!(c.current(), "interrupt");
     assert_eq!(c.reason_count(Reason::LongWait), 1);
     assert_eq!(c.last_reason(), Reason::LongWait);
