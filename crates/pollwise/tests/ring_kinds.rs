@@ -6,7 +6,8 @@ use pollwise::queue::Queue;
 use pollwise::ring::{RingKind, FEAT_EXT_ARG};
 
 /// A COOP_TASKRUN ring's poll enters too: the queue used to poll it by loads alone, seeing
-/// task-work completions only at the next tick.
+/// task-work completions only at the next tick. A DEFER_TASKRUN ring, set up with TASKRUN_FLAG,
+/// is polled by a load of the flag.
 #[test]
 fn the_uring_queue_polls_by_the_ring_kind_rule() {
     let cases = [

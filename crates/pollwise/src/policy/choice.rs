@@ -509,6 +509,8 @@ impl Chooser {
                 plan = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT, INTERRUPT];
                 len = 4;
                 self.hybrid_skipped += 1;
+                // Left out, it is not judged on what an earlier exploration measured.
+                self.est[HYBRID] = None;
             }
         }
         self.shifted_epochs = 0;
@@ -600,7 +602,12 @@ impl Chooser {
             // that: at QD1 on this project's VM hybrid served 1.13x poll on the same ring over
             // 1.6 s rounds, and auto held either by chance.
             Some((POLL, p)) => match self.est[HYBRID] {
-                Some(h) if self.judged(&h) <= self.judged(&p) * (1.0 + CLOSE_CALL) => HYBRID,
+                Some(h)
+                    if self.judged(&h) <= line
+                        && self.judged(&h) <= self.judged(&p) * (1.0 + CLOSE_CALL) =>
+                {
+                    HYBRID
+                }
                 _ => POLL,
             },
             Some((i, _)) => i,
@@ -791,7 +798,8 @@ impl Chooser {
                 self.explore(Reason::LongWait, now, probe);
                 return;
             }
-            self.epoch.long_at_ios = Some(ios);
+            // After this wait's own completions: a wait that brought many is one wait.
+            self.epoch.long_at_ios = Some(ios + n as u64);
         } else if exploring
             && self.cur == INTERRUPT
             && self.epoch.long_waits >= LONG_WAITS

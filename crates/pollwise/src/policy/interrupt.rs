@@ -23,8 +23,8 @@ impl WaitPolicy for Interrupt {
     fn wait_with(&mut self, q: &mut DynQueue, min: usize, sink: Sink) -> io::Result<usize> {
         let c = &mut self.c;
         reap_until(q, min, |q, left| {
-            // Block first: a poll first would cost a system call on DEFER_TASKRUN rings, and
-            // wait() returns at once when the completions are already there.
+            // Block first: a poll first would cost a system call on rings that enter to poll,
+            // and wait() returns at once when the completions are already there.
             q.wait(left, None)?;
             c.blocks += 1;
             c.poll(q, sink)

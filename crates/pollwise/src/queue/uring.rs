@@ -12,10 +12,11 @@
 //!
 //! Polling here depends on the ring, by the rule [`RingKind`](crate::ring::RingKind) states for
 //! the Waiter too: a plain ring posts completions into shared memory, so polling is a load; a
-//! DEFER_TASKRUN ring posts them only when its task enters the kernel, and a COOP_TASKRUN ring's
-//! task work waits for the task's next entry, so the queue sets both up with TASKRUN_FLAG and a
-//! poll enters only when the kernel flags the work (by enter at every poll, auto's spinning
-//! candidates made 56-115 enters per read at QD1 on this project's VM; 2 with the flag). An
+//! DEFER_TASKRUN ring posts them only when its task enters the kernel, so the queue sets it up
+//! with TASKRUN_FLAG and a poll enters only when the kernel flags the work (by enter at every
+//! poll, auto's spinning candidates made 56-115 enters per read at QD1 on this project's VM; 2
+//! with the flag); a COOP_TASKRUN ring's task work waits for the task's next entry, and each
+//! poll enters (see [`RingKind`](crate::ring::RingKind) for why its flag is not enough). An
 //! IOPOLL ring without SQPOLL finds completions only by polling the device in the kernel: every
 //! [`Queue::poll`] is a non-blocking `GETEVENTS` enter, a blocking [`Queue::wait`] polls until
 //! `min` came (the kernel ignores a timeout there), no completion can end a sleep
@@ -105,7 +106,7 @@ impl UringOptions {
         if self.defer_taskrun {
             f |= IORING_SETUP_DEFER_TASKRUN;
         }
-        if self.coop_taskrun || self.defer_taskrun {
+        if self.defer_taskrun {
             // The kernel then says when completion work waits for an enter, so a poll is a
             // load as on a plain ring (see `RingKind::poll_needs_enter`).
             f |= IORING_SETUP_TASKRUN_FLAG;

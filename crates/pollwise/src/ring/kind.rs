@@ -16,10 +16,13 @@
 //!   that only spins: a non-blocking `GETEVENTS` enter runs it now.
 //!
 //! So a poll is a non-blocking `GETEVENTS` enter on the last three ([`RingKind::poll_needs_enter`]),
-//! unless the ring has TASKRUN_FLAG: then the kernel sets `IORING_SQ_TASKRUN` when completion
-//! work waits, and a poll is a load of that flag, entering only when it is set (as liburing's
-//! peek). Overflowed completions (`IORING_SQ_CQ_OVERFLOW`) and flagged task work need an enter
-//! on any ring.
+//! except on a DEFER_TASKRUN ring with TASKRUN_FLAG: its work list is the ring's own, the kernel
+//! sets `IORING_SQ_TASKRUN` when that list gains work and again when an enter leaves some, and a
+//! poll is a load of the flag, entering when it is set (as liburing's peek). A COOP_TASKRUN ring's
+//! work goes on the thread's list, shared by its rings, and the flag is set only on the ring
+//! whose work found that list empty: another ring of the thread may wait unflagged until a tick.
+//! Overflowed completions (`IORING_SQ_CQ_OVERFLOW`) and flagged task work need an enter on any
+//! ring.
 
 use crate::sys::uring::{
     raw_params, IORING_SETUP_COOP_TASKRUN, IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_IOPOLL,
@@ -74,12 +77,14 @@ impl RingKind {
     }
 
     /// Completions may become visible only inside a kernel entry, and the ring does not say
-    /// when (IOPOLL without SQPOLL; DEFER_TASKRUN or COOP_TASKRUN without TASKRUN_FLAG): every
+    /// when (IOPOLL without SQPOLL; DEFER_TASKRUN without TASKRUN_FLAG; COOP_TASKRUN without
+    /// DEFER_TASKRUN, whose flag misses work another ring of the thread queued first): every
     /// poll is a non-blocking `GETEVENTS` enter.
     pub fn poll_needs_enter(&self) -> bool {
+        let defer = self.flags & IORING_SETUP_DEFER_TASKRUN != 0;
         self.polled_in_enter()
-            || (self.flags & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN) != 0
-                && !self.taskrun_flag())
+            || (defer && !self.taskrun_flag())
+            || (!defer && self.flags & IORING_SETUP_COOP_TASKRUN != 0)
     }
 
     /// The ring's enters take a timeout (`IORING_FEAT_EXT_ARG`).
@@ -118,8 +123,17 @@ mod tests {
         // With TASKRUN_FLAG the kernel says when an enter would find work: a poll is a load.
         let flagged = kind(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
         assert!(flagged.taskrun_flag() && !flagged.poll_needs_enter());
+        // COOP_TASKRUN's flag misses work another ring of the thread queued first.
         let coop = kind(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
-        assert!(!coop.poll_needs_enter());
+        assert!(coop.poll_needs_enter());
+        // fio's ring for blocking waits, as the queue sets it up: DEFER's own list decides.
+        let fio = kind(
+            IORING_SETUP_COOP_TASKRUN
+                | IORING_SETUP_DEFER_TASKRUN
+                | IORING_SETUP_SINGLE_ISSUER
+                | IORING_SETUP_TASKRUN_FLAG,
+        );
+        assert!(!fio.poll_needs_enter());
         let iopoll =
             kind(IORING_SETUP_IOPOLL | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
         assert!(iopoll.poll_needs_enter());

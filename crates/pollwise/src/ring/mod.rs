@@ -16,7 +16,8 @@
 //! [`RingKind`] names what the setup flags mean for waiting, for the Waiter and the crate's own
 //! io_uring queues alike: on IOPOLL rings without SQPOLL, DEFER_TASKRUN and COOP_TASKRUN rings
 //! completions may become visible only inside a kernel entry, so a poll is a non-blocking
-//! `GETEVENTS` enter; an IOPOLL ring without SQPOLL has no interrupts, so a blocking wait is an
+//! `GETEVENTS` enter (on a DEFER_TASKRUN ring with TASKRUN_FLAG, only when the kernel flags
+//! work); an IOPOLL ring without SQPOLL has no interrupts, so a blocking wait is an
 //! enter that polls in the kernel and a timed sleep is a plain sleep. The setup flags
 //! (`IORING_SETUP_*`) are defined once, where rings are set up, and re-exported here.
 
@@ -46,7 +47,7 @@ pub use uring::UringView;
 pub const SQ_NEED_WAKEUP: u32 = 1 << 0;
 /// `IORING_SQ_CQ_OVERFLOW`: completions wait in the kernel's overflow list.
 pub const SQ_CQ_OVERFLOW: u32 = 1 << 1;
-/// `IORING_SQ_TASKRUN`: task work is pending (COOP_TASKRUN with TASKRUN_FLAG).
+/// `IORING_SQ_TASKRUN`: task work is pending (COOP_TASKRUN or DEFER_TASKRUN, with TASKRUN_FLAG).
 pub const SQ_TASKRUN: u32 = 1 << 2;
 /// `IORING_CQE_F_MORE`: more CQEs will come for this request (multishot).
 pub const CQE_F_MORE: u32 = 1 << 1;

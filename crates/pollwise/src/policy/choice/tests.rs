@@ -244,6 +244,52 @@ fn hybrid_is_held_over_poll_unless_poll_is_faster_by_more_than_a_close_call() {
     assert_eq!(c.current(), "hybrid");
     // Poll 10% faster: poll.
     assert_eq!(decide(30_000.0).current(), "poll");
+    // With no slack hybrid, 3% slower, is past the line: poll.
+    let ests = [
+        ("poll", est(32_000.0, 32_000.0)),
+        ("hybrid", est(33_000.0, 33_000.0)),
+        ("interrupt", est(46_000.0, 23_000.0)),
+        ("adaptive", est(45_000.0, 26_000.0)),
+    ];
+    let strict = explore_all(Chooser::new(0.0, never(), true).judging_throughput(), &ests);
+    assert_eq!(strict.current(), "poll", "{:?}", strict.beliefs(0));
+    // Held after the first exploration, hybrid's wake-ups then come too late to aim: the next
+    // exploration leaves it out, and it is not held on what the first one measured.
+    struct Late;
+    impl HybridProbe for Late {
+        fn hybrid_lead_ns(&self) -> Option<u64> {
+            Some(1_000_000)
+        }
+        fn hybrid_sleeps(&self) -> u64 {
+            0
+        }
+    }
+    let mut c = explore_all(
+        Chooser::new(0.10, never(), true).judging_throughput(),
+        &ests,
+    );
+    assert_eq!(c.current(), "hybrid");
+    let mut t = 200_000_000 + HOLD_MIN_NS;
+    while c.reason_count(Reason::Best) < 2 && t < 10 * HOLD_MIN_NS {
+        let e = ests.iter().find(|(n, _)| *n == c.current()).unwrap().1;
+        c.on_epoch(e, t, &Late);
+        t += 20_000_000;
+    }
+    assert_eq!(c.reason_count(Reason::Periodic), 1);
+    assert_eq!(c.reason_count(Reason::Best), 2);
+    assert_eq!(c.current(), "poll", "{:?}", c.beliefs(t));
+}
+
+#[test]
+fn two_long_waits_in_a_row_explore_however_many_completions_the_first_brought() {
+    let ms = 1_000_000;
+    let mut c = explored(est(12_500.0, 5_000.0), est(13_000.0, 7_000.0));
+    assert_eq!(c.current(), "poll");
+    c.after_timed_wait(EPOCH_IOS as usize + 44, 5 * ms, 100 * ms, &NoHybrid);
+    assert_eq!(c.current(), "poll");
+    c.after_timed_wait(1, 5 * ms, 105 * ms, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(c.reason_count(Reason::LongWait), 1);
 }
 
 #[test]

@@ -89,7 +89,7 @@ fn setup_errors_name_the_feature_not_an_option() {
 }
 
 #[test]
-fn defer_taskrun_ring_polls_with_enter() {
+fn a_defer_taskrun_ring_is_flagged_and_polled_by_a_load() {
     let opts = UringOptions {
         defer_taskrun: true,
         ..Default::default()
