@@ -762,10 +762,10 @@ impl Chooser {
     /// A wait in the current mode brought `n` completions and took `wait_ns`: as
     /// [`after_wait`](Self::after_wait), and a wait of [`LONG_WAIT_NS`] or more decides. In a
     /// mode that spins it was burnt. Held, the chooser explores again from interrupt at the
-    /// second within [`EPOCH_IOS`] completions (a virtio disk's tail passes 1 ms about once in
-    /// 30,000 reads, and exploring for each cost auto 5-10% of a 1.6 s run at 30k IOPS, where
-    /// the lone wait burnt 1 ms); exploring, that candidate's epoch ends at once and is judged with the burnt
-    /// wait in it, and the exploration goes on (restarting it instead never ends an exploration
+    /// second within [`EPOCH_IOS`] completions: a virtio disk's tail passes 1 ms now and then,
+    /// and exploring for each lone one took `compare` at QD1 to 8-12 explorations a run, where
+    /// the wait itself burnt 1 ms. Exploring, that candidate's epoch ends at once and is judged
+    /// with the burnt wait in it, and the exploration goes on (restarting it instead never ends an exploration
     /// on a device whose tail passes 1 ms now and then: each restart spins again). In interrupt
     /// while exploring, [`LONG_WAITS`] of them, at least half of the mode's waits, mean the
     /// waits are long: interrupt is held and no spinning mode is tried.

@@ -104,12 +104,9 @@ impl UringOptions {
             f |= IORING_SETUP_SINGLE_ISSUER;
         }
         if self.defer_taskrun {
-            f |= IORING_SETUP_DEFER_TASKRUN;
-        }
-        if self.defer_taskrun {
-            // The kernel then says when completion work waits for an enter, so a poll is a
-            // load as on a plain ring (see `RingKind::poll_needs_enter`).
-            f |= IORING_SETUP_TASKRUN_FLAG;
+            // With TASKRUN_FLAG the kernel says when completion work waits for an enter, so a
+            // poll is a load as on a plain ring (see `RingKind::poll_needs_enter`).
+            f |= IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
         }
         f
     }

@@ -121,10 +121,12 @@ fn a_deferred_completion_is_found_by_polls_that_enter_only_when_flagged() {
         defer_taskrun: true,
         ..Default::default()
     };
-    let mut q = UringQueue::new(&opts, &[fds[0]], false).unwrap();
+    // Declared before the queue, so it outlives it: the queue's drop ends a read still in flight.
     let mut buf = [0u8; 8];
+    let mut q = UringQueue::new(&opts, &[fds[0]], false).unwrap();
     let op = Op::read(0, buf.as_mut_ptr(), 8, 0, 9);
-    // SAFETY: `buf` outlives the read: the loop below reaps it before `buf` goes.
+    // SAFETY: `buf` outlives the read: the loop below reaps it, and else the queue, dropped
+    // before `buf`, ends it.
     unsafe { q.push(&op) }.unwrap();
     q.submit().unwrap();
     let writer = std::thread::spawn(move || {
