@@ -654,6 +654,11 @@ impl Engine {
         if self.stop_requested() {
             return Some(Ended::Stopped);
         }
+        self.ended_counting(stop, time_up)
+    }
+    /// As [`ended_by`](Engine::ended_by), without asking about a stop request (a fill asks
+    /// once, not once per request: the check calls through the job's hook).
+    fn ended_counting(&self, stop: Stop, time_up: impl FnOnce() -> bool) -> Option<Ended> {
         // A trimwrite's trim is not left without its write.
         let pair_open = self.pat.write_after_trim.is_some();
         let by_count = match stop {
@@ -731,16 +736,19 @@ impl Engine {
             let mut queued = 0;
             let mut depth = self.depth_now();
             // The stop time is read once per fill, not once per request: a fill takes
-            // microseconds (the counts, and a stop request, are still checked per request).
+            // microseconds (the counts are still checked per request).
             let mut time_up = now.map(|now| stop.time().is_some_and(|t| now >= t));
             // With `batch_clock` (fio's gtod_reduce) the requests of a batch are queued at the
             // batch's time: one clock reading, at its first push. Otherwise each reads its own,
             // as fio stamps each request.
             let batch_clock = self.cfg.batch_clock;
             let mut batch_ns = None;
-            while self.slab().live() < depth
+            // A stop request is asked about once a fill (a fill takes microseconds).
+            let stop_asked = self.stop_requested();
+            while !stop_asked
+                && self.slab().live() < depth
                 && self
-                    .ended_by(stop, || {
+                    .ended_counting(stop, || {
                         *time_up.get_or_insert_with(|| {
                             stop.time().is_some_and(|t| self.clock.now_ns() >= t)
                         })

@@ -284,32 +284,40 @@ impl Engine {
                 self.pat.rand_left - 1
             };
         }
-        let (off, n) = match (random, self.pat.sizes[d].take()) {
-            (true, Some(sizes)) => {
-                let r = self.random_sized(&sizes, len);
-                self.pat.sizes[d] = Some(sizes);
-                r
-            }
-            (true, None) => {
-                let bs = self.bs_of(dir) as u64;
-                (self.random_block(bs, len), bs)
-            }
-            (false, sizes) => {
-                let min = sizes
-                    .as_ref()
-                    .map_or(self.bs_of(dir) as u64, |s| s.min() as u64);
-                let pos = &mut self.pat.seq_pos[d];
-                if *pos + min > len {
-                    *pos = 0;
+        // The sizes stay in place on the sequential path (taking them out and putting them
+        // back cost a store-forwarding stall per request).
+        let (off, n) = if random {
+            // Taken out (a draw needs the engine mutably) only when there are sizes to draw.
+            let sizes = match self.pat.sizes[d].is_some() {
+                true => self.pat.sizes[d].take(),
+                false => None,
+            };
+            match sizes {
+                Some(sizes) => {
+                    let r = self.random_sized(&sizes, len);
+                    self.pat.sizes[d] = Some(sizes);
+                    r
                 }
-                let o = *pos;
-                let n = match &sizes {
-                    Some(s) => s.pick(&mut self.rng, len - o) as u64,
-                    None => min,
-                };
-                self.pat.sizes[d] = sizes;
-                (o, n)
+                None => {
+                    let bs = self.bs_of(dir) as u64;
+                    (self.random_block(bs, len), bs)
+                }
             }
+        } else {
+            let min = match &self.pat.sizes[d] {
+                Some(s) => s.min() as u64,
+                None => self.bs_of(dir) as u64,
+            };
+            let pos = &mut self.pat.seq_pos[d];
+            if *pos + min > len {
+                *pos = 0;
+            }
+            let o = *pos;
+            let n = match &self.pat.sizes[d] {
+                Some(s) => s.pick(&mut self.rng, len - o) as u64,
+                None => min,
+            };
+            (o, n)
         };
         // Where the next sequential request of this direction goes: right after this one, or
         // with fio's `rw=read:N` that many bytes further (back, when negative; wrapping as fio).
