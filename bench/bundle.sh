@@ -9,7 +9,7 @@
 #                                            # the peers (3 rounds) and the shared poller
 #
 # run.sh writes OUTDIR/machine.txt, matrix.log and matrix.md, peers.log and peers.md,
-# shared_poller.json; each stage is bounded (MATRIX_S, PEERS_S, POLLER_S seconds) so a lease
+# shared_poller.json (machine.txt with the cost of a clock reading and a system call); each stage is bounded (MATRIX_S, PEERS_S, POLLER_S seconds) so a lease
 # that ends brings back what finished, and STAGES (default "matrix peers poller") picks them. There it needs python3, losetup and root (the RAM loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,7 @@ mkdir -p "$dir/lib" "$dir/bench" "$dir/peers/bin"
 cp target/release/pollwise target/release/libpollwise_preload.so "$dir/"
 strip "$dir/pollwise" "$dir/libpollwise_preload.so"
 cc -O2 -o "$dir/timer_waits" bench/c/timer_waits.c -luring
+cc -O2 -static -o "$dir/clock_costs" bench/c/clock_costs.c
 cp -L "$liburing" "$dir/lib/liburing.so.2"
 cp "$peers/bin/fio" "$peers/bin/t_io_uring" "$dir/peers/bin/"
 cp bench/decision_matrix.py bench/peers.sh bench/peers_measure.py "$dir/bench/"
@@ -47,6 +48,8 @@ export PYTHONUNBUFFERED=1
 	grep -m1 "model name" /proc/cpuinfo
 	lsblk -o NAME,SIZE,ROTA,TYPE,MOUNTPOINT 2>/dev/null
 	cat /proc/loadavg
+	echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+	"$here/clock_costs"
 } >"$out/machine.txt" 2>&1
 stages=" ${STAGES:-matrix peers poller} "
 # stage NAME SECONDS COMMAND...: runs COMMAND for at most SECONDS if NAME is among the stages.

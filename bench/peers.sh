@@ -30,6 +30,10 @@
 #           is the cheapest pollwise draws (a random one, every block once a pass, costs ~6 ns).
 # - nop_gtod: the same with pollwise's --gtod_reduce=1 (one clock reading a batch, as fio's
 #           gtod_reduce): t/io_uring reads no clock per I/O unless given -t1.
+# - qd128_lat: qd128 with latencies tracked on both sides, each by one clock reading a batch:
+#           t/io_uring -t1 (a TSC reading per submitted batch and per reap, a histogram add per
+#           reaped group) against pollwise --gtod_reduce=1 (a reading per batch, a histogram
+#           record per I/O); the plain qd128 row's t/io_uring keeps no latency at all.
 # The file is $FILE (default: 1 GiB under target/, on /dev/vda's filesystem), read O_DIRECT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +42,7 @@ CACHE=${CACHE:-"${XDG_CACHE_HOME:-$HOME/.cache}/pollwise/peers"}
 FIO_VERSION=3.33
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-3}
-CASES=${CASES:-"qd1 qd128 null nop nop_gtod"}
+CASES=${CASES:-"qd1 qd128 qd128_lat null nop nop_gtod"}
 CORES=$(nproc)
 THREADS=${THREADS:-"1 $((2 * CORES))"}
 FILE=${FILE:-target/peers.dat}
@@ -128,9 +132,9 @@ case_cmds() {
 	local c=$1 n=$2
 	tio=() fio=() pw=()
 	case $c in
-	qd1 | qd128)
+	qd1 | qd128 | qd128_lat)
 		local d=1 b=1
-		[ "$c" = qd128 ] && d=128 b=32
+		[ "$c" != qd1 ] && d=128 b=32
 		tio=("$TIO" -d"$d" -s"$b" -c"$b" -b4096 -p0 -B1 -F1 -X1 -O1 -R1 -n"$n" "${tio_common[@]}" "$FILE")
 		fio=("$FIO" "${fio_common[@]}" --filename="$FILE" --ioengine=io_uring --direct=1 --rw=randread
 			--bs=4k --iodepth="$d" --iodepth_batch_submit="$b" --iodepth_batch_complete_min="$b"
@@ -139,6 +143,11 @@ case_cmds() {
 			--bs=4k --iodepth="$d" --iodepth_batch_submit="$b" --iodepth_batch_complete_min="$b"
 			--fixedbufs=1 --registerfiles=1 --registered_ring=1 --numjobs="$n" --group_reporting
 			--mode=interrupt --submit_mode=with_wait)
+		if [ "$c" = qd128_lat ]; then
+			tio=("${tio[@]:0:${#tio[@]}-1}" -t1 "$FILE")
+			fio=()
+			pw+=(--gtod_reduce=1)
+		fi
 		;;
 	null)
 		fio=("$FIO" "${fio_common[@]}" --ioengine=null --size=1g --rw=randread --bs=512 --iodepth=32

@@ -55,6 +55,7 @@ def run(kind, cmd):
 CASES = {
     "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise; pollwise --submit_mode=with_wait)",
     "qd128": "QD128 4 KiB random reads, batches of 32, same features",
+    "qd128_lat": "the same, latencies tracked on both sides by one clock reading a batch (t/io_uring -t1; pollwise --gtod_reduce=1)",
     "null": "null engine, QD32, 512 B (pollwise in poll mode)",
     "nop": "io_uring NOPs, QD128, batches of 32, registered ring (t/io_uring -N1; pollwise --ioengine=nop, poll mode, sequential offsets: t/io_uring draws none for NOPs)",
     "nop_gtod": "the same, pollwise with --gtod_reduce=1 (one clock reading a batch; t/io_uring reads none per I/O without -t1)",
