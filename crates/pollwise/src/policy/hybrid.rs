@@ -483,7 +483,11 @@ impl Hybrid {
         } = self;
         let mut first = 0;
         let n = q.poll_with(&mut |op: &OpInfo, c: Completion| {
-            let now = clock.now_ns();
+            // The queue's one reading for this reap, on the clock that stamped the request.
+            let now = match op.reaped_ns {
+                0 => clock.now_ns(),
+                t => t,
+            };
             if first == 0 {
                 first = now;
             }
