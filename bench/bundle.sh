@@ -8,8 +8,9 @@
 #   bash DIR/run.sh OUTDIR [RUNS]            # there: the decision matrix (RUNS runs, default 3),
 #                                            # the peers (3 rounds) and the shared poller
 #
-# run.sh writes OUTDIR/machine.txt, matrix.log and matrix.md, peers.log and peers.md,
-# shared_poller.json (machine.txt with the cost of a clock reading and a system call); each stage is bounded (MATRIX_S, PEERS_S, POLLER_S seconds) so a lease
+# run.sh writes OUTDIR/machine.txt (with the clocksource and what a clock reading and a system
+# call cost, bench/c/clock_costs.c), matrix.log and matrix.md, peers.log and peers.md,
+# shared_poller.json; each stage is bounded (MATRIX_S, PEERS_S, POLLER_S seconds) so a lease
 # that ends brings back what finished, and STAGES (default "matrix peers poller") picks them. There it needs python3, losetup and root (the RAM loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."

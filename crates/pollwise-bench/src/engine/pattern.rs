@@ -287,12 +287,8 @@ impl Engine {
         // The sizes stay in place on the sequential path (taking them out and putting them
         // back cost a store-forwarding stall per request).
         let (off, n) = if random {
-            // Taken out (a draw needs the engine mutably) only when there are sizes to draw.
-            let sizes = match self.pat.sizes[d].is_some() {
-                true => self.pat.sizes[d].take(),
-                false => None,
-            };
-            match sizes {
+            // Taken out: a draw needs the engine mutably.
+            match self.pat.sizes[d].take() {
                 Some(sizes) => {
                     let r = self.random_sized(&sizes, len);
                     self.pat.sizes[d] = Some(sizes);

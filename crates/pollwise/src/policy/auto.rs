@@ -159,14 +159,9 @@ impl WaitPolicy for Auto {
         let start = clock.now_ns();
         let n = cands[cur].wait_with(q, min, &mut |op: &OpInfo, c: Completion| {
             // lat (queued to reaped), not clat: see the module docs. An operation the queue
-            // did not record (slot usize::MAX) has no times. The reap's time is the queue's one
-            // reading for the reap, on the clock that stamped the queueing (none per completion).
+            // did not record (slot usize::MAX) has no times.
             if ch.recording() && op.slot != usize::MAX {
-                let reaped = match op.reaped_ns {
-                    0 => clock.now_ns(),
-                    t => t,
-                };
-                ch.record(reaped.saturating_sub(op.queued_ns));
+                ch.record(op.reaped_at(clock.as_ref()).saturating_sub(op.queued_ns));
             }
             sink(op, c);
         })?;

@@ -483,11 +483,7 @@ impl Hybrid {
         } = self;
         let mut first = 0;
         let n = q.poll_with(&mut |op: &OpInfo, c: Completion| {
-            // The queue's one reading for this reap, on the clock that stamped the request.
-            let now = match op.reaped_ns {
-                0 => clock.now_ns(),
-                t => t,
-            };
+            let now = op.reaped_at(clock.as_ref());
             if first == 0 {
                 first = now;
             }

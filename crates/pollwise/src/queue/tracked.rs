@@ -58,6 +58,15 @@ impl OpInfo {
     pub fn clat_start_ns(&self) -> u64 {
         self.submitted_ns.unwrap_or(self.queued_ns)
     }
+
+    /// When the operation was reaped: the queue's one reading for its reap (on the clock that
+    /// stamped its queueing), or `clock` now if the queue gave none.
+    pub fn reaped_at(&self, clock: &dyn Clock) -> u64 {
+        match self.reaped_ns {
+            0 => clock.now_ns(),
+            t => t,
+        }
+    }
 }
 
 /// A request operation for [`Tracked::push_request`]: the buffer is the request's own.
