@@ -94,8 +94,13 @@ fn drive(
     let qc = q.counters();
     assert_eq!(qc.submitted, qc.completed);
     let pc = p.counters();
-    // Contention came at least twice in the run: to interrupt and away again, between waits.
-    assert!(pc.auto.switches >= 2, "{pc:?}");
+    // Contention came and went in the run, each a decision between waits. Not a count of
+    // switches: on a loaded machine the server thread's replies can take 1 ms, and auto then
+    // rightly holds interrupt throughout (long waits), so no decision changes the mode.
+    assert!(
+        pc.auto.reason_contention >= 1 && pc.auto.reason_contention_gone >= 1,
+        "{pc:?}"
+    );
     let by_mode = pc.auto.poll_completions
         + pc.auto.hybrid_completions
         + pc.auto.interrupt_completions
