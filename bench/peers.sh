@@ -20,7 +20,9 @@
 #           (t/io_uring -d1 -s1 -c1 -B1 -F1 -X1; fio --ioengine=io_uring --fixedbufs
 #           --registerfiles (fio 3.33 has no registered ring); pollwise the same and
 #           --registered_ring), interrupt mode; pollwise submits and waits in one enter
-#           (--submit_mode=with_wait), as t/io_uring does (fio enters twice, as pollwise's default).
+#           (--submit_mode=with_wait), as t/io_uring does (fio enters twice, as pollwise's default),
+#           and opens the file O_NOATIME (--noatime=1), as t/io_uring does (fio 3.33 only for
+#           devices): else each read checks the access time in the kernel (~1.5% of its CPU).
 # - qd128:  the same at QD128, batches of 32 (t/io_uring -d128 -s32 -c32; fio/pollwise
 #           --iodepth_batch_submit=32 --iodepth_batch_complete_min=32).
 # - null:   fio --ioengine=null vs pollwise --ioengine=null, QD32, 512 B, poll mode for pollwise.
@@ -142,7 +144,7 @@ case_cmds() {
 		pw=("$PW" run "${pw_common[@]}" --filename="$FILE" --ioengine=io_uring --direct=1 --rw=randread
 			--bs=4k --iodepth="$d" --iodepth_batch_submit="$b" --iodepth_batch_complete_min="$b"
 			--fixedbufs=1 --registerfiles=1 --registered_ring=1 --numjobs="$n" --group_reporting
-			--mode=interrupt --submit_mode=with_wait)
+			--mode=interrupt --submit_mode=with_wait --noatime=1)
 		if [ "$c" = qd128_lat ]; then
 			tio=("${tio[@]:0:${#tio[@]}-1}" -t1 "$FILE")
 			fio=()

@@ -53,7 +53,7 @@ def run(kind, cmd):
 
 
 CASES = {
-    "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise; pollwise --submit_mode=with_wait)",
+    "qd1": "QD1 4 KiB random reads, O_DIRECT, interrupt; fixed buffers + registered files (+ registered ring: t/io_uring, pollwise; pollwise --submit_mode=with_wait; O_NOATIME: t/io_uring, pollwise --noatime=1)",
     "qd128": "QD128 4 KiB random reads, batches of 32, same features",
     "qd128_lat": "the same, latencies tracked on both sides by one clock reading a batch (t/io_uring -t1; pollwise --gtod_reduce=1)",
     "null": "null engine, QD32, 512 B (pollwise in poll mode)",

@@ -168,6 +168,8 @@ pub struct SyncSpec {
     pub invalidate: bool,
     /// `sync`: extra open flags (`O_SYNC`, `O_DSYNC`, or 0).
     pub open_flags: i32,
+    /// `noatime`: open regular files with `O_NOATIME` too (devices always are, as fio's).
+    pub noatime: bool,
 }
 
 /// fio's `ratemin` and `rate_iops_min` (per direction: read, write) with `ratecycle`.

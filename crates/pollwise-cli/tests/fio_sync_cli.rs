@@ -373,3 +373,35 @@ fn read_first_block(file: &str, more: &[&str]) {
     let (code, _out, err) = pollwise(&args);
     assert_eq!(code, 0, "{err}");
 }
+
+/// `noatime=1` opens a regular file with O_NOATIME (as t/io_uring does): reading it leaves its
+/// access time as it was. Without it a read updates an access time older than a day (relatime,
+/// the default mount), which shows the check can see a change.
+#[test]
+fn noatime_leaves_the_access_time_alone() {
+    let (_d, f) = temp_file("a.dat");
+    std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
+    let atime_after = |more: &[&str]| {
+        let st = Command::new("touch")
+            .args(["-a", "-d", "@1000000000"])
+            .arg(&f)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let file = format!("--filename={}", f.display());
+        let mut args = vec!["run", "--name=t", file.as_str(), "--size=1M", "--bs=4k"];
+        args.extend_from_slice(&["--rw=read", "--output-format=json"]);
+        args.extend_from_slice(more);
+        let job = json_of(&args)["jobs"][0].clone();
+        assert_eq!(job["read"]["total_ios"], 256, "{job}");
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&f).unwrap().atime()
+    };
+    assert_eq!(atime_after(&["--noatime=1"]), 1_000_000_000);
+    assert_eq!(atime_after(&["--noatime=1", "--direct=0"]), 1_000_000_000);
+    assert!(
+        atime_after(&["--noatime=0", "--direct=0"]) > 1_000_000_000,
+        "a read without noatime left the access time of {} alone: is its filesystem mounted noatime?",
+        f.display()
+    );
+}

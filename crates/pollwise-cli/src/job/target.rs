@@ -292,7 +292,8 @@ fn open_target(path: &Path, direct: bool, writable: bool) -> Result<File> {
     open_target_with(path, direct, writable, 0)
 }
 
-/// [`open_target`] with more open flags (fio's `sync`: `O_SYNC`, `O_DSYNC`).
+/// [`open_target`] with more open flags (fio's `sync`: `O_SYNC`, `O_DSYNC`; `O_NOATIME`, which
+/// the kernel refuses with EPERM to one not the file's owner: then it opens without, as fio).
 pub(super) fn open_target_with(
     path: &Path,
     direct: bool,
@@ -309,6 +310,9 @@ pub(super) fn open_target_with(
         Err(crate::filekind::OpenError::Kind(e)) => return Err(e),
         Err(crate::filekind::OpenError::Open(e)) => e,
     };
+    if more & libc::O_NOATIME != 0 && e.raw_os_error() == Some(libc::EPERM) {
+        return open_target_with(path, direct, writable, more & !libc::O_NOATIME);
+    }
     Err({
         if direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::Unsupported(format!(

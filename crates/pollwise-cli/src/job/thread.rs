@@ -261,7 +261,15 @@ impl Thread<'_> {
         // A trim needs the file open for writing (fallocate, a discard).
         let writable = spec.rw.modifies();
         let open = |path: &Path| -> Result<File> {
-            let f = open_target_with(path, spec.direct, writable, spec.extra.sync.open_flags)?;
+            // O_NOATIME as fio: on a device always; on a regular file when asked (t/io_uring's).
+            let device = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+            let noatime = if spec.extra.sync.noatime || device {
+                libc::O_NOATIME
+            } else {
+                0
+            };
+            let flags = spec.extra.sync.open_flags | noatime;
+            let f = open_target_with(path, spec.direct, writable, flags)?;
             if spec.extra.sync.invalidate {
                 invalidate_cache(&f, path);
             }

@@ -461,6 +461,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("end_fsync", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job's I/O is done, inside its runtime").to(put!(extra.sync.end_fsync)),
     opt("fsync_on_close", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "fsync the file when the job closes it, after its measured period").to(put!(extra.sync.fsync_on_close)),
     opt("invalidate", BOOL, val("1"), C::Jobs, Only(RUN_LIKE), "drop the file's page cache before the job (posix_fadvise DONTNEED; BLKFLSBUF for a block device), so buffered jobs start cold, as fio's default; 0 keeps the cache").to(put!(extra.sync.invalidate)),
+    opt("noatime", BOOL, val("0"), C::Jobs, Only(RUN_LIKE), "open regular files with O_NOATIME, as t/io_uring does: no access-time check on each read (a block device is always opened so, as fio does); where the kernel refuses it (not the file's owner), the file opens without it").to(put!(extra.sync.noatime)),
     opt("sync", Kind::Enum { choices: &["0", "1", "none", "sync", "dsync"], noun: None }, val("none"), C::Jobs, Only(RUN_LIKE), "open the file with O_SYNC (1 or sync) or O_DSYNC (dsync): every write is durable when it completes").to(Store::Job(st::sync)),
     // files, as fio names and sizes them (run and compare)
     opt("directory", STR, Default::Text("the current directory"), C::Jobs, Only(RUN_LIKE), "the directory of the job's files: a relative --filename is taken in it, and a job file's job without a filename makes its files there").to(Store::Step(Step::Files)),
