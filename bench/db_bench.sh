@@ -14,7 +14,8 @@
 #   --duration=S    seconds per multireadrandom run (DURATION, default 10)
 #   --rounds=N      interleaved rounds; the table shows medians and ranges (ROUNDS, default 1)
 #   --threads=LIST  thread counts, e.g. "2 4 8" (THREADS, default 1x 2x 4x nproc)
-#   --modes=LIST    "none" is db_bench alone (MODES, default "none interrupt poll hybrid adaptive auto")
+#   --modes=LIST    "none" is db_bench alone (MODES, default "none interrupt poll hybrid adaptive auto");
+#                   auto:F is auto with --auto_slack=F (auto:0.03 trades at most 3% of throughput)
 #   --batch=N       keys per MultiGet (BATCH, default 256, as the seed)
 #   --out=FILE      also write the table (and the run's description) to FILE
 #   --cache=DIR     build cache, outside the git tree so every clone reuses it
@@ -70,8 +71,8 @@ for t in $THREADS; do
   [[ $t =~ ^[1-9][0-9]*$ ]] || die "--threads takes positive whole numbers, not '$t'"
 done
 for m in $MODES; do
-  case $m in none | interrupt | poll | hybrid | adaptive | auto) ;;
-    *) die "unknown mode '$m' (none interrupt poll hybrid adaptive auto)" ;;
+  case $m in none | interrupt | poll | hybrid | adaptive | auto | auto:[0-9]*) ;;
+    *) die "unknown mode '$m' (none interrupt poll hybrid adaptive auto auto:SLACK)" ;;
   esac
 done
 # Relative paths given by the user are relative to where they ran us, not to the repo root.
@@ -243,7 +244,9 @@ run_one() {
   if [ "$mode" = none ]; then
     "${timed[@]}" >"$base.log" 2>&1 || rc=$?
   else
-    "$POLLWISE" exec --mode="$mode" --summary="$base.summary" -- "${timed[@]}" >"$base.log" 2>&1 || rc=$?
+    local how=(--mode="$mode")
+    case $mode in auto:*) how=(--mode=auto --auto_slack="${mode#auto:}") ;; esac
+    "$POLLWISE" exec "${how[@]}" --summary="$base.summary" -- "${timed[@]}" >"$base.log" 2>&1 || rc=$?
   fi
   python3 - "$mode" "$t" "$r" "$base" "$rc" "$RESULTS" <<'PY'
 import json, re, sys
@@ -352,8 +355,9 @@ for t in threads:
         bad = [r for r in rs if r["error"]]
         cells[m] = (rs, bad)
     med = {m: statistics.median(r["ops_s"] for r in rs) for m, (rs, bad) in cells.items() if rs and not bad}
-    # The best mode: the fastest of pollwise's modes (db_bench alone is not a mode).
-    best = max((v for m, v in med.items() if m != "none"), default=None)
+    # The best mode: the fastest of pollwise's fixed modes (db_bench alone is not a mode, and
+    # auto is judged against them).
+    best = max((v for m, v in med.items() if m != "none" and not m.startswith("auto")), default=None)
     for m in modes:
         rs, bad = cells[m]
         if not rs:
@@ -369,8 +373,8 @@ for t in threads:
         fell = fmt([r["fallbacks"] for r in rs], ops) if m != "none" else "-"
         vs_best = f"{med[m] / best:.2f}" if best else "-"
         print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {vs_best} | "
-              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m == 'auto' else '-'} | "
-              f"{decisions(rs) if m == 'auto' else '-'} |")
+              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m.startswith('auto') else '-'} | "
+              f"{decisions(rs) if m.startswith('auto') else '-'} |")
 sys.exit(3 if failed else 0)
 PY
 ) && table_rc=0 || table_rc=$?
@@ -386,9 +390,9 @@ $DURATION s per run, $ROUNDS round(s) (medians$RANGES).
 Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), kernel $(uname -r),
 DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
-x none: ops/s against db_bench alone; x best mode: against the fastest of pollwise's modes at
-that thread count (db_bench alone is not a mode). auto's decisions: the preload's count of each
-reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
+x none: ops/s against db_bench alone; x best mode: against the fastest of pollwise's fixed modes
+at that thread count (db_bench alone is not a mode; auto:F is auto with --auto_slack=F). auto's
+decisions: the preload's count of each reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
 CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. Waits taken over
 and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.
 

@@ -27,7 +27,7 @@ pub const PRELOAD_FILE: &str = "libpollwise_preload.so";
 
 /// `pollwise exec --help`.
 pub const HELP: &str =
-    "usage: pollwise exec [--mode=M] [--preload=PATH] [--summary=FILE] -- CMD [ARGS...]
+    "usage: pollwise exec [--mode=M] [--auto_slack=F] [--preload=PATH] [--summary=FILE] -- CMD [ARGS...]
 
   Runs CMD, an unmodified program that waits for io_uring completions through liburing.so.2,
   with pollwise's waits: liburing's exported wait functions (io_uring_wait_cqe and its kin,
@@ -36,16 +36,20 @@ pub const HELP: &str =
   sleeps, blocks, time in each mode and the process's CPU; exits with CMD's status.
 
   --mode=M        interrupt, poll, hybrid, adaptive or auto (default auto)
+  --auto_slack=F  auto: how much throughput below the fastest mode's it may give up for less
+                  CPU per I/O, a fraction from 0 to 10 (default 0.10: 10%)
   --preload=PATH  the preload library (default: POLLWISE_PRELOAD, else libpollwise_preload.so
                   next to this binary or in ../lib; build it: cargo build -p pollwise-preload)
   --summary=FILE  also keep the processes' JSON summary lines in FILE (appended to)
 ";
 
 /// What `pollwise exec` was asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExecArgs {
     /// The wait mode.
     pub mode: Mode,
+    /// `--auto_slack`, if given: passed on as `POLLWISE_AUTO_SLACK`.
+    pub auto_slack: Option<f64>,
     /// `--preload`, if given.
     pub preload: Option<PathBuf>,
     /// `--summary`, if given.
@@ -58,6 +62,7 @@ pub struct ExecArgs {
 pub fn parse(words: &[String]) -> Result<Option<ExecArgs>> {
     let mut a = ExecArgs {
         mode: Mode::Auto,
+        auto_slack: None,
         preload: None,
         summary: None,
         cmd: Vec::new(),
@@ -80,9 +85,9 @@ pub fn parse(words: &[String]) -> Result<Option<ExecArgs>> {
             Some((n, v)) if w.starts_with("--") => (n, Some(v.to_string())),
             _ => (w.trim_start_matches('-'), None),
         };
-        if !matches!(name, "mode" | "preload" | "summary") {
+        if !matches!(name, "mode" | "auto_slack" | "preload" | "summary") {
             return Err(Error::Usage(format!(
-                "pollwise exec has no option '{w}': use --mode, --preload or --summary, then -- CMD"
+                "pollwise exec has no option '{w}': use --mode, --auto_slack, --preload or --summary, then -- CMD"
             )));
         }
         let value = match inline {
@@ -99,6 +104,18 @@ pub fn parse(words: &[String]) -> Result<Option<ExecArgs>> {
                 a.mode = value
                     .parse()
                     .map_err(|e: String| Error::Usage(format!("--mode: {e}")))?
+            }
+            "auto_slack" => {
+                let v = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| (0.0..=10.0).contains(v));
+                a.auto_slack = Some(v.ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--auto_slack={value} is no slack: give a fraction from 0 to 10 (0.10: 10%)"
+                    ))
+                })?);
             }
             "preload" => a.preload = Some(PathBuf::from(value)),
             _ => a.summary = Some(PathBuf::from(value)),
@@ -186,24 +203,26 @@ pub fn run(a: &ExecArgs) -> Result<(i32, String)> {
     if let Some(sig) = signals::received() {
         return Ok((signals::exit_code(sig), String::new()));
     }
-    let mut child = Command::new(&a.cmd[0])
-        .args(&a.cmd[1..])
+    let mut cmd = Command::new(&a.cmd[0]);
+    cmd.args(&a.cmd[1..])
         .env("LD_PRELOAD", preload)
         .env("POLLWISE_MODE", a.mode.name())
-        .env("POLLWISE_SUMMARY", &summary)
-        .spawn()
-        .map_err(|e| {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Usage
-            } else {
-                Error::Io
-            };
-            code(format!(
-                "cannot run {}: {}",
-                a.cmd[0],
-                crate::errno::plain(&e)
-            ))
-        })?;
+        .env("POLLWISE_SUMMARY", &summary);
+    if let Some(s) = a.auto_slack {
+        cmd.env("POLLWISE_AUTO_SLACK", s.to_string());
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            Error::Usage
+        } else {
+            Error::Io
+        };
+        code(format!(
+            "cannot run {}: {}",
+            a.cmd[0],
+            crate::errno::plain(&e)
+        ))
+    })?;
     forward.to(child.id());
     let status = child
         .wait()
@@ -337,6 +356,10 @@ mod tests {
         );
         assert_eq!(a.cmd, words("ls -l"));
         assert!(parse(&words("--help")).unwrap().is_none());
+        let a = parse(&words("--auto_slack=0.03 -- db_bench"))
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.mode, a.auto_slack), (Mode::Auto, Some(0.03)));
     }
 
     #[test]
@@ -346,6 +369,8 @@ mod tests {
             ("--mode", "--mode needs a value"),
             ("--speed=1 -- ls", "has no option '--speed=1'"),
             ("--mode=poll", "needs a command"),
+            ("--auto_slack=10% -- ls", "--auto_slack=10% is no slack"),
+            ("--auto_slack=-1 -- ls", "a fraction from 0 to 10"),
         ] {
             let e = parse(&words(w)).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{w}");

@@ -37,8 +37,11 @@ fn exec_runs_an_unmodified_liburing_program_with_pollwise_waits() {
     let dir = tempfile::tempdir().unwrap();
     let exe = setup(dir.path());
     for mode in ["poll", "interrupt", "auto"] {
+        let summary = dir.path().join(format!("{mode}.summary"));
         let out = Command::new(env!("CARGO_BIN_EXE_pollwise"))
-            .args(["exec", &format!("--mode={mode}"), "--"])
+            .args(["exec", &format!("--mode={mode}"), "--auto_slack=0.03"])
+            .arg(format!("--summary={}", summary.display()))
+            .arg("--")
             .arg(&exe)
             .args(["liburing", "40"])
             .output()
@@ -57,6 +60,12 @@ fn exec_runs_an_unmodified_liburing_program_with_pollwise_waits() {
         assert!(
             se.contains("waits taken over") && se.contains("sigmask 5"),
             "{se}"
+        );
+        // --auto_slack reaches the waiters (each process's summary line says what it used).
+        let lines = std::fs::read_to_string(&summary).unwrap();
+        assert!(
+            lines.lines().count() >= 1 && lines.lines().all(|l| l.contains("\"auto_slack\":0.03,")),
+            "{lines}"
         );
         if mode == "poll" {
             // Poll blocks only for an SQPOLL thread that waits for its CPU (a stall).
@@ -99,6 +108,10 @@ fn exec_keeps_the_commands_exit_status_and_refuses_bad_input() {
         ),
         (&["--mode=poll"][..], "needs a command"),
         (
+            &["--auto_slack=x", "--", "true"][..],
+            "--auto_slack=x is no slack",
+        ),
+        (
             &["--", "/nonexistent/cmd"][..],
             "cannot run /nonexistent/cmd",
         ),
@@ -111,4 +124,44 @@ fn exec_keeps_the_commands_exit_status_and_refuses_bad_input() {
             "{args:?}: {se}"
         );
     }
+}
+
+/// A slack the preload library cannot read (set without `pollwise exec`, which checks it) is a
+/// setting not understood: every wait goes to liburing, counted, as for an unknown mode.
+#[test]
+fn a_bad_slack_hands_the_waits_to_liburing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = setup(dir.path());
+    let lib = Path::new(env!("CARGO_BIN_EXE_pollwise"))
+        .parent()
+        .unwrap()
+        .join("libpollwise_preload.so");
+    let summary = dir.path().join("summary");
+    let out = Command::new(&exe)
+        .args(["liburing", "8"])
+        .env("LD_PRELOAD", &lib)
+        .env("POLLWISE_MODE", "auto")
+        .env("POLLWISE_AUTO_SLACK", "ten percent")
+        .env("POLLWISE_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{so}");
+    assert!(
+        so.contains("registered_fd liburing: 8 reads checked"),
+        "{so}"
+    );
+    let line = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        line.contains("\"mode_known\":false") && !line.contains("\"mode_unknown\":0"),
+        "{line}"
+    );
+    let taken = line
+        .split("\"taken\":{")
+        .nth(1)
+        .unwrap()
+        .split('}')
+        .next()
+        .unwrap();
+    assert!(taken.split(',').all(|kv| kv.ends_with(":0")), "{line}");
 }

@@ -7,7 +7,8 @@
 //! `io_uring_submit_and_wait`, `io_uring_submit_and_wait_timeout` and `io_uring_get_events`.
 //! This library defines them first: each waits through a [`Waiter`] (one per ring) in the mode
 //! `POLLWISE_MODE` names (`auto` when unset:
-//! `auto|poll|hybrid|adaptive|interrupt|khybrid|dpas`), and returns what liburing 2.3 would:
+//! `auto|poll|hybrid|adaptive|interrupt|khybrid|dpas`; auto's slack from `POLLWISE_AUTO_SLACK`,
+//! a fraction as `--auto_slack` takes), and returns what liburing 2.3 would:
 //! the same return values (`-ETIME` only when no CQE came in time, `-EINTR`, the count of SQEs
 //! submitted), the same `*cqe_ptr` (the first CQE, left on the ring).
 //!
@@ -38,7 +39,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use pollwise::policy::{Mode, PolicyConfig};
+use pollwise::policy::{Mode, PolicyConfig, DEFAULT_AUTO_LATENCY_SLACK};
 use pollwise::ring::{
     RawRing, RingParts, FEAT_EXT_ARG, IORING_SETUP_CQE32, IORING_SETUP_SQPOLL, SQ_NEED_WAKEUP,
 };
@@ -175,19 +176,29 @@ struct Slot {
 }
 
 struct State {
-    /// The mode, `None` when `POLLWISE_MODE` names no mode.
+    /// The mode, `None` when `POLLWISE_MODE` names no mode or `POLLWISE_AUTO_SLACK` is no
+    /// slack: a setting not understood hands every wait to liburing, counted as an unknown mode.
     mode: Option<Mode>,
+    /// auto's slack, `POLLWISE_AUTO_SLACK` (the default when unset).
+    slack: f64,
     mode_text: String,
+    slack_text: Option<String>,
     rings: RwLock<HashMap<usize, Arc<Mutex<Slot>>>>,
     /// Stats of waiters whose rings went away.
     retired: Mutex<WaiterStats>,
 }
 
 impl State {
-    fn new(mode_text: String) -> State {
+    fn new(mode_text: String, slack_text: Option<String>) -> State {
+        let slack = match slack_text.as_deref().map(parse_slack) {
+            None => Some(DEFAULT_AUTO_LATENCY_SLACK),
+            Some(s) => s,
+        };
         State {
-            mode: mode_text.trim().parse().ok(),
+            mode: mode_text.trim().parse().ok().filter(|_| slack.is_some()),
+            slack: slack.unwrap_or(DEFAULT_AUTO_LATENCY_SLACK),
             mode_text,
+            slack_text,
             rings: RwLock::new(HashMap::new()),
             retired: Mutex::new(WaiterStats::default()),
         }
@@ -205,7 +216,8 @@ fn state() -> &'static State {
         return unsafe { &*p };
     }
     let text = std::env::var("POLLWISE_MODE").unwrap_or_else(|_| "auto".into());
-    let fresh = Box::into_raw(Box::new(State::new(text)));
+    let slack = std::env::var("POLLWISE_AUTO_SLACK").ok();
+    let fresh = Box::into_raw(Box::new(State::new(text, slack)));
     match STATE.compare_exchange(
         std::ptr::null_mut(),
         fresh,
@@ -232,8 +244,9 @@ extern "C" fn after_fork_in_child() {
         return;
     }
     // SAFETY: as in state(): a pointer from Box::into_raw, never freed.
-    let text = unsafe { &*p }.mode_text.clone();
-    STATE.store(Box::into_raw(Box::new(State::new(text))), Ordering::Release);
+    let old = unsafe { &*p };
+    let fresh = State::new(old.mode_text.clone(), old.slack_text.clone());
+    STATE.store(Box::into_raw(Box::new(fresh)), Ordering::Release);
     for c in COUNTS
         .calls
         .iter()
@@ -329,6 +342,19 @@ unsafe fn fixed(ring: *const IoUring) -> Fixed {
     }
 }
 
+/// auto's slack as `POLLWISE_AUTO_SLACK` gives it: a fraction in [0, 10], as `--auto_slack`.
+fn parse_slack(text: &str) -> Option<f64> {
+    let v: f64 = text.trim().parse().ok()?;
+    (0.0..=10.0).contains(&v).then_some(v)
+}
+
+/// A waiter's policy: `mode`'s defaults, with auto's slack.
+fn policy_config(mode: Mode, slack: f64) -> PolicyConfig {
+    let mut cfg = PolicyConfig::new(mode);
+    cfg.auto_latency_slack = slack;
+    cfg
+}
+
 /// The ring's waiter, made on first use; `None` (counted) when another thread holds it.
 fn slot_of(fx: &Fixed, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
     let st = state();
@@ -338,7 +364,7 @@ fn slot_of(fx: &Fixed, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
         Arc::new(Mutex::new(Slot {
             ring_fd: fx.ring_fd,
             cq_head: fx.cq_khead as usize,
-            waiter: Waiter::new(&PolicyConfig::new(mode)),
+            waiter: Waiter::new(&policy_config(mode, st.slack)),
         }))
     };
     let slot = match found {
@@ -357,7 +383,7 @@ fn slot_of(fx: &Fixed, key: usize, mode: Mode) -> Option<Arc<Mutex<Slot>>> {
             }
             g.ring_fd = fx.ring_fd;
             g.cq_head = fx.cq_khead as usize;
-            g.waiter = Waiter::new(&PolicyConfig::new(mode));
+            g.waiter = Waiter::new(&policy_config(mode, st.slack));
             COUNTS.rings.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -65,7 +65,8 @@ pub(crate) fn summary() -> String {
         .collect();
     format!(
         concat!(
-            "{{\"pid\":{},\"comm\":\"{}\",\"mode\":\"{}\",\"mode_known\":{},\"rings\":{},",
+            "{{\"pid\":{},\"comm\":\"{}\",\"mode\":\"{}\",\"mode_known\":{},\"auto_slack\":{},",
+            "\"rings\":{},",
             "\"waits\":{},\"peeks\":{},\"ready_at_once\":{},\"timeouts\":{},\"interrupted\":{},",
             "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
             "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"stall_blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
@@ -76,6 +77,7 @@ pub(crate) fn summary() -> String {
         comm,
         mode_text,
         st.mode.is_some(),
+        st.slack,
         COUNTS.rings.load(Ordering::Relaxed),
         s.waits,
         s.peeks,
