@@ -9,7 +9,8 @@
 //! - `mode`: the mode `auto` was in at that moment;
 //! - `switches`: mode switches during the line's period;
 //! - `reasons`: every decision of the period by reason, `reason:count` separated by spaces
-//!   (`explore`, `best`, `clat_shift`, `periodic`, `contention`, `contention_gone`, `start`), or
+//!   (`explore`, `best`, `clat_shift`, `periodic`, `contention`, `contention_gone`, `start`,
+//!   `long_wait`, `judged`), or
 //!   `-`; a decision that kept the mode (a confirmed choice) counts here but not as a switch;
 //! - `*_ms`: milliseconds spent in each mode during the period;
 //! - `completions`: completions reaped during it.

@@ -12,7 +12,7 @@
 //! work included) is within `slack` (0.10) of the fastest candidate's, hybrid over poll unless
 //! poll is faster by more than [`CLOSE_CALL`]. Waits of
 //! [`LONG_WAIT_NS`] or more block, without spinning to find out more. Under CPU contention it
-//! waits by interrupt.
+//! waits as the process's [`Judge`] says: interrupt or adaptive, judged on the whole process.
 //!
 //! **States.** *Explore*: each candidate for one epoch, interrupt first and last (judged on
 //! both); an epoch settles [`SETTLE_IOS`] completions, then measures [`EPOCH_IOS`] and
@@ -20,8 +20,8 @@
 //! of the line is measured twice, with the fastest. *Hold*: the best, re-measured epoch by
 //! epoch; a median that moves by [`SHIFT`] for [`SHIFT_EPOCHS`] epochs, the end of the hold
 //! (doubling from [`HOLD_MIN_NS`] to [`HOLD_MAX_NS`]) or two long waits in a spinning mode
-//! within [`EPOCH_IOS`] completions explore again. *Contended*: interrupt, until a calm period
-//! has passed, then the last exploration's best if it is recent, else a new exploration;
+//! within [`EPOCH_IOS`] completions explore again. *Contended*: the judge's mode, until a calm
+//! period has passed, then the last exploration's best if it is recent, else a new exploration;
 //! contention back before the next hold has run its course doubles the calm (up to
 //! [`CALM_MAX_NS`]), a hold that runs its course resets it.
 //!
@@ -32,6 +32,7 @@
 use std::io;
 use std::sync::Arc;
 
+use super::choice::judge::Judge;
 use super::choice::{Chooser, HybridProbe, HYBRID};
 use super::contention::{CpuSignals, ProcSignals};
 use super::{DynQueue, PolicyConfig, PolicyCounters, Sink, WaitPolicy};
@@ -69,15 +70,40 @@ impl Auto {
     /// throughput within `cfg.auto_latency_slack` of the fastest candidate's, reading contention
     /// from `/proc`.
     pub fn new(clock: Arc<dyn Clock>, cfg: &PolicyConfig) -> Self {
-        Auto::with_signals(clock, cfg, Box::new(ProcSignals::new()))
+        Auto::build(
+            clock,
+            cfg,
+            Box::new(ProcSignals::new()),
+            Some(Judge::process()),
+        )
     }
 
     /// As [`Auto::new`], with the CPU signals from `signals` (tests script them).
+    /// While contended it holds interrupt: the process's judge ([`judge`](super::choice::judge))
+    /// reads the real process, which scripted signals do not describe.
     pub fn with_signals(
         clock: Arc<dyn Clock>,
         cfg: &PolicyConfig,
         signals: Box<dyn CpuSignals>,
     ) -> Self {
+        Auto::build(clock, cfg, signals, None)
+    }
+
+    fn build(
+        clock: Arc<dyn Clock>,
+        cfg: &PolicyConfig,
+        signals: Box<dyn CpuSignals>,
+        judge: Option<&'static Judge>,
+    ) -> Self {
+        let mut ch = Chooser::new(cfg.auto_latency_slack, signals, true)
+            .judging_throughput()
+            .resuming(
+                cfg.auto_resume
+                    .and_then(|m| CANDIDATES.iter().position(|&c| c == m.name())),
+            );
+        if let Some(j) = judge {
+            ch = ch.judged_by(j);
+        }
         let build = |mode| PolicyConfig { mode, ..*cfg }.build(clock.clone());
         use super::Mode;
         Auto {
@@ -89,12 +115,7 @@ impl Auto {
             ],
             clock,
             // The caller validates; a slack that is no number falls back to the default.
-            ch: Chooser::new(cfg.auto_latency_slack, signals, true)
-                .judging_throughput()
-                .resuming(
-                    cfg.auto_resume
-                        .and_then(|m| CANDIDATES.iter().position(|&c| c == m.name())),
-                ),
+            ch,
         }
     }
 

@@ -12,6 +12,7 @@
 
 use super::contention::{ContentionSampler, CpuSignals};
 use super::AutoCounters;
+use judge::Judge;
 
 /// Completions at the start of an epoch left out of its measurements.
 pub const SETTLE_IOS: u64 = 64;
@@ -87,11 +88,13 @@ pub enum Reason {
     ContentionGone,
     /// Waits are longer than [`LONG_WAIT_NS`]: interrupt, without spinning to find out more.
     LongWait,
+    /// Contended: the mode the process's [`Judge`] holds or tries.
+    Judged,
 }
 
 impl Reason {
     /// Every reason, in report order.
-    pub const ALL: [Reason; 8] = [
+    pub const ALL: [Reason; 9] = [
         Reason::Start,
         Reason::Explore,
         Reason::Best,
@@ -100,6 +103,7 @@ impl Reason {
         Reason::Contention,
         Reason::ContentionGone,
         Reason::LongWait,
+        Reason::Judged,
     ];
 
     /// The reason's name in reports.
@@ -113,6 +117,7 @@ impl Reason {
             Reason::Contention => "contention",
             Reason::ContentionGone => "contention_gone",
             Reason::LongWait => "long_wait",
+            Reason::Judged => "judged",
         }
     }
 }
@@ -266,6 +271,8 @@ pub struct Chooser {
     with_hybrid: bool,
     /// Judge every candidate on its throughput ([`Chooser::judging_throughput`]).
     throughput: bool,
+    /// While contended, wait as this judge says ([`Chooser::judged_by`]); else interrupt.
+    judge: Option<&'static Judge>,
     /// The candidate to hold first ([`Chooser::resuming`]).
     resume: Option<usize>,
     cur: usize,
@@ -308,6 +315,7 @@ impl Chooser {
             },
             with_hybrid,
             throughput: false,
+            judge: None,
             resume: None,
             cur: INTERRUPT,
             sampler: ContentionSampler::new(signals),
@@ -354,6 +362,14 @@ impl Chooser {
     /// judge below [`DEEP_IN_FLIGHT`].
     pub fn judging_throughput(mut self) -> Self {
         self.throughput = true;
+        self
+    }
+
+    /// While contended, this chooser waits as `judge` says and counts its completions into it:
+    /// the process's choice, judged on the process's throughput and CPU (see
+    /// [`judge`]). Without one, a contended chooser holds interrupt.
+    pub fn judged_by(mut self, judge: &'static Judge) -> Self {
+        self.judge = Some(judge);
         self
     }
 
@@ -888,6 +904,13 @@ impl Chooser {
         let n = n as u64;
         self.mode_ios[self.cur] += n;
         self.epoch.switch_ios += n;
+        if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
+            judge.count(n);
+            let m = judge.mode(self.slack);
+            if m != self.cur {
+                self.switch(m, Reason::Judged, now);
+            }
+        }
         if self.sampler.maybe_sample(now) {
             let before = (self.switches, self.reasons);
             self.on_sample(now, probe);
@@ -937,6 +960,7 @@ impl Chooser {
     }
 }
 
+pub mod judge;
 mod loop_wait;
 mod report;
 pub use loop_wait::LoopWait;

@@ -191,6 +191,8 @@ counters! {
         reason_contention_gone,
         /// Interrupt (or a new exploration) because waits were long.
         reason_long_wait,
+        /// Contended: the mode the process's judge holds or tries.
+        reason_judged,
     }
 }
 
@@ -224,7 +226,7 @@ pub struct PolicyCounters {
 }
 
 /// The report keys, in report order ([`PolicyCounters::fields`]).
-const KEYS: [&str; 35] = [
+const KEYS: [&str; 36] = [
     "polls",
     "empty_polls",
     "blocks",
@@ -260,6 +262,7 @@ const KEYS: [&str; 35] = [
     "auto_reason_contention",
     "auto_reason_contention_gone",
     "auto_reason_long_wait",
+    "auto_reason_judged",
 ];
 
 impl PolicyCounters {
@@ -298,7 +301,7 @@ impl PolicyCounters {
 
     /// The counters as (report key, value) pairs, in a fixed order, for reports: every key
     /// whatever the mode, a figure several policies count (`oversleeps`) summed over them.
-    pub fn fields(&self) -> [(&'static str, u64); 35] {
+    pub fn fields(&self) -> [(&'static str, u64); 36] {
         let mut out = KEYS.map(|k| (k, 0));
         for (k, v) in self.parts() {
             if let Some(slot) = out.iter_mut().find(|(key, _)| *key == k) {

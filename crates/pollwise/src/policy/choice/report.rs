@@ -26,6 +26,7 @@ impl Chooser {
             reason_contention: self.reason_count(Reason::Contention),
             reason_contention_gone: self.reason_count(Reason::ContentionGone),
             reason_long_wait: self.reason_count(Reason::LongWait),
+            reason_judged: self.reason_count(Reason::Judged),
         }
     }
 

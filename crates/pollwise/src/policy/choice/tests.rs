@@ -446,3 +446,54 @@ fn interrupt_closes_the_exploration_and_is_judged_on_both_its_epochs() {
     assert_eq!(c.reason_count(Reason::Best), 1);
     assert_eq!(c.current(), "interrupt");
 }
+
+/// A judge's source whose clock moves 1 ms at each reading, at half a core of CPU.
+struct Ticking(std::sync::atomic::AtomicU64);
+
+impl judge::JudgeSource for Ticking {
+    fn now_ns(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        self.0.fetch_add(1_000_000, Ordering::Relaxed) + 1_000_000
+    }
+    fn cpu_ns(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) / 2
+    }
+}
+
+#[test]
+fn a_contended_chooser_waits_as_the_judge_says_and_counts_into_it() {
+    let judge: &'static Judge = Box::leak(Box::new(Judge::new(Box::new(Ticking(
+        std::sync::atomic::AtomicU64::new(0),
+    )))));
+    let always = FlappingSignals {
+        start_ns: 0,
+        period_ns: u64::MAX,
+        on: 0..u64::MAX,
+    };
+    let mut c = Chooser::new(0.10, Box::new(always), false)
+        .judging_throughput()
+        .judged_by(judge);
+    let ms = 1_000_000;
+    c.start(0, &NoHybrid);
+    assert_eq!(c.current(), "interrupt");
+    // Each wait brings 4 completions; the judge's clock moves 1 ms a wait. Interrupt, then
+    // adaptive, then interrupt again, each 110 ms; then the judge holds one for 1 s.
+    let mut seen = vec![c.current()];
+    for i in 1..=400u64 {
+        c.after_wait(4, i * ms, &NoHybrid);
+        if seen.last() != Some(&c.current()) {
+            seen.push(c.current());
+        }
+    }
+    assert_eq!(seen[..3], ["interrupt", "adaptive", "interrupt"]);
+    assert_eq!(judge.trials(), 1);
+    assert!(c.reason_count(Reason::Judged) >= 2);
+    // Every completion this chooser reaped while contended went to the judge's count: equal
+    // rates and CPU, so the cheaper-or-equal interrupt is held.
+    assert_eq!(c.current(), "interrupt");
+    assert_eq!(judge.completions(), 1_600);
+    assert_eq!(
+        c.completions_in("interrupt") + c.completions_in("adaptive"),
+        1_600
+    );
+}

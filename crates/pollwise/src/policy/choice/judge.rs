@@ -1,0 +1,346 @@
+//! The process's judge of how contended choosers wait.
+//!
+//! While the CPUs are contended, one thread's throughput is a poor judge of its own way of
+//! waiting: a thread that spins serves itself faster while it takes the CPU from the process's
+//! other threads (and from a device's own worker), so per-thread judging picks spinning where
+//! the process as a whole loses. So contended [`Chooser`](super::Chooser)s that judge
+//! throughput do not judge alone: each waits the way the process's [`Judge`] says, and counts
+//! its completions into it. The judge tries interrupt, adaptive and interrupt again, each for
+//! [`TRIAL_NS`] of the whole process's completions and CPU time (after [`SETTLE_NS`] for every
+//! chooser to take the new mode at its next wait), and holds the cheapest mode whose
+//! throughput is within the slack of the fastest (auto's objective), for
+//! [`HOLD_MIN_NS`], doubling to
+//! [`HOLD_MAX_NS`] while it judges the same. Interrupt, measured
+//! first and last, is judged on the mean of the two: a drift across the trial moves both
+//! candidates alike. Poll and hybrid are not tried: spinning without bound under contention
+//! starves the threads it contends with (0.6x interrupt's throughput at 5x its CPU on the
+//! disk at 4x the cores), and adaptive's window is where a short spin pays.
+//!
+//! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
+//! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
+//! monotonic clock and `getrusage(RUSAGE_SELF)` for the process's judge), never from a
+//! chooser's clock, which differs between jobs.
+//!
+//! Races: choosers ask from their own threads between waits. Completions are counted in an
+//! atomic; the state is behind a mutex taken with `try_lock`, so a chooser never waits for
+//! another: one that finds it taken keeps the mode last published.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use super::{ADAPTIVE, HOLD_MAX_NS, HOLD_MIN_NS, INTERRUPT};
+
+/// Each candidate's measured stretch: 100 ms of the process's completions.
+pub const TRIAL_NS: u64 = 100_000_000;
+/// Left out at the start of each stretch: every chooser takes the mode at its next wait.
+pub const SETTLE_NS: u64 = 10_000_000;
+/// Unasked for this long, the judge starts afresh.
+pub const IDLE_NS: u64 = 500_000_000;
+
+/// The trial's order: interrupt first and last.
+const PLAN: [usize; 3] = [INTERRUPT, ADAPTIVE, INTERRUPT];
+
+/// Where a judge reads time and CPU.
+pub trait JudgeSource: Send + Sync {
+    /// Now, nanoseconds.
+    fn now_ns(&self) -> u64;
+    /// The process's CPU time, nanoseconds.
+    fn cpu_ns(&self) -> u64;
+}
+
+/// The running process: the monotonic clock, and its CPU time from `getrusage`.
+struct ProcessSource;
+
+impl JudgeSource for ProcessSource {
+    fn now_ns(&self) -> u64 {
+        crate::clock::Clock::now_ns(&crate::clock::MonotonicClock)
+    }
+    fn cpu_ns(&self) -> u64 {
+        crate::sys::rusage::Rusage::process().cpu_ns()
+    }
+}
+
+/// What a stretch measured: completions per second, CPU nanoseconds per completion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Measured {
+    per_s: f64,
+    cpu_per_io: f64,
+}
+
+#[derive(Debug)]
+enum Step {
+    /// At `PLAN[at]` since `since`; measuring from `(ns, ios, cpu)` once settled.
+    Trial {
+        at: usize,
+        since: u64,
+        from: Option<(u64, u64, u64)>,
+    },
+    /// Holding `mode` until `until`.
+    Hold { mode: usize, until: u64 },
+}
+
+#[derive(Debug)]
+struct State {
+    last_ns: u64,
+    step: Step,
+    got: [Option<Measured>; 3],
+    hold_ns: u64,
+    last_best: Option<usize>,
+}
+
+/// The process's judge of contended waits. See the module docs.
+pub struct Judge {
+    source: Box<dyn JudgeSource>,
+    ios: AtomicU64,
+    mode: AtomicUsize,
+    trials: AtomicU64,
+    state: Mutex<Option<State>>,
+}
+
+impl Judge {
+    /// A judge reading `source` (tests script it; the process's is [`Judge::process`]).
+    pub fn new(source: Box<dyn JudgeSource>) -> Judge {
+        Judge {
+            source,
+            ios: AtomicU64::new(0),
+            mode: AtomicUsize::new(INTERRUPT),
+            trials: AtomicU64::new(0),
+            state: Mutex::new(None),
+        }
+    }
+
+    /// The process's judge.
+    pub fn process() -> &'static Judge {
+        static JUDGE: OnceLock<Judge> = OnceLock::new();
+        JUDGE.get_or_init(|| Judge::new(Box::new(ProcessSource)))
+    }
+
+    /// Trials concluded so far.
+    pub fn trials(&self) -> u64 {
+        self.trials.load(Ordering::Relaxed)
+    }
+
+    /// Completions contended choosers counted into it so far.
+    pub fn completions(&self) -> u64 {
+        self.ios.load(Ordering::Relaxed)
+    }
+
+    /// A contended chooser's wait brought `n` completions.
+    pub fn count(&self, n: u64) {
+        self.ios.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The mode (a [`CANDIDATES`](super::CANDIDATES) index) contended choosers wait in
+    /// now, with `slack` as auto's.
+    pub fn mode(&self, slack: f64) -> usize {
+        let Ok(mut guard) = self.state.try_lock() else {
+            return self.mode.load(Ordering::Relaxed);
+        };
+        let now = self.source.now_ns();
+        let st = match guard.as_mut() {
+            Some(st) if now.saturating_sub(st.last_ns) <= IDLE_NS => st,
+            _ => guard.insert(State {
+                last_ns: now,
+                step: Step::Trial {
+                    at: 0,
+                    since: now,
+                    from: None,
+                },
+                got: [None; 3],
+                hold_ns: HOLD_MIN_NS,
+                last_best: None,
+            }),
+        };
+        st.last_ns = now;
+        let m = self.advance(st, now, slack);
+        self.mode.store(m, Ordering::Relaxed);
+        m
+    }
+
+    fn advance(&self, st: &mut State, now: u64, slack: f64) -> usize {
+        match st.step {
+            Step::Hold { mode, until } if now < until => mode,
+            Step::Hold { .. } => {
+                st.step = Step::Trial {
+                    at: 0,
+                    since: now,
+                    from: None,
+                };
+                st.got = [None; 3];
+                PLAN[0]
+            }
+            Step::Trial { at, since, from } => {
+                let ios = self.ios.load(Ordering::Relaxed);
+                match from {
+                    None if now.saturating_sub(since) >= SETTLE_NS => {
+                        st.step = Step::Trial {
+                            at,
+                            since,
+                            from: Some((now, ios, self.source.cpu_ns())),
+                        };
+                    }
+                    Some((t0, i0, c0)) if now.saturating_sub(t0) >= TRIAL_NS => {
+                        let n = ios.saturating_sub(i0);
+                        st.got[at] = (n > 0).then(|| Measured {
+                            per_s: n as f64 * 1e9 / now.saturating_sub(t0) as f64,
+                            cpu_per_io: self.source.cpu_ns().saturating_sub(c0) as f64 / n as f64,
+                        });
+                        if at + 1 < PLAN.len() {
+                            st.step = Step::Trial {
+                                at: at + 1,
+                                since: now,
+                                from: None,
+                            };
+                        } else {
+                            let best = best(&st.got, slack);
+                            st.hold_ns = if st.last_best == Some(best) {
+                                (st.hold_ns * 2).min(HOLD_MAX_NS)
+                            } else {
+                                HOLD_MIN_NS
+                            };
+                            st.last_best = Some(best);
+                            st.step = Step::Hold {
+                                mode: best,
+                                until: now + st.hold_ns,
+                            };
+                            self.trials.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    _ => {}
+                }
+                match st.step {
+                    Step::Trial { at, .. } => PLAN[at],
+                    Step::Hold { mode, .. } => mode,
+                }
+            }
+        }
+    }
+}
+
+/// Auto's objective over a trial's stretches: the cheapest mode whose throughput is within
+/// `slack` of the fastest. Interrupt is the mean of its two stretches; a candidate with no
+/// completions measured loses, and interrupt wins when nothing was measured.
+fn best(got: &[Option<Measured>; 3], slack: f64) -> usize {
+    let interrupt = match (got[0], got[2]) {
+        (Some(a), Some(b)) => Some(Measured {
+            per_s: (a.per_s + b.per_s) / 2.0,
+            cpu_per_io: (a.cpu_per_io + b.cpu_per_io) / 2.0,
+        }),
+        (a, b) => a.or(b),
+    };
+    let (Some(i), Some(a)) = (interrupt, got[1]) else {
+        return INTERRUPT;
+    };
+    let fastest = i.per_s.max(a.per_s);
+    let line = fastest * (1.0 - slack);
+    match (i.per_s >= line, a.per_s >= line) {
+        (true, true) if a.cpu_per_io < i.cpu_per_io => ADAPTIVE,
+        (true, _) => INTERRUPT,
+        (false, _) => ADAPTIVE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A scripted source: time and CPU set by the test.
+    #[derive(Default)]
+    struct Script {
+        now: AtomicU64,
+        cpu: AtomicU64,
+    }
+
+    impl JudgeSource for Arc<Script> {
+        fn now_ns(&self) -> u64 {
+            self.now.load(Ordering::Relaxed)
+        }
+        fn cpu_ns(&self) -> u64 {
+            self.cpu.load(Ordering::Relaxed)
+        }
+    }
+
+    /// Runs the judge through `ms` milliseconds in steps of 1 ms: each millisecond, the mode
+    /// it says brings `rate(mode)` completions at `cpu(mode)` ns of CPU each.
+    fn drive(
+        j: &Judge,
+        s: &Arc<Script>,
+        ms: u64,
+        rate: impl Fn(usize) -> u64,
+        cpu: impl Fn(usize) -> u64,
+    ) -> Vec<usize> {
+        let mut seen = Vec::new();
+        for _ in 0..ms {
+            let m = j.mode(0.10);
+            if seen.last() != Some(&m) {
+                seen.push(m);
+            }
+            j.count(rate(m));
+            s.cpu.fetch_add(rate(m) * cpu(m), Ordering::Relaxed);
+            s.now.fetch_add(1_000_000, Ordering::Relaxed);
+        }
+        seen
+    }
+
+    fn judge() -> (Judge, Arc<Script>) {
+        let s = Arc::new(Script {
+            now: AtomicU64::new(1_000_000_000),
+            cpu: AtomicU64::new(0),
+        });
+        (Judge::new(Box::new(s.clone()) as Box<dyn JudgeSource>), s)
+    }
+
+    #[test]
+    fn adaptive_well_faster_than_the_slack_is_held() {
+        let (j, s) = judge();
+        // Adaptive 1.2x interrupt's throughput (past the 10% slack), at a little more CPU.
+        let rate = |m| if m == ADAPTIVE { 60 } else { 50 };
+        let cpu = |m| if m == ADAPTIVE { 1_100 } else { 1_000 };
+        let seen = drive(&j, &s, 400, rate, cpu);
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE]);
+        assert_eq!(j.trials(), 1);
+        assert_eq!(drive(&j, &s, 500, rate, cpu), vec![ADAPTIVE]);
+    }
+
+    #[test]
+    fn within_the_slack_the_cheaper_is_held_and_the_hold_doubles() {
+        let (j, s) = judge();
+        // Adaptive 5% faster at 1.3x the CPU: interrupt is within the slack and cheaper.
+        let rate = |m| if m == ADAPTIVE { 105 } else { 100 };
+        let cpu = |m| if m == ADAPTIVE { 1_300 } else { 1_000 };
+        drive(&j, &s, 400, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (1, INTERRUPT));
+        // The first hold is 1 s; the second trial judges the same and holds for 2 s.
+        drive(&j, &s, 1_400, rate, cpu);
+        assert_eq!(j.trials(), 2);
+        drive(&j, &s, 1_900, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (2, INTERRUPT));
+    }
+
+    #[test]
+    fn a_stretch_without_completions_loses_and_an_idle_judge_starts_afresh() {
+        let (j, s) = judge();
+        // Adaptive brings nothing (its window starves whatever completes the I/O).
+        let seen = drive(
+            &j,
+            &s,
+            400,
+            |m| if m == ADAPTIVE { 0 } else { 50 },
+            |_| 1_000,
+        );
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT]);
+        assert_eq!(j.mode(0.10), INTERRUPT);
+        // Unasked for longer than IDLE_NS: a new trial from interrupt, not the old hold.
+        s.now.fetch_add(IDLE_NS + 1, Ordering::Relaxed);
+        let seen = drive(
+            &j,
+            &s,
+            150,
+            |m| if m == ADAPTIVE { 90 } else { 50 },
+            |_| 1_000,
+        );
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE]);
+        assert_eq!(j.trials(), 1);
+    }
+}
