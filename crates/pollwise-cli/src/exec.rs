@@ -106,11 +106,7 @@ pub fn parse(words: &[String]) -> Result<Option<ExecArgs>> {
                     .map_err(|e: String| Error::Usage(format!("--mode: {e}")))?
             }
             "auto_slack" => {
-                let v = value
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| (0.0..=10.0).contains(v));
+                let v = pollwise::policy::parse_auto_slack(&value);
                 a.auto_slack = Some(v.ok_or_else(|| {
                     Error::Usage(format!(
                         "--auto_slack={value} is no slack: give a fraction from 0 to 10 (0.10: 10%)"

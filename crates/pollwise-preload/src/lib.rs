@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use pollwise::policy::{Mode, PolicyConfig, DEFAULT_AUTO_LATENCY_SLACK};
+use pollwise::policy::{parse_auto_slack, Mode, PolicyConfig, DEFAULT_AUTO_LATENCY_SLACK};
 use pollwise::ring::{
     RawRing, RingParts, FEAT_EXT_ARG, IORING_SETUP_CQE32, IORING_SETUP_SQPOLL, SQ_NEED_WAKEUP,
 };
@@ -190,10 +190,9 @@ struct State {
 
 impl State {
     fn new(mode_text: String, slack_text: Option<String>) -> State {
-        let slack = match slack_text.as_deref().map(parse_slack) {
-            None => Some(DEFAULT_AUTO_LATENCY_SLACK),
-            Some(s) => s,
-        };
+        let slack = slack_text
+            .as_deref()
+            .map_or(Some(DEFAULT_AUTO_LATENCY_SLACK), parse_auto_slack);
         State {
             mode: mode_text.trim().parse().ok().filter(|_| slack.is_some()),
             slack: slack.unwrap_or(DEFAULT_AUTO_LATENCY_SLACK),
@@ -340,12 +339,6 @@ unsafe fn fixed(ring: *const IoUring) -> Fixed {
             cqes: addr_of!((*ring).cq.cqes).read(),
         }
     }
-}
-
-/// auto's slack as `POLLWISE_AUTO_SLACK` gives it: a fraction in [0, 10], as `--auto_slack`.
-fn parse_slack(text: &str) -> Option<f64> {
-    let v: f64 = text.trim().parse().ok()?;
-    (0.0..=10.0).contains(&v).then_some(v)
 }
 
 /// A waiter's policy: `mode`'s defaults, with auto's slack.

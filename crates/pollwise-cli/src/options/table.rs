@@ -582,7 +582,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("poll_max_ns", int(0, u64::MAX), val("32768"), C::Policy, Job, "adaptive: the largest polling window, in ns").to(put!(policy.poll_max_ns)),
     opt("poll_grow", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window growth factor (0: QEMU's default)").to(put!(policy.poll_grow)),
     opt("poll_shrink", int(0, u64::MAX), val("0"), C::Policy, Job, "adaptive: window shrink divisor (0: QEMU's default)").to(put!(policy.poll_shrink)),
-    with_aliases(opt("auto_slack", Kind::Float { min: 0.0, min_open: false, max: 10.0 }, val("0.10"), C::Policy, Job, "auto: how much throughput below the fastest mode's auto may give up (0.10: 10%) in return for less CPU per I/O").to(put!(policy.auto_latency_slack)), &["auto_latency_slack"]),
+    with_aliases(opt("auto_slack", Kind::Float { min: 0.0, min_open: false, max: pollwise::policy::MAX_AUTO_LATENCY_SLACK }, val("0.10"), C::Policy, Job, "auto: how much throughput below the fastest mode's auto may give up (0.10: 10%) in return for less CPU per I/O").to(put!(policy.auto_latency_slack)), &["auto_latency_slack"]),
     // compare and rounds
     opt("rounds", int(0, U32), val("5"), C::Compare, Only(ROUNDS), "interleaved rounds: every variant runs once per round, the order rotated"),
     opt("warmup", dur(TimeUnit::Secs), val("500ms"), C::Compare, Only(&["compare"]), "unmeasured run before the first round"),

@@ -287,6 +287,15 @@ pub fn polled_wait(mode: Mode, kernel_hybrid: bool) -> &'static str {
 
 /// auto's default slack: a throughput down to 10% below the fastest mode's.
 pub const DEFAULT_AUTO_LATENCY_SLACK: f64 = 0.10;
+/// auto's largest slack.
+pub const MAX_AUTO_LATENCY_SLACK: f64 = 10.0;
+
+/// auto's slack from text, as `--auto_slack` and `POLLWISE_AUTO_SLACK` give it: a fraction from
+/// 0 to [`MAX_AUTO_LATENCY_SLACK`]; `None` for anything else.
+pub fn parse_auto_slack(text: &str) -> Option<f64> {
+    let v: f64 = text.trim().parse().ok()?;
+    (0.0..=MAX_AUTO_LATENCY_SLACK).contains(&v).then_some(v)
+}
 
 /// Everything needed to build a policy.
 #[derive(Debug, Clone, Copy)]

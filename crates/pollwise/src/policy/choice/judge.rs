@@ -23,7 +23,8 @@
 //!
 //! Races: choosers ask from their own threads between waits. Completions are counted in an
 //! atomic; the state is behind a mutex taken with `try_lock`, so a chooser never waits for
-//! another: one that finds it taken keeps the mode last published.
+//! another: one that finds it taken keeps the mode last published. A forked child whose parent
+//! held the lock at the fork never takes it: it keeps that mode, and never hangs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
