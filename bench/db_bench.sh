@@ -114,11 +114,9 @@ build_db_bench() {
   mkdir -p "$CACHE/bin"
   if [ ! -f "$SRC/Makefile" ]; then
     if ! have_source; then
-      # Debian's images ship binary lines only; a private file keeps ours apart from the system's.
-      if ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        echo "== adding /etc/apt/sources.list.d/pollwise-deb-src.list (deb-src bookworm main)"
-        echo "deb-src http://deb.debian.org/debian bookworm main" >/etc/apt/sources.list.d/pollwise-deb-src.list
-      fi
+      # shellcheck source=bench/lib/deb_src.sh
+      . "$REPO/bench/lib/deb_src.sh"
+      deb_src_ensure bookworm
       # apt-get update exits 0 when an index fails to download, so the check is what apt knows after.
       apt-get update -qq >"$CACHE/apt-update.log" 2>&1 || true
       have_source || die "no network for apt (or no bookworm deb-src line): apt-cache showsrc rocksdb has no $ROCKSDB_VERSION after apt-get update (see $CACHE/apt-update.log)"

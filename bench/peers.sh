@@ -63,16 +63,9 @@ build_peers() {
 		local codename
 		codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 		if ! (cd "$CACHE" && apt-get source --download-only "fio=$FIO_VERSION" >/dev/null 2>&1); then
-			local list=/etc/apt/sources.list.d/pollwise-deb-src.sources
-			say "adding the deb-src line $list for $codename"
-			cat >"$list" <<EOF
-# Source packages, for building peers from Debian's sources (bench/peers.sh).
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: $codename
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+			# shellcheck source=bench/lib/deb_src.sh
+			. "$(dirname "${BASH_SOURCE[0]}")/lib/deb_src.sh"
+			deb_src_ensure "$codename"
 			apt-get update -qq
 		fi
 		# The version Debian has for this release (3.33-3 in bookworm).
