@@ -326,8 +326,8 @@ def fmt(vals, f):
     return med if rounds == 1 or len(vals) == 1 else f"{med} [{f(min(vals))}-{f(max(vals))}]"
 ops = lambda x: f"{x:,.0f}"
 us = lambda x: f"{x:.2f}"
-print("| threads | mode | ops/s | x none | x best mode | CPU us/op | waits taken over | handed to liburing | auto's wait time | auto's decisions |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
+print("| threads | mode | ops/s | x none | x best mode | CPU us/op | auto against the objective's pick: ops/s, CPU | waits taken over | handed to liburing | auto's wait time | auto's decisions |")
+print("|---:|---|---:|---:|---:|---:|---|---:|---:|---|---|")
 def decisions(rs):
     # auto's decisions by reason, summed over its rounds, most first.
     tot = {}
@@ -356,13 +356,28 @@ for t in threads:
     # The best mode: the fastest of pollwise's fixed modes (db_bench alone is not a mode, and
     # auto is judged against them).
     best = max((v for m, v in med.items() if m != "none" and not m.startswith("auto")), default=None)
+    cpu_med = {m: statistics.median(c) for m, (rs, bad) in cells.items()
+               if rs and not bad and (c := [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None])}
+    def pick(slack):
+        # auto's objective over the fixed modes' medians: the cheapest (CPU per op) whose ops/s
+        # is within the slack of the fastest.
+        ok = [m for m, v in med.items() if m != "none" and not m.startswith("auto")
+              and best and v >= best * (1 - slack) and m in cpu_med]
+        return min(ok, key=lambda m: cpu_med[m], default=None)
+    def vs_pick(m):
+        if not m.startswith("auto"):
+            return "-"
+        p = pick(float(m.split(":", 1)[1]) if ":" in m else 0.10)
+        if p is None or m not in cpu_med:
+            return "-"
+        return f"{med[m] / med[p]:.2f}, {cpu_med[m] / cpu_med[p]:.2f} ({p})"
     for m in modes:
         rs, bad = cells[m]
         if not rs:
             continue
         if bad:
             failed += 1
-            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | | |")
+            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | | | |")
             continue
         o = [r["ops_s"] for r in rs]
         c = [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None]
@@ -371,7 +386,7 @@ for t in threads:
         fell = fmt([r["fallbacks"] for r in rs], ops) if m != "none" else "-"
         vs_best = f"{med[m] / best:.2f}" if best else "-"
         print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {vs_best} | "
-              f"{fmt(c, us) if c else '-'} | {taken} | {fell} | {split(rs) if m.startswith('auto') else '-'} | "
+              f"{fmt(c, us) if c else '-'} | {vs_pick(m)} | {taken} | {fell} | {split(rs) if m.startswith('auto') else '-'} | "
               f"{decisions(rs) if m.startswith('auto') else '-'} |")
 sys.exit(3 if failed else 0)
 PY
@@ -389,7 +404,9 @@ Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
 DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
 x none: ops/s against db_bench alone; x best mode: against the fastest of pollwise's fixed modes
-at that thread count (db_bench alone is not a mode; auto:F is auto with --auto_slack=F). auto's
+at that thread count (db_bench alone is not a mode; auto:F is auto with --auto_slack=F). The
+objective's pick: the cheapest fixed mode (median CPU per op) whose median ops/s is within auto's
+slack (10%, or F) of the fastest; auto against it, ops/s and CPU per op. auto's
 decisions: the preload's count of each reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
 CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. Waits taken over
 and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.

@@ -81,14 +81,15 @@ pub enum Reason {
     ClatShift,
     /// The hold ended: explore again.
     Periodic,
-    /// The CPU is contended: interrupt.
+    /// The CPU is contended, or (with a judge) the process's choosers fill its cores:
+    /// interrupt, then the judge's mode.
     Contention,
     /// The contention is gone: the last exploration's best again, or a new exploration (see
     /// [`Chooser`]'s calm).
     ContentionGone,
     /// Waits are longer than [`LONG_WAIT_NS`]: interrupt, without spinning to find out more.
     LongWait,
-    /// Contended: the mode the process's [`Judge`] holds or tries.
+    /// Judged together: the mode the process's [`Judge`] holds or tries.
     Judged,
 }
 
@@ -243,7 +244,8 @@ enum Phase {
     },
     /// Keeping the best until `until_ns`.
     Hold { until_ns: u64 },
-    /// Interrupt while contended; calm since the given time.
+    /// Contended, or judged together with the process's other choosers (interrupt without a
+    /// judge); calm since the given time.
     Contended { calm_since: Option<u64> },
 }
 
@@ -365,9 +367,10 @@ impl Chooser {
         self
     }
 
-    /// While contended, this chooser waits as `judge` says and counts its completions into it:
-    /// the process's choice, judged on the process's throughput and CPU (see
-    /// [`judge`]). Without one, a contended chooser holds interrupt.
+    /// While contended, or while the process's choosers fill its cores, this chooser waits as
+    /// `judge` says and counts its completions into it: the process's choice, judged on the
+    /// process's throughput and CPU (see [`judge`]). Without one, a contended chooser holds
+    /// interrupt, and one among choosers that fill the cores explores alone.
     pub fn judged_by(mut self, judge: &'static Judge) -> Self {
         self.judge = Some(judge);
         self
@@ -394,7 +397,7 @@ impl Chooser {
         }
         self.mode_since = now;
         self.sampler.maybe_sample(now);
-        if self.sampler.contended() {
+        if self.judged_together() {
             self.phase = Phase::Contended { calm_since: None };
             self.switch(INTERRUPT, Reason::Contention, now);
         } else if let Some(c) = self.resume {
@@ -846,8 +849,14 @@ impl Chooser {
         self.epoch.hybrid_sleeps = probe.hybrid_sleeps();
     }
 
+    /// Whether this chooser waits as the process does, not as it judges alone: the CPU is
+    /// contended, or (with a judge) the process's choosers fill the cores.
+    fn judged_together(&self) -> bool {
+        self.sampler.contended() || (self.judge.is_some() && self.sampler.choosers_fill_cores())
+    }
+
     fn on_sample(&mut self, now: u64, probe: &dyn HybridProbe) {
-        let contended = self.sampler.contended();
+        let contended = self.judged_together();
         match self.phase {
             Phase::Contended { calm_since } => {
                 if contended {
@@ -906,7 +915,7 @@ impl Chooser {
         self.epoch.switch_ios += n;
         if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
             judge.count(n);
-            let m = judge.mode(self.slack);
+            let m = judge.mode(self.slack, self.sampler.room_to_spin());
             if m != self.cur {
                 self.switch(m, Reason::Judged, now);
             }

@@ -361,6 +361,19 @@ impl ContentionSampler {
                 || self.choosers > cores)
     }
 
+    /// This process's choosers, two or more, fill the cores this thread may run on: each
+    /// one's spinning takes a core some other thread of the process (or a device's worker)
+    /// needs, so they are judged together (see the chooser's judge).
+    pub fn choosers_fill_cores(&self) -> bool {
+        self.samples > 0 && self.choosers >= 2 && self.choosers >= self.src.cores()
+    }
+
+    /// This process's choosers (counted: a platform that cannot count them gives none) do
+    /// not outnumber the cores this thread may run on: each could spin on a core of its own.
+    pub fn room_to_spin(&self) -> bool {
+        (1..=self.src.cores()).contains(&self.choosers)
+    }
+
     /// The smoothed runnable count.
     pub fn runnable(&self) -> f64 {
         self.runnable

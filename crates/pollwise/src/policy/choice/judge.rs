@@ -1,20 +1,20 @@
 //! The process's judge of how contended choosers wait.
 //!
-//! While the CPUs are contended, one thread's throughput is a poor judge of its own way of
-//! waiting: a thread that spins serves itself faster while it takes the CPU from the process's
-//! other threads (and from a device's own worker), so per-thread judging picks spinning where
-//! the process as a whole loses. So contended [`Chooser`](super::Chooser)s that judge
-//! throughput do not judge alone: each waits the way the process's [`Judge`] says, and counts
-//! its completions into it. The judge tries interrupt, adaptive and interrupt again, each for
-//! [`TRIAL_NS`] of the whole process's completions and CPU time (after [`SETTLE_NS`] for every
-//! chooser to take the new mode at its next wait), and holds the cheapest mode whose
-//! throughput is within the slack of the fastest (auto's objective), for
-//! [`HOLD_MIN_NS`], doubling to
-//! [`HOLD_MAX_NS`] while it judges the same. Interrupt, measured
-//! first and last, is judged on the mean of the two: a drift across the trial moves both
-//! candidates alike. Poll and hybrid are not tried: spinning without bound under contention
-//! starves the threads it contends with (0.6x interrupt's throughput at 5x its CPU on the
-//! disk at 4x the cores), and adaptive's window is where a short spin pays.
+//! While the CPUs are contended, or the process's choosers fill its cores, one thread's
+//! throughput is a poor judge of its own way of waiting: a thread that spins serves itself
+//! faster while it takes the CPU from the process's other threads (and from a device's own
+//! worker), so per-thread judging picks spinning where the process as a whole loses. So such
+//! [`Chooser`](super::Chooser)s do not judge alone: each waits the way the process's [`Judge`]
+//! says, and counts its completions into it. The judge tries interrupt, adaptive, poll (only
+//! while the choosers do not outnumber the cores: past them, spinning without bound starves
+//! the threads it contends with, 0.6x interrupt's throughput at 5x its CPU on the disk at 4x
+//! the cores) and interrupt again, each for [`TRIAL_NS`] of the whole process's completions
+//! and CPU time (after [`SETTLE_NS`] for every chooser to take the new mode at its next wait).
+//! It holds the cheapest mode whose throughput is within the slack of the fastest (auto's
+//! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins),
+//! for [`HOLD_MIN_NS`], doubling to [`HOLD_MAX_NS`] while it judges the same. Interrupt,
+//! measured first and last, is judged on the mean of the two: a drift across the trial moves
+//! both candidates alike. Hybrid is not tried: its sleep is aimed per thread.
 //!
 //! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
 //! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
@@ -29,7 +29,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::{ADAPTIVE, HOLD_MAX_NS, HOLD_MIN_NS, INTERRUPT};
+use super::{ADAPTIVE, HOLD_MAX_NS, HOLD_MIN_NS, INTERRUPT, POLL};
 
 /// Each candidate's measured stretch: 100 ms of the process's completions.
 pub const TRIAL_NS: u64 = 100_000_000;
@@ -38,8 +38,14 @@ pub const SETTLE_NS: u64 = 10_000_000;
 /// Unasked for this long, the judge starts afresh.
 pub const IDLE_NS: u64 = 500_000_000;
 
-/// The trial's order: interrupt first and last.
-const PLAN: [usize; 3] = [INTERRUPT, ADAPTIVE, INTERRUPT];
+/// CPU costs per completion this close (as a share) are a tie: 100 ms stretches measure
+/// them no closer, and the faster of the tied wins.
+pub const CPU_CLOSE: f64 = 0.05;
+
+/// The trial's order with room to spin: interrupt first and last.
+const WITH_POLL: [usize; 4] = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT];
+/// The trial's order when the choosers outnumber the cores.
+const WITHOUT_POLL: [usize; 3] = [INTERRUPT, ADAPTIVE, INTERRUPT];
 
 /// Where a judge reads time and CPU.
 pub trait JudgeSource: Send + Sync {
@@ -84,7 +90,9 @@ enum Step {
 struct State {
     last_ns: u64,
     step: Step,
-    got: [Option<Measured>; 3],
+    /// This trial's order, chosen at its start.
+    plan: &'static [usize],
+    got: [Option<Measured>; 4],
     hold_ns: u64,
     last_best: Option<usize>,
 }
@@ -131,9 +139,10 @@ impl Judge {
         self.ios.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The mode (a [`CANDIDATES`](super::CANDIDATES) index) contended choosers wait in
-    /// now, with `slack` as auto's.
-    pub fn mode(&self, slack: f64) -> usize {
+    /// The mode (a [`CANDIDATES`](super::CANDIDATES) index) judged choosers wait in now,
+    /// with `slack` as auto's. `poll_room`: the choosers do not outnumber the cores, so a
+    /// trial that starts now tries poll too.
+    pub fn mode(&self, slack: f64, poll_room: bool) -> usize {
         let Ok(mut guard) = self.state.try_lock() else {
             return self.mode.load(Ordering::Relaxed);
         };
@@ -147,18 +156,19 @@ impl Judge {
                     since: now,
                     from: None,
                 },
-                got: [None; 3],
+                plan: plan(poll_room),
+                got: [None; 4],
                 hold_ns: HOLD_MIN_NS,
                 last_best: None,
             }),
         };
         st.last_ns = now;
-        let m = self.advance(st, now, slack);
+        let m = self.advance(st, now, slack, poll_room);
         self.mode.store(m, Ordering::Relaxed);
         m
     }
 
-    fn advance(&self, st: &mut State, now: u64, slack: f64) -> usize {
+    fn advance(&self, st: &mut State, now: u64, slack: f64, poll_room: bool) -> usize {
         match st.step {
             Step::Hold { mode, until } if now < until => mode,
             Step::Hold { .. } => {
@@ -167,8 +177,9 @@ impl Judge {
                     since: now,
                     from: None,
                 };
-                st.got = [None; 3];
-                PLAN[0]
+                st.plan = plan(poll_room);
+                st.got = [None; 4];
+                st.plan[0]
             }
             Step::Trial { at, since, from } => {
                 let ios = self.ios.load(Ordering::Relaxed);
@@ -186,14 +197,14 @@ impl Judge {
                             per_s: n as f64 * 1e9 / now.saturating_sub(t0) as f64,
                             cpu_per_io: self.source.cpu_ns().saturating_sub(c0) as f64 / n as f64,
                         });
-                        if at + 1 < PLAN.len() {
+                        if at + 1 < st.plan.len() {
                             st.step = Step::Trial {
                                 at: at + 1,
                                 since: now,
                                 from: None,
                             };
                         } else {
-                            let best = best(&st.got, slack);
+                            let best = best(st.plan, &st.got, slack);
                             st.hold_ns = if st.last_best == Some(best) {
                                 (st.hold_ns * 2).min(HOLD_MAX_NS)
                             } else {
@@ -210,7 +221,7 @@ impl Judge {
                     _ => {}
                 }
                 match st.step {
-                    Step::Trial { at, .. } => PLAN[at],
+                    Step::Trial { at, .. } => st.plan[at],
                     Step::Hold { mode, .. } => mode,
                 }
             }
@@ -218,27 +229,51 @@ impl Judge {
     }
 }
 
-/// Auto's objective over a trial's stretches: the cheapest mode whose throughput is within
-/// `slack` of the fastest. Interrupt is the mean of its two stretches; a candidate with no
-/// completions measured loses, and interrupt wins when nothing was measured.
-fn best(got: &[Option<Measured>; 3], slack: f64) -> usize {
-    let interrupt = match (got[0], got[2]) {
+fn plan(poll_room: bool) -> &'static [usize] {
+    if poll_room {
+        &WITH_POLL
+    } else {
+        &WITHOUT_POLL
+    }
+}
+
+/// Auto's objective over a trial's stretches (`got[i]` measured `plan[i]`): the cheapest mode
+/// whose throughput is within `slack` of the fastest, the faster of those within [`CPU_CLOSE`]
+/// of the cheapest's CPU. Interrupt is the mean of its two stretches; a candidate with no
+/// completions measured loses, and interrupt wins when nothing else was measured.
+fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> usize {
+    let last = plan.len() - 1;
+    let interrupt = match (got[0], got[last]) {
         (Some(a), Some(b)) => Some(Measured {
             per_s: (a.per_s + b.per_s) / 2.0,
             cpu_per_io: (a.cpu_per_io + b.cpu_per_io) / 2.0,
         }),
         (a, b) => a.or(b),
     };
-    let (Some(i), Some(a)) = (interrupt, got[1]) else {
+    let Some(i) = interrupt else {
         return INTERRUPT;
     };
-    let fastest = i.per_s.max(a.per_s);
-    let line = fastest * (1.0 - slack);
-    match (i.per_s >= line, a.per_s >= line) {
-        (true, true) if a.cpu_per_io < i.cpu_per_io => ADAPTIVE,
-        (true, _) => INTERRUPT,
-        (false, _) => ADAPTIVE,
+    // No allocation: a waiter's steady state allocates nothing, and a trial ends in one.
+    let mut measured = [None::<(usize, Measured)>; 4];
+    measured[0] = Some((INTERRUPT, i));
+    for k in 1..last {
+        measured[k] = got[k].map(|m| (plan[k], m));
     }
+    let all = || measured.iter().flatten();
+    let fastest = all().map(|(_, m)| m.per_s).fold(0.0, f64::max);
+    let line = fastest * (1.0 - slack);
+    let within = || all().filter(move |(_, m)| m.per_s >= line);
+    let cheapest = within()
+        .map(|(_, m)| m.cpu_per_io)
+        .fold(f64::INFINITY, f64::min);
+    // The first of equals wins: interrupt, then the plan's order.
+    within()
+        .filter(|(_, m)| m.cpu_per_io <= cheapest * (1.0 + CPU_CLOSE))
+        .fold(None::<&(usize, Measured)>, |b, x| match b {
+            Some(b) if b.1.per_s >= x.1.per_s => Some(b),
+            _ => Some(x),
+        })
+        .map_or(INTERRUPT, |(mode, _)| *mode)
 }
 
 #[cfg(test)]
@@ -268,12 +303,13 @@ mod tests {
         j: &Judge,
         s: &Arc<Script>,
         ms: u64,
+        room: bool,
         rate: impl Fn(usize) -> u64,
         cpu: impl Fn(usize) -> u64,
     ) -> Vec<usize> {
         let mut seen = Vec::new();
         for _ in 0..ms {
-            let m = j.mode(0.10);
+            let m = j.mode(0.10, room);
             if seen.last() != Some(&m) {
                 seen.push(m);
             }
@@ -298,10 +334,10 @@ mod tests {
         // Adaptive 1.2x interrupt's throughput (past the 10% slack), at a little more CPU.
         let rate = |m| if m == ADAPTIVE { 60 } else { 50 };
         let cpu = |m| if m == ADAPTIVE { 1_100 } else { 1_000 };
-        let seen = drive(&j, &s, 400, rate, cpu);
+        let seen = drive(&j, &s, 400, false, rate, cpu);
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE]);
         assert_eq!(j.trials(), 1);
-        assert_eq!(drive(&j, &s, 500, rate, cpu), vec![ADAPTIVE]);
+        assert_eq!(drive(&j, &s, 500, false, rate, cpu), vec![ADAPTIVE]);
     }
 
     #[test]
@@ -310,13 +346,13 @@ mod tests {
         // Adaptive 5% faster at 1.3x the CPU: interrupt is within the slack and cheaper.
         let rate = |m| if m == ADAPTIVE { 105 } else { 100 };
         let cpu = |m| if m == ADAPTIVE { 1_300 } else { 1_000 };
-        drive(&j, &s, 400, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10)), (1, INTERRUPT));
+        drive(&j, &s, 400, false, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (1, INTERRUPT));
         // The first hold is 1 s; the second trial judges the same and holds for 2 s.
-        drive(&j, &s, 1_400, rate, cpu);
+        drive(&j, &s, 1_400, false, rate, cpu);
         assert_eq!(j.trials(), 2);
-        drive(&j, &s, 1_900, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10)), (2, INTERRUPT));
+        drive(&j, &s, 1_900, false, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (2, INTERRUPT));
     }
 
     #[test]
@@ -327,21 +363,57 @@ mod tests {
             &j,
             &s,
             400,
+            false,
             |m| if m == ADAPTIVE { 0 } else { 50 },
             |_| 1_000,
         );
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT]);
-        assert_eq!(j.mode(0.10), INTERRUPT);
+        assert_eq!(j.mode(0.10, false), INTERRUPT);
         // Unasked for longer than IDLE_NS: a new trial from interrupt, not the old hold.
         s.now.fetch_add(IDLE_NS + 1, Ordering::Relaxed);
         let seen = drive(
             &j,
             &s,
             150,
+            false,
             |m| if m == ADAPTIVE { 90 } else { 50 },
             |_| 1_000,
         );
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE]);
         assert_eq!(j.trials(), 1);
+    }
+
+    #[test]
+    fn with_room_poll_is_tried_and_held_only_past_the_slack() {
+        // Two choosers on two cores: poll 4% faster than interrupt at 4.6x its CPU is within
+        // the slack, so interrupt (the cheapest) is held.
+        let (j, s) = judge();
+        let cpu = |m| if m == POLL { 4_600 } else { 1_000 };
+        let seen = drive(&j, &s, 500, true, |m| if m == POLL { 52 } else { 50 }, cpu);
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, POLL, INTERRUPT]);
+        assert_eq!((j.trials(), j.mode(0.10, true)), (1, INTERRUPT));
+        // Poll 20% faster: past the slack, poll is held whatever its CPU.
+        let (j, s) = judge();
+        let seen = drive(&j, &s, 500, true, |m| if m == POLL { 60 } else { 50 }, cpu);
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, POLL, INTERRUPT, POLL]);
+        // Without room (the choosers outnumber the cores) poll is never tried.
+        let (j, s) = judge();
+        let seen = drive(&j, &s, 500, false, |m| if m == POLL { 60 } else { 50 }, cpu);
+        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT]);
+    }
+
+    #[test]
+    fn cpu_costs_within_the_tie_go_to_the_faster() {
+        let (j, s) = judge();
+        // Adaptive 2% cheaper (a tie) and 4% slower: interrupt, the faster, is held.
+        let rate = |m| if m == ADAPTIVE { 48 } else { 50 };
+        let cpu = |m| if m == ADAPTIVE { 980 } else { 1_000 };
+        drive(&j, &s, 400, false, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (1, INTERRUPT));
+        // Adaptive 10% cheaper and 4% slower: the cheaper within the slack, adaptive.
+        let (j, s) = judge();
+        let cpu = |m| if m == ADAPTIVE { 900 } else { 1_000 };
+        drive(&j, &s, 400, false, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (1, ADAPTIVE));
     }
 }

@@ -497,3 +497,67 @@ fn a_contended_chooser_waits_as_the_judge_says_and_counts_into_it() {
         1_600
     );
 }
+
+/// Calm signals from a process whose `choosers` fill (or outnumber) two cores.
+struct Choosers(u32);
+
+impl CpuSignals for Choosers {
+    fn thread_cpu_ns(&mut self) -> u64 {
+        0
+    }
+    fn read(&mut self) -> crate::policy::contention::Reading {
+        crate::policy::contention::Reading {
+            runnable: Some(1),
+            choosers: Some(self.0),
+            ..Default::default()
+        }
+    }
+    fn cores(&self) -> u32 {
+        2
+    }
+}
+
+#[test]
+fn choosers_that_fill_the_cores_are_judged_together_and_poll_is_tried_while_they_fit() {
+    let ticking = || -> &'static Judge {
+        Box::leak(Box::new(Judge::new(Box::new(Ticking(
+            std::sync::atomic::AtomicU64::new(0),
+        )))))
+    };
+    let ms = 1_000_000;
+    let run = |choosers: u32, judge: Option<&'static Judge>| {
+        let mut c = Chooser::new(0.10, Box::new(Choosers(choosers)), false).judging_throughput();
+        if let Some(j) = judge {
+            c = c.judged_by(j);
+        }
+        c.start(0, &NoHybrid);
+        let mut seen = vec![c.current()];
+        for i in 1..=500u64 {
+            c.after_wait(4, i * ms, &NoHybrid);
+            if seen.last() != Some(&c.current()) {
+                seen.push(c.current());
+            }
+        }
+        (c, seen)
+    };
+    // Two choosers on two cores, calm: the judge tries poll too, and holds interrupt (equal
+    // rates at the Ticking source's equal CPU: the tie goes to the faster, the first).
+    let (c, seen) = run(2, Some(ticking()));
+    assert_eq!(seen[..4], ["interrupt", "adaptive", "poll", "interrupt"]);
+    assert_eq!(c.reason_count(Reason::Contention), 1);
+    assert_eq!(
+        c.reason_count(Reason::Explore),
+        0,
+        "no exploration of its own"
+    );
+    // Three on two cores: judged without poll.
+    let (c, seen) = run(3, Some(ticking()));
+    assert_eq!(seen[..3], ["interrupt", "adaptive", "interrupt"]);
+    assert_eq!(c.completions_in("poll"), 0);
+    // One chooser alone, or two without a judge (scripted signals): each explores alone.
+    for (n, j) in [(1, Some(ticking())), (2, None)] {
+        let (c, _) = run(n, j);
+        assert_eq!(c.reason_count(Reason::Contention), 0, "{n} chooser(s)");
+        assert_eq!(c.reason_count(Reason::Start), 1);
+    }
+}
