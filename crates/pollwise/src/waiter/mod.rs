@@ -257,6 +257,23 @@ impl Waiter {
         Ok(())
     }
 
+    /// Ends the records of the CQEs the caller consumed since the shadow last looked at the CQ,
+    /// first thing in a call (no enter, no CQE read). A call that returns without looking (its
+    /// CQEs ready at once, a submission stopped short) leaves the CQEs it returned to the
+    /// caller unseen; their records would stay believed in flight until a policy next polled,
+    /// and a caller whose waits all find their CQEs ready would fill the record table, after
+    /// which new SQEs go unrecorded and their CQEs are foreign. The policy does not hear of
+    /// these completions: it learns from the CQEs it saw posted, not from ones reaped unseen.
+    fn end_reaped(&mut self) -> io::Result<()> {
+        let Some(t) = self.track.as_mut() else {
+            return Ok(());
+        };
+        t.inner().reaped_only.set(true);
+        let r = t.poll_with(&mut |_, _| {});
+        t.inner().reaped_only.set(false);
+        r.map(|_| ())
+    }
+
     /// Makes a record for every SQE published since the last look, then counts what the
     /// kernel consumed.
     fn sync_submissions(&mut self, ring: &RawRing) -> io::Result<()> {
@@ -357,6 +374,7 @@ impl Waiter {
         t0: Instant,
         signals0: u64,
     ) -> io::Result<u32> {
+        self.end_reaped()?;
         self.sync_submissions(ring)?;
         let Some(t) = self.track.as_mut() else {
             return Err(io::Error::other("the waiter follows no ring"));

@@ -7,7 +7,8 @@
 //! A CQE is matched to a record by the `user_data` the caller noted for it, else to the oldest
 //! un-noted record (order is the only thing known of anonymous requests); a CQE with
 //! `IORING_CQE_F_MORE` (multishot) ends no record, nor does one nobody submitted (handed on as
-//! foreign). CQEs the caller consumed before the shadow saw them end records unread.
+//! foreign). CQEs the caller consumed before the shadow saw them end records unread, at the
+//! latest when the Waiter's next call begins.
 //!
 //! Time limits: the call's deadline is checked by every empty poll and caps every wait, so any
 //! policy's loop ends with `ETIME` when it passes. Signals: a signal during an enter ends it with
@@ -64,6 +65,9 @@ pub(super) struct Shadow {
     pub may_submit: Cell<bool>,
     /// The caller's `user_data` for the record pushed next.
     pub next_note: Cell<Option<u64>>,
+    /// The next poll only ends the records of CQEs the caller consumed unseen: it neither
+    /// enters nor reads a CQE (see [`Waiter`](super::Waiter)'s `end_reaped`).
+    pub reaped_only: Cell<bool>,
     /// The CQ index up to which CQEs were seen.
     pub seen_cq: Cell<u32>,
     /// The SQ head when last read.
@@ -417,6 +421,11 @@ unsafe impl Queue for Shadow {
             }
             return Ok(n);
         };
+        if self.reaped_only.take() {
+            let n = self.catch_up(ring.cq_head(), sink);
+            self.ring.set(Some(ring));
+            return Ok(n);
+        }
         let r = (|| {
             let flags = ring.sq_flags();
             let fresh = ring.cq_tail() != self.seen_cq.get();
