@@ -192,6 +192,10 @@ impl WaitPolicy for Auto {
         Ok(n)
     }
 
+    fn reaped_unseen(&mut self, n: usize) {
+        self.ch.count_unseen(n);
+    }
+
     fn counters(&self) -> PolicyCounters {
         let mut c = PolicyCounters::default();
         for p in &self.cands {

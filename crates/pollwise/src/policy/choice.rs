@@ -958,6 +958,23 @@ impl Chooser {
         }
     }
 
+    /// `n` completions reaped without a wait (see [`WaitPolicy::reaped_unseen`]): they count
+    /// toward the current mode's throughput and the judge's, with no latency, and decide
+    /// nothing until the next wait.
+    ///
+    /// [`WaitPolicy::reaped_unseen`]: super::WaitPolicy::reaped_unseen
+    pub fn count_unseen(&mut self, n: usize) {
+        let n = n as u64;
+        self.mode_ios[self.cur] += n;
+        self.epoch.switch_ios += n;
+        if self.epoch.settle_left == 0 {
+            self.epoch.ios += n;
+        }
+        if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
+            judge.count(n);
+        }
+    }
+
     /// What a report shows of the chooser at `now`.
     pub fn status(&self, now: u64) -> ChoiceStatus {
         ChoiceStatus {

@@ -170,6 +170,12 @@ pub trait WaitPolicy: Send {
         Vec::new()
     }
 
+    /// `n` completions of the policy's requests were reaped without a wait of its own (the
+    /// caller found them posted and consumed them before the policy saw them): a policy that
+    /// judges throughput counts them, with no latency (none was measured). Only completion
+    /// counts, never a switch, happen here.
+    fn reaped_unseen(&mut self, _n: usize) {}
+
     /// Sizes the policy's own tables for a queue of `capacity` operations, so that its first
     /// wait allocates nothing (`auto` prepares every candidate before it starts measuring).
     fn prepare(&mut self, _capacity: usize) {}

@@ -262,8 +262,9 @@ impl Waiter {
     /// CQEs ready at once, a submission stopped short) leaves the CQEs it returned to the
     /// caller unseen; their records would stay believed in flight until a policy next polled,
     /// and a caller whose waits all find their CQEs ready would fill the record table, after
-    /// which new SQEs go unrecorded and their CQEs are foreign. The policy does not hear of
-    /// these completions: it learns from the CQEs it saw posted, not from ones reaped unseen.
+    /// which new SQEs go unrecorded and their CQEs are foreign. The policy hears of them as
+    /// completions reaped unseen ([`WaitPolicy::reaped_unseen`]): counted toward throughput
+    /// (auto judges it), with no latency, as none was measured.
     fn end_reaped(&mut self) -> io::Result<()> {
         let Some(t) = self.track.as_mut() else {
             return Ok(());
@@ -271,6 +272,11 @@ impl Waiter {
         t.inner().reaped_only.set(true);
         let r = t.poll_with(&mut |_, _| {});
         t.inner().reaped_only.set(false);
+        if let Ok(n) = r {
+            if n > 0 {
+                self.policy.reaped_unseen(n);
+            }
+        }
         r.map(|_| ())
     }
 
