@@ -11,8 +11,10 @@
 //! the cores) and interrupt again, each for [`TRIAL_NS`] of the whole process's completions
 //! and CPU time (after [`SETTLE_NS`] for every chooser to take the new mode at its next wait).
 //! It holds the cheapest mode whose throughput is within the slack of the fastest (auto's
-//! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins),
-//! for [`HOLD_MIN_NS`], doubling to [`HOLD_MAX_NS`] while it judges the same. Interrupt,
+//! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins;
+//! a trial that cannot tell the last pick from the new one keeps it), for [`HOLD_MIN_NS`],
+//! doubling to [`HOLD_MAX_NS`] while it judges the same. Poll that lost sits out the next
+//! 1, 2, 4, up to [`POLL_SKIP_MAX`] trials: its stretch costs the most. Interrupt,
 //! measured first and last, is judged on the mean of the two: a drift across the trial moves
 //! both candidates alike. Hybrid is not tried: its sleep is aimed per thread.
 //!
@@ -41,6 +43,9 @@ pub const IDLE_NS: u64 = 500_000_000;
 /// CPU costs per completion this close (as a share) are a tie: 100 ms stretches measure
 /// them no closer, and the faster of the tied wins.
 pub const CPU_CLOSE: f64 = 0.05;
+
+/// Most trials in a row that leave poll out after it lost (1, 2, 4, then 8 after each loss).
+pub const POLL_SKIP_MAX: u32 = 8;
 
 /// The trial's order with room to spin: interrupt first and last.
 const WITH_POLL: [usize; 4] = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT];
@@ -95,6 +100,9 @@ struct State {
     got: [Option<Measured>; 4],
     hold_ns: u64,
     last_best: Option<usize>,
+    /// Trials left that leave poll out, and how many the next loss of poll skips.
+    poll_skip: u32,
+    poll_backoff: u32,
 }
 
 /// The process's judge of contended waits. See the module docs.
@@ -160,6 +168,8 @@ impl Judge {
                 got: [None; 4],
                 hold_ns: HOLD_MIN_NS,
                 last_best: None,
+                poll_skip: 0,
+                poll_backoff: 0,
             }),
         };
         st.last_ns = now;
@@ -177,7 +187,11 @@ impl Judge {
                     since: now,
                     from: None,
                 };
-                st.plan = plan(poll_room);
+                // Poll lost its last trials: leave it out of the next few, as its 100 ms
+                // cost most (at 4x the CPU) and a pick's churn between near-equal modes would
+                // otherwise try it every second.
+                st.plan = plan(poll_room && st.poll_skip == 0);
+                st.poll_skip = st.poll_skip.saturating_sub(u32::from(poll_room));
                 st.got = [None; 4];
                 st.plan[0]
             }
@@ -204,7 +218,19 @@ impl Judge {
                                 from: None,
                             };
                         } else {
-                            let best = best(st.plan, &st.got, slack);
+                            let (mut best, as_good) = best(st.plan, &st.got, slack);
+                            // A trial that cannot tell the last pick from this one keeps it.
+                            if let Some(last) = st.last_best.filter(|&l| as_good & 1 << l != 0) {
+                                best = last;
+                            }
+                            if st.plan.contains(&POLL) {
+                                if best == POLL {
+                                    st.poll_backoff = 0;
+                                } else {
+                                    st.poll_backoff = (st.poll_backoff * 2).clamp(1, POLL_SKIP_MAX);
+                                    st.poll_skip = st.poll_backoff;
+                                }
+                            }
                             st.hold_ns = if st.last_best == Some(best) {
                                 (st.hold_ns * 2).min(HOLD_MAX_NS)
                             } else {
@@ -239,9 +265,10 @@ fn plan(poll_room: bool) -> &'static [usize] {
 
 /// Auto's objective over a trial's stretches (`got[i]` measured `plan[i]`): the cheapest mode
 /// whose throughput is within `slack` of the fastest, the faster of those within [`CPU_CLOSE`]
-/// of the cheapest's CPU. Interrupt is the mean of its two stretches; a candidate with no
+/// of the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
+/// tell apart. Interrupt is the mean of its two stretches; a candidate with no
 /// completions measured loses, and interrupt wins when nothing else was measured.
-fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> usize {
+fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) {
     let last = plan.len() - 1;
     let interrupt = match (got[0], got[last]) {
         (Some(a), Some(b)) => Some(Measured {
@@ -251,7 +278,7 @@ fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> usize {
         (a, b) => a.or(b),
     };
     let Some(i) = interrupt else {
-        return INTERRUPT;
+        return (INTERRUPT, 1 << INTERRUPT);
     };
     // No allocation: a waiter's steady state allocates nothing, and a trial ends in one.
     let mut measured = [None::<(usize, Measured)>; 4];
@@ -266,14 +293,16 @@ fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> usize {
     let cheapest = within()
         .map(|(_, m)| m.cpu_per_io)
         .fold(f64::INFINITY, f64::min);
+    let tied = || within().filter(|(_, m)| m.cpu_per_io <= cheapest * (1.0 + CPU_CLOSE));
+    let as_good = tied().fold(0u8, |set, (mode, _)| set | 1 << mode);
     // The first of equals wins: interrupt, then the plan's order.
-    within()
-        .filter(|(_, m)| m.cpu_per_io <= cheapest * (1.0 + CPU_CLOSE))
+    let pick = tied()
         .fold(None::<&(usize, Measured)>, |b, x| match b {
             Some(b) if b.1.per_s >= x.1.per_s => Some(b),
             _ => Some(x),
         })
-        .map_or(INTERRUPT, |(mode, _)| *mode)
+        .map_or(INTERRUPT, |(mode, _)| *mode);
+    (pick, as_good | 1 << pick)
 }
 
 #[cfg(test)]
@@ -415,5 +444,40 @@ mod tests {
         let cpu = |m| if m == ADAPTIVE { 900 } else { 1_000 };
         drive(&j, &s, 400, false, rate, cpu);
         assert_eq!((j.trials(), j.mode(0.10, false)), (1, ADAPTIVE));
+    }
+
+    #[test]
+    fn poll_that_lost_is_left_out_of_the_next_trials() {
+        let (j, s) = judge();
+        // Poll as fast as the others at 4.6x the CPU: it loses every trial it is in.
+        let cpu = |m| if m == POLL { 4_600 } else { 1_000 };
+        let seen = drive(&j, &s, 8_000, true, |_| 50, cpu);
+        // Trials at 0 s (with poll), 1.44 s (without: it lost once), 3.77 s (with it again);
+        // each tried poll would have been three.
+        assert_eq!(j.trials(), 3);
+        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 2, "{seen:?}");
+    }
+
+    #[test]
+    fn a_trial_that_cannot_tell_the_last_pick_apart_keeps_it() {
+        let (j, s) = judge();
+        let adaptive_rate = AtomicU64::new(60);
+        let rate = |m| {
+            if m == ADAPTIVE {
+                adaptive_rate.load(Ordering::Relaxed)
+            } else {
+                50
+            }
+        };
+        drive(&j, &s, 400, false, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (1, ADAPTIVE));
+        // Now the two are equal: interrupt would be the pick of a fresh trial (the first of
+        // equals), but this one cannot tell them apart, so adaptive is kept, for twice as long.
+        adaptive_rate.store(50, Ordering::Relaxed);
+        drive(&j, &s, 1_400, false, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (2, ADAPTIVE));
+        // The second trial ended at 1.66 s: held to 3.66 s (a first hold is 1 s).
+        drive(&j, &s, 1_800, false, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10, false)), (2, ADAPTIVE));
     }
 }
