@@ -369,9 +369,10 @@ impl ContentionSampler {
     }
 
     /// This process's choosers (counted: a platform that cannot count them gives none) do
-    /// not outnumber the cores this thread may run on: each could spin on a core of its own.
+    /// not outnumber the cores this thread may run on, and nothing else contends for them:
+    /// each could spin on a core of its own.
     pub fn room_to_spin(&self) -> bool {
-        (1..=self.src.cores()).contains(&self.choosers)
+        (1..=self.src.cores()).contains(&self.choosers) && !self.contended()
     }
 
     /// The smoothed runnable count.

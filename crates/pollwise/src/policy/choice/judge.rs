@@ -6,9 +6,9 @@
 //! worker), so per-thread judging picks spinning where the process as a whole loses. So such
 //! [`Chooser`](super::Chooser)s do not judge alone: each waits the way the process's [`Judge`]
 //! says, and counts its completions into it. The judge tries interrupt, adaptive, poll (only
-//! while the choosers do not outnumber the cores: past them, spinning without bound starves
-//! the threads it contends with, 0.6x interrupt's throughput at 5x its CPU on the disk at 4x
-//! the cores) and interrupt again, each for [`TRIAL_NS`] of the whole process's completions
+//! while the choosers fit the cores and nothing else contends: else spinning without bound
+//! starves the threads it contends with, 0.6x interrupt's throughput at 5x its CPU on the disk
+//! at 4x the cores) and interrupt again, each for [`TRIAL_NS`] of the whole process's completions
 //! and CPU time (after [`SETTLE_NS`] for every chooser to take the new mode at its next wait).
 //! It holds the cheapest mode whose throughput is within the slack of the fastest (auto's
 //! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins;
@@ -148,7 +148,7 @@ impl Judge {
     }
 
     /// The mode (a [`CANDIDATES`](super::CANDIDATES) index) judged choosers wait in now,
-    /// with `slack` as auto's. `poll_room`: the choosers do not outnumber the cores, so a
+    /// with `slack` as auto's. `poll_room`: the choosers fit the cores and nothing else contends, so a
     /// trial that starts now tries poll too.
     pub fn mode(&self, slack: f64, poll_room: bool) -> usize {
         let Ok(mut guard) = self.state.try_lock() else {
