@@ -153,6 +153,24 @@ fn every_mode(make: impl Fn() -> IoUring, what: &str) {
     }
 }
 
+/// An 8-entry ring whose task work runs only when its one issuer waits.
+fn defer_taskrun_ring() -> IoUring {
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(8)
+        .unwrap()
+}
+
+/// An 8-entry ring whose task work waits for the task's next transition, flagged in the SQ.
+fn coop_taskrun_ring() -> IoUring {
+    IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
+        .build(8)
+        .unwrap()
+}
+
 #[test]
 fn plain_ring_every_mode() {
     every_mode(|| IoUring::new(8).unwrap(), "plain");
@@ -160,30 +178,12 @@ fn plain_ring_every_mode() {
 
 #[test]
 fn defer_taskrun_ring_every_mode() {
-    every_mode(
-        || {
-            IoUring::builder()
-                .setup_single_issuer()
-                .setup_defer_taskrun()
-                .build(8)
-                .unwrap()
-        },
-        "DEFER_TASKRUN",
-    );
+    every_mode(defer_taskrun_ring, "DEFER_TASKRUN");
 }
 
 #[test]
 fn coop_taskrun_ring_every_mode() {
-    every_mode(
-        || {
-            IoUring::builder()
-                .setup_coop_taskrun()
-                .setup_taskrun_flag()
-                .build(8)
-                .unwrap()
-        },
-        "COOP_TASKRUN",
-    );
+    every_mode(coop_taskrun_ring, "COOP_TASKRUN");
 }
 
 #[test]
@@ -605,24 +605,6 @@ fn nops_ready_at_once_every_mode(make: impl Fn() -> IoUring, what: &str) {
 #[test]
 fn waits_ready_at_once_end_the_records_of_cqes_reaped_between_calls() {
     nops_ready_at_once_every_mode(|| IoUring::new(8).unwrap(), "plain");
-    nops_ready_at_once_every_mode(
-        || {
-            IoUring::builder()
-                .setup_coop_taskrun()
-                .setup_taskrun_flag()
-                .build(8)
-                .unwrap()
-        },
-        "COOP_TASKRUN",
-    );
-    nops_ready_at_once_every_mode(
-        || {
-            IoUring::builder()
-                .setup_single_issuer()
-                .setup_defer_taskrun()
-                .build(8)
-                .unwrap()
-        },
-        "DEFER_TASKRUN",
-    );
+    nops_ready_at_once_every_mode(coop_taskrun_ring, "COOP_TASKRUN");
+    nops_ready_at_once_every_mode(defer_taskrun_ring, "DEFER_TASKRUN");
 }

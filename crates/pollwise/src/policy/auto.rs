@@ -10,9 +10,9 @@
 //! reaches the sink exactly once, from exactly one policy. Its objective: the least CPU per I/O
 //! among the candidates whose throughput (completions per second of wall time, the caller's own
 //! work included) is within `slack` (0.10) of the fastest candidate's, hybrid over poll unless
-//! poll is faster by more than [`CLOSE_CALL`]. Waits of
-//! [`LONG_WAIT_NS`] or more block, without spinning to find out more. Under CPU contention it
-//! waits as the process's [`Judge`] says: interrupt or adaptive, judged on the whole process.
+//! poll is faster by more than [`CLOSE_CALL`]. Waits of [`LONG_WAIT_NS`] or more block, without
+//! spinning to find out more. Under CPU contention (or with its threads filling the cores) it
+//! waits as the process's [`Judge`] says: interrupt, adaptive, or poll while threads fit cores.
 //!
 //! **States.** *Explore*: each candidate for one epoch, interrupt first and last (judged on
 //! both); an epoch settles [`SETTLE_IOS`] completions, then measures [`EPOCH_IOS`] and

@@ -273,7 +273,8 @@ pub struct Chooser {
     with_hybrid: bool,
     /// Judge every candidate on its throughput ([`Chooser::judging_throughput`]).
     throughput: bool,
-    /// While contended, wait as this judge says ([`Chooser::judged_by`]); else interrupt.
+    /// While judged together, wait as this judge says ([`Chooser::judged_by`]); without one,
+    /// interrupt while contended.
     judge: Option<&'static Judge>,
     /// The candidate to hold first ([`Chooser::resuming`]).
     resume: Option<usize>,
@@ -911,10 +912,8 @@ impl Chooser {
     /// switches mode between waits.
     pub fn after_wait(&mut self, n: usize, now: u64, probe: &dyn HybridProbe) {
         let n = n as u64;
-        self.mode_ios[self.cur] += n;
-        self.epoch.switch_ios += n;
+        self.count(n);
         if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
-            judge.count(n);
             let m = judge.mode(self.slack, self.sampler.room_to_spin());
             if m != self.cur {
                 self.switch(m, Reason::Judged, now);
@@ -965,11 +964,16 @@ impl Chooser {
     /// [`WaitPolicy::reaped_unseen`]: super::WaitPolicy::reaped_unseen
     pub fn count_unseen(&mut self, n: usize) {
         let n = n as u64;
-        self.mode_ios[self.cur] += n;
-        self.epoch.switch_ios += n;
+        self.count(n);
         if self.epoch.settle_left == 0 {
             self.epoch.ios += n;
         }
+    }
+
+    /// Counts `n` completions in the current mode, and in the judge while judged together.
+    fn count(&mut self, n: u64) {
+        self.mode_ios[self.cur] += n;
+        self.epoch.switch_ios += n;
         if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
             judge.count(n);
         }
