@@ -53,6 +53,7 @@ impl Chooser {
             ));
         }
         b.push(("auto.close_calls".to_string(), self.close_calls as f64));
+        b.push(("auto.noise".to_string(), self.noise));
         // The decision's terms: the fastest candidate and the line the others are held to.
         if let (Some(f), Some(line)) = (self.fastest(), self.line()) {
             b.push((format!("auto.fastest.{}", CANDIDATES[f]), 1.0));

@@ -438,13 +438,77 @@ fn interrupt_closes_the_exploration_and_is_judged_on_both_its_epochs() {
     // The mean of its two epochs: a median of 10.9 us, and 95.3k completions per second
     // (10.5 us each), within 10% of poll's 10 us: one slow epoch alone (13 us) was outside.
     // 10.5 us is within 5% of the line (11 us): a close call, measured again beside poll.
+    // (Its two epochs differ by 38%, but it is the cheapest within the line already: the
+    // noise moves nothing.)
     let e = c.estimate("interrupt").unwrap();
     assert_eq!(e.p50_ns, 10_900.0, "{e:?}");
+    assert!(c
+        .beliefs(40 * ms)
+        .contains(&("auto.noise".to_string(), 0.10)));
     assert_eq!(c.current(), "poll", "the close call, fastest first");
     c.on_epoch(est(10_000.0, 10_000.0), 50 * ms, &NoHybrid);
     c.on_epoch(est(10_000.0, 5_000.0), 60 * ms, &NoHybrid);
     assert_eq!(c.reason_count(Reason::Best), 1);
     assert_eq!(c.current(), "interrupt");
+}
+
+/// Explores with interrupt's two epochs at `i1` and `i2` ns per completion, adaptive and poll
+/// at `p` (adaptive at poll's CPU, so interrupt is the cheap one), and says what it holds.
+fn held_after(i1: f64, i2: f64, p: f64) -> &'static str {
+    let ms = 1_000_000;
+    let mut c = Chooser::new(0.10, never(), false).judging_throughput();
+    c.start(0, &NoHybrid);
+    c.on_epoch(est(i1, 5_000.0), 10 * ms, &NoHybrid);
+    c.on_epoch(est(p, 10_000.0), 20 * ms, &NoHybrid);
+    c.on_epoch(est(p, 10_000.0), 30 * ms, &NoHybrid);
+    c.on_epoch(est(i2, 5_000.0), 40 * ms, &NoHybrid);
+    assert_eq!(c.reason_count(Reason::Best), 1, "no close call");
+    c.current()
+}
+
+#[test]
+fn a_costly_lead_within_the_noise_of_interrupts_two_epochs_is_no_lead() {
+    // Interrupt steady at 1.2x poll's time per completion: poll leads by more than the slack.
+    assert_eq!(held_after(12_000.0, 12_000.0, 10_000.0), "poll");
+    // 1.12x on the mean of two epochs 11% apart: the line moves out to 1.2x, and interrupt is
+    // held (no close call either: it is 7% inside the line).
+    assert_eq!(held_after(10_600.0, 11_800.0, 10_000.0), "interrupt");
+    // Far behind (1.5x), the same noise decides nothing.
+    assert_eq!(held_after(14_250.0, 15_750.0, 10_000.0), "poll");
+}
+
+/// Explores as [`held_after`] with interrupt at 10.6 and 11.8 us (1.12x adaptive and poll's
+/// 10 us on the mean, 11% apart: the line moves out to 1.2x for a candidate cheap enough),
+/// adaptive at `adaptive_cpu` ns of CPU per I/O (interrupt's is 5 us, poll's 10 us); a close
+/// call measures poll and interrupt again, alike. Returns what it holds and its close calls.
+fn held_with_adaptive_at(adaptive_cpu: f64) -> (&'static str, f64) {
+    let ms = 1_000_000;
+    let mut c = Chooser::new(0.10, never(), false).judging_throughput();
+    c.start(0, &NoHybrid);
+    c.on_epoch(est(10_600.0, 5_000.0), 10 * ms, &NoHybrid);
+    c.on_epoch(est(10_000.0, adaptive_cpu), 20 * ms, &NoHybrid);
+    c.on_epoch(est(10_000.0, 10_000.0), 30 * ms, &NoHybrid);
+    c.on_epoch(est(11_800.0, 5_000.0), 40 * ms, &NoHybrid);
+    if c.reason_count(Reason::Best) == 0 {
+        c.on_epoch(est(10_000.0, 10_000.0), 50 * ms, &NoHybrid);
+        c.on_epoch(c.estimate("interrupt").unwrap(), 60 * ms, &NoHybrid);
+    }
+    let close = c
+        .beliefs(60 * ms)
+        .iter()
+        .find(|b| b.0 == "auto.close_calls")
+        .unwrap()
+        .1;
+    (c.current(), close)
+}
+
+#[test]
+fn the_noise_spares_a_lead_that_costs_about_as_much() {
+    // Adaptive at 1.2x interrupt's CPU: its lead within the noise is no lead.
+    assert_eq!(held_with_adaptive_at(6_000.0), ("interrupt", 0.0));
+    // At 1.05x interrupt's CPU, taking its lead risks nothing: interrupt, 1.5% past the
+    // slack's own line, is a close call, and adaptive is held.
+    assert_eq!(held_with_adaptive_at(5_250.0), ("adaptive", 1.0));
 }
 
 /// A judge's source whose clock moves 1 ms at each reading, at half a core of CPU.
