@@ -14,10 +14,9 @@
 //! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins;
 //! a trial that cannot tell the last pick from the new one keeps it), for [`HOLD_MIN_NS`],
 //! doubling to [`HOLD_MAX_NS`] while it judges the same. Poll that lost sits out the next
-//! 1, 2, 4, up to [`POLL_SKIP_MAX`] trials: its stretch costs the most. Interrupt, measured
-//! first and last, is judged on the mean of the two: a drift across the trial moves both
-//! candidates alike, and a lead within how far the two differ is no lead. Hybrid is not tried:
-//! its sleep is aimed per thread.
+//! 1, 2, 4, up to [`POLL_SKIP_MAX`] trials: its stretch costs the most. Interrupt,
+//! measured first and last, is judged on the mean of the two: a drift across the trial moves
+//! both candidates alike. Hybrid is not tried: its sleep is aimed per thread.
 //!
 //! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
 //! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
@@ -267,23 +266,15 @@ fn plan(poll_room: bool) -> &'static [usize] {
 /// Auto's objective over a trial's stretches (`got[i]` measured `plan[i]`): the cheapest mode
 /// whose throughput is within `slack` of the fastest, the faster of those within [`CPU_CLOSE`]
 /// of the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
-/// tell apart. Interrupt is the mean of its two stretches, and for a candidate that costs less
-/// than the cheapest within the slack by more than the slack, the line moves out by as much as they differ (at
-/// most the slack again: see [`Chooser`](super::Chooser)'s `line_for`); a candidate with no
+/// tell apart. Interrupt is the mean of its two stretches; a candidate with no
 /// completions measured loses, and interrupt wins when nothing else was measured.
 fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) {
     let last = plan.len() - 1;
-    // How far interrupt's two stretches differ (at most the slack): a lead within it is not one.
-    let mut noise = 0.0;
     let interrupt = match (got[0], got[last]) {
-        (Some(a), Some(b)) => {
-            let per_s = (a.per_s + b.per_s) / 2.0;
-            noise = ((a.per_s - b.per_s).abs() / per_s.max(1e-9)).min(slack);
-            Some(Measured {
-                per_s,
-                cpu_per_io: (a.cpu_per_io + b.cpu_per_io) / 2.0,
-            })
-        }
+        (Some(a), Some(b)) => Some(Measured {
+            per_s: (a.per_s + b.per_s) / 2.0,
+            cpu_per_io: (a.cpu_per_io + b.cpu_per_io) / 2.0,
+        }),
         (a, b) => a.or(b),
     };
     let Some(i) = interrupt else {
@@ -297,16 +288,8 @@ fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) 
     }
     let all = || measured.iter().flatten();
     let fastest = all().map(|(_, m)| m.per_s).fold(0.0, f64::max);
-    let cheapest_within = all()
-        .filter(|(_, m)| m.per_s >= fastest * (1.0 - slack))
-        .map(|(_, m)| m.cpu_per_io)
-        .fold(f64::INFINITY, f64::min);
-    // The noise moves the line out only for a candidate well cheaper than the slack's pick.
-    let line = |m: &Measured| {
-        let cheap = m.cpu_per_io * (1.0 + slack) < cheapest_within;
-        fastest * (1.0 - slack - if cheap { noise } else { 0.0 })
-    };
-    let within = || all().filter(move |(_, m)| m.per_s >= line(m));
+    let line = fastest * (1.0 - slack);
+    let within = || all().filter(move |(_, m)| m.per_s >= line);
     let cheapest = within()
         .map(|(_, m)| m.cpu_per_io)
         .fold(f64::INFINITY, f64::min);
@@ -384,28 +367,6 @@ mod tests {
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE]);
         assert_eq!(j.trials(), 1);
         assert_eq!(drive(&j, &s, 500, false, rate, cpu), vec![ADAPTIVE]);
-    }
-
-    #[test]
-    fn a_costly_lead_within_how_far_interrupts_two_stretches_differ_is_no_lead() {
-        let m = |per_s, cpu_per_io| Some(Measured { per_s, cpu_per_io });
-        // Adaptive 1.15x interrupt's steady throughput, past the 10% slack: adaptive.
-        let steady = [
-            m(100.0, 1_000.0),
-            m(115.0, 1_200.0),
-            m(100.0, 1_000.0),
-            None,
-        ];
-        assert_eq!(best(&WITHOUT_POLL, &steady, 0.10).0, ADAPTIVE);
-        // The same lead on interrupt's mean, its stretches 10% apart: interrupt.
-        let drifting = [m(95.0, 1_000.0), m(115.0, 1_200.0), m(105.0, 1_000.0), None];
-        assert_eq!(best(&WITHOUT_POLL, &drifting, 0.10).0, INTERRUPT);
-        // Unless adaptive costs about as much (within the slack): its lead risks nothing.
-        let alike = [m(95.0, 1_000.0), m(115.0, 1_080.0), m(105.0, 1_000.0), None];
-        assert_eq!(best(&WITHOUT_POLL, &alike, 0.10).0, ADAPTIVE);
-        // The noise counts for at most the slack again: 1.3x is a lead however they differ.
-        let far = [m(70.0, 1_000.0), m(130.0, 1_200.0), m(130.0, 1_000.0), None];
-        assert_eq!(best(&WITHOUT_POLL, &far, 0.10).0, ADAPTIVE);
     }
 
     #[test]
