@@ -242,7 +242,7 @@ pub struct Chooser {
     /// How far this exploration's two epochs of interrupt differ, as a share of their mean, at
     /// most the slack: what the device drifts and the epochs scatter while the others are
     /// measured between them. The slack's line moves out by as much for the candidates that
-    /// cost well less than the fastest (see [`Chooser::line_for`]).
+    /// cost well less than the slack's pick (see [`Chooser::line_for`]).
     noise: f64,
     /// Hold epochs in a row whose median moved by more than [`SHIFT`] (see [`SHIFT_EPOCHS`]).
     shifted_epochs: u32,
@@ -515,9 +515,10 @@ impl Chooser {
 
     /// The line `e` is held to: the slack's, moved out by the exploration's
     /// [`noise`](Chooser::noise) for a candidate whose CPU per I/O is below that of the cheapest
-    /// within the slack's line by more than the slack. A lead the two epochs of the cheap candidate, measured before and
-    /// after the others, disagree by as much is not one, and picking the faster on it would
-    /// cost that CPU for nothing, while the cheap one loses at most the noise. At QD32 on this
+    /// within the slack's line by more than the slack. A lead the two epochs of the cheap
+    /// candidate, measured before and after the others, disagree by as much is not one, and
+    /// picking the faster on it would cost that CPU for nothing, while the cheap one loses at
+    /// most the noise. At QD32 on this
     /// project's virtio disk, where every mode serves within 5-12% of the others, one 5 ms epoch
     /// each put hybrid or poll 11% ahead of interrupt in about one exploration in three, at
     /// 1.6-2x interrupt's CPU per I/O. A candidate that costs about as much risks nothing.
