@@ -518,12 +518,13 @@ impl Chooser {
     /// within the slack's line by more than the slack. A lead the two epochs of the cheap
     /// candidate, measured before and after the others, disagree by as much is not one, and
     /// picking the faster on it would cost that CPU for nothing, while the cheap one loses at
-    /// most the noise. At QD32 on this
-    /// project's virtio disk, where every mode serves within 5-12% of the others, one 5 ms epoch
-    /// each put hybrid or poll 11% ahead of interrupt in about one exploration in three, at
-    /// 1.6-2x interrupt's CPU per I/O. A candidate that costs about as much risks nothing.
+    /// most the noise. At QD32 on this project's virtio disk, where every mode serves within
+    /// 5-12% of the others, one 5 ms epoch each put hybrid or poll 11% ahead of interrupt in
+    /// about one exploration in three, at 1.6-2x interrupt's CPU per I/O. A candidate that
+    /// costs about as much risks nothing.
     fn line_for(&self, e: &Estimate) -> Option<f64> {
-        let line = self.line()?;
+        let fastest = self.judged(&self.est[self.fastest()?]?);
+        let line = fastest * (1.0 + self.slack);
         let cheapest = self
             .est
             .iter()
@@ -536,7 +537,7 @@ impl Chooser {
         } else {
             0.0
         };
-        Some(line * (1.0 + noise / (1.0 + self.slack)))
+        Some(fastest * (1.0 + self.slack + noise))
     }
 
     /// The cheapest candidate (not the fastest) whose judged time is a close call against its
