@@ -23,7 +23,10 @@
 # only when it comes back (a loaded machine stretches tests that wait on timers). A plain failure
 # is run again once before it becomes the baseline: the baseline is liburing without pollwise,
 # and its own flake under load (connect.t failed plain once while every mode passed) says
-# nothing of the preload. A failure or crash under the preload is never run again. Known differences in timing alone are allowed by
+# nothing of the preload. A failure or crash under the preload is never run again, except in
+# the tests known to fail plain now and then (below): there it is run again three times in that
+# mode, and counts as the test's own flake only when all three end as plain did. Every
+# difference prints the first lines the test wrote, so a log names its cause. Known differences in timing alone are allowed by
 # scripts/liburing_suite.allow: lines of "TEST MODE PLAIN_OUTCOME PRELOAD_OUTCOME reason" (MODE
 # may be *). Any other difference fails.
 set -euo pipefail
@@ -44,6 +47,14 @@ hang_timeout_s=${HANG_TIMEOUT:-10}
 # failed; with a second's pause before each, none of 10. Each of their runs waits that second.
 fixed_names=" accept-test.t "
 fixed_name_pause_s=1
+# Tests that fail plain now and then, for reasons of their own. connect.t connects to a port it
+# draws from its pid: it failed plain once in CI while every mode passed, and once under auto
+# while plain and every other mode passed; here it passed 26,000 runs plain and 26,000 under auto,
+# quiet and beside two builds, so its cause is not known (its output is now printed).
+flaky=" connect.t "
+flaky_reruns=3
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
 say() { echo "liburing_suite: $*" >&2; }
 
@@ -172,7 +183,7 @@ if [ $# -gt 0 ]; then tests=("$@"); else mapfile -t tests < <(ls ./*.t | sed 's|
 outcome() {
 	local rc=0
 	[[ "$fixed_names" == *" ${1#./} "* ]] && sleep "$fixed_name_pause_s"
-	timeout -k 5 "$limit" "$@" >/dev/null 2>&1 </dev/null || rc=$?
+	timeout -k 5 "$limit" "$@" >"$logs/run" 2>&1 </dev/null || rc=$?
 	case $rc in
 	0) echo pass ;;
 	77) echo skip ;;
@@ -181,12 +192,16 @@ outcome() {
 	esac
 }
 
+# The first lines the last run wrote, on one line.
+said() { head -c 240 "$logs/${1:-run}" | tr '\n\t' '| '; }
+
 allowed() { # TEST MODE PLAIN GOT
 	[ -f "$allow" ] && awk -v t="$1" -v m="$2" -v p="$3" -v g="$4" \
 		'!/^#/ && $1 == t && ($2 == m || $2 == "*") && $3 == p && $4 == g { f = 1 } END { exit !f }' "$allow"
 }
 
 differ=0
+flakes=0
 for t in "${tests[@]}"; do
 	limit=$timeout_s
 	[[ "$hangs" == *" $t "* ]] && limit=$hang_timeout_s
@@ -199,6 +214,20 @@ for t in "${tests[@]}"; do
 	for m in $modes; do
 		want=$plain
 		got=$(LD_PRELOAD="$preload" POLLWISE_MODE="$m" outcome "./$t")
+		cp "$logs/run" "$logs/got"
+		if [ "$got" = fail ] && [ "$want" != fail ] && [[ "$flaky" == *" $t "* ]]; then
+			reruns="" same=1
+			for _ in $(seq "$flaky_reruns"); do
+				again=$(LD_PRELOAD="$preload" POLLWISE_MODE="$m" outcome "./$t")
+				reruns+=",then-$again"
+				[ "$again" = "$want" ] || same=0
+			done
+			if [ "$same" = 1 ]; then
+				line+=" $m=fail$reruns(flake: $(said got))"
+				flakes=$((flakes + 1))
+				continue
+			fi
+		fi
 		if [ "$got" != "$want" ] && { [ "$got" = timeout ] || [ "$want" = timeout ]; }; then
 			want=$(outcome "./$t")
 			again=$(LD_PRELOAD="$preload" POLLWISE_MODE="$m" outcome "./$t")
@@ -207,12 +236,13 @@ for t in "${tests[@]}"; do
 				continue
 			fi
 			got=$again
+			cp "$logs/run" "$logs/got"
 		fi
 		if [ "$got" != "$want" ]; then
 			if allowed "$t" "$m" "$want" "$got"; then
 				line+=" $m=$got(allowed)"
 			else
-				line+=" $m=$got(DIFFERS:plain=$want)"
+				line+=" $m=$got(DIFFERS:plain=$want: $(said got))"
 				differ=$((differ + 1))
 			fi
 		fi
@@ -223,4 +253,5 @@ if [ "$differ" -gt 0 ]; then
 	say "$differ outcome(s) under the preload differ from plain (${SECONDS} s)"
 	exit 1
 fi
+[ "$flakes" -gt 0 ] && say "$flakes failure(s) of a test that fails plain now and then ended as plain in three runs again"
 say "every test ended as it does plain, in each mode ($modes), in ${SECONDS} s"
