@@ -13,10 +13,11 @@
 //! It holds the cheapest mode whose throughput is within the slack of the fastest (auto's
 //! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins;
 //! a trial that cannot tell the last pick from the new one keeps it), for [`HOLD_MIN_NS`],
-//! doubling to [`HOLD_MAX_NS`] while it judges the same. Poll that lost sits out the next
-//! 1, 2, 4, up to [`POLL_SKIP_MAX`] trials: its stretch costs the most. Interrupt,
-//! measured first and last, is judged on the mean of the two: a drift across the trial moves
-//! both candidates alike. Hybrid is not tried: its sleep is aimed per thread.
+//! doubling to [`HOLD_MAX_NS`] while it judges the same. Poll that lost is tried again once
+//! the process has spent its stretch's CPU over [`POLL_SHARE`] (times 1, 2, 4, up to
+//! [`POLL_BACKOFF_MAX`] as it keeps losing): every thread spinning costs the most. Interrupt,
+//! measured first and last, is judged on their mean: a drift moves both candidates alike.
+//! Hybrid is not tried: its sleep is aimed per thread.
 //!
 //! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
 //! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
@@ -44,8 +45,13 @@ pub const IDLE_NS: u64 = 500_000_000;
 /// them no closer, and the faster of the tied wins.
 pub const CPU_CLOSE: f64 = 0.05;
 
-/// Most trials in a row that leave poll out after it lost (1, 2, 4, then 8 after each loss).
-pub const POLL_SKIP_MAX: u32 = 8;
+/// Trying poll again costs at most this share of the process's CPU: poll that lost waits
+/// until the process has spent its stretch's CPU over this share. In db_bench at 2 threads on
+/// 2 cores, poll tried every few trials cost auto 1.2-1.5x interrupt's CPU per op.
+pub const POLL_SHARE: f64 = 0.05;
+
+/// Most that wait is multiplied by after losses in a row (1, 2, 4, then 8).
+pub const POLL_BACKOFF_MAX: u64 = 8;
 
 /// The trial's order with room to spin: interrupt first and last.
 const WITH_POLL: [usize; 4] = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT];
@@ -100,9 +106,11 @@ struct State {
     got: [Option<Measured>; 4],
     hold_ns: u64,
     last_best: Option<usize>,
-    /// Trials left that leave poll out, and how many the next loss of poll skips.
-    poll_skip: u32,
-    poll_backoff: u32,
+    /// The process's CPU time before which trials leave poll out, the CPU of poll's last
+    /// stretch, and what the next loss of poll multiplies its wait by.
+    poll_after_cpu: u64,
+    poll_cpu: u64,
+    poll_backoff: u64,
 }
 
 /// The process's judge of contended waits. See the module docs.
@@ -168,7 +176,8 @@ impl Judge {
                 got: [None; 4],
                 hold_ns: HOLD_MIN_NS,
                 last_best: None,
-                poll_skip: 0,
+                poll_after_cpu: 0,
+                poll_cpu: 0,
                 poll_backoff: 0,
             }),
         };
@@ -187,11 +196,10 @@ impl Judge {
                     since: now,
                     from: None,
                 };
-                // Poll lost its last trials: leave it out of the next few, as its 100 ms
-                // cost most (at 4x the CPU) and a pick's churn between near-equal modes would
-                // otherwise try it every second.
-                st.plan = plan(poll_room && st.poll_skip == 0);
-                st.poll_skip = st.poll_skip.saturating_sub(u32::from(poll_room));
+                // Poll lost its last trials: leave it out until the process has spent enough
+                // CPU that poll's stretch is a small share of it (a pick's churn between
+                // near-equal modes would otherwise try it every second or two).
+                st.plan = plan(poll_room && self.source.cpu_ns() >= st.poll_after_cpu);
                 st.got = [None; 4];
                 st.plan[0]
             }
@@ -207,9 +215,13 @@ impl Judge {
                     }
                     Some((t0, i0, c0)) if now.saturating_sub(t0) >= TRIAL_NS => {
                         let n = ios.saturating_sub(i0);
+                        let cpu = self.source.cpu_ns().saturating_sub(c0);
+                        if st.plan[at] == POLL {
+                            st.poll_cpu = cpu;
+                        }
                         st.got[at] = (n > 0).then(|| Measured {
                             per_s: n as f64 * 1e9 / now.saturating_sub(t0) as f64,
-                            cpu_per_io: self.source.cpu_ns().saturating_sub(c0) as f64 / n as f64,
+                            cpu_per_io: cpu as f64 / n as f64,
                         });
                         if at + 1 < st.plan.len() {
                             st.step = Step::Trial {
@@ -227,8 +239,11 @@ impl Judge {
                                 if best == POLL {
                                     st.poll_backoff = 0;
                                 } else {
-                                    st.poll_backoff = (st.poll_backoff * 2).clamp(1, POLL_SKIP_MAX);
-                                    st.poll_skip = st.poll_backoff;
+                                    st.poll_backoff =
+                                        (st.poll_backoff * 2).clamp(1, POLL_BACKOFF_MAX);
+                                    let wait =
+                                        st.poll_backoff as f64 * st.poll_cpu as f64 / POLL_SHARE;
+                                    st.poll_after_cpu = self.source.cpu_ns() + wait as u64;
                                 }
                             }
                             st.hold_ns = if st.last_best == Some(best) {
@@ -447,15 +462,24 @@ mod tests {
     }
 
     #[test]
-    fn poll_that_lost_is_left_out_of_the_next_trials() {
+    fn poll_that_lost_waits_until_its_stretch_is_a_small_share_of_the_cpu() {
         let (j, s) = judge();
-        // Poll as fast as the others at 4.6x the CPU: it loses every trial it is in.
+        // Poll as fast as the others at 4.6x the CPU: it loses every trial it is in. Its
+        // stretch costs 100 ms x 50 x 4.6 us = 23 ms of CPU; the others spend 50 us a
+        // millisecond, so 23 ms / POLL_SHARE = 460 ms of the process's CPU take 9.2 s.
         let cpu = |m| if m == POLL { 4_600 } else { 1_000 };
+        // Interrupt is held for 1, 2, 4 then 8 s: trials at 0, 1.4, 3.8 and 8.1 s, one with poll.
+        let seen = drive(&j, &s, 9_000, true, |_| 50, cpu);
+        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 1, "{seen:?}");
+        assert_eq!(j.trials(), 4);
+        // The next trial, at 16.4 s, is the first after 9.6 s: it tries poll again.
         let seen = drive(&j, &s, 8_000, true, |_| 50, cpu);
-        // Trials at 0 s (with poll), 1.44 s (without: it lost once), 3.77 s (with it again);
-        // each tried poll would have been three.
-        assert_eq!(j.trials(), 3);
-        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 2, "{seen:?}");
+        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 1, "{seen:?}");
+        // Lost twice: the wait doubles, to 18.4 s from 16.8 s. The trial at 33.3 s leaves
+        // poll out.
+        let seen = drive(&j, &s, 17_000, true, |_| 50, cpu);
+        assert_eq!(j.trials(), 6);
+        assert!(!seen.contains(&POLL), "{seen:?}");
     }
 
     #[test]
