@@ -26,9 +26,9 @@
 # nothing of the preload. A failure or crash under the preload is never run again, except in
 # the tests known to fail plain now and then (below): there it is run again three times in that
 # mode, and counts as the test's own flake only when all three end as plain did. Every
-# difference prints the first lines the test wrote, so a log names its cause. Known differences in timing alone are allowed by
-# scripts/liburing_suite.allow: lines of "TEST MODE PLAIN_OUTCOME PRELOAD_OUTCOME reason" (MODE
-# may be *). Any other difference fails.
+# difference prints the first lines the test wrote, so a log names its cause. Known differences
+# in timing alone are allowed by scripts/liburing_suite.allow: lines of "TEST MODE
+# PLAIN_OUTCOME PRELOAD_OUTCOME reason" (MODE may be *). Any other difference fails.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -193,8 +193,8 @@ outcome() {
 	esac
 }
 
-# The first lines the last run wrote, on one line.
-said() { head -c 240 "$logs/${1:-run}" | tr '\n\t' '| '; }
+# The first lines the run under the preload wrote, on one line.
+said() { head -c 240 "$logs/got" | tr '\n\t' '| '; }
 
 allowed() { # TEST MODE PLAIN GOT
 	[ -f "$allow" ] && awk -v t="$1" -v m="$2" -v p="$3" -v g="$4" \
@@ -224,7 +224,7 @@ for t in "${tests[@]}"; do
 				[ "$again" = "$want" ] || same=0
 			done
 			if [ "$same" = 1 ]; then
-				line+=" $m=fail$reruns(flake: $(said got))"
+				line+=" $m=fail$reruns(flake: $(said))"
 				flakes=$((flakes + 1))
 				continue
 			fi
@@ -243,7 +243,7 @@ for t in "${tests[@]}"; do
 			if allowed "$t" "$m" "$want" "$got"; then
 				line+=" $m=$got(allowed)"
 			else
-				line+=" $m=$got(DIFFERS:plain=$want: $(said got))"
+				line+=" $m=$got(DIFFERS:plain=$want: $(said))"
 				differ=$((differ + 1))
 			fi
 		fi

@@ -507,10 +507,14 @@ impl Chooser {
             .map(|(i, _)| i)
     }
 
+    /// The fastest candidate's judged time.
+    fn fastest_time(&self) -> Option<f64> {
+        Some(self.judged(&self.est[self.fastest()?]?))
+    }
+
     /// The slack's line: the fastest candidate's judged time, plus the slack.
     fn line(&self) -> Option<f64> {
-        let f = self.est[self.fastest()?]?;
-        Some(self.judged(&f) * (1.0 + self.slack))
+        Some(self.fastest_time()? * (1.0 + self.slack))
     }
 
     /// The line `e` is held to: the slack's, moved out by the exploration's
@@ -523,7 +527,7 @@ impl Chooser {
     /// about one exploration in three, at 1.6-2x interrupt's CPU per I/O. A candidate that
     /// costs about as much risks nothing.
     fn line_for(&self, e: &Estimate) -> Option<f64> {
-        let fastest = self.judged(&self.est[self.fastest()?]?);
+        let fastest = self.fastest_time()?;
         let line = fastest * (1.0 + self.slack);
         let cheapest = self
             .est
