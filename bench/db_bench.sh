@@ -286,6 +286,8 @@ if mode != "none":
     for p in waiting:
         for k, v in p.get("auto_reasons", {}).items():
             out["reasons"][k] = out["reasons"].get(k, 0) + v
+    # What auto's process-wide judge last measured (null when it never concluded a trial).
+    out["judge"] = next((p["judge"] for p in waiting if p.get("judge")), None)
     if out["error"] is None and out["taken"] == 0:
         out["error"] = ("no wait taken over: db_bench waited through liburing itself "
                         f"(summary {base}.summary)")
@@ -326,8 +328,8 @@ def fmt(vals, f):
     return med if rounds == 1 or len(vals) == 1 else f"{med} [{f(min(vals))}-{f(max(vals))}]"
 ops = lambda x: f"{x:,.0f}"
 us = lambda x: f"{x:.2f}"
-print("| threads | mode | ops/s | x none | x best mode | CPU us/op | auto against the objective's pick: ops/s, CPU | waits taken over | handed to liburing | auto's wait time | auto's decisions |")
-print("|---:|---|---:|---:|---:|---:|---|---:|---:|---|---|")
+print("| threads | mode | ops/s | x none | x best mode | CPU us/op | auto against the objective's pick: ops/s, CPU | waits taken over | handed to liburing | auto's wait time | auto's decisions | the judge's trials: last stretches x interrupt's |")
+print("|---:|---|---:|---:|---:|---:|---|---:|---:|---|---|---|")
 def decisions(rs):
     # auto's decisions by reason, summed over its rounds, most first.
     tot = {}
@@ -345,6 +347,18 @@ def split(rs):
     s = sum(tot.values())
     parts = [f"{k} {100 * v / s:.0f}%" for k, v in sorted(tot.items(), key=lambda kv: -kv[1]) if s and v >= s / 100]
     return ", ".join(parts) or "-"
+def judged(rs):
+    # Per round: the judge's trials, and each candidate's last stretch against interrupt's.
+    out = []
+    for r in rs:
+        j = r.get("judge")
+        if not j or "interrupt" not in j["last"]:
+            out.append("-")
+            continue
+        i = j["last"]["interrupt"]["ios_per_s"]
+        vs = [f"{m} {s['ios_per_s'] / i:.2f}" for m, s in j["last"].items() if m != "interrupt"]
+        out.append(f"{j['trials']}: " + ", ".join(vs))
+    return "; ".join(out) or "-"
 failed = 0
 for t in threads:
     cells = {}
@@ -377,7 +391,7 @@ for t in threads:
             continue
         if bad:
             failed += 1
-            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | | | |")
+            print(f"| {t} | {m} | FAILED: {bad[0]['error']} (round {bad[0]['round']}) | | | | | | | | | |")
             continue
         o = [r["ops_s"] for r in rs]
         c = [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None]
@@ -387,7 +401,7 @@ for t in threads:
         vs_best = f"{med[m] / best:.2f}" if best else "-"
         print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {vs_best} | "
               f"{fmt(c, us) if c else '-'} | {vs_pick(m)} | {taken} | {fell} | {split(rs) if m.startswith('auto') else '-'} | "
-              f"{decisions(rs) if m.startswith('auto') else '-'} |")
+              f"{decisions(rs) if m.startswith('auto') else '-'} | {judged(rs) if m.startswith('auto') else '-'} |")
 sys.exit(3 if failed else 0)
 PY
 ) && table_rc=0 || table_rc=$?
@@ -410,6 +424,9 @@ slack (10%, or F) of the fastest; auto against it, ops/s and CPU per op. auto's
 decisions: the preload's count of each reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
 CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. Waits taken over
 and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.
+The judge's trials (auto's process-wide choice while its threads fill the cores or contend), per
+round: how many it concluded, and each candidate's throughput in its last stretch (100 ms) against
+interrupt's in the same trial.
 
 $TABLE"
 echo

@@ -67,6 +67,20 @@ fn exec_runs_an_unmodified_liburing_program_with_pollwise_waits() {
             lines.lines().count() >= 1 && lines.lines().all(|l| l.contains("\"auto_slack\":0.03,")),
             "{lines}"
         );
+        // Each line is JSON; the judge's terms appear only under auto, and only once it
+        // concluded a trial (this program's one thread is judged only if the CPU contends).
+        for l in lines.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            let judge = &v["judge"];
+            if mode != "auto" || judge.is_null() {
+                assert!(judge.is_null(), "{l}");
+                continue;
+            }
+            assert!(judge["trials"].as_u64().unwrap() >= 1, "{l}");
+            let last = &judge["last"]["interrupt"];
+            assert!(last["ios_per_s"].as_f64().unwrap() > 0.0, "{l}");
+        }
         if mode == "poll" {
             // Poll blocks only for an SQPOLL thread that waits for its CPU (a stall).
             let blocks = se

@@ -27,7 +27,8 @@
 //!
 //! At exit it appends one JSON line to the file `POLLWISE_SUMMARY` names (if set): the mode,
 //! calls per function, waits taken over, spins, sleeps, blocks, time in each mode, the
-//! fallbacks by reason, and the process's CPU time. It never prints.
+//! fallbacks by reason, what auto's process-wide judge measured and chose (`judge`), and the
+//! process's CPU time. It never prints.
 
 mod signals;
 mod summary;

@@ -10,6 +10,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pollwise::policy::choice::judge::{Judge, JudgeReport};
+use pollwise::policy::choice::CANDIDATES;
 use pollwise::policy::Mode;
 
 use crate::{add_stats, state, COUNTS, FUNCS, REASONS};
@@ -44,6 +46,10 @@ pub(crate) fn summary() -> String {
         .filter_map(|(k, v)| Some(format!("\"{}\":{v}", k.strip_prefix("auto_reason_")?)))
         .collect::<Vec<_>>()
         .join(",");
+    let judge = match st.mode {
+        Some(Mode::Auto) => judge(),
+        _ => "null".into(),
+    };
     let pairs = |names: &[&str], v: &[AtomicU64]| {
         names
             .iter()
@@ -71,7 +77,7 @@ pub(crate) fn summary() -> String {
             "\"untracked\":{},\"wait_ns\":{},\"submitted\":{},\"cqes\":{},\"enters\":{},",
             "\"spins\":{},\"empty_spins\":{},\"blocks\":{},\"stall_blocks\":{},\"sleeps\":{},\"slept_ns\":{},",
             "\"auto_switches\":{},\"auto_reasons\":{{{}}},\"mode_ns\":{},\"calls\":{{{}}},\"taken\":{{{}}},",
-            "\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
+            "\"judge\":{},\"fallbacks\":{{{}}},\"busy_at_exit\":{},\"cpu_user_ns\":{},\"cpu_sys_ns\":{}}}\n"
         ),
         std::process::id(),
         comm,
@@ -100,10 +106,46 @@ pub(crate) fn summary() -> String {
         mode_ns,
         pairs(&FUNCS, &COUNTS.calls),
         pairs(&FUNCS, &COUNTS.taken),
+        judge,
         pairs(&REASONS, &COUNTS.fallbacks),
         busy,
         ru.usr_ns,
         ru.sys_ns,
+    )
+}
+
+/// The process's judge (auto's waits while its threads fill the cores or contend): its trials,
+/// what each picked, the mode it holds, and each candidate's last stretch; `null` when no trial
+/// ran or its lock is held.
+fn judge() -> String {
+    match Judge::process().report().filter(|r| r.trials > 0) {
+        Some(r) => judge_json(&r),
+        None => "null".into(),
+    }
+}
+
+/// The judge's report as the summary's `judge` object.
+fn judge_json(r: &JudgeReport) -> String {
+    let holding = r
+        .holding
+        .map_or("null".into(), |m| format!("\"{}\"", CANDIDATES[m]));
+    let mut picks = Vec::new();
+    let mut last = Vec::new();
+    for (i, name) in CANDIDATES.iter().enumerate() {
+        picks.push(format!("\"{name}\":{}", r.picks[i]));
+        if let Some(s) = r.last[i] {
+            last.push(format!(
+                "\"{name}\":{{\"ios_per_s\":{:.0},\"cpu_per_io_ns\":{:.0},\"trial\":{}}}",
+                s.ios_per_s, s.cpu_per_io_ns, s.trial
+            ));
+        }
+    }
+    format!(
+        "{{\"trials\":{},\"holding\":{holding},\"poll_backoff\":{},\"picks\":{{{}}},\"last\":{{{}}}}}",
+        r.trials,
+        r.poll_backoff,
+        picks.join(","),
+        last.join(",")
     )
 }
 
@@ -125,4 +167,44 @@ pub(crate) extern "C" fn write_summary() {
             let _ = f.write_all(line.as_bytes());
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pollwise::policy::choice::judge::Stretch;
+
+    #[test]
+    fn the_judges_object_names_each_measured_candidate() {
+        let s = |ios_per_s, cpu_per_io_ns, trial| {
+            Some(Stretch {
+                ios_per_s,
+                cpu_per_io_ns,
+                trial,
+            })
+        };
+        let r = JudgeReport {
+            trials: 3,
+            holding: Some(3),
+            picks: [0, 0, 2, 1],
+            last: [
+                s(64_207.4, 30_935.0, 1),
+                None,
+                s(62_619.0, 10_303.2, 3),
+                None,
+            ],
+            poll_backoff: 2,
+        };
+        assert_eq!(
+            judge_json(&r),
+            concat!(
+                r#"{"trials":3,"holding":"adaptive","poll_backoff":2,"#,
+                r#""picks":{"poll":0,"hybrid":0,"interrupt":2,"adaptive":1},"#,
+                r#""last":{"poll":{"ios_per_s":64207,"cpu_per_io_ns":30935,"trial":1},"#,
+                r#""interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"trial":3}}}"#
+            )
+        );
+        let during = JudgeReport { holding: None, ..r };
+        assert!(judge_json(&during).contains(r#""holding":null,"#));
+    }
 }

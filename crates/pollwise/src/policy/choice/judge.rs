@@ -85,6 +85,32 @@ struct Measured {
     cpu_per_io: f64,
 }
 
+/// A candidate's last measured stretch, as reports show it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stretch {
+    /// The process's completions per second.
+    pub ios_per_s: f64,
+    /// The process's CPU nanoseconds per completion.
+    pub cpu_per_io_ns: f64,
+    /// The trial it was measured in, from 1 (interrupt's: the mean of its two stretches).
+    pub trial: u64,
+}
+
+/// What the judge measured and chose: every judged decision's terms, for reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JudgeReport {
+    /// Trials concluded.
+    pub trials: u64,
+    /// The mode held now (a [`CANDIDATES`](super::CANDIDATES) index); `None` during a trial.
+    pub holding: Option<usize>,
+    /// How many trials picked each candidate.
+    pub picks: [u64; 4],
+    /// Each candidate's stretch in the last trial it was in.
+    pub last: [Option<Stretch>; 4],
+    /// What poll's next loss multiplies its wait by (0: it has not lost since it last won).
+    pub poll_backoff: u64,
+}
+
 #[derive(Debug)]
 enum Step {
     /// At `PLAN[at]` since `since`; measuring from `(ns, ios, cpu)` once settled.
@@ -111,6 +137,8 @@ struct State {
     poll_after_cpu: u64,
     poll_cpu: u64,
     poll_backoff: u64,
+    /// The concluded trials, as reports show them.
+    report: JudgeReport,
 }
 
 /// The process's judge of contended waits. See the module docs.
@@ -150,6 +178,22 @@ impl Judge {
         self.ios.load(Ordering::Relaxed)
     }
 
+    /// What the judge measured and chose since it last started afresh; `None` before anyone
+    /// asked, or while a chooser holds its state (reports never wait for it).
+    pub fn report(&self) -> Option<JudgeReport> {
+        let guard = self.state.try_lock().ok()?;
+        let st = guard.as_ref()?;
+        let holding = match st.step {
+            Step::Hold { mode, .. } => Some(mode),
+            Step::Trial { .. } => None,
+        };
+        Some(JudgeReport {
+            holding,
+            poll_backoff: st.poll_backoff,
+            ..st.report
+        })
+    }
+
     /// A contended chooser's wait brought `n` completions.
     pub fn count(&self, n: u64) {
         self.ios.fetch_add(n, Ordering::Relaxed);
@@ -179,6 +223,7 @@ impl Judge {
                 poll_after_cpu: 0,
                 poll_cpu: 0,
                 poll_backoff: 0,
+                report: JudgeReport::default(),
             }),
         };
         st.last_ns = now;
@@ -252,6 +297,16 @@ impl Judge {
                                 HOLD_MIN_NS
                             };
                             st.last_best = Some(best);
+                            let r = &mut st.report;
+                            r.trials += 1;
+                            r.picks[best] += 1;
+                            for (mode, m) in measured(st.plan, &st.got).into_iter().flatten() {
+                                r.last[mode] = Some(Stretch {
+                                    ios_per_s: m.per_s,
+                                    cpu_per_io_ns: m.cpu_per_io,
+                                    trial: r.trials,
+                                });
+                            }
                             st.step = Step::Hold {
                                 mode: best,
                                 until: now + st.hold_ns,
@@ -283,7 +338,9 @@ fn plan(poll_room: bool) -> &'static [usize] {
 /// of the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
 /// tell apart. Interrupt is the mean of its two stretches; a candidate with no
 /// completions measured loses, and interrupt wins when nothing else was measured.
-fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) {
+/// Each candidate the trial measured, with its mode; interrupt (measured first and last) as
+/// the mean of its stretches, first.
+fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Measured)>; 4] {
     let last = plan.len() - 1;
     let interrupt = match (got[0], got[last]) {
         (Some(a), Some(b)) => Some(Measured {
@@ -292,14 +349,18 @@ fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) 
         }),
         (a, b) => a.or(b),
     };
-    let Some(i) = interrupt else {
-        return (INTERRUPT, 1 << INTERRUPT);
-    };
-    // No allocation: a waiter's steady state allocates nothing, and a trial ends in one.
     let mut measured = [None::<(usize, Measured)>; 4];
-    measured[0] = Some((INTERRUPT, i));
+    measured[0] = interrupt.map(|i| (INTERRUPT, i));
     for k in 1..last {
         measured[k] = got[k].map(|m| (plan[k], m));
+    }
+    measured
+}
+
+fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) {
+    let measured = measured(plan, got);
+    if measured[0].is_none() {
+        return (INTERRUPT, 1 << INTERRUPT);
     }
     let all = || measured.iter().flatten();
     let fastest = all().map(|(_, m)| m.per_s).fold(0.0, f64::max);
@@ -382,6 +443,37 @@ mod tests {
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE]);
         assert_eq!(j.trials(), 1);
         assert_eq!(drive(&j, &s, 500, false, rate, cpu), vec![ADAPTIVE]);
+    }
+
+    #[test]
+    fn the_report_shows_each_candidates_stretch_and_the_pick() {
+        let (j, s) = judge();
+        assert_eq!(j.report(), None, "nobody asked yet");
+        let rate = |m| if m == ADAPTIVE { 60 } else { 50 };
+        let cpu = |m| if m == ADAPTIVE { 1_100 } else { 1_000 };
+        drive(&j, &s, 150, false, rate, cpu);
+        let r = j.report().unwrap();
+        assert_eq!((r.trials, r.holding), (0, None), "mid-trial: {r:?}");
+        drive(&j, &s, 250, false, rate, cpu);
+        let r = j.report().unwrap();
+        assert_eq!((r.trials, r.holding), (1, Some(ADAPTIVE)), "{r:?}");
+        assert_eq!(r.picks, [0, 0, 0, 1]);
+        let close = |got: f64, want: f64| (got / want - 1.0).abs() < 0.02;
+        let a = r.last[ADAPTIVE].unwrap();
+        assert!(
+            close(a.ios_per_s, 60_000.0) && close(a.cpu_per_io_ns, 1_100.0),
+            "{a:?}"
+        );
+        let i = r.last[INTERRUPT].unwrap();
+        assert!(
+            close(i.ios_per_s, 50_000.0) && close(i.cpu_per_io_ns, 1_000.0),
+            "{i:?}"
+        );
+        assert_eq!(
+            (i.trial, r.last[POLL]),
+            (1, None),
+            "poll was not in the trial"
+        );
     }
 
     #[test]

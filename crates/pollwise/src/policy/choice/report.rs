@@ -1,5 +1,6 @@
 //! What a [`Chooser`] shows of itself: its counters and its beliefs, for reports.
 
+use super::judge::JudgeReport;
 use super::{Chooser, Reason, ADAPTIVE, CANDIDATES, HYBRID, INTERRUPT, POLL};
 use crate::policy::AutoCounters;
 
@@ -84,7 +85,30 @@ impl Chooser {
                 b.push((format!("auto.{name}.ios_per_s"), e.ios_per_s));
             }
         }
+        if let Some(r) = self.judge.and_then(|j| j.report()) {
+            judge_beliefs(&mut b, &r);
+        }
         b.extend(self.sampler.beliefs());
         b
+    }
+}
+
+/// The process's judge's terms, keys starting with `auto.judge.`: its trials, what each picked,
+/// the mode it holds, and each candidate's last stretch.
+fn judge_beliefs(b: &mut Vec<(String, f64)>, r: &JudgeReport) {
+    b.push(("auto.judge.trials".to_string(), r.trials as f64));
+    b.push(("auto.judge.poll_backoff".to_string(), r.poll_backoff as f64));
+    if let Some(m) = r.holding {
+        b.push((format!("auto.judge.holding.{}", CANDIDATES[m]), 1.0));
+    }
+    for (i, name) in CANDIDATES.iter().enumerate() {
+        if r.picks[i] > 0 {
+            b.push((format!("auto.judge.{name}.picks"), r.picks[i] as f64));
+        }
+        if let Some(s) = r.last[i] {
+            b.push((format!("auto.judge.{name}.ios_per_s"), s.ios_per_s));
+            b.push((format!("auto.judge.{name}.cpu_per_io_ns"), s.cpu_per_io_ns));
+            b.push((format!("auto.judge.{name}.trial"), s.trial as f64));
+        }
     }
 }
