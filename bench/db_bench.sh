@@ -352,11 +352,10 @@ def judged(rs):
     out = []
     for r in rs:
         j = r.get("judge")
-        if not j or "interrupt" not in j["last"]:
+        if not j:
             out.append("-")
             continue
-        i = j["last"]["interrupt"]["ios_per_s"]
-        vs = [f"{m} {s['ios_per_s'] / i:.2f}" for m, s in j["last"].items() if m != "interrupt"]
+        vs = [f"{m} {s['x_interrupt']:.2f}" for m, s in j["last"].items() if m != "interrupt"]
         out.append(f"{j['trials']}: " + ", ".join(vs))
     return "; ".join(out) or "-"
 failed = 0
@@ -426,7 +425,7 @@ CPU us/op: user+sys of the db_bench process (/usr/bin/time) over the keys read. 
 and handed to liburing: the preload library's summary; auto's wait time: its time in each mode.
 The judge's trials (auto's process-wide choice while its threads fill the cores or contend), per
 round: how many it concluded, and each candidate's throughput in its last stretch (100 ms) against
-interrupt's in the same trial.
+interrupt's in that trial.
 
 $TABLE"
 echo

@@ -135,8 +135,8 @@ fn judge_json(r: &JudgeReport) -> String {
         picks.push(format!("\"{name}\":{}", r.picks[i]));
         if let Some(s) = r.last[i] {
             last.push(format!(
-                "\"{name}\":{{\"ios_per_s\":{:.0},\"cpu_per_io_ns\":{:.0},\"trial\":{}}}",
-                s.ios_per_s, s.cpu_per_io_ns, s.trial
+                "\"{name}\":{{\"ios_per_s\":{:.0},\"cpu_per_io_ns\":{:.0},\"x_interrupt\":{:.3},\"trial\":{}}}",
+                s.ios_per_s, s.cpu_per_io_ns, s.x_interrupt, s.trial
             ));
         }
     }
@@ -176,10 +176,11 @@ mod tests {
 
     #[test]
     fn the_judges_object_names_each_measured_candidate() {
-        let s = |ios_per_s, cpu_per_io_ns, trial| {
+        let s = |ios_per_s, cpu_per_io_ns, x_interrupt, trial| {
             Some(Stretch {
                 ios_per_s,
                 cpu_per_io_ns,
+                x_interrupt,
                 trial,
             })
         };
@@ -188,9 +189,9 @@ mod tests {
             holding: Some(3),
             picks: [0, 0, 2, 1],
             last: [
-                s(64_207.4, 30_935.0, 1),
+                s(64_207.4, 30_935.0, 1.0254, 1),
                 None,
-                s(62_619.0, 10_303.2, 3),
+                s(62_619.0, 10_303.2, 1.0, 3),
                 None,
             ],
             poll_backoff: 2,
@@ -200,8 +201,8 @@ mod tests {
             concat!(
                 r#"{"trials":3,"holding":"adaptive","poll_backoff":2,"#,
                 r#""picks":{"poll":0,"hybrid":0,"interrupt":2,"adaptive":1},"#,
-                r#""last":{"poll":{"ios_per_s":64207,"cpu_per_io_ns":30935,"trial":1},"#,
-                r#""interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"trial":3}}}"#
+                r#""last":{"poll":{"ios_per_s":64207,"cpu_per_io_ns":30935,"x_interrupt":1.025,"trial":1},"#,
+                r#""interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"x_interrupt":1.000,"trial":3}}}"#
             )
         );
         let during = JudgeReport { holding: None, ..r };

@@ -92,7 +92,10 @@ pub struct Stretch {
     pub ios_per_s: f64,
     /// The process's CPU nanoseconds per completion.
     pub cpu_per_io_ns: f64,
-    /// The trial it was measured in, from 1 (interrupt's: the mean of its two stretches).
+    /// Its throughput over interrupt's in the same trial (interrupt's is the mean of its
+    /// two stretches), what the judge's pick rests on.
+    pub x_interrupt: f64,
+    /// The trial it was measured in, from 1.
     pub trial: u64,
 }
 
@@ -300,10 +303,13 @@ impl Judge {
                             let r = &mut st.report;
                             r.trials += 1;
                             r.picks[best] += 1;
-                            for (mode, m) in measured(st.plan, &st.got).into_iter().flatten() {
+                            let all = measured(st.plan, &st.got);
+                            let interrupt = all[0].map_or(0.0, |(_, i)| i.per_s);
+                            for (mode, m) in all.into_iter().flatten() {
                                 r.last[mode] = Some(Stretch {
                                     ios_per_s: m.per_s,
                                     cpu_per_io_ns: m.cpu_per_io,
+                                    x_interrupt: m.per_s / interrupt,
                                     trial: r.trials,
                                 });
                             }
