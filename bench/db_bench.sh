@@ -355,7 +355,8 @@ def judged(rs):
         if not j:
             out.append("-")
             continue
-        vs = [f"{m} {s['x_interrupt']:.2f}" for m, s in j["last"].items() if m != "interrupt"]
+        vs = [f"{m} {s['x_interrupt']:.2f}" for m, s in j["last"].items()
+              if m != "interrupt" and s["x_interrupt"] is not None]
         out.append(f"{j['trials']}: " + ", ".join(vs))
     return "; ".join(out) or "-"
 failed = 0

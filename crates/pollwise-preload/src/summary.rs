@@ -135,8 +135,11 @@ fn judge_json(r: &JudgeReport) -> String {
         picks.push(format!("\"{name}\":{}", r.picks[i]));
         if let Some(s) = r.last[i] {
             last.push(format!(
-                "\"{name}\":{{\"ios_per_s\":{:.0},\"cpu_per_io_ns\":{:.0},\"x_interrupt\":{:.3},\"trial\":{}}}",
-                s.ios_per_s, s.cpu_per_io_ns, s.x_interrupt, s.trial
+                "\"{name}\":{{\"ios_per_s\":{:.0},\"cpu_per_io_ns\":{:.0},\"x_interrupt\":{},\"trial\":{}}}",
+                s.ios_per_s,
+                s.cpu_per_io_ns,
+                s.x_interrupt.map_or("null".into(), |x| format!("{x:.3}")),
+                s.trial
             ));
         }
     }
@@ -189,9 +192,9 @@ mod tests {
             holding: Some(3),
             picks: [0, 0, 2, 1],
             last: [
-                s(64_207.4, 30_935.0, 1.0254, 1),
+                s(64_207.4, 30_935.0, Some(1.0254), 1),
                 None,
-                s(62_619.0, 10_303.2, 1.0, 3),
+                s(62_619.0, 10_303.2, Some(1.0), 3),
                 None,
             ],
             poll_backoff: 2,
@@ -205,7 +208,14 @@ mod tests {
                 r#""interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"x_interrupt":1.000,"trial":3}}}"#
             )
         );
-        let during = JudgeReport { holding: None, ..r };
-        assert!(judge_json(&during).contains(r#""holding":null,"#));
+        // Mid-trial; and a trial whose interrupt stretches brought nothing has no ratio.
+        let during = JudgeReport {
+            holding: None,
+            last: [s(64_207.4, 30_935.0, None, 4), None, None, None],
+            ..r
+        };
+        let j = judge_json(&during);
+        assert!(j.contains(r#""holding":null,"#), "{j}");
+        assert!(j.contains(r#""x_interrupt":null,"#), "{j}");
     }
 }

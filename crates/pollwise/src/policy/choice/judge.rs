@@ -93,8 +93,9 @@ pub struct Stretch {
     /// The process's CPU nanoseconds per completion.
     pub cpu_per_io_ns: f64,
     /// Its throughput over interrupt's in the same trial (interrupt's is the mean of its
-    /// two stretches), what the judge's pick rests on.
-    pub x_interrupt: f64,
+    /// two stretches), what the judge's pick rests on; `None` when interrupt's stretches
+    /// brought no completion.
+    pub x_interrupt: Option<f64>,
     /// The trial it was measured in, from 1.
     pub trial: u64,
 }
@@ -304,12 +305,12 @@ impl Judge {
                             r.trials += 1;
                             r.picks[best] += 1;
                             let all = measured(st.plan, &st.got);
-                            let interrupt = all[0].map_or(0.0, |(_, i)| i.per_s);
+                            let interrupt = all[0].map(|(_, i)| i.per_s);
                             for (mode, m) in all.into_iter().flatten() {
                                 r.last[mode] = Some(Stretch {
                                     ios_per_s: m.per_s,
                                     cpu_per_io_ns: m.cpu_per_io,
-                                    x_interrupt: m.per_s / interrupt,
+                                    x_interrupt: interrupt.map(|i| m.per_s / i),
                                     trial: r.trials,
                                 });
                             }
@@ -470,6 +471,7 @@ mod tests {
             close(a.ios_per_s, 60_000.0) && close(a.cpu_per_io_ns, 1_100.0),
             "{a:?}"
         );
+        assert!(close(a.x_interrupt.unwrap(), 1.2), "{a:?}");
         let i = r.last[INTERRUPT].unwrap();
         assert!(
             close(i.ios_per_s, 50_000.0) && close(i.cpu_per_io_ns, 1_000.0),

@@ -108,7 +108,9 @@ fn judge_beliefs(b: &mut Vec<(String, f64)>, r: &JudgeReport) {
         if let Some(s) = r.last[i] {
             b.push((format!("auto.judge.{name}.ios_per_s"), s.ios_per_s));
             b.push((format!("auto.judge.{name}.cpu_per_io_ns"), s.cpu_per_io_ns));
-            b.push((format!("auto.judge.{name}.x_interrupt"), s.x_interrupt));
+            if let Some(x) = s.x_interrupt {
+                b.push((format!("auto.judge.{name}.x_interrupt"), x));
+            }
             b.push((format!("auto.judge.{name}.trial"), s.trial as f64));
         }
     }
