@@ -141,7 +141,8 @@ struct State {
     poll_after_cpu: u64,
     poll_cpu: u64,
     poll_backoff: u64,
-    /// The concluded trials, as reports show them.
+    /// The concluded trials, as reports show them (`holding` and `poll_backoff` are read from
+    /// the state when a report is asked for, never stored here).
     report: JudgeReport,
 }
 
@@ -279,7 +280,8 @@ impl Judge {
                                 from: None,
                             };
                         } else {
-                            let (mut best, as_good) = best(st.plan, &st.got, slack);
+                            let all = measured(st.plan, &st.got);
+                            let (mut best, as_good) = best(&all, slack);
                             // A trial that cannot tell the last pick from this one keeps it.
                             if let Some(last) = st.last_best.filter(|&l| as_good & 1 << l != 0) {
                                 best = last;
@@ -304,7 +306,6 @@ impl Judge {
                             let r = &mut st.report;
                             r.trials += 1;
                             r.picks[best] += 1;
-                            let all = measured(st.plan, &st.got);
                             let interrupt = all[0].map(|(_, i)| i.per_s);
                             for (mode, m) in all.into_iter().flatten() {
                                 r.last[mode] = Some(Stretch {
@@ -340,13 +341,9 @@ fn plan(poll_room: bool) -> &'static [usize] {
     }
 }
 
-/// Auto's objective over a trial's stretches (`got[i]` measured `plan[i]`): the cheapest mode
-/// whose throughput is within `slack` of the fastest, the faster of those within [`CPU_CLOSE`]
-/// of the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
-/// tell apart. Interrupt is the mean of its two stretches; a candidate with no
-/// completions measured loses, and interrupt wins when nothing else was measured.
-/// Each candidate the trial measured, with its mode; interrupt (measured first and last) as
-/// the mean of its stretches, first.
+/// Each candidate the trial measured (`got[i]` measured `plan[i]`), with its mode; interrupt
+/// (measured first and last) as the mean of its stretches, first. No allocation: a waiter's
+/// steady state allocates nothing, and a trial ends in one.
 fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Measured)>; 4] {
     let last = plan.len() - 1;
     let interrupt = match (got[0], got[last]) {
@@ -364,8 +361,12 @@ fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Meas
     measured
 }
 
-fn best(plan: &[usize], got: &[Option<Measured>; 4], slack: f64) -> (usize, u8) {
-    let measured = measured(plan, got);
+/// Auto's objective over a trial's [`measured`] candidates: the cheapest mode whose
+/// throughput is within `slack` of the fastest, the faster of those within [`CPU_CLOSE`] of
+/// the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
+/// tell apart. A candidate with no completions measured loses, and interrupt wins when
+/// nothing else was measured.
+fn best(measured: &[Option<(usize, Measured)>; 4], slack: f64) -> (usize, u8) {
     if measured[0].is_none() {
         return (INTERRUPT, 1 << INTERRUPT);
     }
