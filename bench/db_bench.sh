@@ -399,6 +399,16 @@ for t in threads:
         taken = fmt([r["taken"] for r in rs], ops) if m != "none" else "-"
         fell = fmt([r["fallbacks"] for r in rs], ops) if m != "none" else "-"
         vs_best = f"{med[m] / best:.2f}" if best else "-"
+        if best and m.startswith("auto") and rounds > 1:
+            # Paired by round: auto against the fastest fixed mode in the same round. A round's
+            # state (the disk, the host) moves every mode alike, and the fastest of several
+            # modes' medians is biased up when they are equal within noise; the pairs are not.
+            fastest = max((k for k in med if k != "none" and not k.startswith("auto")), key=med.get)
+            by_round = {r["round"]: r["ops_s"] for r in cells[fastest][0]}
+            pairs = [r["ops_s"] / by_round[r["round"]] for r in rs if r["round"] in by_round]
+            if pairs:
+                vs_best += (f"; paired with {fastest} by round {statistics.median(pairs):.2f} "
+                            f"[{min(pairs):.2f}-{max(pairs):.2f}]")
         print(f"| {t} | {m} | {fmt(o, ops)} | {vs_none} | {vs_best} | "
               f"{fmt(c, us) if c else '-'} | {vs_pick(m)} | {taken} | {fell} | {split(rs) if m.startswith('auto') else '-'} | "
               f"{decisions(rs) if m.startswith('auto') else '-'} | {judged(rs) if m.startswith('auto') else '-'} |")
@@ -418,7 +428,8 @@ Machine: $NCPU CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
 DB on $DISK ($(fs_of FSTYPE "$DB_DIR"), io_poll=$(cat "/sys/block/$DEV/queue/io_poll" 2>/dev/null || echo '?')).
 Load before: $(echo "$LOAD_BEFORE" | sed 's/.*load average/load average/'); after: $(echo "$LOAD_AFTER" | sed 's/.*load average/load average/').
 x none: ops/s against db_bench alone; x best mode: against the fastest of pollwise's fixed modes
-at that thread count (db_bench alone is not a mode; auto:F is auto with --auto_slack=F). The
+at that thread count (db_bench alone is not a mode; auto:F is auto with --auto_slack=F); for auto,
+with more than one round, also the median [range] of auto's ops/s over that mode's in each round. The
 objective's pick: the cheapest fixed mode (median CPU per op) whose median ops/s is within auto's
 slack (10%, or F) of the fastest; auto against it, ops/s and CPU per op. auto's
 decisions: the preload's count of each reason auto switched for (start, explore, best, periodic, clat_shift, contention, ...).
