@@ -144,9 +144,8 @@ fn judge_json(r: &JudgeReport) -> String {
         }
     }
     format!(
-        "{{\"trials\":{},\"holding\":{holding},\"poll_backoff\":{},\"picks\":{{{}}},\"last\":{{{}}}}}",
+        "{{\"trials\":{},\"holding\":{holding},\"picks\":{{{}}},\"last\":{{{}}}}}",
         r.trials,
-        r.poll_backoff,
         picks.join(","),
         last.join(",")
     )
@@ -192,26 +191,25 @@ mod tests {
             holding: Some(3),
             picks: [0, 0, 2, 1],
             last: [
-                s(64_207.4, 30_935.0, Some(1.0254), 1),
+                None,
                 None,
                 s(62_619.0, 10_303.2, Some(1.0), 3),
-                None,
+                s(64_207.4, 9_935.0, Some(1.0254), 3),
             ],
-            poll_backoff: 2,
         };
         assert_eq!(
             judge_json(&r),
             concat!(
-                r#"{"trials":3,"holding":"adaptive","poll_backoff":2,"#,
+                r#"{"trials":3,"holding":"adaptive","#,
                 r#""picks":{"poll":0,"hybrid":0,"interrupt":2,"adaptive":1},"#,
-                r#""last":{"poll":{"ios_per_s":64207,"cpu_per_io_ns":30935,"x_interrupt":1.025,"trial":1},"#,
-                r#""interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"x_interrupt":1.000,"trial":3}}}"#
+                r#""last":{"interrupt":{"ios_per_s":62619,"cpu_per_io_ns":10303,"x_interrupt":1.000,"trial":3},"#,
+                r#""adaptive":{"ios_per_s":64207,"cpu_per_io_ns":9935,"x_interrupt":1.025,"trial":3}}}"#
             )
         );
         // Mid-trial; and a trial whose interrupt stretches brought nothing has no ratio.
         let during = JudgeReport {
             holding: None,
-            last: [s(64_207.4, 30_935.0, None, 4), None, None, None],
+            last: [None, None, None, s(64_207.4, 9_935.0, None, 4)],
             ..r
         };
         let j = judge_json(&during);

@@ -906,7 +906,7 @@ impl Chooser {
         let n = n as u64;
         self.count(n);
         if let (Phase::Contended { .. }, Some(judge)) = (self.phase, self.judge) {
-            let m = judge.mode(self.slack, self.sampler.room_to_spin());
+            let m = judge.mode(self.slack);
             if m != self.cur {
                 self.switch(m, Reason::Judged, now);
             }

@@ -368,13 +368,6 @@ impl ContentionSampler {
         self.samples > 0 && self.choosers >= 2 && self.choosers >= self.src.cores()
     }
 
-    /// This process's choosers (counted: a platform that cannot count them gives none) do
-    /// not outnumber the cores this thread may run on, and nothing else contends for them:
-    /// each could spin on a core of its own.
-    pub fn room_to_spin(&self) -> bool {
-        (1..=self.src.cores()).contains(&self.choosers) && !self.contended()
-    }
-
     /// The smoothed runnable count.
     pub fn runnable(&self) -> f64 {
         self.runnable

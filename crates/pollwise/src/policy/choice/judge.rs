@@ -5,19 +5,19 @@
 //! faster while it takes the CPU from the process's other threads (and from a device's own
 //! worker), so per-thread judging picks spinning where the process as a whole loses. So such
 //! [`Chooser`](super::Chooser)s do not judge alone: each waits the way the process's [`Judge`]
-//! says, and counts its completions into it. The judge tries interrupt, adaptive, poll (only
-//! while the choosers fit the cores and nothing else contends: else spinning without bound
-//! starves the threads it contends with, 0.6x interrupt's throughput at 5x its CPU on the disk
-//! at 4x the cores) and interrupt again, each for [`TRIAL_NS`] of the whole process's completions
-//! and CPU time (after [`SETTLE_NS`] for every chooser to take the new mode at its next wait).
-//! It holds the cheapest mode whose throughput is within the slack of the fastest (auto's
-//! objective; CPU costs within [`CPU_CLOSE`] of each other are a tie, which the faster wins;
-//! a trial that cannot tell the last pick from the new one keeps it), for [`HOLD_MIN_NS`],
-//! doubling to [`HOLD_MAX_NS`] while it judges the same. Poll that lost is tried again once
-//! the process has spent its stretch's CPU over [`POLL_SHARE`] (times 1, 2, 4, up to
-//! [`POLL_BACKOFF_MAX`] as it keeps losing): every thread spinning costs the most. Interrupt,
-//! measured first and last, is judged on their mean: a drift moves both candidates alike.
-//! Hybrid is not tried: its sleep is aimed per thread.
+//! says, and counts its completions into it. The judge tries interrupt, adaptive and interrupt
+//! again, each for [`TRIAL_NS`] of the whole process's completions and CPU time (after
+//! [`SETTLE_NS`] for every chooser to take the new mode at its next wait). It holds the cheaper
+//! if its throughput is within the slack of the faster's (auto's objective; CPU costs within
+//! [`CPU_CLOSE`] of each other are a tie, which the faster wins; a trial that cannot tell the
+//! last pick from the new one keeps it), for [`HOLD_MIN_NS`], doubling to [`HOLD_MAX_NS`] while
+//! it judges the same. Interrupt, measured first and last, is judged on their mean: a drift
+//! moves both candidates alike. Hybrid is not tried: its sleep is aimed per thread. Poll is not
+//! tried: with a chooser on every core, each spinner takes the CPU the completion path needs,
+//! and a stretch measures it wrong (db_bench at 2 threads on 2 cores: poll's stretches 1.06-1.10x
+//! interrupt's, its held runs 1.00x adaptive's at 3.8x the CPU; trials with poll cost auto
+//! 1.2x the CPU of trials without, at no more throughput). Beyond the cores it starves the threads
+//! it contends with (0.6x interrupt's throughput at 5x its CPU on the disk at 4x the cores).
 //!
 //! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
 //! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
@@ -32,7 +32,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::{ADAPTIVE, HOLD_MAX_NS, HOLD_MIN_NS, INTERRUPT, POLL};
+use super::{ADAPTIVE, HOLD_MAX_NS, HOLD_MIN_NS, INTERRUPT};
 
 /// Each candidate's measured stretch: 100 ms of the process's completions.
 pub const TRIAL_NS: u64 = 100_000_000;
@@ -45,18 +45,8 @@ pub const IDLE_NS: u64 = 500_000_000;
 /// them no closer, and the faster of the tied wins.
 pub const CPU_CLOSE: f64 = 0.05;
 
-/// Trying poll again costs at most this share of the process's CPU: poll that lost waits
-/// until the process has spent its stretch's CPU over this share. In db_bench at 2 threads on
-/// 2 cores, poll tried every few trials cost auto 1.2-1.5x interrupt's CPU per op.
-pub const POLL_SHARE: f64 = 0.05;
-
-/// Most that wait is multiplied by after losses in a row (1, 2, 4, then 8).
-pub const POLL_BACKOFF_MAX: u64 = 8;
-
-/// The trial's order with room to spin: interrupt first and last.
-const WITH_POLL: [usize; 4] = [INTERRUPT, ADAPTIVE, POLL, INTERRUPT];
-/// The trial's order when the choosers outnumber the cores.
-const WITHOUT_POLL: [usize; 3] = [INTERRUPT, ADAPTIVE, INTERRUPT];
+/// The trial's order: interrupt first and last.
+const PLAN: [usize; 3] = [INTERRUPT, ADAPTIVE, INTERRUPT];
 
 /// Where a judge reads time and CPU.
 pub trait JudgeSource: Send + Sync {
@@ -111,13 +101,11 @@ pub struct JudgeReport {
     pub picks: [u64; 4],
     /// Each candidate's stretch in the last trial it was in.
     pub last: [Option<Stretch>; 4],
-    /// What poll's next loss multiplies its wait by (0: it has not lost since it last won).
-    pub poll_backoff: u64,
 }
 
 #[derive(Debug)]
 enum Step {
-    /// At `PLAN[at]` since `since`; measuring from `(ns, ios, cpu)` once settled.
+    /// At [`PLAN`]`[at]` since `since`; measuring from `(ns, ios, cpu)` once settled.
     Trial {
         at: usize,
         since: u64,
@@ -131,18 +119,11 @@ enum Step {
 struct State {
     last_ns: u64,
     step: Step,
-    /// This trial's order, chosen at its start.
-    plan: &'static [usize],
-    got: [Option<Measured>; 4],
+    got: [Option<Measured>; 3],
     hold_ns: u64,
     last_best: Option<usize>,
-    /// The process's CPU time before which trials leave poll out, the CPU of poll's last
-    /// stretch, and what the next loss of poll multiplies its wait by.
-    poll_after_cpu: u64,
-    poll_cpu: u64,
-    poll_backoff: u64,
-    /// The concluded trials, as reports show them (`holding` and `poll_backoff` are read from
-    /// the state when a report is asked for, never stored here).
+    /// The concluded trials, as reports show them (`holding` is read from the state when a
+    /// report is asked for, never stored here).
     report: JudgeReport,
 }
 
@@ -194,7 +175,6 @@ impl Judge {
         };
         Some(JudgeReport {
             holding,
-            poll_backoff: st.poll_backoff,
             ..st.report
         })
     }
@@ -205,9 +185,8 @@ impl Judge {
     }
 
     /// The mode (a [`CANDIDATES`](super::CANDIDATES) index) judged choosers wait in now,
-    /// with `slack` as auto's. `poll_room`: the choosers fit the cores and nothing else contends, so a
-    /// trial that starts now tries poll too.
-    pub fn mode(&self, slack: f64, poll_room: bool) -> usize {
+    /// with `slack` as auto's.
+    pub fn mode(&self, slack: f64) -> usize {
         let Ok(mut guard) = self.state.try_lock() else {
             return self.mode.load(Ordering::Relaxed);
         };
@@ -221,23 +200,19 @@ impl Judge {
                     since: now,
                     from: None,
                 },
-                plan: plan(poll_room),
-                got: [None; 4],
+                got: [None; 3],
                 hold_ns: HOLD_MIN_NS,
                 last_best: None,
-                poll_after_cpu: 0,
-                poll_cpu: 0,
-                poll_backoff: 0,
                 report: JudgeReport::default(),
             }),
         };
         st.last_ns = now;
-        let m = self.advance(st, now, slack, poll_room);
+        let m = self.advance(st, now, slack);
         self.mode.store(m, Ordering::Relaxed);
         m
     }
 
-    fn advance(&self, st: &mut State, now: u64, slack: f64, poll_room: bool) -> usize {
+    fn advance(&self, st: &mut State, now: u64, slack: f64) -> usize {
         match st.step {
             Step::Hold { mode, until } if now < until => mode,
             Step::Hold { .. } => {
@@ -246,12 +221,8 @@ impl Judge {
                     since: now,
                     from: None,
                 };
-                // Poll lost its last trials: leave it out until the process has spent enough
-                // CPU that poll's stretch is a small share of it (a pick's churn between
-                // near-equal modes would otherwise try it every second or two).
-                st.plan = plan(poll_room && self.source.cpu_ns() >= st.poll_after_cpu);
-                st.got = [None; 4];
-                st.plan[0]
+                st.got = [None; 3];
+                PLAN[0]
             }
             Step::Trial { at, since, from } => {
                 let ios = self.ios.load(Ordering::Relaxed);
@@ -266,36 +237,22 @@ impl Judge {
                     Some((t0, i0, c0)) if now.saturating_sub(t0) >= TRIAL_NS => {
                         let n = ios.saturating_sub(i0);
                         let cpu = self.source.cpu_ns().saturating_sub(c0);
-                        if st.plan[at] == POLL {
-                            st.poll_cpu = cpu;
-                        }
                         st.got[at] = (n > 0).then(|| Measured {
                             per_s: n as f64 * 1e9 / now.saturating_sub(t0) as f64,
                             cpu_per_io: cpu as f64 / n as f64,
                         });
-                        if at + 1 < st.plan.len() {
+                        if at + 1 < PLAN.len() {
                             st.step = Step::Trial {
                                 at: at + 1,
                                 since: now,
                                 from: None,
                             };
                         } else {
-                            let all = measured(st.plan, &st.got);
+                            let all = measured(&st.got);
                             let (mut best, as_good) = best(&all, slack);
                             // A trial that cannot tell the last pick from this one keeps it.
                             if let Some(last) = st.last_best.filter(|&l| as_good & 1 << l != 0) {
                                 best = last;
-                            }
-                            if st.plan.contains(&POLL) {
-                                if best == POLL {
-                                    st.poll_backoff = 0;
-                                } else {
-                                    st.poll_backoff =
-                                        (st.poll_backoff * 2).clamp(1, POLL_BACKOFF_MAX);
-                                    let wait =
-                                        st.poll_backoff as f64 * st.poll_cpu as f64 / POLL_SHARE;
-                                    st.poll_after_cpu = self.source.cpu_ns() + wait as u64;
-                                }
                             }
                             st.hold_ns = if st.last_best == Some(best) {
                                 (st.hold_ns * 2).min(HOLD_MAX_NS)
@@ -325,7 +282,7 @@ impl Judge {
                     _ => {}
                 }
                 match st.step {
-                    Step::Trial { at, .. } => st.plan[at],
+                    Step::Trial { at, .. } => PLAN[at],
                     Step::Hold { mode, .. } => mode,
                 }
             }
@@ -333,19 +290,11 @@ impl Judge {
     }
 }
 
-fn plan(poll_room: bool) -> &'static [usize] {
-    if poll_room {
-        &WITH_POLL
-    } else {
-        &WITHOUT_POLL
-    }
-}
-
-/// Each candidate the trial measured (`got[i]` measured `plan[i]`), with its mode; interrupt
-/// (measured first and last) as the mean of its stretches, first. No allocation: a waiter's
-/// steady state allocates nothing, and a trial ends in one.
-fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Measured)>; 4] {
-    let last = plan.len() - 1;
+/// Each candidate the trial measured (`got[i]` measured [`PLAN`]`[i]`), with its mode;
+/// interrupt (measured first and last) as the mean of its stretches, first. No allocation: a
+/// waiter's steady state allocates nothing, and a trial ends in one.
+fn measured(got: &[Option<Measured>; 3]) -> [Option<(usize, Measured)>; 2] {
+    let last = PLAN.len() - 1;
     let interrupt = match (got[0], got[last]) {
         (Some(a), Some(b)) => Some(Measured {
             per_s: (a.per_s + b.per_s) / 2.0,
@@ -353,12 +302,10 @@ fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Meas
         }),
         (a, b) => a.or(b),
     };
-    let mut measured = [None::<(usize, Measured)>; 4];
-    measured[0] = interrupt.map(|i| (INTERRUPT, i));
-    for k in 1..last {
-        measured[k] = got[k].map(|m| (plan[k], m));
-    }
-    measured
+    [
+        interrupt.map(|i| (INTERRUPT, i)),
+        got[1].map(|m| (ADAPTIVE, m)),
+    ]
 }
 
 /// Auto's objective over a trial's [`measured`] candidates: the cheapest mode whose
@@ -366,7 +313,7 @@ fn measured(plan: &[usize], got: &[Option<Measured>; 4]) -> [Option<(usize, Meas
 /// the cheapest's CPU; and the set (bits by mode) of those as good, which the trial cannot
 /// tell apart. A candidate with no completions measured loses, and interrupt wins when
 /// nothing else was measured.
-fn best(measured: &[Option<(usize, Measured)>; 4], slack: f64) -> (usize, u8) {
+fn best(measured: &[Option<(usize, Measured)>; 2], slack: f64) -> (usize, u8) {
     if measured[0].is_none() {
         return (INTERRUPT, 1 << INTERRUPT);
     }
@@ -379,7 +326,7 @@ fn best(measured: &[Option<(usize, Measured)>; 4], slack: f64) -> (usize, u8) {
         .fold(f64::INFINITY, f64::min);
     let tied = || within().filter(|(_, m)| m.cpu_per_io <= cheapest * (1.0 + CPU_CLOSE));
     let as_good = tied().fold(0u8, |set, (mode, _)| set | 1 << mode);
-    // The first of equals wins: interrupt, then the plan's order.
+    // The first of equals wins: interrupt.
     let pick = tied()
         .fold(None::<&(usize, Measured)>, |b, x| match b {
             Some(b) if b.1.per_s >= x.1.per_s => Some(b),
@@ -392,6 +339,7 @@ fn best(measured: &[Option<(usize, Measured)>; 4], slack: f64) -> (usize, u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::choice::POLL;
     use std::sync::Arc;
 
     /// A scripted source: time and CPU set by the test.
@@ -416,13 +364,12 @@ mod tests {
         j: &Judge,
         s: &Arc<Script>,
         ms: u64,
-        room: bool,
         rate: impl Fn(usize) -> u64,
         cpu: impl Fn(usize) -> u64,
     ) -> Vec<usize> {
         let mut seen = Vec::new();
         for _ in 0..ms {
-            let m = j.mode(0.10, room);
+            let m = j.mode(0.10);
             if seen.last() != Some(&m) {
                 seen.push(m);
             }
@@ -447,10 +394,10 @@ mod tests {
         // Adaptive 1.2x interrupt's throughput (past the 10% slack), at a little more CPU.
         let rate = |m| if m == ADAPTIVE { 60 } else { 50 };
         let cpu = |m| if m == ADAPTIVE { 1_100 } else { 1_000 };
-        let seen = drive(&j, &s, 400, false, rate, cpu);
+        let seen = drive(&j, &s, 400, rate, cpu);
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE]);
         assert_eq!(j.trials(), 1);
-        assert_eq!(drive(&j, &s, 500, false, rate, cpu), vec![ADAPTIVE]);
+        assert_eq!(drive(&j, &s, 500, rate, cpu), vec![ADAPTIVE]);
     }
 
     #[test]
@@ -459,10 +406,10 @@ mod tests {
         assert_eq!(j.report(), None, "nobody asked yet");
         let rate = |m| if m == ADAPTIVE { 60 } else { 50 };
         let cpu = |m| if m == ADAPTIVE { 1_100 } else { 1_000 };
-        drive(&j, &s, 150, false, rate, cpu);
+        drive(&j, &s, 150, rate, cpu);
         let r = j.report().unwrap();
         assert_eq!((r.trials, r.holding), (0, None), "mid-trial: {r:?}");
-        drive(&j, &s, 250, false, rate, cpu);
+        drive(&j, &s, 250, rate, cpu);
         let r = j.report().unwrap();
         assert_eq!((r.trials, r.holding), (1, Some(ADAPTIVE)), "{r:?}");
         assert_eq!(r.picks, [0, 0, 0, 1]);
@@ -491,13 +438,13 @@ mod tests {
         // Adaptive 5% faster at 1.3x the CPU: interrupt is within the slack and cheaper.
         let rate = |m| if m == ADAPTIVE { 105 } else { 100 };
         let cpu = |m| if m == ADAPTIVE { 1_300 } else { 1_000 };
-        drive(&j, &s, 400, false, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (1, INTERRUPT));
+        drive(&j, &s, 400, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (1, INTERRUPT));
         // The first hold is 1 s; the second trial judges the same and holds for 2 s.
-        drive(&j, &s, 1_400, false, rate, cpu);
+        drive(&j, &s, 1_400, rate, cpu);
         assert_eq!(j.trials(), 2);
-        drive(&j, &s, 1_900, false, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (2, INTERRUPT));
+        drive(&j, &s, 1_900, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (2, INTERRUPT));
     }
 
     #[test]
@@ -508,19 +455,17 @@ mod tests {
             &j,
             &s,
             400,
-            false,
             |m| if m == ADAPTIVE { 0 } else { 50 },
             |_| 1_000,
         );
         assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT]);
-        assert_eq!(j.mode(0.10, false), INTERRUPT);
+        assert_eq!(j.mode(0.10), INTERRUPT);
         // Unasked for longer than IDLE_NS: a new trial from interrupt, not the old hold.
         s.now.fetch_add(IDLE_NS + 1, Ordering::Relaxed);
         let seen = drive(
             &j,
             &s,
             150,
-            false,
             |m| if m == ADAPTIVE { 90 } else { 50 },
             |_| 1_000,
         );
@@ -529,22 +474,22 @@ mod tests {
     }
 
     #[test]
-    fn with_room_poll_is_tried_and_held_only_past_the_slack() {
-        // Two choosers on two cores: poll 4% faster than interrupt at 4.6x its CPU is within
-        // the slack, so interrupt (the cheapest) is held.
+    fn poll_is_never_tried_however_fast_it_would_be() {
+        // The choosers fill the cores or contend: spinning would take every core.
         let (j, s) = judge();
-        let cpu = |m| if m == POLL { 4_600 } else { 1_000 };
-        let seen = drive(&j, &s, 500, true, |m| if m == POLL { 52 } else { 50 }, cpu);
-        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, POLL, INTERRUPT]);
-        assert_eq!((j.trials(), j.mode(0.10, true)), (1, INTERRUPT));
-        // Poll 20% faster: past the slack, poll is held whatever its CPU.
-        let (j, s) = judge();
-        let seen = drive(&j, &s, 500, true, |m| if m == POLL { 60 } else { 50 }, cpu);
-        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, POLL, INTERRUPT, POLL]);
-        // Without room (the choosers outnumber the cores) poll is never tried.
-        let (j, s) = judge();
-        let seen = drive(&j, &s, 500, false, |m| if m == POLL { 60 } else { 50 }, cpu);
-        assert_eq!(seen, vec![INTERRUPT, ADAPTIVE, INTERRUPT]);
+        let seen = drive(
+            &j,
+            &s,
+            3_000,
+            |m| if m == POLL { 90 } else { 50 },
+            |_| 1_000,
+        );
+        assert_eq!(
+            seen,
+            vec![INTERRUPT, ADAPTIVE, INTERRUPT, ADAPTIVE, INTERRUPT]
+        );
+        assert_eq!(j.trials(), 2);
+        assert_eq!(j.report().unwrap().last[POLL], None);
     }
 
     #[test]
@@ -553,34 +498,13 @@ mod tests {
         // Adaptive 2% cheaper (a tie) and 4% slower: interrupt, the faster, is held.
         let rate = |m| if m == ADAPTIVE { 48 } else { 50 };
         let cpu = |m| if m == ADAPTIVE { 980 } else { 1_000 };
-        drive(&j, &s, 400, false, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (1, INTERRUPT));
+        drive(&j, &s, 400, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (1, INTERRUPT));
         // Adaptive 10% cheaper and 4% slower: the cheaper within the slack, adaptive.
         let (j, s) = judge();
         let cpu = |m| if m == ADAPTIVE { 900 } else { 1_000 };
-        drive(&j, &s, 400, false, rate, cpu);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (1, ADAPTIVE));
-    }
-
-    #[test]
-    fn poll_that_lost_waits_until_its_stretch_is_a_small_share_of_the_cpu() {
-        let (j, s) = judge();
-        // Poll as fast as the others at 4.6x the CPU: it loses every trial it is in. Its
-        // stretch costs 100 ms x 50 x 4.6 us = 23 ms of CPU; the others spend 50 us a
-        // millisecond, so 23 ms / POLL_SHARE = 460 ms of the process's CPU take 9.2 s.
-        let cpu = |m| if m == POLL { 4_600 } else { 1_000 };
-        // Interrupt is held for 1, 2, 4 then 8 s: trials at 0, 1.4, 3.8 and 8.1 s, one with poll.
-        let seen = drive(&j, &s, 9_000, true, |_| 50, cpu);
-        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 1, "{seen:?}");
-        assert_eq!(j.trials(), 4);
-        // The next trial, at 16.4 s, is the first after 9.6 s: it tries poll again.
-        let seen = drive(&j, &s, 8_000, true, |_| 50, cpu);
-        assert_eq!(seen.iter().filter(|&&m| m == POLL).count(), 1, "{seen:?}");
-        // Lost twice: the wait doubles, to 18.4 s from 16.8 s. The trial at 33.3 s leaves
-        // poll out.
-        let seen = drive(&j, &s, 17_000, true, |_| 50, cpu);
-        assert_eq!(j.trials(), 6);
-        assert!(!seen.contains(&POLL), "{seen:?}");
+        drive(&j, &s, 400, rate, cpu);
+        assert_eq!((j.trials(), j.mode(0.10)), (1, ADAPTIVE));
     }
 
     #[test]
@@ -594,15 +518,15 @@ mod tests {
                 50
             }
         };
-        drive(&j, &s, 400, false, rate, |_| 1_000);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (1, ADAPTIVE));
+        drive(&j, &s, 400, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10)), (1, ADAPTIVE));
         // Now the two are equal: interrupt would be the pick of a fresh trial (the first of
         // equals), but this one cannot tell them apart, so adaptive is kept, for twice as long.
         adaptive_rate.store(50, Ordering::Relaxed);
-        drive(&j, &s, 1_400, false, rate, |_| 1_000);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (2, ADAPTIVE));
+        drive(&j, &s, 1_400, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10)), (2, ADAPTIVE));
         // The second trial ended at 1.66 s: held to 3.66 s (a first hold is 1 s).
-        drive(&j, &s, 1_800, false, rate, |_| 1_000);
-        assert_eq!((j.trials(), j.mode(0.10, false)), (2, ADAPTIVE));
+        drive(&j, &s, 1_800, rate, |_| 1_000);
+        assert_eq!((j.trials(), j.mode(0.10)), (2, ADAPTIVE));
     }
 }

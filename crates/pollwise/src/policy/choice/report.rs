@@ -97,7 +97,6 @@ impl Chooser {
 /// the mode it holds, and each candidate's last stretch.
 fn judge_beliefs(b: &mut Vec<(String, f64)>, r: &JudgeReport) {
     b.push(("auto.judge.trials".to_string(), r.trials as f64));
-    b.push(("auto.judge.poll_backoff".to_string(), r.poll_backoff as f64));
     if let Some(m) = r.holding {
         b.push((format!("auto.judge.holding.{}", CANDIDATES[m]), 1.0));
     }
