@@ -12,7 +12,7 @@
 //! work included) is within `slack` (0.10) of the fastest candidate's, hybrid over poll unless
 //! poll is faster by more than [`CLOSE_CALL`]. Waits of [`LONG_WAIT_NS`] or more block, without
 //! spinning to find out more. Under CPU contention (or with its threads filling the cores) it
-//! waits as the process's [`Judge`] says: interrupt, adaptive, or poll while threads fit cores.
+//! waits as the process's [`Judge`] says: interrupt or adaptive.
 //!
 //! **States.** *Explore*: each candidate for one epoch, interrupt first and last (judged on
 //! both); an epoch settles [`SETTLE_IOS`] completions, then measures [`EPOCH_IOS`] and

@@ -14,10 +14,10 @@
 //! it judges the same. Interrupt, measured first and last, is judged on their mean: a drift
 //! moves both candidates alike. Hybrid is not tried: its sleep is aimed per thread. Poll is not
 //! tried: with a chooser on every core, each spinner takes the CPU the completion path needs,
-//! and a stretch measures it wrong (db_bench at 2 threads on 2 cores: poll's stretches 1.06-1.10x
-//! interrupt's, its held runs 1.00x adaptive's at 3.8x the CPU; trials with poll cost auto
-//! 1.2x the CPU of trials without, at no more throughput). Beyond the cores it starves the threads
-//! it contends with (0.6x interrupt's throughput at 5x its CPU on the disk at 4x the cores).
+//! and a stretch measures it wrong (db_bench at 2 threads on 2 cores: poll's stretches a median
+//! 1.09x interrupt's, while held runs of the three came within 1.3%, poll at 3.9x the CPU; trials
+//! with poll cost auto 1.19x the CPU of trials without, at no more throughput). Beyond the cores
+//! it starves the threads it contends with (0.6x interrupt's throughput at 5x its CPU, disk, 4x).
 //!
 //! A judge nobody asked for [`IDLE_NS`] starts afresh: a benchmark's rounds of other modes in
 //! between carry nothing over. Time and CPU come from the judge's [`JudgeSource`] (the
