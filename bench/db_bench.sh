@@ -369,7 +369,8 @@ for t in threads:
     med = {m: statistics.median(r["ops_s"] for r in rs) for m, (rs, bad) in cells.items() if rs and not bad}
     # The best mode: the fastest of pollwise's fixed modes (db_bench alone is not a mode, and
     # auto is judged against them).
-    best = max((v for m, v in med.items() if m != "none" and not m.startswith("auto")), default=None)
+    fastest = max((m for m in med if m != "none" and not m.startswith("auto")), key=med.get, default=None)
+    best = med[fastest] if fastest else None
     cpu_med = {m: statistics.median(c) for m, (rs, bad) in cells.items()
                if rs and not bad and (c := [r["cpu_us_op"] for r in rs if r.get("cpu_us_op") is not None])}
     def pick(slack):
@@ -403,7 +404,6 @@ for t in threads:
             # Paired by round: auto against the fastest fixed mode in the same round. A round's
             # state (the disk, the host) moves every mode alike, and the fastest of several
             # modes' medians is biased up when they are equal within noise; the pairs are not.
-            fastest = max((k for k in med if k != "none" and not k.startswith("auto")), key=med.get)
             by_round = {r["round"]: r["ops_s"] for r in cells[fastest][0]}
             pairs = [r["ops_s"] / by_round[r["round"]] for r in rs if r["round"] in by_round]
             if pairs:
